@@ -1,0 +1,56 @@
+# incidentlib. `make run` serves the seeds on http://127.0.0.1:8080;
+# `make test` is what CI runs.
+GO ?= go
+BIN := bin/incidentlib
+PKGS := ./...
+
+.PHONY: run build test test-short generate check-generate bench fuzz lint fmt clean
+
+run: build
+	$(BIN) serve --addr 127.0.0.1:8080 --db ./data/incidentlib.db
+
+build:
+	$(GO) build -o $(BIN) ./cmd/incidentlib
+
+test: check-generate
+	$(GO) vet $(PKGS)
+	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+	$(MAKE) fuzz FUZZTIME=3s
+
+test-short:
+	$(GO) test -count=1 -short $(PKGS)
+
+generate:
+	$(GO) generate ./graph
+
+# The generated code is committed; this fails if it is not what
+# `make generate` produces.
+check-generate:
+	@tmp=$$(mktemp -d); cp graph/generated.go graph/model/models_gen.go graph/schema.resolvers.go $$tmp/; \
+	$(GO) generate ./graph; \
+	status=0; \
+	for f in generated.go schema.resolvers.go; do cmp -s graph/$$f $$tmp/$$f || { echo "graph/$$f differs from 'make generate'"; status=1; }; done; \
+	cmp -s graph/model/models_gen.go $$tmp/models_gen.go || { echo "graph/model/models_gen.go differs from 'make generate'"; status=1; }; \
+	rm -rf $$tmp; exit $$status
+
+FUZZTIME ?= 10s
+fuzz:
+	@for pkg in $$($(GO) list $(PKGS)); do \
+		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "fuzz $$pkg $$target for $(FUZZTIME)"; \
+			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
+
+bench:
+	$(GO) run ./cmd/incidentlib-bench
+
+lint:
+	$(GO) vet $(PKGS)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf bin data

@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/gen"
+	"github.com/incidentlib/incidentlib/seeds"
+	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/storage"
+)
+
+const defaultDB = "./data/incidentlib.db"
+
+// storeFlags are the flags of every command that opens the store.
+type storeFlags struct {
+	path        *string
+	openTimeout *time.Duration
+	recordCache *int
+}
+
+func addStoreFlags(f *flags) storeFlags {
+	return storeFlags{
+		path:        f.str("db", defaultDB, "path of the bbolt database file"),
+		openTimeout: f.duration("open-timeout", time.Second, false, "how long to wait for a database file another process holds"),
+		recordCache: f.count("record-cache", 10_000, 0, "decoded records kept in memory, in records; 0 turns the cache off"),
+	}
+}
+
+func (s storeFlags) open(readOnly bool) (*storage.DB, error) {
+	tax, err := seeds.Taxonomy()
+	if err != nil {
+		return nil, err
+	}
+	if readOnly {
+		if _, err := os.Stat(*s.path); err != nil {
+			return nil, fmt.Errorf("open %s: %w", *s.path, err)
+		}
+	}
+	return storage.Open(*s.path, storage.Options{
+		OpenTimeout: *s.openTimeout, Taxonomy: tax, ReadOnly: readOnly, RecordCache: *s.recordCache,
+	})
+}
+
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	f := newFlags("serve", getenv, stderr)
+	addr := f.str("addr", "127.0.0.1:8080", "address to listen on")
+	sf := addStoreFlags(f)
+	seed := f.str("seed", "auto", "auto: load the seed incidents into a new, empty store; none: taxonomy only")
+	prod := f.boolean("prod", false, "production mode: no playground, no introspection")
+	queryCache := f.count("query-cache", 1000, 1, "parsed GraphQL documents kept, in documents")
+	logLevel := f.str("log-level", "info", "debug, info, warn or error")
+	readHeader := f.duration("read-header-timeout", 5*time.Second, false, "time to read a request's headers")
+	readTimeout := f.duration("read-timeout", 30*time.Second, false, "time to read a whole request")
+	writeTimeout := f.duration("write-timeout", 60*time.Second, false, "time to write a response")
+	idleTimeout := f.duration("idle-timeout", 120*time.Second, false, "how long an idle keep-alive connection stays open")
+	shutdownTimeout := f.duration("shutdown-timeout", 15*time.Second, false, "how long in-flight requests may finish after SIGTERM")
+	f.checks = append(f.checks, func() error {
+		if *seed != "auto" && *seed != "none" {
+			return fmt.Errorf("--seed must be auto or none, got %q", *seed)
+		}
+		return nil
+	})
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %v", err)
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	db, err := sf.open(false)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if *seed == "auto" {
+		incs, err := seeds.Incidents()
+		if err != nil {
+			return err
+		}
+		res, err := db.ImportIncidents(ctx, incs, incidentlib.ImportOptions{KeepUpdatedAt: true, OnlyIfNew: true})
+		if err != nil {
+			return fmt.Errorf("load the seeds: %w", err)
+		}
+		if res.Created > 0 {
+			logger.Info("loaded the seed incidents", "count", res.Created)
+		}
+	}
+
+	srv, err := server.New(db, server.Config{Prod: *prod, QueryCacheSize: *queryCache, Logger: logger}, prometheus.NewRegistry())
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: *readHeader,
+		ReadTimeout:       *readTimeout,
+		WriteTimeout:      *writeTimeout,
+		IdleTimeout:       *idleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	srv.SetReady(true)
+	logger.Info("serving", "addr", ln.Addr().String(), "db", db.Path(), "prod", *prod)
+	fmt.Fprintf(stdout, "incidentlib serving on http://%s\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	srv.SetReady(false)
+	logger.Info("shutting down", "timeout", shutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		logger.Warn("shutdown did not finish in time", "err", err)
+	}
+	return nil
+}
+
+func runImport(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	f := newFlags("import", getenv, stderr)
+	sf := addStoreFlags(f)
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if f.NArg() == 0 {
+		return errors.New("import: name at least one file (or - for standard input)")
+	}
+	var recs []incidentlib.RecordAt
+	var problems []string
+	for _, name := range f.Args() {
+		var data []byte
+		var err error
+		if name == "-" {
+			data, err = io.ReadAll(stdin)
+			name = "stdin"
+		} else {
+			data, err = os.ReadFile(name)
+		}
+		if err != nil {
+			return err
+		}
+		rs, err := incidentlib.ReadRecords(name, data)
+		if err != nil {
+			for _, e := range incidentlib.ErrorList(err) {
+				problems = append(problems, e.Message)
+			}
+			if len(incidentlib.ErrorList(err)) == 0 {
+				return err
+			}
+			continue
+		}
+		recs = append(recs, rs...)
+	}
+	if len(problems) > 0 {
+		return reportProblems(stderr, problems)
+	}
+	db, err := sf.open(false)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	incs := make([]*incidentlib.Incident, len(recs))
+	for i, r := range recs {
+		incs[i] = r.Incident
+	}
+	res, err := db.ImportIncidents(ctx, incs, incidentlib.ImportOptions{KeepUpdatedAt: true})
+	if err != nil {
+		list := incidentlib.ErrorList(err)
+		if len(list) == 0 {
+			return err
+		}
+		for _, e := range list {
+			where := ""
+			if len(e.Field) >= 2 && e.Field[0] == "records" {
+				if i, convErr := strconv.Atoi(e.Field[1]); convErr == nil && i < len(recs) {
+					where = recs[i].Where + ": "
+				}
+			}
+			problems = append(problems, where+e.Message)
+		}
+		return reportProblems(stderr, problems)
+	}
+	fmt.Fprintf(stdout, "imported %d records: %d created, %d updated, %d unchanged\n",
+		len(incs), res.Created, res.Updated, res.Unchanged)
+	return nil
+}
+
+func reportProblems(w io.Writer, problems []string) error {
+	for _, p := range problems {
+		fmt.Fprintln(w, p)
+	}
+	fmt.Fprintf(w, "import: %d problems; nothing was written\n", len(problems))
+	return exitCode(1)
+}
+
+func runExport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	f := newFlags("export", getenv, stderr)
+	sf := addStoreFlags(f)
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	db, err := sf.open(true)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	w := bufio.NewWriterSize(stdout, 1<<20)
+	if err := db.Export(ctx, w); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+func runCheck(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	f := newFlags("check", getenv, stderr)
+	sf := addStoreFlags(f)
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	db, err := sf.open(true)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	problems, err := db.Check(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range problems {
+		fmt.Fprintln(stdout, p)
+	}
+	if len(problems) > 0 {
+		fmt.Fprintf(stdout, "check: %d problems\n", len(problems))
+		return exitCode(1)
+	}
+	fmt.Fprintln(stdout, "check: ok")
+	return nil
+}
+
+func runCompact(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	f := newFlags("compact", getenv, stderr)
+	sf := addStoreFlags(f)
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	before, err := os.Stat(*sf.path)
+	if err != nil {
+		return err
+	}
+	tax, err := seeds.Taxonomy()
+	if err != nil {
+		return err
+	}
+	if err := storage.Compact(*sf.path, *sf.path, storage.Options{OpenTimeout: *sf.openTimeout, Taxonomy: tax}); err != nil {
+		return err
+	}
+	after, err := os.Stat(*sf.path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "compacted %s: %d bytes -> %d bytes\n", *sf.path, before.Size(), after.Size())
+	return nil
+}
+
+func runGen(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	f := newFlags("gen", getenv, stderr)
+	count := f.count("count", 1000, 1, "number of incidents")
+	seed := f.Int64("seed", 1, "random seed: the same seed gives the same corpus, byte for byte")
+	first := f.count("first-id", 1, 1, "number of the first incident id")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	tax, err := seeds.Taxonomy()
+	if err != nil {
+		return err
+	}
+	incs, err := gen.Generate(gen.Options{Count: *count, Seed: *seed, FirstID: uint32(*first), Taxonomy: tax})
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(stdout, 1<<20)
+	if err := gen.WriteJSONL(w, incs); err != nil {
+		return err
+	}
+	return w.Flush()
+}

@@ -1,0 +1,73 @@
+// Command incidentlib serves, imports, exports, checks and compacts an
+// incident library.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
+		var ec exitCode
+		if errors.As(err, &ec) {
+			os.Exit(int(ec))
+		}
+		fmt.Fprintln(os.Stderr, "incidentlib:", err)
+		os.Exit(1)
+	}
+}
+
+// exitCode ends the program with a code and nothing more to say.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+const usage = `usage: incidentlib COMMAND [flags]
+
+commands:
+  serve     serve the library over HTTP (GraphQL at /graphql, playground at /)
+  import    import IL-JSON records (object, array or JSONL) into a store, all or nothing
+  export    write every record as JSONL, sorted by id
+  check     verify the store: bbolt, records, indexes, links
+  compact   rewrite the store with live data only (offline)
+  gen       write a deterministic synthetic corpus as JSONL
+
+Run 'incidentlib COMMAND -h' for a command's flags. Every flag can also be
+set with an environment variable INCIDENTLIB_<FLAG> (dashes as underscores).
+`
+
+// run is the whole program; main only wires signals and the process.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitCode(2)
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return runServe(ctx, rest, getenv, stdout, stderr)
+	case "import":
+		return runImport(ctx, rest, getenv, stdin, stdout, stderr)
+	case "export":
+		return runExport(ctx, rest, getenv, stdout, stderr)
+	case "check":
+		return runCheck(ctx, rest, getenv, stdout, stderr)
+	case "compact":
+		return runCompact(ctx, rest, getenv, stdout, stderr)
+	case "gen":
+		return runGen(ctx, rest, getenv, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprintf(stderr, "incidentlib: unknown command %q\n\n%s", cmd, usage)
+	return exitCode(2)
+}

@@ -1,0 +1,123 @@
+package incidentlib
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes. They are mapped to GraphQL extensions.code and HTTP statuses
+// in one place at the edge (graph.ErrorPresenter).
+const (
+	ECONFLICT            = "CONFLICT"
+	EINTERNAL            = "INTERNAL"
+	EINVALID             = "INVALID"
+	ENOTFOUND            = "NOT_FOUND"
+	EUNAUTHORIZED        = "UNAUTHORIZED"
+	EFORBIDDEN           = "FORBIDDEN"
+	EBADCURSOR           = "BAD_CURSOR"
+	EBADQUERY            = "BAD_QUERY"
+	ETIMEOUT             = "TIMEOUT"
+	EUNAVAILABLE         = "UNAVAILABLE"
+	EUPSTREAMUNAVAILABLE = "UPSTREAM_UNAVAILABLE"
+	EREADONLY            = "READ_ONLY"
+)
+
+// Error is the one error type of the application. Anything that is not an
+// *Error is internal and its message is never shown to a client.
+type Error struct {
+	// Code is machine readable, one of the E* constants.
+	Code string
+	// Message is human readable and safe to show to a client.
+	Message string
+	// Field is the path of the input field the error is about, if any
+	// (for example ["records", "3", "date"]).
+	Field []string
+}
+
+// Error implements the error interface. Not used by the application otherwise.
+func (e *Error) Error() string {
+	if len(e.Field) > 0 {
+		return fmt.Sprintf("incidentlib error: code=%s field=%v message=%s", e.Code, e.Field, e.Message)
+	}
+	return fmt.Sprintf("incidentlib error: code=%s message=%s", e.Code, e.Message)
+}
+
+// ErrorCode unwraps an application error and returns its code.
+// Non-application errors always return EINTERNAL.
+func ErrorCode(err error) string {
+	var e *Error
+	if err == nil {
+		return ""
+	} else if errors.As(err, &e) {
+		return e.Code
+	}
+	return EINTERNAL
+}
+
+// ErrorMessage unwraps an application error and returns its message.
+// Non-application errors always return "internal error".
+func ErrorMessage(err error) string {
+	var e *Error
+	if err == nil {
+		return ""
+	} else if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
+}
+
+// ErrorField returns the field path of an application error, if any.
+func ErrorField(err error) []string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Field
+	}
+	return nil
+}
+
+// Errorf is a helper function to return an application error.
+func Errorf(code string, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// FieldErrorf returns an application error about one input field.
+func FieldErrorf(code string, field []string, format string, args ...any) *Error {
+	return &Error{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// Errors is a list of application errors, returned by validation that finds
+// more than one problem. Its code is the code of the first error.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	if len(es) == 0 {
+		return "no errors"
+	}
+	s := es[0].Error()
+	if len(es) > 1 {
+		s += fmt.Sprintf(" (and %d more)", len(es)-1)
+	}
+	return s
+}
+
+// As lets errors.As find the first *Error in the list.
+func (es Errors) As(target any) bool {
+	if t, ok := target.(**Error); ok && len(es) > 0 {
+		*t = es[0]
+		return true
+	}
+	return false
+}
+
+// ErrorList flattens err into the list of application errors it holds.
+func ErrorList(err error) []*Error {
+	var es Errors
+	if errors.As(err, &es) {
+		return es
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return []*Error{e}
+	}
+	return nil
+}

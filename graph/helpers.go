@@ -1,0 +1,149 @@
+package graph
+
+import (
+	"context"
+	"strings"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/graph/model"
+)
+
+// orderOf converts the GraphQL order input.
+func orderOf(o *model.IncidentOrder) incidentlib.IncidentOrder {
+	if o == nil {
+		return incidentlib.DefaultOrder
+	}
+	return incidentlib.IncidentOrder{Field: incidentlib.OrderField(o.Field), Direction: incidentlib.Direction(o.Direction)}
+}
+
+// connection reads one page of incidents and everything the selection asks
+// below them.
+func (r *Resolver) connection(ctx context.Context, filter *incidentlib.IncidentFilter, orderBy *model.IncidentOrder, page incidentlib.PageArgs) (*model.IncidentConnection, error) {
+	var f incidentlib.IncidentFilter
+	if filter != nil {
+		f = *filter
+	}
+	p, err := r.Incidents.FindIncidents(ctx, f, orderOf(orderBy), page)
+	if err != nil {
+		return nil, err
+	}
+	incs, err := r.loaders(ctx).Incidents.LoadAll(ctx, p.IDs)
+	if err != nil {
+		return nil, err
+	}
+	conn := &model.IncidentConnection{
+		Edges:      make([]*model.IncidentEdge, 0, len(incs)),
+		Nodes:      make([]*model.Incident, 0, len(incs)),
+		PageInfo:   &model.PageInfo{HasNextPage: p.HasNextPage, HasPreviousPage: p.HasPreviousPage},
+		TotalCount: p.TotalCount,
+		Filter:     f,
+	}
+	present := make([]*incidentlib.Incident, 0, len(incs))
+	v := r.view(ctx)
+	for i, inc := range incs {
+		if inc == nil { // deleted between the two reads
+			continue
+		}
+		present = append(present, inc)
+		n := v.NewIncident(inc)
+		conn.Nodes = append(conn.Nodes, n)
+		conn.Edges = append(conn.Edges, &model.IncidentEdge{Cursor: p.Cursors[i], Node: n})
+	}
+	if len(conn.Edges) > 0 {
+		conn.PageInfo.StartCursor = &conn.Edges[0].Cursor
+		conn.PageInfo.EndCursor = &conn.Edges[len(conn.Edges)-1].Cursor
+	}
+	if err := r.prefetchConnection(ctx, present); err != nil {
+		return nil, err
+	}
+	return conn, nil
+}
+
+// withTerm returns filter narrowed to one term or organization.
+func withTerm(filter *incidentlib.IncidentFilter, kind string, slug string) *incidentlib.IncidentFilter {
+	var f incidentlib.IncidentFilter
+	if filter != nil {
+		f = *filter
+	}
+	and := func(list []string) []string {
+		if len(list) == 0 {
+			return []string{slug}
+		}
+		for _, s := range list {
+			if s == slug {
+				return []string{slug}
+			}
+		}
+		return []string{"\x00none"} // the intersection is empty
+	}
+	switch kind {
+	case incidentlib.CountKindOrganization:
+		f.Organizations = and(f.Organizations)
+	case string(incidentlib.KindDomain):
+		f.Domains = and(f.Domains)
+	case string(incidentlib.KindSymptom):
+		f.Symptoms = and(f.Symptoms)
+	case string(incidentlib.KindComponent):
+		f.Components = and(f.Components)
+	case string(incidentlib.KindRootCause):
+		f.RootCauses = and(f.RootCauses)
+	case string(incidentlib.KindContributing):
+		f.Contributing = and(f.Contributing)
+	case string(incidentlib.KindSeverity):
+		f.Severities = and(f.Severities)
+	}
+	return &f
+}
+
+// node resolves a global id.
+func (r *Resolver) nodes(ctx context.Context, ids []string) ([]model.Node, error) {
+	out := make([]model.Node, len(ids))
+	var incIDs []string
+	var orgSlugs []string
+	for _, id := range ids {
+		switch {
+		case strings.HasPrefix(id, "IL-"):
+			incIDs = append(incIDs, id)
+		case strings.HasPrefix(id, "org:"):
+			orgSlugs = append(orgSlugs, strings.TrimPrefix(id, "org:"))
+		}
+	}
+	ls := r.loaders(ctx)
+	incs, err := ls.Incidents.LoadAll(ctx, incIDs)
+	if err != nil {
+		return nil, err
+	}
+	orgs, err := ls.Organizations.LoadAll(ctx, orgSlugs)
+	if err != nil {
+		return nil, err
+	}
+	v := r.view(ctx)
+	var present []*incidentlib.Incident
+	ii, oi := 0, 0
+	for i, id := range ids {
+		switch {
+		case strings.HasPrefix(id, "IL-"):
+			if inc := incs[ii]; inc != nil {
+				out[i] = v.NewIncident(inc)
+				present = append(present, inc)
+			}
+			ii++
+		case strings.HasPrefix(id, "org:"):
+			if o := orgs[oi]; o != nil {
+				out[i] = &model.Organization{Organization: o}
+			}
+			oi++
+		case strings.HasPrefix(id, "term:"):
+			parts := strings.SplitN(id, ":", 3)
+			if len(parts) == 3 {
+				if t := r.Taxonomy.Term(incidentlib.TermKind(parts[1]), parts[2]); t != nil {
+					out[i] = v.NewTerm(t)
+				}
+			}
+		}
+	}
+	if err := r.prefetchSelected(ctx, present); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

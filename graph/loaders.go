@@ -1,0 +1,161 @@
+package graph
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/graph-gophers/dataloader/v7"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/graph/model"
+)
+
+// LoaderWait is how long a loader collects keys before it reads them. Keys a
+// resolver knows up front never wait on it: they go through LoadAll, which
+// reads at once. 16 ms (the library default) would add 16 ms per level.
+const LoaderWait = 500 * time.Microsecond
+
+// LoaderNames lists every loader, for metrics present from start-up.
+var LoaderNames = []string{"incident", "recurrences", "organization", "term", "count"}
+
+// LoaderMetrics counts batches and keys per loader.
+type LoaderMetrics interface {
+	Batch(loader string, keys int)
+}
+
+// Loader is a dataloader that can also load a set of keys it knows up front
+// in one batch, without waiting on the batch window: the number of batches
+// then depends on the query, not on scheduling.
+type Loader[K comparable, V any] struct {
+	dl    *dataloader.Loader[K, V]
+	cache *dataloader.InMemoryCache[K, V]
+	fetch func(ctx context.Context, keys []K) ([]V, error)
+}
+
+func newLoader[K comparable, V any](name string, m LoaderMetrics, fetch func(ctx context.Context, keys []K) ([]V, error)) *Loader[K, V] {
+	l := &Loader[K, V]{cache: dataloader.NewCache[K, V]()}
+	l.fetch = func(ctx context.Context, keys []K) ([]V, error) {
+		if m != nil {
+			m.Batch(name, len(keys))
+		}
+		return fetch(ctx, keys)
+	}
+	batch := func(ctx context.Context, keys []K) []*dataloader.Result[V] {
+		vals, err := l.fetch(ctx, keys)
+		out := make([]*dataloader.Result[V], len(keys))
+		for i := range keys {
+			if err != nil {
+				out[i] = &dataloader.Result[V]{Error: err}
+			} else {
+				out[i] = &dataloader.Result[V]{Data: vals[i]}
+			}
+		}
+		return out
+	}
+	l.dl = dataloader.NewBatchedLoader(batch,
+		dataloader.WithWait[K, V](LoaderWait),
+		dataloader.WithCache[K, V](l.cache),
+		dataloader.WithBatchCapacity[K, V](1000),
+	)
+	return l
+}
+
+// Load loads one key through the batch window.
+func (l *Loader[K, V]) Load(ctx context.Context, key K) (V, error) {
+	return l.dl.Load(ctx, key)()
+}
+
+// LoadAll returns the values of keys in order: keys not seen before in this
+// request are read in one batch at once, the others come from the cache.
+func (l *Loader[K, V]) LoadAll(ctx context.Context, keys []K) ([]V, error) {
+	var missing []K
+	seen := make(map[K]bool, len(keys))
+	for _, k := range keys {
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if _, ok := l.cache.Get(ctx, k); !ok {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		vals, err := l.fetch(ctx, missing)
+		if err != nil {
+			return nil, err
+		}
+		for i, k := range missing {
+			l.dl.Prime(ctx, k, vals[i])
+		}
+	}
+	out := make([]V, len(keys))
+	for i, k := range keys {
+		thunk, ok := l.cache.Get(ctx, k)
+		if !ok { // cleared meanwhile after a panic: load it the slow way
+			thunk = l.dl.Load(ctx, k)
+		}
+		v, err := thunk()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// Loaders are the dataloaders of one request.
+type Loaders struct {
+	Incidents     *Loader[string, *incidentlib.Incident]
+	Recurrences   *Loader[string, []string]
+	Organizations *Loader[string, *incidentlib.Organization]
+	Terms         *Loader[incidentlib.TermKey, *incidentlib.Term]
+	Counts        *Loader[incidentlib.CountKey, int]
+
+	view *model.View
+}
+
+// NewLoaders builds the loaders of one request over the services.
+func NewLoaders(r *Resolver) *Loaders {
+	m := r.LoaderMetrics
+	return &Loaders{
+		Incidents: newLoader("incident", m, func(ctx context.Context, ids []string) ([]*incidentlib.Incident, error) {
+			return r.Incidents.FindIncidentsByIDs(ctx, ids)
+		}),
+		Recurrences: newLoader("recurrences", m, func(ctx context.Context, ids []string) ([][]string, error) {
+			return r.Incidents.RecurrenceIDs(ctx, ids)
+		}),
+		Organizations: newLoader("organization", m, func(ctx context.Context, slugs []string) ([]*incidentlib.Organization, error) {
+			return r.Organizations.FindOrganizationsBySlugs(ctx, slugs)
+		}),
+		Terms: newLoader("term", m, func(ctx context.Context, keys []incidentlib.TermKey) ([]*incidentlib.Term, error) {
+			out := make([]*incidentlib.Term, len(keys))
+			for i, k := range keys {
+				out[i] = r.Taxonomy.Term(k.Kind, k.Slug)
+			}
+			return out, nil
+		}),
+		Counts: newLoader("count", m, func(ctx context.Context, keys []incidentlib.CountKey) ([]int, error) {
+			return r.Incidents.CountIncidentsBy(ctx, keys)
+		}),
+	}
+}
+
+type loadersKey struct{}
+
+// Middleware puts a fresh set of loaders into every request's context.
+func (r *Resolver) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		ctx := context.WithValue(req.Context(), loadersKey{}, NewLoaders(r))
+		next.ServeHTTP(w, req.WithContext(ctx))
+	})
+}
+
+// For returns the loaders of the request in ctx. Outside a request (tests
+// calling resolvers directly) it makes a fresh set.
+func (r *Resolver) loaders(ctx context.Context) *Loaders {
+	if l, ok := ctx.Value(loadersKey{}).(*Loaders); ok {
+		return l
+	}
+	return NewLoaders(r)
+}

@@ -1,0 +1,254 @@
+// Package graph serves the incident library over GraphQL with gqlgen: the
+// generated executor, the resolvers, and the per-request dataloaders.
+package graph
+
+//go:generate go tool gqlgen generate
+
+import (
+	"context"
+
+	"github.com/99designs/gqlgen/graphql"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/graph/model"
+)
+
+// Resolver is the root of the resolvers; it holds the services.
+type Resolver struct {
+	Incidents     incidentlib.IncidentService
+	Organizations incidentlib.OrganizationService
+	Taxonomy      *incidentlib.Taxonomy
+	LoaderMetrics LoaderMetrics
+}
+
+type langKey struct{}
+
+// WithLang sets the request's default language (from Accept-Language).
+func WithLang(ctx context.Context, l incidentlib.Lang) context.Context {
+	return context.WithValue(ctx, langKey{}, l)
+}
+
+// LangFrom returns the request's default language, English if none.
+func LangFrom(ctx context.Context) incidentlib.Lang {
+	if l, ok := ctx.Value(langKey{}).(incidentlib.Lang); ok && l.IsValid() {
+		return l
+	}
+	return incidentlib.LangEn
+}
+
+// view returns the request's view (language and taxonomy), one per request.
+func (r *Resolver) view(ctx context.Context) *model.View {
+	l := r.loaders(ctx)
+	if l.view == nil {
+		l.view = &model.View{Lang: LangFrom(ctx), Tax: r.Taxonomy}
+	}
+	return l.view
+}
+
+func (r *Resolver) wrapAll(ctx context.Context, incs []*incidentlib.Incident) []*model.Incident {
+	v := r.view(ctx)
+	out := make([]*model.Incident, 0, len(incs))
+	for _, inc := range incs {
+		if inc != nil {
+			out = append(out, v.NewIncident(inc))
+		}
+	}
+	return out
+}
+
+// group is a set of incidents and the selection asked of each of them.
+type group struct {
+	incs []*incidentlib.Incident
+	sel  []graphql.CollectedField
+}
+
+var incidentTypes = []string{"Incident", "Node"}
+
+// prefetch reads, level by level, every related incident, recurrence link,
+// organization and count that the selection will ask for below the given
+// incidents: one batch per loader per level, whatever the page size. The
+// batch resolvers below then find everything in the loaders' caches.
+func (r *Resolver) prefetch(ctx context.Context, level []group) error {
+	oc := graphql.GetOperationContext(ctx)
+	ls := r.loaders(ctx)
+	for len(level) > 0 {
+		var incKeys, recKeys, orgKeys []string
+		var countKeys []incidentlib.CountKey
+		type deferred struct {
+			kind string // related, recurrenceOf, recurrences
+			srcs []*incidentlib.Incident
+			sel  []graphql.CollectedField
+		}
+		var defs []deferred
+		for _, g := range level {
+			for _, f := range g.sel {
+				switch f.Name {
+				case "related", "recurrenceOf", "recurrences":
+					sub := graphql.CollectFields(oc, f.Selections, incidentTypes)
+					defs = append(defs, deferred{f.Name, g.incs, sub})
+					for _, inc := range g.incs {
+						switch f.Name {
+						case "related":
+							incKeys = append(incKeys, inc.Related...)
+						case "recurrenceOf":
+							if inc.RecurrenceOf != "" {
+								incKeys = append(incKeys, inc.RecurrenceOf)
+							}
+						case "recurrences":
+							recKeys = append(recKeys, inc.ID)
+						}
+					}
+				case "organization":
+					for _, inc := range g.incs {
+						orgKeys = append(orgKeys, inc.OrgSlug)
+					}
+					if hasField(oc, f, "Organization", "incidentCount") {
+						for _, inc := range g.incs {
+							countKeys = append(countKeys, incidentlib.CountKey{Kind: incidentlib.CountKindOrganization, Slug: inc.OrgSlug})
+						}
+					}
+				case "domains", "symptoms", "components", "contributing", "rootCause", "severity":
+					if hasField(oc, f, "TaxonomyTerm", "incidentCount") {
+						for _, inc := range g.incs {
+							for _, t := range termsOf(inc, f.Name) {
+								countKeys = append(countKeys, incidentlib.CountKey{Kind: string(t.Kind), Slug: t.Slug})
+							}
+						}
+					}
+				}
+			}
+		}
+		recs := map[string][]string{}
+		if len(recKeys) > 0 {
+			vals, err := ls.Recurrences.LoadAll(ctx, recKeys)
+			if err != nil {
+				return err
+			}
+			for i, k := range recKeys {
+				recs[k] = vals[i]
+				incKeys = append(incKeys, vals[i]...)
+			}
+		}
+		incs := map[string]*incidentlib.Incident{}
+		if len(incKeys) > 0 {
+			vals, err := ls.Incidents.LoadAll(ctx, incKeys)
+			if err != nil {
+				return err
+			}
+			for i, k := range incKeys {
+				incs[k] = vals[i]
+			}
+		}
+		if len(orgKeys) > 0 {
+			if _, err := ls.Organizations.LoadAll(ctx, orgKeys); err != nil {
+				return err
+			}
+		}
+		if len(countKeys) > 0 {
+			if _, err := ls.Counts.LoadAll(ctx, countKeys); err != nil {
+				return err
+			}
+		}
+		var next []group
+		for _, d := range defs {
+			if len(d.sel) == 0 {
+				continue
+			}
+			var children []*incidentlib.Incident
+			for _, src := range d.srcs {
+				var ids []string
+				switch d.kind {
+				case "related":
+					ids = src.Related
+				case "recurrenceOf":
+					if src.RecurrenceOf != "" {
+						ids = []string{src.RecurrenceOf}
+					}
+				case "recurrences":
+					ids = recs[src.ID]
+				}
+				for _, id := range ids {
+					if c := incs[id]; c != nil {
+						children = append(children, c)
+					}
+				}
+			}
+			if len(children) > 0 {
+				next = append(next, group{children, d.sel})
+			}
+		}
+		level = next
+	}
+	return nil
+}
+
+func hasField(oc *graphql.OperationContext, f graphql.CollectedField, typ, name string) bool {
+	for _, c := range graphql.CollectFields(oc, f.Selections, []string{typ, "Node"}) {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func termsOf(inc *incidentlib.Incident, field string) []incidentlib.TermKey {
+	var kind incidentlib.TermKind
+	var slugs []string
+	switch field {
+	case "domains":
+		kind, slugs = incidentlib.KindDomain, inc.Domain
+	case "symptoms":
+		kind, slugs = incidentlib.KindSymptom, inc.Symptoms
+	case "components":
+		kind, slugs = incidentlib.KindComponent, inc.Components
+	case "contributing":
+		kind, slugs = incidentlib.KindContributing, inc.Contributing
+	case "rootCause":
+		kind, slugs = incidentlib.KindRootCause, []string{inc.RootCause}
+	case "severity":
+		kind, slugs = incidentlib.KindSeverity, []string{inc.Severity}
+	}
+	out := make([]incidentlib.TermKey, 0, len(slugs))
+	for _, s := range slugs {
+		if s != "" {
+			out = append(out, incidentlib.TermKey{Kind: kind, Slug: s})
+		}
+	}
+	return out
+}
+
+// prefetchSelected prefetches below incidents for the selection of the
+// field being resolved, which returns incidents directly (incident, node,
+// nodes, related, ...).
+func (r *Resolver) prefetchSelected(ctx context.Context, incs []*incidentlib.Incident) error {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil || len(incs) == 0 {
+		return nil
+	}
+	sel := graphql.CollectFields(graphql.GetOperationContext(ctx), fc.Field.Selections, incidentTypes)
+	return r.prefetch(ctx, []group{{incs, sel}})
+}
+
+// prefetchConnection prefetches below the incidents of a connection, for
+// the selections of its nodes and edges { node }.
+func (r *Resolver) prefetchConnection(ctx context.Context, incs []*incidentlib.Incident) error {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil || len(incs) == 0 {
+		return nil
+	}
+	oc := graphql.GetOperationContext(ctx)
+	var groups []group
+	for _, f := range graphql.CollectFields(oc, fc.Field.Selections, []string{"IncidentConnection"}) {
+		switch f.Name {
+		case "nodes":
+			groups = append(groups, group{incs, graphql.CollectFields(oc, f.Selections, incidentTypes)})
+		case "edges":
+			for _, e := range graphql.CollectFields(oc, f.Selections, []string{"IncidentEdge"}) {
+				if e.Name == "node" {
+					groups = append(groups, group{incs, graphql.CollectFields(oc, e.Selections, incidentTypes)})
+				}
+			}
+		}
+	}
+	return r.prefetch(ctx, groups)
+}

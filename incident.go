@@ -1,0 +1,463 @@
+// Package incidentlib holds the domain of the incident library: the record
+// types (IL-JSON), taxonomy terms, filters and pages, the service interfaces
+// the rest of the program talks to, and the one error type.
+//
+// storage/ implements the services on bbolt; graph/ serves them over GraphQL;
+// cmd/incidentlib wires them together.
+package incidentlib
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+)
+
+// Text is a piece of text in English and Korean; either may be empty.
+// Other languages a record carries are kept in Extra.
+type Text struct {
+	En    string `json:"en,omitempty"`
+	Ko    string `json:"ko,omitempty"`
+	Extra Extra  `json:"-"`
+}
+
+type textJSON struct {
+	En string `json:"en,omitempty"`
+	Ko string `json:"ko,omitempty"`
+}
+
+var textKnown = map[string]bool{"en": true, "ko": true}
+
+// MarshalJSON writes the languages present.
+func (t Text) MarshalJSON() ([]byte, error) {
+	return marshalWithExtra(textJSON{t.En, t.Ko}, t.Extra)
+}
+
+// UnmarshalJSON reads a text object; null is an empty text.
+func (t *Text) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		*t = Text{}
+		return nil
+	}
+	var w textJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	extra, err := extraFields(data, textKnown)
+	*t = Text{En: w.En, Ko: w.Ko, Extra: extra}
+	return err
+}
+
+// IsZero reports whether neither language is present.
+func (t Text) IsZero() bool { return t.En == "" && t.Ko == "" }
+
+// In returns the text in lang, falling back to the other language.
+func (t Text) In(lang Lang) string {
+	if lang == LangKo {
+		if t.Ko != "" {
+			return t.Ko
+		}
+		return t.En
+	}
+	if t.En != "" {
+		return t.En
+	}
+	return t.Ko
+}
+
+// Lang is a language of the library.
+type Lang string
+
+// Languages of the library.
+const (
+	LangEn Lang = "EN"
+	LangKo Lang = "KO"
+)
+
+// IsValid reports whether l is a known language.
+func (l Lang) IsValid() bool { return l == LangEn || l == LangKo }
+
+// Impact says whom and what an incident affected.
+type Impact struct {
+	Scope  string `json:"scope,omitempty"`
+	Users  string `json:"users,omitempty"`
+	Region string `json:"region,omitempty"`
+	Extra  Extra  `json:"-"`
+}
+
+// Timeline holds how long detection and resolution took, as durations such
+// as "73h", "45m" or "2h30m"; empty when unknown.
+type Timeline struct {
+	DetectedAfter string `json:"detected_after"`
+	ResolvedAfter string `json:"resolved_after"`
+	Extra         Extra  `json:"-"`
+}
+
+// Item is one remediation step or action item.
+type Item struct {
+	Text  Text  `json:"text"`
+	Extra Extra `json:"-"`
+}
+
+// Source is where an incident's account was published.
+type Source struct {
+	URL      string `json:"url"`
+	Kind     string `json:"kind,omitempty"`
+	Archived string `json:"archived,omitempty"`
+	Extra    Extra  `json:"-"`
+}
+
+// Review records who wrote a record and whether it was reviewed.
+type Review struct {
+	WrittenBy  string `json:"written_by,omitempty"`
+	ReviewedAt string `json:"reviewed_at,omitempty"`
+	ReviewedBy string `json:"reviewed_by,omitempty"`
+	Extra      Extra  `json:"-"`
+}
+
+// Incident is one postmortem record in the library's own format, IL-JSON.
+//
+// Fields the program does not know are kept in Extra and written back on
+// export, so a round trip never drops data.
+type Incident struct {
+	ID           string            `json:"id"`
+	Org          string            `json:"org"`
+	OrgSlug      string            `json:"org_slug"`
+	Date         string            `json:"date"`      // YYYY-MM-DD or empty
+	DateKind     string            `json:"date_kind"` // "incident", "published", ...
+	Title        Text              `json:"title"`
+	Summary      Text              `json:"summary"`
+	Lessons      Text              `json:"lessons"`
+	Trigger      Text              `json:"trigger"`
+	Detection    Text              `json:"detection"`
+	SymptomsText Text              `json:"symptoms_text"`
+	Domain       []string          `json:"domain"`
+	Symptoms     []string          `json:"symptoms"`
+	Components   []string          `json:"components"`
+	Contributing []string          `json:"contributing"`
+	RootCause    string            `json:"root_cause"`
+	Severity     string            `json:"severity"`
+	Impact       Impact            `json:"impact"`
+	Timeline     Timeline          `json:"timeline"`
+	Remediation  []Item            `json:"remediation"`
+	ActionItems  []Item            `json:"action_items"`
+	Sources      []Source          `json:"sources"`
+	Docs         []json.RawMessage `json:"docs"`
+	Related      []string          `json:"related"`
+	RecurrenceOf string            `json:"recurrence_of"`
+	Review       Review            `json:"review"`
+	UpdatedAt    string            `json:"updated_at"` // RFC 3339, kept exactly as given
+	URL          string            `json:"url"`
+	Extra        Extra             `json:"-"`
+}
+
+// Extra holds the fields of a JSON object that the program does not know,
+// by name, as raw JSON.
+type Extra map[string]json.RawMessage
+
+// incidentJSON is the wire form of Incident: optional scalars are null when
+// empty, lists are [] when empty, so that every record has the same shape.
+type incidentJSON struct {
+	ID           string            `json:"id"`
+	Org          string            `json:"org"`
+	OrgSlug      string            `json:"org_slug"`
+	Date         *string           `json:"date"`
+	DateKind     *string           `json:"date_kind"`
+	Title        Text              `json:"title"`
+	Summary      Text              `json:"summary"`
+	Lessons      Text              `json:"lessons"`
+	Trigger      Text              `json:"trigger"`
+	Detection    Text              `json:"detection"`
+	SymptomsText Text              `json:"symptoms_text"`
+	Domain       []string          `json:"domain"`
+	Symptoms     []string          `json:"symptoms"`
+	Components   []string          `json:"components"`
+	Contributing []string          `json:"contributing"`
+	RootCause    *string           `json:"root_cause"`
+	Severity     *string           `json:"severity"`
+	Impact       Impact            `json:"impact"`
+	Timeline     Timeline          `json:"timeline"`
+	Remediation  []Item            `json:"remediation"`
+	ActionItems  []Item            `json:"action_items"`
+	Sources      []Source          `json:"sources"`
+	Docs         []json.RawMessage `json:"docs"`
+	Related      []string          `json:"related"`
+	RecurrenceOf *string           `json:"recurrence_of"`
+	Review       Review            `json:"review"`
+	UpdatedAt    *string           `json:"updated_at"`
+	URL          *string           `json:"url"`
+}
+
+var incidentKnown = knownFields(incidentJSON{})
+
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func strVal(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// MarshalJSON writes the canonical IL-JSON form of the record: every known
+// field in a fixed order, then unknown fields in name order.
+func (i Incident) MarshalJSON() ([]byte, error) {
+	w := incidentJSON{
+		ID: i.ID, Org: i.Org, OrgSlug: i.OrgSlug,
+		Date: strPtr(i.Date), DateKind: strPtr(i.DateKind),
+		Title: i.Title, Summary: i.Summary, Lessons: i.Lessons, Trigger: i.Trigger,
+		Detection: i.Detection, SymptomsText: i.SymptomsText,
+		Domain: nonNil(i.Domain), Symptoms: nonNil(i.Symptoms), Components: nonNil(i.Components),
+		Contributing: nonNil(i.Contributing),
+		RootCause:    strPtr(i.RootCause), Severity: strPtr(i.Severity),
+		Impact: i.Impact, Timeline: i.Timeline,
+		Remediation: nonNil(i.Remediation), ActionItems: nonNil(i.ActionItems),
+		Sources: nonNil(i.Sources), Docs: nonNil(i.Docs), Related: nonNil(i.Related),
+		RecurrenceOf: strPtr(i.RecurrenceOf), Review: i.Review,
+		UpdatedAt: strPtr(i.UpdatedAt), URL: strPtr(i.URL),
+	}
+	return marshalWithExtra(w, i.Extra)
+}
+
+// UnmarshalJSON reads an IL-JSON record, keeping unknown fields in Extra.
+func (i *Incident) UnmarshalJSON(data []byte) error {
+	var w incidentJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	extra, err := extraFields(data, incidentKnown)
+	if err != nil {
+		return err
+	}
+	*i = Incident{
+		ID: w.ID, Org: w.Org, OrgSlug: w.OrgSlug, Date: strVal(w.Date), DateKind: strVal(w.DateKind),
+		Title: w.Title, Summary: w.Summary, Lessons: w.Lessons, Trigger: w.Trigger,
+		Detection: w.Detection, SymptomsText: w.SymptomsText,
+		Domain: w.Domain, Symptoms: w.Symptoms, Components: w.Components, Contributing: w.Contributing,
+		RootCause: strVal(w.RootCause), Severity: strVal(w.Severity),
+		Impact: w.Impact, Timeline: w.Timeline, Remediation: w.Remediation, ActionItems: w.ActionItems,
+		Sources: w.Sources, Docs: w.Docs, Related: w.Related, RecurrenceOf: strVal(w.RecurrenceOf),
+		Review: w.Review, UpdatedAt: strVal(w.UpdatedAt), URL: strVal(w.URL), Extra: extra,
+	}
+	return nil
+}
+
+type impactJSON struct {
+	Scope  *string `json:"scope"`
+	Users  *string `json:"users"`
+	Region *string `json:"region"`
+}
+
+var impactKnown = knownFields(impactJSON{})
+
+// MarshalJSON writes the impact with null for unknown parts.
+func (m Impact) MarshalJSON() ([]byte, error) {
+	return marshalWithExtra(impactJSON{strPtr(m.Scope), strPtr(m.Users), strPtr(m.Region)}, m.Extra)
+}
+
+// UnmarshalJSON reads an impact, keeping unknown fields.
+func (m *Impact) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		*m = Impact{}
+		return nil
+	}
+	var w impactJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	extra, err := extraFields(data, impactKnown)
+	*m = Impact{Scope: strVal(w.Scope), Users: strVal(w.Users), Region: strVal(w.Region), Extra: extra}
+	return err
+}
+
+type timelineJSON struct {
+	DetectedAfter *string `json:"detected_after"`
+	ResolvedAfter *string `json:"resolved_after"`
+}
+
+var timelineKnown = knownFields(timelineJSON{})
+
+// MarshalJSON writes the timeline with null for unknown durations.
+func (t Timeline) MarshalJSON() ([]byte, error) {
+	return marshalWithExtra(timelineJSON{strPtr(t.DetectedAfter), strPtr(t.ResolvedAfter)}, t.Extra)
+}
+
+// UnmarshalJSON reads a timeline, keeping unknown fields.
+func (t *Timeline) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		*t = Timeline{}
+		return nil
+	}
+	var w timelineJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	extra, err := extraFields(data, timelineKnown)
+	*t = Timeline{DetectedAfter: strVal(w.DetectedAfter), ResolvedAfter: strVal(w.ResolvedAfter), Extra: extra}
+	return err
+}
+
+type itemJSON struct {
+	Text Text `json:"text"`
+}
+
+var itemKnown = knownFields(itemJSON{})
+
+// MarshalJSON writes the item.
+func (it Item) MarshalJSON() ([]byte, error) {
+	return marshalWithExtra(itemJSON{it.Text}, it.Extra)
+}
+
+// UnmarshalJSON reads an item, keeping unknown fields.
+func (it *Item) UnmarshalJSON(data []byte) error {
+	var w itemJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	extra, err := extraFields(data, itemKnown)
+	*it = Item{Text: w.Text, Extra: extra}
+	return err
+}
+
+type sourceJSON struct {
+	URL      string  `json:"url"`
+	Kind     *string `json:"kind"`
+	Archived *string `json:"archived"`
+}
+
+var sourceKnown = knownFields(sourceJSON{})
+
+// MarshalJSON writes the source.
+func (s Source) MarshalJSON() ([]byte, error) {
+	return marshalWithExtra(sourceJSON{s.URL, strPtr(s.Kind), strPtr(s.Archived)}, s.Extra)
+}
+
+// UnmarshalJSON reads a source, keeping unknown fields.
+func (s *Source) UnmarshalJSON(data []byte) error {
+	var w sourceJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	extra, err := extraFields(data, sourceKnown)
+	*s = Source{URL: w.URL, Kind: strVal(w.Kind), Archived: strVal(w.Archived), Extra: extra}
+	return err
+}
+
+type reviewJSON struct {
+	WrittenBy  *string `json:"written_by"`
+	ReviewedAt *string `json:"reviewed_at"`
+	ReviewedBy *string `json:"reviewed_by"`
+}
+
+var reviewKnown = knownFields(reviewJSON{})
+
+// MarshalJSON writes the review with null for what has not happened.
+func (r Review) MarshalJSON() ([]byte, error) {
+	return marshalWithExtra(reviewJSON{strPtr(r.WrittenBy), strPtr(r.ReviewedAt), strPtr(r.ReviewedBy)}, r.Extra)
+}
+
+// UnmarshalJSON reads a review, keeping unknown fields.
+func (r *Review) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		*r = Review{}
+		return nil
+	}
+	var w reviewJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	extra, err := extraFields(data, reviewKnown)
+	*r = Review{WrittenBy: strVal(w.WrittenBy), ReviewedAt: strVal(w.ReviewedAt), ReviewedBy: strVal(w.ReviewedBy), Extra: extra}
+	return err
+}
+
+// knownFields lists the JSON names of a wire struct's fields.
+func knownFields(v any) map[string]bool {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		panic(err)
+	}
+	known := make(map[string]bool, len(m))
+	for k := range m {
+		known[k] = true
+	}
+	return known
+}
+
+// extraFields returns the members of the JSON object data whose names are
+// not known. It returns nil when there are none.
+func extraFields(data []byte, known map[string]bool) (Extra, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, fmt.Errorf("expected a JSON object")
+	}
+	var extra Extra
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		name, _ := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, err
+		}
+		if known[name] {
+			continue
+		}
+		if extra == nil {
+			extra = Extra{}
+		}
+		extra[name] = append(json.RawMessage(nil), raw...)
+	}
+	return extra, nil
+}
+
+// marshalWithExtra writes w as a JSON object followed by the unknown fields
+// in name order.
+func marshalWithExtra(w any, extra Extra) ([]byte, error) {
+	b, err := json.Marshal(w)
+	if err != nil || len(extra) == 0 {
+		return b, err
+	}
+	names := make([]string, 0, len(extra))
+	for k := range extra {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var buf bytes.Buffer
+	buf.Write(b[:len(b)-1])
+	for n, k := range names {
+		kb, _ := json.Marshal(k)
+		if n > 0 || len(b) > 2 {
+			buf.WriteByte(',')
+		}
+		buf.Write(kb)
+		buf.WriteByte(':')
+		if err := json.Compact(&buf, extra[k]); err != nil {
+			return nil, fmt.Errorf("field %s: %w", k, err)
+		}
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,198 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/incidentlib/incidentlib/graph"
+	"github.com/incidentlib/incidentlib/storage"
+)
+
+// maxOperationNames bounds the operation label: operation names come from
+// clients, and every further name is counted as "other".
+const maxOperationNames = 200
+
+// Metrics are the server's Prometheus metrics.
+type Metrics struct {
+	gatherer prometheus.Gatherer
+
+	opDuration   *prometheus.HistogramVec
+	opErrors     *prometheus.CounterVec
+	httpRequests *prometheus.CounterVec
+	loaderBatch  *prometheus.CounterVec
+	loaderKeys   *prometheus.CounterVec
+	commit       prometheus.Histogram
+
+	mu  sync.Mutex
+	ops map[string]bool
+}
+
+// NewMetrics registers the metrics, including a collector that reads the
+// store's statistics at scrape time without a transaction. When reg is nil
+// a private registry is used.
+func NewMetrics(db *storage.DB, reg prometheus.Registerer) (*Metrics, error) {
+	var gatherer prometheus.Gatherer
+	if reg == nil {
+		r := prometheus.NewRegistry()
+		reg, gatherer = r, r
+	} else if g, ok := reg.(prometheus.Gatherer); ok {
+		gatherer = g
+	} else {
+		gatherer = prometheus.DefaultGatherer
+	}
+	m := &Metrics{
+		gatherer: gatherer,
+		ops:      map[string]bool{},
+		opDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "incidentlib_graphql_request_duration_seconds",
+			Help:    "Time to execute a GraphQL operation, by operation name.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"operation"}),
+		opErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "incidentlib_graphql_errors_total",
+			Help: "GraphQL responses with errors, by operation name and error code.",
+		}, []string{"operation", "code"}),
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "incidentlib_http_requests_total",
+			Help: "HTTP requests by path and status code.",
+		}, []string{"path", "code"}),
+		loaderBatch: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "incidentlib_dataloader_batches_total",
+			Help: "Batches read by each dataloader.",
+		}, []string{"loader"}),
+		loaderKeys: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "incidentlib_dataloader_keys_total",
+			Help: "Keys read by each dataloader.",
+		}, []string{"loader"}),
+		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "incidentlib_bbolt_write_commit_seconds",
+			Help:    "Duration of bbolt write transactions, commit and fsync included.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}),
+	}
+	for _, name := range graph.LoaderNames {
+		m.loaderBatch.WithLabelValues(name)
+		m.loaderKeys.WithLabelValues(name)
+	}
+	for _, c := range []prometheus.Collector{m.opDuration, m.opErrors, m.httpRequests, m.loaderBatch, m.loaderKeys, m.commit, newStoreCollector(db)} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	_ = reg.Register(collectors.NewGoCollector())
+	_ = reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	db.Observe = func(d time.Duration) { m.commit.Observe(d.Seconds()) }
+	return m, nil
+}
+
+// Batch counts one dataloader batch.
+func (m *Metrics) Batch(loader string, keys int) {
+	m.loaderBatch.WithLabelValues(loader).Inc()
+	m.loaderKeys.WithLabelValues(loader).Add(float64(keys))
+}
+
+func (m *Metrics) operationLabel(name string) string {
+	if name == "" {
+		return "anonymous"
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ops[name] {
+		return name
+	}
+	if len(m.ops) >= maxOperationNames {
+		return "other"
+	}
+	m.ops[name] = true
+	return name
+}
+
+func (m *Metrics) httpRequest(r *http.Request, status int, _ time.Duration) {
+	path := r.URL.Path
+	switch path {
+	case "/graphql", "/healthz", "/readyz", "/metrics", "/":
+	default:
+		path = "other"
+	}
+	m.httpRequests.WithLabelValues(path, strconv.Itoa(status)).Inc()
+}
+
+// operationTracer records each operation's duration and errors.
+type operationTracer struct{ m *Metrics }
+
+func (m *Metrics) operationTracer() graphql.HandlerExtension { return operationTracer{m} }
+
+func (operationTracer) ExtensionName() string                   { return "OperationMetrics" }
+func (operationTracer) Validate(graphql.ExecutableSchema) error { return nil }
+
+func (t operationTracer) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	start := time.Now()
+	resp := next(ctx)
+	if !graphql.HasOperationContext(ctx) {
+		return resp
+	}
+	op := t.m.operationLabel(graphql.GetOperationContext(ctx).OperationName)
+	t.m.opDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	if resp != nil {
+		for _, e := range resp.Errors {
+			code, _ := e.Extensions["code"].(string)
+			if code == "" {
+				code = "GRAPHQL"
+			}
+			t.m.opErrors.WithLabelValues(op, code).Inc()
+		}
+	}
+	return resp
+}
+
+// storeCollector reads the store's statistics at scrape time. bbolt's
+// Stats takes only its statistics lock, never a transaction, so a scrape
+// never waits on the store's writers (seed 000: monitoring must not depend
+// on the thing that failed).
+type storeCollector struct {
+	db                                             *storage.DB
+	readTx, openTx, free, pending, freeAlloc, used *prometheus.Desc
+	fileBytes, seq, pageSize                       *prometheus.Desc
+}
+
+func newStoreCollector(db *storage.DB) *storeCollector {
+	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
+	return &storeCollector{
+		db:        db,
+		readTx:    d("incidentlib_bbolt_read_tx_total", "Read transactions started (bbolt Stats().TxN)."),
+		openTx:    d("incidentlib_bbolt_open_read_tx", "Read transactions open now."),
+		free:      d("incidentlib_bbolt_free_pages", "Free pages on the freelist."),
+		pending:   d("incidentlib_bbolt_pending_pages", "Pages freed but still held by open read transactions."),
+		freeAlloc: d("incidentlib_bbolt_free_alloc_bytes", "Bytes allocated in free pages."),
+		used:      d("incidentlib_bbolt_freelist_bytes", "Bytes the freelist takes in use (bbolt FreelistInuse)."),
+		fileBytes: d("incidentlib_bbolt_file_bytes", "Size of the database file."),
+		seq:       d("incidentlib_store_sequence", "The store's change sequence."),
+		pageSize:  d("incidentlib_bbolt_page_bytes", "The database page size."),
+	}
+}
+
+func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.readTx, c.openTx, c.free, c.pending, c.freeAlloc, c.used, c.fileBytes, c.seq, c.pageSize} {
+		ch <- d
+	}
+}
+
+func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.db.Stats()
+	ch <- prometheus.MustNewConstMetric(c.readTx, prometheus.CounterValue, float64(s.TxN))
+	ch <- prometheus.MustNewConstMetric(c.openTx, prometheus.GaugeValue, float64(s.OpenTxN))
+	ch <- prometheus.MustNewConstMetric(c.free, prometheus.GaugeValue, float64(s.FreePageN))
+	ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(s.PendingPageN))
+	ch <- prometheus.MustNewConstMetric(c.freeAlloc, prometheus.GaugeValue, float64(s.FreeAlloc))
+	ch <- prometheus.MustNewConstMetric(c.used, prometheus.GaugeValue, float64(s.FreelistInuse))
+	ch <- prometheus.MustNewConstMetric(c.fileBytes, prometheus.GaugeValue, float64(s.FileBytes))
+	ch <- prometheus.MustNewConstMetric(c.seq, prometheus.GaugeValue, float64(s.Seq))
+	ch <- prometheus.MustNewConstMetric(c.pageSize, prometheus.GaugeValue, float64(s.PageSize))
+}

@@ -1,0 +1,232 @@
+// Package server builds the HTTP handler of the incident library: the
+// GraphQL endpoint, the playground, health checks and metrics.
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/99designs/gqlgen/graphql/handler/lru"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/99designs/gqlgen/graphql/playground"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/graph"
+	"github.com/incidentlib/incidentlib/storage"
+)
+
+// Config configures the handler.
+type Config struct {
+	// Prod turns off the playground and introspection.
+	Prod bool
+	// QueryCacheSize is how many parsed documents are kept. Default 1000.
+	QueryCacheSize int
+	// Logger receives internal errors; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Server is the HTTP side of the library.
+type Server struct {
+	DB       *storage.DB
+	Metrics  *Metrics
+	Resolver *graph.Resolver
+	cfg      Config
+	ready    atomic.Bool
+	handler  http.Handler
+}
+
+// New builds the handler over an open store. reg receives the metrics.
+func New(db *storage.DB, cfg Config, reg prometheus.Registerer) (*Server, error) {
+	if cfg.QueryCacheSize == 0 {
+		cfg.QueryCacheSize = 1000
+	}
+	if cfg.QueryCacheSize < 0 {
+		return nil, errors.New("query cache size must not be negative")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	m, err := NewMetrics(db, reg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{DB: db, Metrics: m, cfg: cfg}
+	s.Resolver = &graph.Resolver{Incidents: db, Organizations: db, Taxonomy: db.Taxonomy(), LoaderMetrics: m}
+	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: s.Resolver}))
+	gql.AddTransport(transport.Options{})
+	gql.AddTransport(transport.GET{UseGrapQLResponseJsonByDefault: true})
+	gql.AddTransport(transport.POST{UseGrapQLResponseJsonByDefault: true})
+	gql.SetQueryCache(lru.New[*ast.QueryDocument](cfg.QueryCacheSize))
+	if !cfg.Prod {
+		gql.Use(extension.Introspection{})
+	}
+	gql.Use(m.operationTracer())
+	gql.SetErrorPresenter(s.presentError)
+	gql.SetRecoverFunc(func(ctx context.Context, v any) error {
+		cfg.Logger.ErrorContext(ctx, "panic in resolver", "panic", v)
+		return errors.New("internal error")
+	})
+
+	mux := http.NewServeMux()
+	mux.Handle("/graphql", withLang(s.Resolver.Middleware(gql)))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if !s.ready.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("starting\n"))
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.gatherer, promhttp.HandlerOpts{}))
+	if !cfg.Prod {
+		mux.Handle("GET /{$}", playground.Handler("incidentlib", "/graphql"))
+	}
+	s.handler = mux
+	return s, nil
+}
+
+// SetReady marks the server able to answer queries (for /readyz).
+func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
+
+// ServeHTTP serves the library.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	s.handler.ServeHTTP(sw, r)
+	s.Metrics.httpRequest(r, sw.status, time.Since(start))
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.status, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// presentError maps domain errors to GraphQL errors with extensions.code,
+// in this one place. Internal errors are logged and shown as "internal
+// error" only.
+func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
+	var gqlErr *gqlerror.Error
+	if errors.As(err, &gqlErr) && gqlErr.Err == nil {
+		return gqlErr // parse and validation errors of gqlgen itself
+	}
+	out := graphql.DefaultErrorPresenter(ctx, err)
+	var appErr *incidentlib.Error
+	if errors.As(err, &appErr) {
+		out.Message = appErr.Message
+		if out.Extensions == nil {
+			out.Extensions = map[string]any{}
+		}
+		out.Extensions["code"] = appErr.Code
+		if len(appErr.Field) > 0 {
+			out.Extensions["field"] = appErr.Field
+		}
+		return out
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		out.Message = "the request ran out of time"
+		out.Extensions = map[string]any{"code": incidentlib.ETIMEOUT}
+		return out
+	}
+	s.cfg.Logger.ErrorContext(ctx, "internal error", "err", err, "path", out.Path.String())
+	out.Message = "internal error"
+	out.Extensions = map[string]any{"code": incidentlib.EINTERNAL}
+	return out
+}
+
+// withLang sets the request's default language from Accept-Language.
+func withLang(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h := r.Header.Get("Accept-Language"); h != "" {
+			r = r.WithContext(graph.WithLang(r.Context(), ParseAcceptLanguage(h)))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// ParseAcceptLanguage picks English or Korean from an Accept-Language
+// header by quality; English when neither is named.
+func ParseAcceptLanguage(h string) incidentlib.Lang {
+	best, bestQ := incidentlib.LangEn, -1.0
+	for _, part := range strings.Split(h, ",") {
+		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		q := 1.0
+		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
+			if f, err := parseQ(v); err == nil {
+				q = f
+			}
+		}
+		primary, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(tag)), "-")
+		var l incidentlib.Lang
+		switch primary {
+		case "en":
+			l = incidentlib.LangEn
+		case "ko":
+			l = incidentlib.LangKo
+		default:
+			continue
+		}
+		if q > bestQ {
+			best, bestQ = l, q
+		}
+	}
+	return best
+}
+
+func parseQ(s string) (float64, error) {
+	var f float64
+	var err error
+	switch {
+	case s == "1" || strings.HasPrefix(s, "1."):
+		f = 1
+	case strings.HasPrefix(s, "0"):
+		f, err = parseDecimal(s)
+	default:
+		err = errors.New("bad q")
+	}
+	return f, err
+}
+
+func parseDecimal(s string) (float64, error) {
+	f, scale := 0.0, 1.0
+	_, frac, _ := strings.Cut(s, ".")
+	for _, c := range frac {
+		if c < '0' || c > '9' {
+			return 0, errors.New("bad q")
+		}
+		scale /= 10
+		f += float64(c-'0') * scale
+	}
+	return f, nil
+}

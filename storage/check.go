@@ -1,0 +1,309 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// Check verifies the file (bbolt's own consistency check), every record,
+// every secondary index and reverse link against the records, and that no
+// link dangles. It returns one line per problem; none means the store is
+// consistent.
+func (db *DB) Check(ctx context.Context) ([]string, error) {
+	var problems []string
+	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	err := db.view(ctx, func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			add("bbolt: %v", err)
+		}
+		want := expected{
+			postings: map[string]*roaring.Bitmap{},
+			orders:   map[string]bool{},
+			sortKeys: map[uint32][]byte{},
+			recs:     map[string]bool{},
+			rels:     map[string]bool{},
+			orgs:     map[string]string{},
+		}
+		var lastSeq uint64
+		ids := map[uint32]bool{}
+		var incs []*incidentlib.Incident
+		err := tx.Bucket(bucketIncidents).ForEach(func(k, v []byte) error {
+			if len(k) != 4 || len(v) < 8 {
+				add("incidents: malformed entry %x", k)
+				return nil
+			}
+			n := binary.BigEndian.Uint32(k)
+			var inc incidentlib.Incident
+			if err := json.Unmarshal(v[8:], &inc); err != nil {
+				add("incident %s: does not decode: %v", incidentlib.FormatID(n), err)
+				return nil
+			}
+			if inc.ID != incidentlib.FormatID(n) {
+				add("incident %s: stored under the key of %s", inc.ID, incidentlib.FormatID(n))
+			}
+			if err := inc.Validate(); err != nil {
+				add("incident %s: %v", inc.ID, err)
+			}
+			if err := inc.ValidateTerms(db.tax); err != nil {
+				add("incident %s: %v", inc.ID, err)
+			}
+			ids[n] = true
+			incs = append(incs, &inc)
+			want.add(n, &inc)
+			lastSeq = max(lastSeq, binary.BigEndian.Uint64(v))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, inc := range incs {
+			for _, r := range inc.Related {
+				if m, _ := incidentlib.ParseID(r); !ids[m] {
+					add("incident %s: related %s is not in the library (dangling link)", inc.ID, r)
+				}
+			}
+			if inc.RecurrenceOf != "" {
+				if m, _ := incidentlib.ParseID(inc.RecurrenceOf); !ids[m] {
+					add("incident %s: recurrence_of %s is not in the library (dangling link)", inc.ID, inc.RecurrenceOf)
+				}
+			}
+		}
+		want.compare(tx, add)
+		if seq := getU64(tx.Bucket(bucketMeta).Get(metaSeq)); seq < lastSeq {
+			add("meta: sequence %d is behind a record written at %d", seq, lastSeq)
+		}
+		// Change log: one entry per incident, pointing back through changeidx.
+		err = tx.Bucket(bucketChangeIdx).ForEach(func(k, v []byte) error {
+			n := binary.BigEndian.Uint32(k)
+			c := tx.Bucket(bucketChanges).Get(v)
+			var ch change
+			if c == nil || json.Unmarshal(c, &ch) != nil || ch.ID != incidentlib.FormatID(n) {
+				add("changes: the latest change of %s (seq %d) is missing", incidentlib.FormatID(n), getU64(v))
+			} else if ch.Deleted == ids[n] {
+				add("changes: %s is %s but its latest change says deleted=%v", ch.ID, map[bool]string{true: "stored", false: "absent"}[ids[n]], ch.Deleted)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for n := range ids {
+			if tx.Bucket(bucketChangeIdx).Get(u32key(n)) == nil {
+				add("changes: %s has no change entry", incidentlib.FormatID(n))
+			}
+		}
+		return nil
+	})
+	sort.Strings(problems)
+	return problems, err
+}
+
+// expected holds the indexes as they should be, rebuilt from the records.
+type expected struct {
+	postings map[string]*roaring.Bitmap
+	orders   map[string]bool
+	sortKeys map[uint32][]byte
+	recs     map[string]bool
+	rels     map[string]bool
+	orgs     map[string]string
+}
+
+func (e *expected) add(n uint32, inc *incidentlib.Incident) {
+	for _, p := range postingsOf(inc) {
+		if e.postings[p] == nil {
+			e.postings[p] = roaring.New()
+		}
+		e.postings[p].Add(n)
+	}
+	sk := sortKeyOf(inc)
+	e.sortKeys[n] = sk.encode()
+	for _, ord := range allOrders {
+		e.orders[string(append([]byte{ord}, orderKey(ord, n, sk)...))] = true
+	}
+	if inc.RecurrenceOf != "" {
+		t, _ := incidentlib.ParseID(inc.RecurrenceOf)
+		e.recs[string(linkKey(t, n))] = true
+		if e.postings[postHasRec] == nil {
+			e.postings[postHasRec] = roaring.New()
+		}
+		e.postings[postHasRec].Add(t)
+	}
+	for _, r := range inc.Related {
+		t, _ := incidentlib.ParseID(r)
+		e.rels[string(linkKey(t, n))] = true
+	}
+	e.orgs[inc.OrgSlug] = inc.Org
+}
+
+func (e *expected) compare(tx *bolt.Tx, add func(string, ...any)) {
+	seen := map[string]bool{}
+	_ = tx.Bucket(bucketPostings).ForEach(func(k, v []byte) error {
+		name := string(k)
+		seen[name] = true
+		got := roaring.New()
+		if err := got.UnmarshalBinary(v); err != nil {
+			add("index %s: does not decode: %v", printable(name), err)
+			return nil
+		}
+		want := e.postings[name]
+		if want == nil {
+			want = roaring.New()
+		}
+		if !got.Equals(want) {
+			extra := roaring.AndNot(got, want)
+			missing := roaring.AndNot(want, got)
+			add("index %s: %d entries that no record has (e.g. %v), %d missing (e.g. %v)",
+				printable(name), extra.GetCardinality(), head(extra), missing.GetCardinality(), head(missing))
+		}
+		return nil
+	})
+	for name := range e.postings {
+		if !seen[name] {
+			add("index %s: missing (%d incidents carry it)", printable(name), e.postings[name].GetCardinality())
+		}
+	}
+	compareKeys(tx, bucketOrders, e.orders, "order index", add)
+	compareKeys(tx, bucketRecurrences, e.recs, "recurrence links", add)
+	compareKeys(tx, bucketRelatedRev, e.rels, "reverse related links", add)
+	_ = tx.Bucket(bucketSortKeys).ForEach(func(k, v []byte) error {
+		n := binary.BigEndian.Uint32(k)
+		if w, ok := e.sortKeys[n]; !ok || !bytes.Equal(w, v) {
+			add("sort keys: entry of %s is stale", incidentlib.FormatID(n))
+		}
+		delete(e.sortKeys, n)
+		return nil
+	})
+	for n := range e.sortKeys {
+		add("sort keys: %s is missing", incidentlib.FormatID(n))
+	}
+	_ = tx.Bucket(bucketOrgs).ForEach(func(k, v []byte) error {
+		var o incidentlib.Organization
+		name, ok := e.orgs[string(k)]
+		if json.Unmarshal(v, &o) != nil || !ok || o.Name != name || o.Slug != string(k) {
+			add("organizations: entry %q does not match the incidents", k)
+		}
+		delete(e.orgs, string(k))
+		return nil
+	})
+	for slug := range e.orgs {
+		add("organizations: %q is missing", slug)
+	}
+}
+
+func compareKeys(tx *bolt.Tx, bucket []byte, want map[string]bool, what string, add func(string, ...any)) {
+	extra, missing := 0, 0
+	_ = tx.Bucket(bucket).ForEach(func(k, _ []byte) error {
+		if !want[string(k)] {
+			extra++
+		}
+		delete(want, string(k))
+		return nil
+	})
+	missing = len(want)
+	if extra > 0 || missing > 0 {
+		add("%s: %d stale entries, %d missing", what, extra, missing)
+	}
+}
+
+func head(bm *roaring.Bitmap) []string {
+	var out []string
+	it := bm.Iterator()
+	for it.HasNext() && len(out) < 3 {
+		out = append(out, incidentlib.FormatID(it.Next()))
+	}
+	return out
+}
+
+func printable(name string) string {
+	return string(bytes.ReplaceAll([]byte(name), []byte{0}, []byte{':'}))
+}
+
+// Export writes every record as JSONL in id order (by number), the
+// canonical IL-JSON the store holds, so export, import, export is
+// byte-identical.
+func (db *DB) Export(ctx context.Context, w io.Writer) error {
+	return db.view(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketIncidents).ForEach(func(_, v []byte) error {
+			if _, err := w.Write(v[8:]); err != nil {
+				return err
+			}
+			_, err := w.Write([]byte{'\n'})
+			return err
+		})
+	})
+}
+
+// Backup writes a consistent copy of the whole file from one read
+// transaction; writers go on meanwhile.
+func (db *DB) Backup(ctx context.Context, w io.Writer) (int64, error) {
+	var n int64
+	err := db.view(ctx, func(tx *bolt.Tx) error {
+		var err error
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	return n, err
+}
+
+// Stats are the store figures exported as metrics.
+type Stats struct {
+	bolt.Stats
+	FileBytes   int64
+	Incidents   uint64
+	PageSize    int
+	Seq         uint64
+	FreePages   int
+	PendingPage int
+}
+
+// Stats reads bbolt's statistics and the file size. It takes no
+// transaction and never waits on writers.
+func (db *DB) Stats() Stats {
+	s := Stats{Stats: db.bolt.Stats(), Seq: db.Seq(), PageSize: db.bolt.Info().PageSize}
+	if fi, err := os.Stat(db.path); err == nil {
+		s.FileBytes = fi.Size()
+	}
+	s.FreePages, s.PendingPage = s.Stats.FreePageN, s.Stats.PendingPageN
+	return s
+}
+
+// Compact copies the store at src into a new file at dst with bbolt's
+// compaction (live data only), then renames it over dst atomically.
+func Compact(src, dst string, opts Options) error {
+	from, err := Open(src, Options{OpenTimeout: opts.OpenTimeout, Taxonomy: opts.Taxonomy, ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer from.Close()
+	tmp := dst + ".compact.tmp"
+	_ = os.Remove(tmp)
+	to, err := bolt.Open(tmp, 0o600, &bolt.Options{FreelistType: bolt.FreelistMapType, NoFreelistSync: true})
+	if err != nil {
+		return err
+	}
+	if err := bolt.Compact(to, from.bolt, 64<<20); err != nil {
+		to.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("compact: %w", err)
+	}
+	if err := to.Sync(); err != nil {
+		to.Close()
+		return err
+	}
+	if err := to.Close(); err != nil {
+		return err
+	}
+	from.Close()
+	return os.Rename(tmp, dst)
+}

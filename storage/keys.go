@@ -1,0 +1,227 @@
+package storage
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// sortKey holds what orders an incident, so that its order keys can be
+// rebuilt without decoding the record.
+type sortKey struct {
+	dated   bool
+	days    uint32 // days since 0001-01-01
+	hasUpd  bool
+	updated uint64 // unix nanoseconds, sign bit flipped so it sorts
+}
+
+const sortKeyLen = 1 + 4 + 8
+
+// unixEpochDays is the number of days from 0001-01-01 to 1970-01-01.
+const unixEpochDays = 719162
+
+// daysOf returns the days since 0001-01-01 of a date at midnight UTC.
+func daysOf(t time.Time) uint32 { return uint32(t.Unix()/86400 + unixEpochDays) }
+
+// dateOfDays is the inverse of daysOf.
+func dateOfDays(d uint32) time.Time { return time.Unix((int64(d)-unixEpochDays)*86400, 0).UTC() }
+
+func sortKeyOf(inc *incidentlib.Incident) sortKey {
+	var k sortKey
+	if t, err := incidentlib.ParseDate(inc.Date); inc.Date != "" && err == nil {
+		k.dated, k.days = true, daysOf(t)
+	}
+	if t, err := incidentlib.ParseTimestamp(inc.UpdatedAt); inc.UpdatedAt != "" && err == nil {
+		k.hasUpd, k.updated = true, uint64(t.UnixNano())^(1<<63)
+	}
+	return k
+}
+
+func (k sortKey) encode() []byte {
+	b := make([]byte, sortKeyLen)
+	if k.dated {
+		b[0] |= 1
+	}
+	if k.hasUpd {
+		b[0] |= 2
+	}
+	binary.BigEndian.PutUint32(b[1:], k.days)
+	binary.BigEndian.PutUint64(b[5:], k.updated)
+	return b
+}
+
+func decodeSortKey(b []byte) sortKey {
+	if len(b) != sortKeyLen {
+		return sortKey{}
+	}
+	return sortKey{dated: b[0]&1 != 0, days: binary.BigEndian.Uint32(b[1:]), hasUpd: b[0]&2 != 0, updated: binary.BigEndian.Uint64(b[5:])}
+}
+
+// Order bytes: the first byte of every key in the orders bucket.
+const (
+	ordDateAsc  = 'D'
+	ordDateDesc = 'd'
+	ordUpdAsc   = 'U'
+	ordUpdDesc  = 'u'
+	ordIDAsc    = 'I'
+	ordIDDesc   = 'i'
+)
+
+var allOrders = []byte{ordDateAsc, ordDateDesc, ordUpdAsc, ordUpdDesc, ordIDAsc, ordIDDesc}
+
+func orderByte(o incidentlib.IncidentOrder) (byte, error) {
+	desc := o.Direction == incidentlib.Desc
+	if o.Direction != incidentlib.Asc && o.Direction != incidentlib.Desc && o.Direction != "" {
+		return 0, incidentlib.Errorf(incidentlib.EINVALID, "unknown order direction %q", o.Direction)
+	}
+	switch o.Field {
+	case incidentlib.OrderDate, "":
+		if o.Direction == "" {
+			return ordDateDesc, nil
+		}
+		return pick(desc, ordDateDesc, ordDateAsc), nil
+	case incidentlib.OrderUpdatedAt:
+		return pick(desc, ordUpdDesc, ordUpdAsc), nil
+	case incidentlib.OrderID:
+		return pick(desc, ordIDDesc, ordIDAsc), nil
+	}
+	return 0, incidentlib.Errorf(incidentlib.EINVALID, "unknown order field %q", o.Field)
+}
+
+func pick(c bool, a, b byte) byte {
+	if c {
+		return a
+	}
+	return b
+}
+
+// orderKey is the key of incident n in order ord, without the order byte.
+// Keys sort in the order's sequence: the value (inverted for descending),
+// then the number ascending; incidents without a value come last.
+func orderKey(ord byte, n uint32, k sortKey) []byte {
+	b := make([]byte, 0, 13)
+	switch ord {
+	case ordDateAsc, ordDateDesc:
+		if !k.dated {
+			return binary.BigEndian.AppendUint32(append(b, 1), n)
+		}
+		d := k.days
+		if ord == ordDateDesc {
+			d = ^d
+		}
+		b = binary.BigEndian.AppendUint32(append(b, 0), d)
+	case ordUpdAsc, ordUpdDesc:
+		if !k.hasUpd {
+			return binary.BigEndian.AppendUint32(append(b, 1), n)
+		}
+		u := k.updated
+		if ord == ordUpdDesc {
+			u = ^u
+		}
+		b = binary.BigEndian.AppendUint64(append(b, 0), u)
+	case ordIDDesc:
+		return binary.BigEndian.AppendUint32(b, ^n)
+	}
+	return binary.BigEndian.AppendUint32(b, n)
+}
+
+// numberOfOrderKey returns the incident number at the end of an order key.
+func numberOfOrderKey(ord byte, key []byte) uint32 {
+	n := binary.BigEndian.Uint32(key[len(key)-4:])
+	if ord == ordIDDesc {
+		n = ^n
+	}
+	return n
+}
+
+// Cursors are the order byte and the order key, base64url without padding,
+// behind a version byte.
+const cursorVersion = 1
+
+func encodeCursor(ord byte, key []byte) string {
+	b := make([]byte, 0, 2+len(key))
+	b = append(b, cursorVersion, ord)
+	b = append(b, key...)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursorRaw(s string) ([]byte, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) < 2 || b[0] != cursorVersion {
+		return nil, incidentlib.Errorf(incidentlib.EBADCURSOR, "cursor %q is malformed", s)
+	}
+	return b, nil
+}
+
+func decodeCursor(ord byte, s string) ([]byte, error) {
+	b, err := decodeCursorRaw(s)
+	if err != nil {
+		return nil, err
+	}
+	if b[1] != ord {
+		return nil, incidentlib.Errorf(incidentlib.EBADCURSOR, "cursor %q was made for another order", s)
+	}
+	key := b[2:]
+	if !validOrderKey(ord, key) {
+		return nil, incidentlib.Errorf(incidentlib.EBADCURSOR, "cursor %q is malformed", s)
+	}
+	return key, nil
+}
+
+func validOrderKey(ord byte, key []byte) bool {
+	switch ord {
+	case ordDateAsc, ordDateDesc:
+		return (len(key) == 9 && key[0] == 0) || (len(key) == 5 && key[0] == 1)
+	case ordUpdAsc, ordUpdDesc:
+		return (len(key) == 13 && key[0] == 0) || (len(key) == 5 && key[0] == 1)
+	}
+	return len(key) == 4
+}
+
+// Posting names: the keys of the postings bucket.
+const (
+	postAll        = "all"
+	postReviewed   = "f\x00reviewed"
+	postRecurrence = "f\x00recurrence" // has recurrence_of
+	postHasRec     = "f\x00hasrec"     // some incident is a recurrence of it
+	postDated      = "f\x00dated"
+	prefixYear     = "y\x00"
+	prefixOrg      = "o\x00"
+	prefixTerm     = "t\x00"
+)
+
+func postTerm(kind incidentlib.TermKind, slug string) string {
+	return prefixTerm + string(kind) + "\x00" + slug
+}
+func postOrg(slug string) string { return prefixOrg + slug }
+func postYear(y int) string      { return prefixYear + fmt.Sprintf("%04d", y) }
+
+func yearOfPosting(name string) (int, bool) {
+	if len(name) <= len(prefixYear) {
+		return 0, false
+	}
+	y, err := strconv.Atoi(name[len(prefixYear):])
+	return y, err == nil
+}
+
+// postingsOf lists every posting the record belongs to.
+func postingsOf(inc *incidentlib.Incident) []string {
+	p := []string{postAll, postOrg(inc.OrgSlug)}
+	for _, t := range inc.Terms() {
+		p = append(p, postTerm(t.Kind, t.Slug))
+	}
+	if inc.Review.ReviewedAt != "" {
+		p = append(p, postReviewed)
+	}
+	if inc.RecurrenceOf != "" {
+		p = append(p, postRecurrence)
+	}
+	if t, err := incidentlib.ParseDate(inc.Date); inc.Date != "" && err == nil {
+		p = append(p, postDated, postYear(t.Year()))
+	}
+	return p
+}

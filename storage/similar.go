@@ -1,0 +1,109 @@
+package storage
+
+import (
+	"context"
+	"math"
+	"sort"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// Similar ranks incidents by the terms they share with incident id, each
+// shared term weighted by its rarity (inverse document frequency,
+// ln(1 + N/df)), plus the organization's weight when it is the same one.
+// Severity is not topical and is left out. It reads the postings of the
+// incident's own terms only, never the corpus.
+func (db *DB) Similar(ctx context.Context, id string, n int) ([]incidentlib.SimilarIncident, error) {
+	if n < 0 || n > incidentlib.MaxPageSize {
+		return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"first"}, "first must be between 0 and %d, got %d", incidentlib.MaxPageSize, n)
+	}
+	self, ok := incidentlib.ParseID(id)
+	if !ok {
+		return nil, incidentlib.Errorf(incidentlib.ENOTFOUND, "incident %q not found", id)
+	}
+	var out []incidentlib.SimilarIncident
+	err := db.view(ctx, func(tx *bolt.Tx) error {
+		inc, err := db.getIncident(tx, self)
+		if err != nil {
+			return err
+		}
+		if inc == nil {
+			return incidentlib.Errorf(incidentlib.ENOTFOUND, "incident %s not found", id)
+		}
+		total := float64(readPosting(tx, postAll).GetCardinality())
+		type cand struct {
+			score  float64
+			shared []incidentlib.TermKey
+			org    bool
+		}
+		cands := map[uint32]*cand{}
+		get := func(doc uint32) *cand {
+			c := cands[doc]
+			if c == nil {
+				c = &cand{}
+				cands[doc] = c
+			}
+			return c
+		}
+		for _, t := range inc.Terms() {
+			if t.Kind == incidentlib.KindSeverity {
+				continue
+			}
+			p := readPosting(tx, postTerm(t.Kind, t.Slug))
+			df := float64(p.GetCardinality())
+			if df <= 1 {
+				continue
+			}
+			w := math.Log(1 + total/df)
+			it := p.Iterator()
+			for it.HasNext() {
+				doc := it.Next()
+				if doc == self {
+					continue
+				}
+				c := get(doc)
+				c.score += w
+				c.shared = append(c.shared, t)
+			}
+		}
+		op := readPosting(tx, postOrg(inc.OrgSlug))
+		if df := float64(op.GetCardinality()); df > 1 {
+			w := math.Log(1 + total/df)
+			it := op.Iterator()
+			for it.HasNext() {
+				doc := it.Next()
+				if doc == self {
+					continue
+				}
+				c := get(doc)
+				c.score += w
+				c.org = true
+			}
+		}
+		docs := make([]uint32, 0, len(cands))
+		for d := range cands {
+			docs = append(docs, d)
+		}
+		sort.Slice(docs, func(i, j int) bool {
+			a, b := cands[docs[i]], cands[docs[j]]
+			if a.score != b.score {
+				return a.score > b.score
+			}
+			return docs[i] < docs[j]
+		})
+		if len(docs) > n {
+			docs = docs[:n]
+		}
+		for _, d := range docs {
+			c := cands[d]
+			out = append(out, incidentlib.SimilarIncident{
+				ID: incidentlib.FormatID(d), Score: math.Round(c.score*1000) / 1000,
+				SharedTerms: c.shared, SameOrganization: c.org,
+			})
+		}
+		return nil
+	})
+	return out, err
+}

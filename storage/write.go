@@ -1,0 +1,403 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// writeTx is one write transaction with the postings it changed, which are
+// written once at the end instead of once per record.
+type writeTx struct {
+	db       *DB
+	tx       *bolt.Tx
+	postings map[string]*roaring.Bitmap
+	seq      uint64
+	now      string
+}
+
+func newWriteTx(db *DB, tx *bolt.Tx) *writeTx {
+	return &writeTx{
+		db: db, tx: tx, postings: map[string]*roaring.Bitmap{},
+		seq: getU64(tx.Bucket(bucketMeta).Get(metaSeq)),
+		now: db.Now().UTC().Format(time.RFC3339Nano),
+	}
+}
+
+// posting returns the bitmap of name for change.
+func (w *writeTx) posting(name string) *roaring.Bitmap {
+	if bm, ok := w.postings[name]; ok {
+		return bm
+	}
+	bm := roaring.New()
+	if v := w.tx.Bucket(bucketPostings).Get([]byte(name)); v != nil {
+		if err := bm.UnmarshalBinary(v); err != nil {
+			panic(fmt.Sprintf("storage: posting %q is corrupt: %v", name, err))
+		}
+	}
+	w.postings[name] = bm
+	return bm
+}
+
+// flush writes the changed postings and the sequence, and removes
+// organizations left without incidents.
+func (w *writeTx) flush() error {
+	pb := w.tx.Bucket(bucketPostings)
+	names := make([]string, 0, len(w.postings))
+	for name := range w.postings {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		bm := w.postings[name]
+		if bm.IsEmpty() {
+			if err := pb.Delete([]byte(name)); err != nil {
+				return err
+			}
+			if slug, ok := bytes.CutPrefix([]byte(name), []byte(prefixOrg)); ok {
+				if err := w.tx.Bucket(bucketOrgs).Delete(slug); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		bm.RunOptimize()
+		v, err := bm.ToBytes()
+		if err != nil {
+			return err
+		}
+		if err := pb.Put([]byte(name), v); err != nil {
+			return err
+		}
+	}
+	return w.tx.Bucket(bucketMeta).Put(metaSeq, u64key(w.seq))
+}
+
+// get reads incident n, or nil.
+func (w *writeTx) get(n uint32) (*incidentlib.Incident, error) {
+	return w.db.getIncident(w.tx, n)
+}
+
+// getIncident reads and decodes incident n in tx, through the record cache.
+// It returns nil if there is no such incident. The returned record is
+// shared: callers must not change it.
+func (db *DB) getIncident(tx *bolt.Tx, n uint32) (*incidentlib.Incident, error) {
+	v := tx.Bucket(bucketIncidents).Get(u32key(n))
+	if v == nil {
+		return nil, nil
+	}
+	if len(v) < 8 {
+		return nil, fmt.Errorf("storage: record %s is truncated", incidentlib.FormatID(n))
+	}
+	version := binary.BigEndian.Uint64(v)
+	if db.cache != nil {
+		if c, ok := db.cache.Get(n); ok && c.version == version {
+			return c.inc, nil
+		}
+	}
+	inc := new(incidentlib.Incident)
+	if err := json.Unmarshal(v[8:], inc); err != nil {
+		return nil, fmt.Errorf("storage: record %s is corrupt: %w", incidentlib.FormatID(n), err)
+	}
+	if db.cache != nil {
+		db.cache.Add(n, &cachedIncident{version: version, inc: inc})
+	}
+	return inc, nil
+}
+
+// put stores inc (already validated) in place of any earlier version and
+// keeps every index and reverse link in step, recording the change.
+func (w *writeTx) put(inc *incidentlib.Incident) error {
+	n, ok := incidentlib.ParseID(inc.ID)
+	if !ok {
+		return incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"id"}, "id %q is not an incident id", inc.ID)
+	}
+	old, err := w.get(n)
+	if err != nil {
+		return err
+	}
+	if old != nil {
+		if err := w.unindex(n, old); err != nil {
+			return err
+		}
+	}
+	data, err := json.Marshal(inc)
+	if err != nil {
+		return err
+	}
+	w.seq++
+	if err := w.tx.Bucket(bucketIncidents).Put(u32key(n), append(u64key(w.seq), data...)); err != nil {
+		return err
+	}
+	if err := w.index(n, inc); err != nil {
+		return err
+	}
+	return w.logChange(n, false)
+}
+
+// remove deletes incident n and its index entries, and records a tombstone.
+func (w *writeTx) remove(n uint32, old *incidentlib.Incident) error {
+	if err := w.unindex(n, old); err != nil {
+		return err
+	}
+	if err := w.tx.Bucket(bucketIncidents).Delete(u32key(n)); err != nil {
+		return err
+	}
+	w.seq++
+	return w.logChange(n, true)
+}
+
+type change struct {
+	Seq     uint64 `json:"seq"`
+	ID      string `json:"id"`
+	Deleted bool   `json:"deleted,omitempty"`
+}
+
+// logChange appends the change of n at the current sequence and drops the
+// earlier change of the same incident, so the log holds one entry per
+// incident (the latest), tombstones included.
+func (w *writeTx) logChange(n uint32, deleted bool) error {
+	idx := w.tx.Bucket(bucketChangeIdx)
+	log := w.tx.Bucket(bucketChanges)
+	if prev := idx.Get(u32key(n)); prev != nil {
+		if err := log.Delete(prev); err != nil {
+			return err
+		}
+	}
+	v, _ := json.Marshal(change{Seq: w.seq, ID: incidentlib.FormatID(n), Deleted: deleted})
+	if err := log.Put(u64key(w.seq), v); err != nil {
+		return err
+	}
+	return idx.Put(u32key(n), u64key(w.seq))
+}
+
+func linkKey(target, source uint32) []byte {
+	return binary.BigEndian.AppendUint32(u32key(target), source)
+}
+
+// index adds incident n to every index.
+func (w *writeTx) index(n uint32, inc *incidentlib.Incident) error {
+	orgs := w.tx.Bucket(bucketOrgs)
+	if cur := orgs.Get([]byte(inc.OrgSlug)); cur != nil {
+		var o incidentlib.Organization
+		if err := json.Unmarshal(cur, &o); err != nil {
+			return err
+		}
+		if o.Name != inc.Org && !w.posting(postOrg(inc.OrgSlug)).IsEmpty() {
+			return incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"org"},
+				"org_slug %q belongs to organization %q, but incident %s names it %q", inc.OrgSlug, o.Name, inc.ID, inc.Org)
+		}
+	}
+	ov, _ := json.Marshal(incidentlib.Organization{Slug: inc.OrgSlug, Name: inc.Org})
+	if err := orgs.Put([]byte(inc.OrgSlug), ov); err != nil {
+		return err
+	}
+	for _, p := range postingsOf(inc) {
+		w.posting(p).Add(n)
+	}
+	sk := sortKeyOf(inc)
+	if err := w.tx.Bucket(bucketSortKeys).Put(u32key(n), sk.encode()); err != nil {
+		return err
+	}
+	ob := w.tx.Bucket(bucketOrders)
+	for _, ord := range allOrders {
+		if err := ob.Put(append([]byte{ord}, orderKey(ord, n, sk)...), nil); err != nil {
+			return err
+		}
+	}
+	if inc.RecurrenceOf != "" {
+		t, _ := incidentlib.ParseID(inc.RecurrenceOf)
+		if err := w.tx.Bucket(bucketRecurrences).Put(linkKey(t, n), nil); err != nil {
+			return err
+		}
+		w.posting(postHasRec).Add(t)
+	}
+	rr := w.tx.Bucket(bucketRelatedRev)
+	for _, r := range inc.Related {
+		t, _ := incidentlib.ParseID(r)
+		if err := rr.Put(linkKey(t, n), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unindex removes incident n, as it was stored, from every index.
+func (w *writeTx) unindex(n uint32, old *incidentlib.Incident) error {
+	for _, p := range postingsOf(old) {
+		w.posting(p).Remove(n)
+	}
+	sk := sortKeyOf(old)
+	if err := w.tx.Bucket(bucketSortKeys).Delete(u32key(n)); err != nil {
+		return err
+	}
+	ob := w.tx.Bucket(bucketOrders)
+	for _, ord := range allOrders {
+		if err := ob.Delete(append([]byte{ord}, orderKey(ord, n, sk)...)); err != nil {
+			return err
+		}
+	}
+	if old.RecurrenceOf != "" {
+		t, _ := incidentlib.ParseID(old.RecurrenceOf)
+		rb := w.tx.Bucket(bucketRecurrences)
+		if err := rb.Delete(linkKey(t, n)); err != nil {
+			return err
+		}
+		if k, _ := rb.Cursor().Seek(u32key(t)); k == nil || !bytes.HasPrefix(k, u32key(t)) {
+			w.posting(postHasRec).Remove(t)
+		}
+	}
+	rr := w.tx.Bucket(bucketRelatedRev)
+	for _, r := range old.Related {
+		t, _ := incidentlib.ParseID(r)
+		if err := rr.Delete(linkKey(t, n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sources lists the incidents that link to target in a reverse-link bucket.
+func sources(tx *bolt.Tx, bucket []byte, target uint32) []uint32 {
+	var out []uint32
+	prefix := u32key(target)
+	c := tx.Bucket(bucket).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		out = append(out, binary.BigEndian.Uint32(k[4:]))
+	}
+	return out
+}
+
+// checkLinks verifies that the links of the given incidents point to
+// incidents in the store and that no recurrence chain forms a cycle.
+func (w *writeTx) checkLinks(incs []*incidentlib.Incident, fieldPrefix func(i int) []string) error {
+	var es incidentlib.Errors
+	ib := w.tx.Bucket(bucketIncidents)
+	exists := func(id string) bool {
+		n, ok := incidentlib.ParseID(id)
+		return ok && ib.Get(u32key(n)) != nil
+	}
+	for i, inc := range incs {
+		for k, r := range inc.Related {
+			if !exists(r) {
+				es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, append(fieldPrefix(i), "related", strconv.Itoa(k)),
+					"incident %s: related[%d] %s is not in the library", inc.ID, k, r))
+			}
+		}
+		if inc.RecurrenceOf == "" {
+			continue
+		}
+		if !exists(inc.RecurrenceOf) {
+			es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, append(fieldPrefix(i), "recurrence_of"),
+				"incident %s: recurrence_of %s is not in the library", inc.ID, inc.RecurrenceOf))
+			continue
+		}
+		// Walk the chain: it must end without coming back.
+		seen := map[string]bool{inc.ID: true}
+		for id := inc.RecurrenceOf; id != ""; {
+			if seen[id] {
+				es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, append(fieldPrefix(i), "recurrence_of"),
+					"incident %s: recurrence_of %s forms a cycle of recurrences", inc.ID, inc.RecurrenceOf))
+				break
+			}
+			seen[id] = true
+			n, _ := incidentlib.ParseID(id)
+			next, err := w.get(n)
+			if err != nil {
+				return err
+			}
+			if next == nil {
+				break
+			}
+			id = next.RecurrenceOf
+		}
+	}
+	if len(es) > 0 {
+		return es
+	}
+	return nil
+}
+
+// ImportIncidents validates every record and writes all of them in one
+// transaction, or none. Records identical to the stored ones are left
+// alone. Errors name the record by index in the Field path ("records", i).
+func (db *DB) ImportIncidents(ctx context.Context, incs []*incidentlib.Incident, opts incidentlib.ImportOptions) (*incidentlib.ImportResult, error) {
+	field := func(i int) []string { return []string{"records", strconv.Itoa(i)} }
+	var es incidentlib.Errors
+	seen := map[string]int{}
+	for i, inc := range incs {
+		err := inc.Validate()
+		if err == nil {
+			err = inc.ValidateTerms(db.tax)
+		}
+		for _, e := range incidentlib.ErrorList(err) {
+			es = append(es, &incidentlib.Error{Code: e.Code, Field: append(field(i), e.Field...),
+				Message: fmt.Sprintf("incident %s: %s", inc.ID, e.Message)})
+		}
+		if j, dup := seen[inc.ID]; dup && inc.ID != "" {
+			es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, append(field(i), "id"),
+				"incident %s appears twice (records %d and %d)", inc.ID, j, i))
+		}
+		seen[inc.ID] = i
+	}
+	if len(es) > 0 {
+		return nil, es
+	}
+	res := &incidentlib.ImportResult{}
+	err := db.update(ctx, func(w *writeTx) error {
+		*res = incidentlib.ImportResult{}
+		if opts.OnlyIfNew {
+			if w.seq > 0 || w.tx.Bucket(bucketIncidents).Stats().KeyN > 0 {
+				return nil
+			}
+		}
+		for i, in := range incs {
+			if i%1024 == 0 {
+				if err := ctx.Err(); err != nil {
+					return ctxError(err)
+				}
+			}
+			inc := *in
+			if !opts.KeepUpdatedAt {
+				inc.UpdatedAt = w.now
+			}
+			n, _ := incidentlib.ParseID(inc.ID)
+			old, err := w.get(n)
+			if err != nil {
+				return err
+			}
+			if old != nil {
+				a, _ := json.Marshal(old)
+				b, _ := json.Marshal(&inc)
+				if bytes.Equal(a, b) {
+					res.Unchanged++
+					continue
+				}
+				res.Updated++
+			} else {
+				res.Created++
+			}
+			if err := w.put(&inc); err != nil {
+				if e := incidentlib.ErrorList(err); len(e) == 1 {
+					return &incidentlib.Error{Code: e[0].Code, Field: append(field(i), e[0].Field...), Message: e[0].Message}
+				}
+				return err
+			}
+		}
+		return w.checkLinks(incs, field)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
