@@ -42,8 +42,10 @@ fuzz:
 		done; \
 	done
 
+# Every benchmark of the harness with its defaults; `go run
+# ./cmd/incidentlib-bench -h` lists them, `... NAME -h` their flags.
 bench:
-	$(GO) run ./cmd/incidentlib-bench
+	$(GO) run ./cmd/incidentlib-bench $(BENCH)
 
 lint:
 	$(GO) vet $(PKGS)
