@@ -61,3 +61,7 @@ func Incidents() ([]*incidentlib.Incident, error) {
 	}
 	return out, nil
 }
+
+// File returns the bytes of one embedded seed file, such as
+// "incidents/000-roblox-consul.json".
+func File(name string) ([]byte, error) { return files.ReadFile(name) }

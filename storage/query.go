@@ -245,7 +245,7 @@ func pageSize(p incidentlib.PageArgs) (n int, backward bool, err error) {
 
 // smallSet is the size under which a filtered page is ordered in memory
 // from the sort keys instead of by walking the order index.
-const smallSet = 4096
+var smallSet = 4096
 
 // FindIncidents returns one page of the incidents that match f in order.
 func (db *DB) FindIncidents(ctx context.Context, f incidentlib.IncidentFilter, o incidentlib.IncidentOrder, p incidentlib.PageArgs) (*incidentlib.IncidentPage, error) {
