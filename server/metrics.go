@@ -138,7 +138,7 @@ func (t operationTracer) InterceptResponse(ctx context.Context, next graphql.Res
 	if !graphql.HasOperationContext(ctx) {
 		return resp
 	}
-	op := t.m.operationLabel(graphql.GetOperationContext(ctx).OperationName)
+	op := t.m.operationLabel(OperationName(graphql.GetOperationContext(ctx)))
 	t.m.opDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
 	if resp != nil {
 		for _, e := range resp.Errors {
@@ -195,4 +195,16 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.fileBytes, prometheus.GaugeValue, float64(s.FileBytes))
 	ch <- prometheus.MustNewConstMetric(c.seq, prometheus.GaugeValue, float64(s.Seq))
 	ch <- prometheus.MustNewConstMetric(c.pageSize, prometheus.GaugeValue, float64(s.PageSize))
+}
+
+// OperationName is the name of the operation being run: the request's
+// operationName, else the name in the document.
+func OperationName(oc *graphql.OperationContext) string {
+	if oc.OperationName != "" {
+		return oc.OperationName
+	}
+	if oc.Operation != nil {
+		return oc.Operation.Name
+	}
+	return ""
 }
