@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// runCmd runs the program in-process and returns its output.
+func runCmd(t *testing.T, env map[string]string, stdin string, args ...string) (string, string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	getenv := func(k string) string { return env[k] }
+	err := run(context.Background(), args, getenv, strings.NewReader(stdin), &stdout, &stderr)
+	return stdout.String(), stderr.String(), err
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// syncBuffer is a bytes.Buffer safe for a goroutine writer and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestServeWithSeedsAndShutdown(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--addr", addr, "--db", filepath.Join(dir, "il.db")},
+			func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr)
+	}()
+	waitHealthy(t, "http://"+addr, done)
+	resp, err := http.Post("http://"+addr+"/graphql", "application/json",
+		strings.NewReader(`{"query":"{ incidents { totalCount } incident(id: \"IL-0213\") { org } }"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"totalCount":5`) || !strings.Contains(string(body), `"org":"Roblox"`) {
+		t.Fatalf("seeds not served: %s", body)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve ended with %v; %s", err, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not shut down")
+	}
+	// The store is closed cleanly: it opens again and passes check.
+	out, _, err := runCmd(t, nil, "", "check", "--db", filepath.Join(dir, "il.db"))
+	if err != nil || !strings.Contains(out, "check: ok") {
+		t.Fatalf("check after shutdown: %v %s", err, out)
+	}
+}
+
+func waitHealthy(t *testing.T, base string, done chan error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-done:
+			t.Fatalf("serve ended early: %v", err)
+		default:
+		}
+		resp, err := http.Get(base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("server did not become ready")
+}
+
+func TestSeedNoneKeepsTaxonomyOnly(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--seed", "none"}, func(k string) string {
+			return map[string]string{"INCIDENTLIB_ADDR": addr, "INCIDENTLIB_DB": filepath.Join(dir, "il.db")}[k]
+		}, strings.NewReader(""), io.Discard, io.Discard)
+	}()
+	waitHealthy(t, "http://"+addr, done)
+	resp, err := http.Post("http://"+addr+"/graphql", "application/json",
+		strings.NewReader(`{"query":"{ incidents { totalCount } taxonomy(kind: SEVERITY) { slug } }"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"totalCount":0`) || !strings.Contains(string(body), `"slug":"unknown"`) {
+		t.Fatalf("want no incidents and the taxonomy: %s", body)
+	}
+}
+
+func TestNonsenseConfigurationIsRefused(t *testing.T) {
+	for name, c := range map[string]struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		"ZeroTimeout":     {[]string{"serve", "--read-timeout", "0s"}, nil, "read-timeout"},
+		"NegativeTimeout": {[]string{"serve", "--open-timeout", "-1s"}, nil, "open-timeout"},
+		"UnitlessEnv":     {[]string{"serve"}, map[string]string{"INCIDENTLIB_WRITE_TIMEOUT": "30"}, "INCIDENTLIB_WRITE_TIMEOUT"},
+		"BadSeedMode":     {[]string{"serve", "--seed", "sometimes"}, nil, "--seed"},
+		"NegativeCache":   {[]string{"serve", "--record-cache", "-5"}, nil, "record-cache"},
+		"GenZeroCount":    {[]string{"gen", "--count", "0"}, nil, "count"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, stderr, err := runCmd(t, c.env, "", c.args...)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if !strings.Contains(err.Error()+stderr, c.want) {
+				t.Fatalf("the error must name %s: %v %s", c.want, err, stderr)
+			}
+		})
+	}
+}
+
+func TestImportExportCheckCLI(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "il.db")
+	corpus, _, err := runCmd(t, nil, "", "gen", "--count", "300", "--seed", "4", "--first-id", "1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _, _ := runCmd(t, nil, "", "gen", "--count", "300", "--seed", "4", "--first-id", "1000")
+	if corpus != again {
+		t.Fatal("gen is not deterministic")
+	}
+	path := filepath.Join(dir, "corpus.jsonl")
+	if err := os.WriteFile(path, []byte(corpus), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCmd(t, nil, "", "import", "--db", db, path)
+	if err != nil || !strings.Contains(out, "300 created") {
+		t.Fatalf("import: %v %s", err, out)
+	}
+	first, _, err := runCmd(t, nil, "", "export", "--db", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db2 := filepath.Join(dir, "il2.db")
+	if _, _, err := runCmd(t, nil, first, "import", "--db", db2, "-"); err != nil {
+		t.Fatal(err)
+	}
+	second, _, _ := runCmd(t, nil, "", "export", "--db", db2)
+	if first != second {
+		t.Fatal("export → import → export is not byte-identical")
+	}
+
+	t.Run("BadRecordNamesFileLineAndID", func(t *testing.T) {
+		lines := strings.Split(strings.TrimSpace(corpus), "\n")
+		lines[7] = strings.Replace(lines[7], `"date":"`, `"date":"1999-02-31`+`","x_was":"`, 1)
+		bad := filepath.Join(dir, "bad.jsonl")
+		os.WriteFile(bad, []byte(strings.Join(lines[:10], "\n")), 0o644)
+		before, _, _ := runCmd(t, nil, "", "export", "--db", db2)
+		_, stderr, err := runCmd(t, nil, "", "import", "--db", db2, bad)
+		if err == nil {
+			t.Fatal("a bad record was accepted")
+		}
+		if !strings.Contains(stderr, "bad.jsonl:8") || !strings.Contains(stderr, "IL-1007") || !strings.Contains(stderr, "date") {
+			t.Fatalf("the error must name the file, line, id and field: %s", stderr)
+		}
+		after, _, _ := runCmd(t, nil, "", "export", "--db", db2)
+		if before != after {
+			t.Fatal("a failed import changed the store")
+		}
+	})
+	t.Run("BrokenJSON", func(t *testing.T) {
+		bad := filepath.Join(dir, "broken.json")
+		os.WriteFile(bad, []byte("[{\"id\": \"IL-0001\",}]"), 0o644)
+		_, stderr, err := runCmd(t, nil, "", "import", "--db", db2, bad)
+		if err == nil || !strings.Contains(stderr, "broken.json") {
+			t.Fatalf("%v %s", err, stderr)
+		}
+	})
+	t.Run("CheckOK", func(t *testing.T) {
+		out, _, err := runCmd(t, nil, "", "check", "--db", db2)
+		if err != nil || !strings.Contains(out, "check: ok") {
+			t.Fatalf("%v %s", err, out)
+		}
+	})
+	t.Run("Compact", func(t *testing.T) {
+		out, _, err := runCmd(t, nil, "", "compact", "--db", db2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, _, _ := runCmd(t, nil, "", "export", "--db", db2)
+		if after != first {
+			t.Fatalf("compact changed the data: %s", out)
+		}
+		if out, _, err := runCmd(t, nil, "", "check", "--db", db2); err != nil {
+			t.Fatalf("check after compact: %s", out)
+		}
+	})
+	t.Run("UnknownCommand", func(t *testing.T) {
+		_, _, err := runCmd(t, nil, "", "frobnicate")
+		if err == nil {
+			t.Fatal("accepted")
+		}
+	})
+	_ = fmt.Sprint
+}
