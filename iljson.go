@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"unicode/utf8"
 )
 
@@ -132,9 +133,16 @@ func idHint(raw []byte) string {
 		if s, ok := v.ID.(string); ok && s != "" {
 			return " (id " + s + ")"
 		}
+		return ""
+	}
+	// Broken JSON: the id may still be readable.
+	if m := idRE.FindSubmatch(raw); m != nil {
+		return " (id " + string(m[1]) + ")"
 	}
 	return ""
 }
+
+var idRE = regexp.MustCompile(`"id"\s*:\s*"(IL-[0-9]{1,12})"`)
 
 func jsonErrorWhere(data []byte, err error) string {
 	var se *json.SyntaxError

@@ -1,0 +1,147 @@
+package incidentlib_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+func TestParseID(t *testing.T) {
+	for id, want := range map[string]bool{
+		"IL-0213": true, "IL-0001": true, "IL-12345": true, "IL-4294967295": true,
+		"IL-213": false, "IL-00213": false, "IL-4294967296": false, "il-0213": false, "IL-": false, "IL-12a4": false, "": false,
+	} {
+		n, ok := incidentlib.ParseID(id)
+		if ok != want {
+			t.Errorf("ParseID(%q) = %v, want %v", id, ok, want)
+		}
+		if ok && incidentlib.FormatID(n) != id {
+			t.Errorf("FormatID(ParseID(%q)) = %q", id, incidentlib.FormatID(n))
+		}
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	for s, ok := range map[string]bool{"73h": true, "45m": true, "2h30m": true, "90s": true, "3d": true, "3 hours": false, "-5m": false, "": false} {
+		if _, err := incidentlib.ParseDuration(s); (err == nil) != ok {
+			t.Errorf("ParseDuration(%q): %v", s, err)
+		}
+	}
+}
+
+func TestReadRecordsShapes(t *testing.T) {
+	obj := `{"id":"IL-0001","org":"A","org_slug":"a","title":{"en":"x"}}`
+	for name, c := range map[string]struct {
+		data  string
+		n     int
+		where string
+	}{
+		"Object":          {obj, 1, "f"},
+		"PrettyObject":    {"{\n  \"id\": \"IL-0001\",\n  \"org\": \"A\"\n}\n", 1, "f"},
+		"Array":           {"[" + obj + "," + strings.Replace(obj, "0001", "0002", 1) + "]", 2, "f[1]"},
+		"JSONL":           {obj + "\n\n" + strings.Replace(obj, "0001", "0002", 1) + "\n", 2, "f:3"},
+		"JSONLNoTrailing": {obj + "\n" + obj, 2, "f:2"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			recs, err := incidentlib.ReadRecords("f", []byte(c.data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) != c.n || recs[len(recs)-1].Where != c.where {
+				t.Fatalf("%d records, last at %q", len(recs), recs[len(recs)-1].Where)
+			}
+		})
+	}
+	for name, c := range map[string]struct{ data, want string }{
+		"ErrEmpty":         {"  \n", "empty"},
+		"ErrNotUTF8":       {"{\"id\":\"IL-0001\",\"org\":\"\xff\"}", "UTF-8"},
+		"ErrDuplicateKey":  {`{"id":"IL-0001","id":"IL-0002"}`, "twice"},
+		"ErrNestedDup":     {`{"id":"IL-0001","title":{"en":"a","en":"b"}}`, "twice"},
+		"ErrJSONLLine":     {obj + "\n{\"id\": \"IL-0009\", broken\n", "f:2 (id IL-0009)"},
+		"ErrArrayIndex":    {"[" + obj + `,{"id":"IL-0003","date":5}]`, "f[1] (id IL-0003)"},
+		"ErrNotAnObject":   {`[1]`, "f[0]"},
+		"ErrWrongListType": {`{"id":"IL-0001","related":"IL-0002"}`, "related"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := incidentlib.ReadRecords("f", []byte(c.data))
+			if incidentlib.ErrorCode(err) != incidentlib.EINVALID {
+				t.Fatalf("want EINVALID, got %v", err)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("the error must say %q: %v", c.want, err)
+			}
+		})
+	}
+}
+
+func TestCanonicalJSONIsStable(t *testing.T) {
+	in := `{"url":"https://x.example/a","id":"IL-0001","org":"A","org_slug":"a","title":{"ko":"제목","en":"t","ja":"題"},"zz":1,"aa":{"k":[1, 2]},"timeline":{"resolved_after":"1h","note":"n"}}`
+	recs, err := incidentlib.ReadRecords("f", []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(recs[0].Incident)
+	recs2, err := incidentlib.ReadRecords("f", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(recs2[0].Incident)
+	if !bytes.Equal(a, b) {
+		t.Fatalf("not stable:\n%s\n%s", a, b)
+	}
+	for _, want := range []string{`"ja":"題"`, `"zz":1`, `"aa":{"k":[1,2]}`, `"note":"n"`, `"recurrence_of":null`, `"related":[]`} {
+		if !bytes.Contains(a, []byte(want)) {
+			t.Errorf("canonical form lacks %s: %s", want, a)
+		}
+	}
+}
+
+func TestValidateNamesFields(t *testing.T) {
+	inc := &incidentlib.Incident{ID: "IL-0001", Org: "A", OrgSlug: "Not A Slug", Title: incidentlib.Text{En: strings.Repeat("x", incidentlib.MaxTitleLen+1)},
+		Date: "2020-02-30", Sources: []incidentlib.Source{{URL: "ftp://x"}}, Related: []string{"IL-0001"}}
+	fields := map[string]bool{}
+	for _, e := range incidentlib.ErrorList(inc.Validate()) {
+		if e.Code != incidentlib.EINVALID {
+			t.Errorf("code %s", e.Code)
+		}
+		fields[strings.Join(e.Field, ".")] = true
+	}
+	for _, f := range []string{"org_slug", "title.en", "date", "sources.0.url", "related.0"} {
+		if !fields[f] {
+			t.Errorf("no error for %s: %v", f, fields)
+		}
+	}
+}
+
+func FuzzReadRecords(f *testing.F) {
+	f.Add([]byte(`{"id":"IL-0001","org":"A","org_slug":"a","title":{"en":"x"}}`))
+	f.Add([]byte("[{\"id\":\"IL-0002\"},{}]"))
+	f.Add([]byte("{\"id\":\"IL-0003\"}\n{\"x\":[1,{\"y\":null}]}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		recs, err := incidentlib.ReadRecords("fuzz", data)
+		if err != nil {
+			if incidentlib.ErrorCode(err) != incidentlib.EINVALID {
+				t.Fatalf("a bad input must be EINVALID, got %v", err)
+			}
+			return
+		}
+		// Whatever was read writes back to canonical JSON that reads the same.
+		for _, r := range recs {
+			a, err := json.Marshal(r.Incident)
+			if err != nil {
+				t.Fatalf("marshal: %v", err)
+			}
+			again, err := incidentlib.ReadRecords("again", a)
+			if err != nil {
+				t.Fatalf("canonical output does not read back: %v\n%s", err, a)
+			}
+			b, _ := json.Marshal(again[0].Incident)
+			if !bytes.Equal(a, b) {
+				t.Fatalf("canonical output is not stable:\n%s\n%s", a, b)
+			}
+		}
+	})
+}
