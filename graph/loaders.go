@@ -115,10 +115,12 @@ type Loaders struct {
 	view *model.View
 }
 
-// NewLoaders builds the loaders of one request over the services.
-func NewLoaders(r *Resolver) *Loaders {
+// NewLoaders builds the loaders of one request over the services, with the
+// request's view (its language from ctx).
+func NewLoaders(ctx context.Context, r *Resolver) *Loaders {
 	m := r.LoaderMetrics
 	return &Loaders{
+		view: &model.View{Lang: LangFrom(ctx), Tax: r.Taxonomy},
 		Incidents: newLoader("incident", m, func(ctx context.Context, ids []string) ([]*incidentlib.Incident, error) {
 			return r.Incidents.FindIncidentsByIDs(ctx, ids)
 		}),
@@ -146,7 +148,7 @@ type loadersKey struct{}
 // Middleware puts a fresh set of loaders into every request's context.
 func (r *Resolver) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		ctx := context.WithValue(req.Context(), loadersKey{}, NewLoaders(r))
+		ctx := context.WithValue(req.Context(), loadersKey{}, NewLoaders(req.Context(), r))
 		next.ServeHTTP(w, req.WithContext(ctx))
 	})
 }
@@ -157,5 +159,5 @@ func (r *Resolver) loaders(ctx context.Context) *Loaders {
 	if l, ok := ctx.Value(loadersKey{}).(*Loaders); ok {
 		return l
 	}
-	return NewLoaders(r)
+	return NewLoaders(ctx, r)
 }

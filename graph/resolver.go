@@ -36,14 +36,9 @@ func LangFrom(ctx context.Context) incidentlib.Lang {
 	return incidentlib.LangEn
 }
 
-// view returns the request's view (language and taxonomy), one per request.
-func (r *Resolver) view(ctx context.Context) *model.View {
-	l := r.loaders(ctx)
-	if l.view == nil {
-		l.view = &model.View{Lang: LangFrom(ctx), Tax: r.Taxonomy}
-	}
-	return l.view
-}
+// view returns the request's view (language and taxonomy), one per
+// request, made with its loaders.
+func (r *Resolver) view(ctx context.Context) *model.View { return r.loaders(ctx).view }
 
 func (r *Resolver) wrapAll(ctx context.Context, incs []*incidentlib.Incident) []*model.Incident {
 	v := r.view(ctx)
