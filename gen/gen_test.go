@@ -341,7 +341,7 @@ func TestOrgs(t *testing.T) {
 }
 
 func TestSkew(t *testing.T) {
-	incs := generate(t, Options{Count: 20000, Seed: 5})
+	incs := generate(t, Options{Count: 6000, Seed: 5})
 	count := map[string]int{}
 	slugOf := map[string]string{}
 	for _, inc := range incs {
@@ -399,7 +399,7 @@ func TestSkew(t *testing.T) {
 }
 
 func TestShares(t *testing.T) {
-	incs := generate(t, Options{Count: 20000, Seed: 6})
+	incs := generate(t, Options{Count: 6000, Seed: 6})
 	var undated, reviewed, both, enOnly, koOnly int
 	for _, inc := range incs {
 		if inc.Date == "" {
@@ -463,7 +463,7 @@ func hasHangul(s string) bool {
 }
 
 func TestRecurrence(t *testing.T) {
-	incs := generate(t, Options{Count: 10000, Seed: 12})
+	incs := generate(t, Options{Count: 4000, Seed: 12})
 	byID := map[string]*incidentlib.Incident{}
 	for _, inc := range incs {
 		byID[inc.ID] = inc
@@ -510,7 +510,7 @@ func TestRecurrence(t *testing.T) {
 }
 
 func TestRelated(t *testing.T) {
-	incs := generate(t, Options{Count: 5000, Seed: 13})
+	incs := generate(t, Options{Count: 2000, Seed: 13})
 	byID := map[string]*incidentlib.Incident{}
 	for _, inc := range incs {
 		byID[inc.ID] = inc
@@ -555,7 +555,7 @@ func shares(a, b []string) bool {
 // TestVocabulary checks that search has technical words to find in both
 // languages, including Korean text mixed with English.
 func TestVocabulary(t *testing.T) {
-	data := string(jsonl(t, generate(t, Options{Count: 3000, Seed: 14})))
+	data := string(jsonl(t, generate(t, Options{Count: 1500, Seed: 14})))
 	for _, w := range []string{"connection pool", "커넥션 풀", "leader election", "리더 선출", "keepalive", "freelist",
 		"cache", "캐시", "timeout", "타임아웃", "Consul 클러스터", "retry storm", "재시도 폭주"} {
 		if !strings.Contains(data, w) {
@@ -565,7 +565,7 @@ func TestVocabulary(t *testing.T) {
 }
 
 func TestTextSizes(t *testing.T) {
-	incs := generate(t, Options{Count: 5000, Seed: 15})
+	incs := generate(t, Options{Count: 2000, Seed: 15})
 	var sumEn, nEn, minEn, maxEn int
 	minEn = 1 << 30
 	for _, inc := range incs {
