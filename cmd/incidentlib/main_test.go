@@ -70,7 +70,7 @@ func TestServeWithSeedsAndShutdown(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(body), `"totalCount":5`) || !strings.Contains(string(body), `"org":"Roblox"`) {
+	if !strings.Contains(string(body), `"totalCount":44`) || !strings.Contains(string(body), `"org":"Roblox"`) {
 		t.Fatalf("seeds not served: %s", body)
 	}
 	cancel()
