@@ -362,7 +362,7 @@ func filterCases(incs []*incidentlib.Incident) map[string]incidentlib.IncidentFi
 func TestFiltersMatchBruteForce(t *testing.T) {
 	ctx := context.Background()
 	db := MustOpenDB(t)
-	incs := corpus(t, 3000, 11)
+	incs := corpus(t, 2000, 11)
 	mustImport(t, db, incs)
 	for name, f := range filterCases(incs) {
 		t.Run(name, func(t *testing.T) {
@@ -479,7 +479,7 @@ func TestPaginationVisitsEveryIncidentOnce(t *testing.T) {
 
 func testPagination(t *testing.T) {
 	db := MustOpenDB(t)
-	incs := corpus(t, 2000, 5)
+	incs := corpus(t, 1000, 5)
 	mustImport(t, db, incs)
 	orders := []incidentlib.IncidentOrder{
 		{Field: incidentlib.OrderDate, Direction: incidentlib.Desc},
