@@ -20,6 +20,7 @@ test: check-generate
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 12m $(RACE_PKGS)
 	$(GO) test -count=1 ./gen/
+	$(GO) test -count=1 -run 'TestNoNPlusOne' ./server/
 	$(MAKE) fuzz FUZZTIME=2000x
 
 test-short:

@@ -9,6 +9,7 @@ package incidentlib
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 )
@@ -401,36 +402,135 @@ func knownFields(v any) map[string]bool {
 }
 
 // extraFields returns the members of the JSON object data whose names are
-// not known. It returns nil when there are none.
+// not known, each value as its bytes in data. It returns nil when there
+// are none. data is JSON its caller has already decoded (so it is valid);
+// extraFields only walks its top-level members, allocating nothing for the
+// known ones.
 func extraFields(data []byte, known map[string]bool) (Extra, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, fmt.Errorf("expected a JSON object")
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return nil, errors.New("expected a JSON object")
 	}
 	var extra Extra
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
+	for i++; ; {
+		i = skipSpace(data, i)
+		if i < len(data) && data[i] == ',' {
+			i = skipSpace(data, i+1)
 		}
-		name, _ := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, err
+		if i >= len(data) {
+			return nil, errMalformedObject
 		}
-		if known[name] {
+		if data[i] == '}' {
+			return extra, nil
+		}
+		keyStart := i
+		keyEnd, plain := endOfString(data, i)
+		if keyEnd < 0 {
+			return nil, errMalformedObject
+		}
+		i = skipSpace(data, keyEnd)
+		if i >= len(data) || data[i] != ':' {
+			return nil, errMalformedObject
+		}
+		valStart := skipSpace(data, i+1)
+		valEnd := endOfValue(data, valStart)
+		if valEnd < 0 {
+			return nil, errMalformedObject
+		}
+		i = valEnd
+		var name string
+		if key := data[keyStart+1 : keyEnd-1]; plain {
+			if known[string(key)] {
+				continue
+			}
+			name = string(key)
+		} else if err := json.Unmarshal(data[keyStart:keyEnd], &name); err != nil {
+			return nil, err
+		} else if known[name] {
 			continue
 		}
 		if extra == nil {
 			extra = Extra{}
 		}
-		extra[name] = append(json.RawMessage(nil), raw...)
+		extra[name] = append(json.RawMessage(nil), data[valStart:valEnd]...)
 	}
-	return extra, nil
+}
+
+var errMalformedObject = errors.New("malformed JSON object")
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// endOfString returns the position after the JSON string that starts at
+// i, or -1, and whether its bytes are its value: no escapes, only ASCII.
+func endOfString(data []byte, i int) (end int, plain bool) {
+	if i >= len(data) || data[i] != '"' {
+		return -1, false
+	}
+	plain = true
+	for i++; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"':
+			return i + 1, plain
+		case c == '\\':
+			plain = false
+			i++
+		case c >= 0x80:
+			plain = false
+		}
+	}
+	return -1, false
+}
+
+// endOfValue returns the position after the JSON value that starts at i,
+// or -1.
+func endOfValue(data []byte, i int) int {
+	if i >= len(data) {
+		return -1
+	}
+	switch data[i] {
+	case '"':
+		end, _ := endOfString(data, i)
+		return end
+	case '{', '[':
+		depth := 0
+		for i < len(data) {
+			switch data[i] {
+			case '"':
+				end, _ := endOfString(data, i)
+				if end < 0 {
+					return -1
+				}
+				i = end
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return -1
+	}
+	start := i
+	for i < len(data) {
+		switch data[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+		i++
+	}
+	if i == start {
+		return -1
+	}
+	return i
 }
 
 // marshalWithExtra writes w as a JSON object followed by the unknown fields

@@ -208,6 +208,13 @@ type ImportOptions struct {
 	// OnlyIfNew writes only into a store that never held incidents (the
 	// seeds on first start); otherwise the import does nothing.
 	OnlyIfNew bool
+	// Merges maps incident ids merged away to the incident that absorbed
+	// them (the same postmortem reached through two collections): in the
+	// import's transaction the merged-away incident is removed, links to it
+	// are re-pointed, and its id keeps resolving to the absorbing one.
+	Merges map[string]string
+	// Progress, if set, is told how many records were written so far.
+	Progress func(done, total int)
 }
 
 // ImportResult says what an import did.
@@ -223,4 +230,115 @@ type IncidentWriter interface {
 	// transaction, or none. Returns EINVALID (with a list of errors naming
 	// each bad record) and writes nothing if any record is bad.
 	ImportIncidents(ctx context.Context, incs []*Incident, opts ImportOptions) (*ImportResult, error)
+
+	// UpsertIncident validates inc and stores it in place of any earlier
+	// version, with every index and reverse link, in one transaction that
+	// may be shared with concurrent writes. updated_at is stamped with the
+	// commit time. The review state belongs to the store: inc may not set
+	// review.reviewed_at or review.reviewed_by (ReviewIncident does), and a
+	// change to a reviewed incident makes it unreviewed again. An upsert
+	// that changes nothing writes nothing. Returns the record as stored.
+	// Returns EINVALID (an Errors list naming each bad field) for a bad
+	// record, a link to an incident not in the library or a recurrence
+	// cycle; ECONFLICT if opts.ExpectedUpdatedAt does not match; ETIMEOUT
+	// if ctx ended before the write started. Nothing is written on error.
+	UpsertIncident(ctx context.Context, inc *Incident, opts WriteOptions) (*Incident, error)
+
+	// DeleteIncident removes the incident id from the store and every
+	// index, and removes the links to it from the incidents whose related
+	// or recurrence_of named it (those are stamped and logged as changed),
+	// in one transaction. Returns EINVALID for a malformed id, ENOTFOUND if
+	// the incident does not exist, ECONFLICT if opts.ExpectedUpdatedAt
+	// does not match.
+	DeleteIncident(ctx context.Context, id string, opts WriteOptions) (*DeleteResult, error)
+
+	// ReviewIncident marks the incident id reviewed by reviewer now
+	// (review.reviewed_at, review.reviewed_by) and stamps updated_at.
+	// Returns EINVALID for a malformed id or an empty or overlong
+	// reviewer, ENOTFOUND if the incident does not exist, ECONFLICT if
+	// opts.ExpectedUpdatedAt does not match.
+	ReviewIncident(ctx context.Context, id, reviewer string, opts WriteOptions) (*Incident, error)
+}
+
+// WriteOptions control one mutation of an incident.
+type WriteOptions struct {
+	// ExpectedUpdatedAt, when set, is the updated_at the caller last read:
+	// the write happens only while the stored record still has it
+	// (optimistic concurrency). An empty string means the incident must
+	// not exist yet.
+	ExpectedUpdatedAt *string
+}
+
+// DeleteResult says what a delete did.
+type DeleteResult struct {
+	ID string
+	// Unlinked lists, sorted, the incidents whose related or recurrence_of
+	// named the deleted incident and lost that link.
+	Unlinked []string
+}
+
+// SearchQuery is a full-text search: a query in the search syntax, the
+// filter it combines with, and the language searched.
+type SearchQuery struct {
+	// Query holds words, "quoted phrases", -exclusions and the field
+	// prefixes title:, lessons: and org:. Every word and phrase must match.
+	Query string
+	// Filter selects incidents exactly as it does for FindIncidents.
+	Filter IncidentFilter
+	// Lang limits the search and the highlights to one language's text;
+	// nil searches both.
+	Lang *Lang
+}
+
+// SearchHit is one incident found by a search.
+type SearchHit struct {
+	ID     string
+	Score  float64
+	Cursor string
+	// Highlights show where the incident matched, one per field and
+	// language, in the order title, summary, lessons, trigger, detection,
+	// symptomsText, org.
+	Highlights []Highlight
+}
+
+// Highlight is a piece of a field around its matches.
+type Highlight struct {
+	// Field is title, summary, lessons, trigger, detection, symptomsText
+	// or org.
+	Field string
+	// Lang is the language of the text; empty for org.
+	Lang Lang
+	// Snippet is HTML: the text escaped, each match in <mark></mark>, and
+	// "…" where the text was cut.
+	Snippet string
+}
+
+// SearchPage is one page of search results, best first.
+type SearchPage struct {
+	Hits            []SearchHit
+	HasNextPage     bool
+	HasPreviousPage bool
+	TotalCount      int
+}
+
+// SearchService searches the text of incidents. Searches see every write
+// acknowledged before they started; deleted incidents never appear.
+type SearchService interface {
+	// Search returns one page of the incidents that match q, best first.
+	// Pages go forward only (first, after); cursors are offsets into the
+	// ranking, so a page after a write may repeat or skip an incident.
+	// Returns EBADQUERY for a malformed query, EINVALID for a bad filter or
+	// page size, EBADCURSOR for a malformed cursor or one made for another
+	// search, ETIMEOUT if ctx ends first.
+	Search(ctx context.Context, q SearchQuery, page PageArgs) (*SearchPage, error)
+
+	// SearchFacets returns, for every incident that matches q, the count
+	// of each term of the given kinds (all kinds when kinds is empty), as
+	// Facets does for a filter. Returns the errors of Search.
+	SearchFacets(ctx context.Context, q SearchQuery, kinds []TermKind) ([]Facet, error)
+
+	// SearchYears returns, for every incident that matches q, the count
+	// per year, oldest first, as Years does for a filter. Returns the
+	// errors of Search.
+	SearchYears(ctx context.Context, q SearchQuery) ([]YearCount, error)
 }

@@ -32,6 +32,8 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 type ResolverRoot interface {
 	Incident() IncidentResolver
 	IncidentConnection() IncidentConnectionResolver
+	IncidentSearchConnection() IncidentSearchConnectionResolver
+	Mutation() MutationResolver
 	Organization() OrganizationResolver
 	Query() QueryResolver
 	TaxonomyTerm() TaxonomyTermResolver
@@ -41,15 +43,34 @@ type DirectiveRoot struct {
 }
 
 type ComplexityRoot struct {
+	DeleteIncidentPayload struct {
+		DeletedID   func(childComplexity int) int
+		UnlinkedIds func(childComplexity int) int
+		UserErrors  func(childComplexity int) int
+	}
+
 	Facet struct {
 		Counts func(childComplexity int) int
 		Kind   func(childComplexity int) int
+	}
+
+	Highlight struct {
+		Field   func(childComplexity int) int
+		Lang    func(childComplexity int) int
+		Snippet func(childComplexity int) int
 	}
 
 	Impact struct {
 		Region func(childComplexity int) int
 		Scope  func(childComplexity int) int
 		Users  func(childComplexity int) int
+	}
+
+	ImportPayload struct {
+		Created    func(childComplexity int) int
+		Unchanged  func(childComplexity int) int
+		Updated    func(childComplexity int) int
+		UserErrors func(childComplexity int) int
 	}
 
 	Incident struct {
@@ -104,8 +125,36 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	IncidentPayload struct {
+		Incident   func(childComplexity int) int
+		UserErrors func(childComplexity int) int
+	}
+
+	IncidentSearchConnection struct {
+		Edges      func(childComplexity int) int
+		Facets     func(childComplexity int, kinds []model.TaxonomyKind) int
+		Nodes      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+		Years      func(childComplexity int) int
+	}
+
+	IncidentSearchEdge struct {
+		Cursor     func(childComplexity int) int
+		Highlights func(childComplexity int) int
+		Node       func(childComplexity int) int
+		Score      func(childComplexity int) int
+	}
+
 	Item struct {
 		Text func(childComplexity int, lang *model.Lang) int
+	}
+
+	Mutation struct {
+		DeleteIncident  func(childComplexity int, id string, expectedUpdatedAt *string) int
+		ImportIncidents func(childComplexity int, records []*model.IncidentInput) int
+		ReviewIncident  func(childComplexity int, id string, reviewer string, expectedUpdatedAt *string) int
+		UpsertIncident  func(childComplexity int, input model.IncidentInput) int
 	}
 
 	Organization struct {
@@ -142,6 +191,7 @@ type ComplexityRoot struct {
 		Nodes         func(childComplexity int, ids []string) int
 		Organization  func(childComplexity int, slug string) int
 		Organizations func(childComplexity int, first *int, after *string, last *int, before *string) int
+		Search        func(childComplexity int, query string, filter *incidentlib.IncidentFilter, lang *model.Lang, first *int, after *string) int
 		Taxonomy      func(childComplexity int, kind model.TaxonomyKind) int
 		Term          func(childComplexity int, kind model.TaxonomyKind, slug string) int
 	}
@@ -160,9 +210,12 @@ type ComplexityRoot struct {
 	}
 
 	Source struct {
-		Archived func(childComplexity int) int
-		Kind     func(childComplexity int) int
-		URL      func(childComplexity int) int
+		Archived  func(childComplexity int) int
+		CheckedAt func(childComplexity int) int
+		FinalURL  func(childComplexity int) int
+		Kind      func(childComplexity int) int
+		Status    func(childComplexity int) int
+		URL       func(childComplexity int) int
 	}
 
 	TaxonomyTerm struct {
@@ -187,6 +240,12 @@ type ComplexityRoot struct {
 		ResolvedAfterSeconds func(childComplexity int) int
 	}
 
+	UserError struct {
+		Code    func(childComplexity int) int
+		Field   func(childComplexity int) int
+		Message func(childComplexity int) int
+	}
+
 	YearCount struct {
 		Count func(childComplexity int) int
 		Year  func(childComplexity int) int
@@ -209,6 +268,16 @@ type IncidentConnectionResolver interface {
 	Facets(ctx context.Context, obj *model.IncidentConnection, kinds []model.TaxonomyKind) ([]*model.Facet, error)
 	Years(ctx context.Context, obj *model.IncidentConnection) ([]*incidentlib.YearCount, error)
 }
+type IncidentSearchConnectionResolver interface {
+	Facets(ctx context.Context, obj *model.IncidentSearchConnection, kinds []model.TaxonomyKind) ([]*model.Facet, error)
+	Years(ctx context.Context, obj *model.IncidentSearchConnection) ([]*incidentlib.YearCount, error)
+}
+type MutationResolver interface {
+	UpsertIncident(ctx context.Context, input model.IncidentInput) (*model.IncidentPayload, error)
+	DeleteIncident(ctx context.Context, id string, expectedUpdatedAt *string) (*model.DeleteIncidentPayload, error)
+	ReviewIncident(ctx context.Context, id string, reviewer string, expectedUpdatedAt *string) (*model.IncidentPayload, error)
+	ImportIncidents(ctx context.Context, records []*model.IncidentInput) (*model.ImportPayload, error)
+}
 type OrganizationResolver interface {
 	IncidentCount(ctx context.Context, objs []*model.Organization) ([]int, error)
 	Incidents(ctx context.Context, obj *model.Organization, filter *incidentlib.IncidentFilter, orderBy *model.IncidentOrder, first *int, after *string, last *int, before *string) (*model.IncidentConnection, error)
@@ -222,6 +291,7 @@ type QueryResolver interface {
 	Organizations(ctx context.Context, first *int, after *string, last *int, before *string) (*model.OrganizationConnection, error)
 	Taxonomy(ctx context.Context, kind model.TaxonomyKind) ([]*model.TaxonomyTerm, error)
 	Term(ctx context.Context, kind model.TaxonomyKind, slug string) (*model.TaxonomyTerm, error)
+	Search(ctx context.Context, query string, filter *incidentlib.IncidentFilter, lang *model.Lang, first *int, after *string) (*model.IncidentSearchConnection, error)
 }
 type TaxonomyTermResolver interface {
 	IncidentCount(ctx context.Context, objs []*model.TaxonomyTerm) ([]int, error)
@@ -246,6 +316,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 	_ = ec
 	switch typeName + "." + field {
 
+	case "DeleteIncidentPayload.deletedId":
+		if e.ComplexityRoot.DeleteIncidentPayload.DeletedID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteIncidentPayload.DeletedID(childComplexity), true
+	case "DeleteIncidentPayload.unlinkedIds":
+		if e.ComplexityRoot.DeleteIncidentPayload.UnlinkedIds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteIncidentPayload.UnlinkedIds(childComplexity), true
+	case "DeleteIncidentPayload.userErrors":
+		if e.ComplexityRoot.DeleteIncidentPayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteIncidentPayload.UserErrors(childComplexity), true
+
 	case "Facet.counts":
 		if e.ComplexityRoot.Facet.Counts == nil {
 			break
@@ -258,6 +347,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Facet.Kind(childComplexity), true
+
+	case "Highlight.field":
+		if e.ComplexityRoot.Highlight.Field == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Highlight.Field(childComplexity), true
+	case "Highlight.lang":
+		if e.ComplexityRoot.Highlight.Lang == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Highlight.Lang(childComplexity), true
+	case "Highlight.snippet":
+		if e.ComplexityRoot.Highlight.Snippet == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Highlight.Snippet(childComplexity), true
 
 	case "Impact.region":
 		if e.ComplexityRoot.Impact.Region == nil {
@@ -277,6 +385,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Impact.Users(childComplexity), true
+
+	case "ImportPayload.created":
+		if e.ComplexityRoot.ImportPayload.Created == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportPayload.Created(childComplexity), true
+	case "ImportPayload.unchanged":
+		if e.ComplexityRoot.ImportPayload.Unchanged == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportPayload.Unchanged(childComplexity), true
+	case "ImportPayload.updated":
+		if e.ComplexityRoot.ImportPayload.Updated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportPayload.Updated(childComplexity), true
+	case "ImportPayload.userErrors":
+		if e.ComplexityRoot.ImportPayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportPayload.UserErrors(childComplexity), true
 
 	case "Incident.actionItems":
 		if e.ComplexityRoot.Incident.ActionItems == nil {
@@ -579,6 +712,86 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.IncidentEdge.Node(childComplexity), true
 
+	case "IncidentPayload.incident":
+		if e.ComplexityRoot.IncidentPayload.Incident == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentPayload.Incident(childComplexity), true
+	case "IncidentPayload.userErrors":
+		if e.ComplexityRoot.IncidentPayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentPayload.UserErrors(childComplexity), true
+
+	case "IncidentSearchConnection.edges":
+		if e.ComplexityRoot.IncidentSearchConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentSearchConnection.Edges(childComplexity), true
+	case "IncidentSearchConnection.facets":
+		if e.ComplexityRoot.IncidentSearchConnection.Facets == nil {
+			break
+		}
+
+		args, err := ec.field_IncidentSearchConnection_facets_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.IncidentSearchConnection.Facets(childComplexity, args["kinds"].([]model.TaxonomyKind)), true
+	case "IncidentSearchConnection.nodes":
+		if e.ComplexityRoot.IncidentSearchConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentSearchConnection.Nodes(childComplexity), true
+	case "IncidentSearchConnection.pageInfo":
+		if e.ComplexityRoot.IncidentSearchConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentSearchConnection.PageInfo(childComplexity), true
+	case "IncidentSearchConnection.totalCount":
+		if e.ComplexityRoot.IncidentSearchConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentSearchConnection.TotalCount(childComplexity), true
+	case "IncidentSearchConnection.years":
+		if e.ComplexityRoot.IncidentSearchConnection.Years == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentSearchConnection.Years(childComplexity), true
+
+	case "IncidentSearchEdge.cursor":
+		if e.ComplexityRoot.IncidentSearchEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentSearchEdge.Cursor(childComplexity), true
+	case "IncidentSearchEdge.highlights":
+		if e.ComplexityRoot.IncidentSearchEdge.Highlights == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentSearchEdge.Highlights(childComplexity), true
+	case "IncidentSearchEdge.node":
+		if e.ComplexityRoot.IncidentSearchEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentSearchEdge.Node(childComplexity), true
+	case "IncidentSearchEdge.score":
+		if e.ComplexityRoot.IncidentSearchEdge.Score == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentSearchEdge.Score(childComplexity), true
+
 	case "Item.text":
 		if e.ComplexityRoot.Item.Text == nil {
 			break
@@ -590,6 +803,51 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Item.Text(childComplexity, args["lang"].(*model.Lang)), true
+
+	case "Mutation.deleteIncident":
+		if e.ComplexityRoot.Mutation.DeleteIncident == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteIncident_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteIncident(childComplexity, args["id"].(string), args["expectedUpdatedAt"].(*string)), true
+	case "Mutation.importIncidents":
+		if e.ComplexityRoot.Mutation.ImportIncidents == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_importIncidents_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ImportIncidents(childComplexity, args["records"].([]*model.IncidentInput)), true
+	case "Mutation.reviewIncident":
+		if e.ComplexityRoot.Mutation.ReviewIncident == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_reviewIncident_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ReviewIncident(childComplexity, args["id"].(string), args["reviewer"].(string), args["expectedUpdatedAt"].(*string)), true
+	case "Mutation.upsertIncident":
+		if e.ComplexityRoot.Mutation.UpsertIncident == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_upsertIncident_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpsertIncident(childComplexity, args["input"].(model.IncidentInput)), true
 
 	case "Organization.id":
 		if e.ComplexityRoot.Organization.ID == nil {
@@ -757,6 +1015,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Organizations(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
+	case "Query.search":
+		if e.ComplexityRoot.Query.Search == nil {
+			break
+		}
+
+		args, err := ec.field_Query_search_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Search(childComplexity, args["query"].(string), args["filter"].(*incidentlib.IncidentFilter), args["lang"].(*model.Lang), args["first"].(*int), args["after"].(*string)), true
 	case "Query.taxonomy":
 		if e.ComplexityRoot.Query.Taxonomy == nil {
 			break
@@ -830,12 +1099,30 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Source.Archived(childComplexity), true
+	case "Source.checkedAt":
+		if e.ComplexityRoot.Source.CheckedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Source.CheckedAt(childComplexity), true
+	case "Source.finalUrl":
+		if e.ComplexityRoot.Source.FinalURL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Source.FinalURL(childComplexity), true
 	case "Source.kind":
 		if e.ComplexityRoot.Source.Kind == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Source.Kind(childComplexity), true
+	case "Source.status":
+		if e.ComplexityRoot.Source.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Source.Status(childComplexity), true
 	case "Source.url":
 		if e.ComplexityRoot.Source.URL == nil {
 			break
@@ -939,6 +1226,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Timeline.ResolvedAfterSeconds(childComplexity), true
 
+	case "UserError.code":
+		if e.ComplexityRoot.UserError.Code == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserError.Code(childComplexity), true
+	case "UserError.field":
+		if e.ComplexityRoot.UserError.Field == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserError.Field(childComplexity), true
+	case "UserError.message":
+		if e.ComplexityRoot.UserError.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserError.Message(childComplexity), true
+
 	case "YearCount.count":
 		if e.ComplexityRoot.YearCount.Count == nil {
 			break
@@ -961,8 +1267,15 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
 	inputUnmarshalers := func() *graphql.InputUnmarshalerIndex {
 		return graphql.NewInputUnmarshalerIndex(
+			graphql.NewInputUnmarshaler("ImpactInput", ec.unmarshalInputImpactInput),
 			graphql.NewInputUnmarshaler("IncidentFilter", ec.unmarshalInputIncidentFilter),
+			graphql.NewInputUnmarshaler("IncidentInput", ec.unmarshalInputIncidentInput),
 			graphql.NewInputUnmarshaler("IncidentOrder", ec.unmarshalInputIncidentOrder),
+			graphql.NewInputUnmarshaler("ItemInput", ec.unmarshalInputItemInput),
+			graphql.NewInputUnmarshaler("ReviewInput", ec.unmarshalInputReviewInput),
+			graphql.NewInputUnmarshaler("SourceInput", ec.unmarshalInputSourceInput),
+			graphql.NewInputUnmarshaler("TextInput", ec.unmarshalInputTextInput),
+			graphql.NewInputUnmarshaler("TimelineInput", ec.unmarshalInputTimelineInput),
 		)
 	}
 	first := true
@@ -998,6 +1311,21 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 
 			return &response
 		}
+	case ast.Mutation:
+		return func(ctx context.Context) *graphql.Response {
+			if !first {
+				return nil
+			}
+			first = false
+			ctx = graphql.WithLazyInputUnmarshalerIndex(ctx, inputUnmarshalers)
+			data := ec._Mutation(ctx, opCtx.Operation.SelectionSet)
+			var buf bytes.Buffer
+			data.MarshalGQL(&buf)
+
+			return &graphql.Response{
+				Data: buf.Bytes(),
+			}
+		}
 
 	default:
 		return graphql.OneShot(graphql.ErrorResponse(ctx, "unsupported GraphQL operation"))
@@ -1024,12 +1352,179 @@ func newExecutionContext(
 }
 
 var sources = []*ast.Source{
+	{Name: "../mutation.graphqls", Input: `"""
+Writes. Every mutation needs the header ` + "`" + `Authorization: Bearer <admin token>` + "`" + `
+(the token the server was started with, --admin-token); a server started
+without one is read-only. A refused request changes nothing.
+
+Problems with the input are not GraphQL errors: each payload lists them in
+userErrors, with the path of the input field each is about, and then
+nothing was written. A write is acknowledged only after it committed.
+"""
+type Mutation {
+  """
+  Creates the incident or replaces it whole (fields left out become empty),
+  updating every index and reverse link in the same transaction. updatedAt is
+  stamped with the time of the write. An upsert that changes nothing writes
+  nothing. A change to a reviewed incident makes it unreviewed again.
+  """
+  upsertIncident(input: IncidentInput!): IncidentPayload!
+  """
+  Deletes the incident and removes the links to it from the incidents whose
+  related or recurrenceOf named it (they are stamped as changed).
+  """
+  deleteIncident(id: ID!, expectedUpdatedAt: String): DeleteIncidentPayload!
+  "Marks the incident reviewed by reviewer now."
+  reviewIncident(id: ID!, reviewer: String!, expectedUpdatedAt: String): IncidentPayload!
+  """
+  Writes every record in one transaction, or none: any problem with any record
+  leaves the library as it was. Records may link to each other. Unlike
+  upsertIncident, records carry their review as given.
+  """
+  importIncidents(records: [IncidentInput!]!): ImportPayload!
+}
+
+"""
+An incident in IL-JSON form with camelCase names. The smallest valid input is
+id, org, orgSlug and a title in one language.
+"""
+input IncidentInput {
+  "Such as IL-0213: IL- and at least four digits."
+  id: ID!
+  org: String!
+  "Lowercase letters and digits in hyphen-separated words; one slug per organization."
+  orgSlug: String!
+  "YYYY-MM-DD, a real calendar date."
+  date: String
+  dateKind: String
+  title: TextInput!
+  summary: TextInput
+  lessons: TextInput
+  trigger: TextInput
+  detection: TextInput
+  symptomsText: TextInput
+  "Taxonomy slugs of kind DOMAIN."
+  domain: [String!]
+  "Taxonomy slugs of kind SYMPTOM."
+  symptoms: [String!]
+  "Taxonomy slugs of kind COMPONENT."
+  components: [String!]
+  "Taxonomy slugs of kind CONTRIBUTING."
+  contributing: [String!]
+  "A taxonomy slug of kind ROOT_CAUSE."
+  rootCause: String
+  "A taxonomy slug of kind SEVERITY."
+  severity: String
+  impact: ImpactInput
+  timeline: TimelineInput
+  remediation: [ItemInput!]
+  actionItems: [ItemInput!]
+  sources: [SourceInput!]
+  docs: [JSON!]
+  "Ids of incidents in the library, not this one."
+  related: [ID!]
+  "The incident this one is a recurrence of; a chain of recurrences may not form a cycle."
+  recurrenceOf: ID
+  "For upsertIncident only writtenBy: reviews are made with reviewIncident."
+  review: ReviewInput
+  "An absolute http(s) URL."
+  url: String
+  "Fields the library does not interpret, as a JSON object."
+  extra: JSON
+  """
+  Optimistic concurrency: the updatedAt last read. If the incident changed
+  since, the write is refused with CONFLICT. An empty string means the
+  incident must not exist yet.
+  """
+  expectedUpdatedAt: String
+}
+
+"Text in English and Korean; either may be left out."
+input TextInput {
+  en: String
+  ko: String
+  "Other languages, as a JSON object."
+  extra: JSON
+}
+
+input ImpactInput {
+  scope: String
+  users: String
+  region: String
+  extra: JSON
+}
+
+input TimelineInput {
+  "A duration such as 45m, 2h30m or 3d."
+  detectedAfter: String
+  resolvedAfter: String
+  extra: JSON
+}
+
+input ItemInput {
+  text: TextInput!
+  extra: JSON
+}
+
+input SourceInput {
+  "An absolute http(s) URL."
+  url: String!
+  kind: String
+  archived: String
+  extra: JSON
+}
+
+input ReviewInput {
+  writtenBy: String
+  reviewedAt: String
+  reviewedBy: String
+  extra: JSON
+}
+
+enum UserErrorCode {
+  "The input breaks a rule; field says where."
+  INVALID
+  "The incident is not in the library."
+  NOT_FOUND
+  "The incident changed since expectedUpdatedAt."
+  CONFLICT
+}
+
+"A problem with a mutation's input. Nothing was written."
+type UserError {
+  "The path of the input field, such as [\"input\", \"timeline\", \"detectedAfter\"] or [\"records\", \"3\", \"date\"]."
+  field: [String!]
+  message: String!
+  code: UserErrorCode!
+}
+
+type IncidentPayload {
+  "The incident as stored; null when there are userErrors."
+  incident: Incident
+  userErrors: [UserError!]!
+}
+
+type DeleteIncidentPayload {
+  deletedId: ID
+  "The incidents that lost their related or recurrenceOf link to the deleted one."
+  unlinkedIds: [ID!]!
+  userErrors: [UserError!]!
+}
+
+type ImportPayload {
+  created: Int!
+  updated: Int!
+  unchanged: Int!
+  userErrors: [UserError!]!
+}
+`, BuiltIn: false},
 	{Name: "../schema.graphqls", Input: `"""
 incidentlib: a library of public incident postmortems in English and Korean.
 Incidents, the organizations they happened to and taxonomy terms form a graph.
 """
 schema {
   query: Query
+  mutation: Mutation
 }
 
 "Arbitrary JSON: fields of a record that the library does not interpret."
@@ -1201,6 +1696,12 @@ type Source {
   url: String!
   kind: String
   archived: String
+  "HTTP status of the last link check after redirects, 0 when no response came; null if never checked."
+  status: Int
+  "When the link was last checked (RFC 3339); null if never checked."
+  checkedAt: String
+  "The URL after redirects at the last link check."
+  finalUrl: String
 }
 
 type Review {
@@ -1301,12 +1802,80 @@ type TaxonomyTerm implements Node {
   ): IncidentConnection!
 }
 `, BuiltIn: false},
+	{Name: "../search.graphqls", Input: `extend type Query {
+  """
+  Incidents whose English or Korean text matches the query, best first (BM25,
+  the title weighing most; a title holding every word as one phrase first).
+  Every word and phrase must match: ` + "`" + `word` + "`" + `, ` + "`" + `"exact phrase"` + "`" + `, ` + "`" + `-excluded` + "`" + `,
+  and the field prefixes ` + "`" + `title:` + "`" + `, ` + "`" + `lessons:` + "`" + ` and ` + "`" + `org:` + "`" + ` before a word or a
+  phrase. English is case-folded and stemmed (outages finds outage), and
+  stop words are ignored; Korean is found inside longer words. The filter
+  means what it means for ` + "`" + `incidents` + "`" + `. ` + "`" + `lang` + "`" + ` limits the search and the
+  highlights to one language's text. A malformed query is an error with
+  code BAD_QUERY. Pages go forward only (first at most 100, default 20);
+  cursors are positions in the ranking, at most 10,000 deep.
+  """
+  search(query: String!, filter: IncidentFilter, lang: Lang, first: Int, after: String): IncidentSearchConnection!
+}
+
+type IncidentSearchConnection {
+  edges: [IncidentSearchEdge!]!
+  nodes: [Incident!]!
+  pageInfo: PageInfo!
+  "How many incidents match the query and the filter."
+  totalCount: Int!
+  "For every incident that matches, each term's count (terms with none left out), most common first."
+  facets(kinds: [TaxonomyKind!]): [Facet!]!
+  "For every incident that matches, the count per year, oldest first."
+  years: [YearCount!]!
+}
+
+type IncidentSearchEdge {
+  cursor: String!
+  node: Incident!
+  "The relevance score: higher is better; comparable within one search only."
+  score: Float!
+  "Where the incident matched: one snippet per field and language."
+  highlights: [Highlight!]!
+}
+
+"The fields a search looks in."
+enum SearchField {
+  TITLE
+  SUMMARY
+  LESSONS
+  TRIGGER
+  DETECTION
+  SYMPTOMS_TEXT
+  ORG
+}
+
+type Highlight {
+  field: SearchField!
+  "The language of the text; null for the organization's name."
+  lang: Lang
+  "HTML: the text escaped, each match in <mark></mark>, and … where the text was cut."
+  snippet: String!
+}
+`, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
 
 // childFields_* functions provide shared child field context lookups.
 // Each function is generated once per unique object type, deduplicating the
 // switch statements that were previously inlined in every fieldContext_* function.
+
+func (ec *executionContext) childFields_DeleteIncidentPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "deletedId":
+		return ec.fieldContext_DeleteIncidentPayload_deletedId(ctx, field)
+	case "unlinkedIds":
+		return ec.fieldContext_DeleteIncidentPayload_unlinkedIds(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_DeleteIncidentPayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DeleteIncidentPayload", field.Name)
+}
 
 func (ec *executionContext) childFields_Facet(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
@@ -1316,6 +1885,18 @@ func (ec *executionContext) childFields_Facet(ctx context.Context, field graphql
 		return ec.fieldContext_Facet_counts(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Facet", field.Name)
+}
+
+func (ec *executionContext) childFields_Highlight(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "field":
+		return ec.fieldContext_Highlight_field(ctx, field)
+	case "lang":
+		return ec.fieldContext_Highlight_lang(ctx, field)
+	case "snippet":
+		return ec.fieldContext_Highlight_snippet(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Highlight", field.Name)
 }
 
 func (ec *executionContext) childFields_Impact(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1328,6 +1909,20 @@ func (ec *executionContext) childFields_Impact(ctx context.Context, field graphq
 		return ec.fieldContext_Impact_region(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Impact", field.Name)
+}
+
+func (ec *executionContext) childFields_ImportPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "created":
+		return ec.fieldContext_ImportPayload_created(ctx, field)
+	case "updated":
+		return ec.fieldContext_ImportPayload_updated(ctx, field)
+	case "unchanged":
+		return ec.fieldContext_ImportPayload_unchanged(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_ImportPayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ImportPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_Incident(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1434,6 +2029,48 @@ func (ec *executionContext) childFields_IncidentEdge(ctx context.Context, field 
 	return nil, fmt.Errorf("no field named %q was found under type IncidentEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_IncidentPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "incident":
+		return ec.fieldContext_IncidentPayload_incident(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_IncidentPayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type IncidentPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_IncidentSearchConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_IncidentSearchConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_IncidentSearchConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_IncidentSearchConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_IncidentSearchConnection_totalCount(ctx, field)
+	case "facets":
+		return ec.fieldContext_IncidentSearchConnection_facets(ctx, field)
+	case "years":
+		return ec.fieldContext_IncidentSearchConnection_years(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type IncidentSearchConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_IncidentSearchEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_IncidentSearchEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_IncidentSearchEdge_node(ctx, field)
+	case "score":
+		return ec.fieldContext_IncidentSearchEdge_score(ctx, field)
+	case "highlights":
+		return ec.fieldContext_IncidentSearchEdge_highlights(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type IncidentSearchEdge", field.Name)
+}
+
 func (ec *executionContext) childFields_Item(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "text":
@@ -1530,6 +2167,12 @@ func (ec *executionContext) childFields_Source(ctx context.Context, field graphq
 		return ec.fieldContext_Source_kind(ctx, field)
 	case "archived":
 		return ec.fieldContext_Source_archived(ctx, field)
+	case "status":
+		return ec.fieldContext_Source_status(ctx, field)
+	case "checkedAt":
+		return ec.fieldContext_Source_checkedAt(ctx, field)
+	case "finalUrl":
+		return ec.fieldContext_Source_finalUrl(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Source", field.Name)
 }
@@ -1576,6 +2219,18 @@ func (ec *executionContext) childFields_Timeline(ctx context.Context, field grap
 		return ec.fieldContext_Timeline_resolvedAfterSeconds(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Timeline", field.Name)
+}
+
+func (ec *executionContext) childFields_UserError(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "field":
+		return ec.fieldContext_UserError_field(ctx, field)
+	case "message":
+		return ec.fieldContext_UserError_message(ctx, field)
+	case "code":
+		return ec.fieldContext_UserError_code(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type UserError", field.Name)
 }
 
 func (ec *executionContext) childFields_YearCount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1718,6 +2373,20 @@ func (ec *executionContext) field_IncidentConnection_facets_args(ctx context.Con
 	return args, nil
 }
 
+func (ec *executionContext) field_IncidentSearchConnection_facets_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "kinds",
+		func(ctx context.Context, v any) ([]model.TaxonomyKind, error) {
+			return ec.unmarshalOTaxonomyKind2ᚕgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyKindᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["kinds"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Incident_detection_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1827,6 +2496,86 @@ func (ec *executionContext) field_Item_text_args(ctx context.Context, rawArgs ma
 		return nil, err
 	}
 	args["lang"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteIncident_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "expectedUpdatedAt",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["expectedUpdatedAt"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_importIncidents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "records",
+		func(ctx context.Context, v any) ([]*model.IncidentInput, error) {
+			return ec.unmarshalNIncidentInput2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentInputᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["records"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_reviewIncident_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "reviewer",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["reviewer"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "expectedUpdatedAt",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["expectedUpdatedAt"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_upsertIncident_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.IncidentInput, error) {
+			return ec.unmarshalNIncidentInput2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
 	return args, nil
 }
 
@@ -2046,6 +2795,52 @@ func (ec *executionContext) field_Query_organizations_args(ctx context.Context, 
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_search_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "query",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["query"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+		func(ctx context.Context, v any) (*incidentlib.IncidentFilter, error) {
+			return ec.unmarshalOIncidentFilter2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚐIncidentFilter(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["filter"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "lang",
+		func(ctx context.Context, v any) (*model.Lang, error) {
+			return ec.unmarshalOLang2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐLang(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["lang"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg4
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_taxonomy_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2238,6 +3033,84 @@ func (ec *executionContext) field___Type_inputFields_args(ctx context.Context, r
 
 // region    **************************** field.gotpl *****************************
 
+func (ec *executionContext) _DeleteIncidentPayload_deletedId(ctx context.Context, field graphql.CollectedField, obj *model.DeleteIncidentPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteIncidentPayload_deletedId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteIncidentPayload_deletedId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteIncidentPayload", field, false, false, "ID")
+}
+
+func (ec *executionContext) _DeleteIncidentPayload_unlinkedIds(ctx context.Context, field graphql.CollectedField, obj *model.DeleteIncidentPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteIncidentPayload_unlinkedIds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UnlinkedIds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNID2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteIncidentPayload_unlinkedIds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteIncidentPayload", field, false, false, "ID")
+}
+
+func (ec *executionContext) _DeleteIncidentPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.DeleteIncidentPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteIncidentPayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteIncidentPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "DeleteIncidentPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Facet_kind(ctx context.Context, field graphql.CollectedField, obj *model.Facet) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2291,6 +3164,75 @@ func (ec *executionContext) fieldContext_Facet_counts(_ context.Context, field g
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Highlight_field(ctx context.Context, field graphql.CollectedField, obj *model.Highlight) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Highlight_field(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Field, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SearchField) graphql.Marshaler {
+			return ec.marshalNSearchField2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐSearchField(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Highlight_field(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Highlight", field, false, false, "SearchField")
+}
+
+func (ec *executionContext) _Highlight_lang(ctx context.Context, field graphql.CollectedField, obj *model.Highlight) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Highlight_lang(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Lang, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Lang) graphql.Marshaler {
+			return ec.marshalOLang2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐLang(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Highlight_lang(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Highlight", field, false, false, "Lang")
+}
+
+func (ec *executionContext) _Highlight_snippet(ctx context.Context, field graphql.CollectedField, obj *model.Highlight) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Highlight_snippet(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Snippet, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Highlight_snippet(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Highlight", field, false, false, "String")
 }
 
 func (ec *executionContext) _Impact_scope(ctx context.Context, field graphql.CollectedField, obj *model.Impact) (ret graphql.Marshaler) {
@@ -2360,6 +3302,107 @@ func (ec *executionContext) _Impact_region(ctx context.Context, field graphql.Co
 }
 func (ec *executionContext) fieldContext_Impact_region(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Impact", field, true, false, "String")
+}
+
+func (ec *executionContext) _ImportPayload_created(ctx context.Context, field graphql.CollectedField, obj *model.ImportPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportPayload_created(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Created, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportPayload_created(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportPayload", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ImportPayload_updated(ctx context.Context, field graphql.CollectedField, obj *model.ImportPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportPayload_updated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Updated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportPayload_updated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportPayload", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ImportPayload_unchanged(ctx context.Context, field graphql.CollectedField, obj *model.ImportPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportPayload_unchanged(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Unchanged, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportPayload_unchanged(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportPayload", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ImportPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.ImportPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportPayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ImportPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Incident_id(ctx context.Context, field graphql.CollectedField, obj *model.Incident) (ret graphql.Marshaler) {
@@ -3800,6 +4843,375 @@ func (ec *executionContext) fieldContext_IncidentEdge_node(_ context.Context, fi
 	return fc, nil
 }
 
+func (ec *executionContext) _IncidentPayload_incident(ctx context.Context, field graphql.CollectedField, obj *model.IncidentPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentPayload_incident(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Incident, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Incident) graphql.Marshaler {
+			return ec.marshalOIncident2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncident(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentPayload_incident(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IncidentPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Incident(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _IncidentPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.IncidentPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentPayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IncidentPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _IncidentSearchConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.IncidentSearchConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentSearchConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.IncidentSearchEdge) graphql.Marshaler {
+			return ec.marshalNIncidentSearchEdge2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentSearchEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentSearchConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IncidentSearchConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IncidentSearchEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _IncidentSearchConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.IncidentSearchConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentSearchConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Incident) graphql.Marshaler {
+			return ec.marshalNIncident2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentSearchConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IncidentSearchConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Incident(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _IncidentSearchConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.IncidentSearchConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentSearchConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentSearchConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IncidentSearchConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _IncidentSearchConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.IncidentSearchConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentSearchConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentSearchConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IncidentSearchConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _IncidentSearchConnection_facets(ctx context.Context, field graphql.CollectedField, obj *model.IncidentSearchConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentSearchConnection_facets(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.IncidentSearchConnection().Facets(ctx, obj, fc.Args["kinds"].([]model.TaxonomyKind))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Facet) graphql.Marshaler {
+			return ec.marshalNFacet2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐFacetᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentSearchConnection_facets(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IncidentSearchConnection",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Facet(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_IncidentSearchConnection_facets_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _IncidentSearchConnection_years(ctx context.Context, field graphql.CollectedField, obj *model.IncidentSearchConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentSearchConnection_years(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.IncidentSearchConnection().Years(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*incidentlib.YearCount) graphql.Marshaler {
+			return ec.marshalNYearCount2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚐYearCountᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentSearchConnection_years(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IncidentSearchConnection",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_YearCount(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _IncidentSearchEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.IncidentSearchEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentSearchEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentSearchEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IncidentSearchEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _IncidentSearchEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.IncidentSearchEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentSearchEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Incident) graphql.Marshaler {
+			return ec.marshalNIncident2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncident(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentSearchEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IncidentSearchEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Incident(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _IncidentSearchEdge_score(ctx context.Context, field graphql.CollectedField, obj *model.IncidentSearchEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentSearchEdge_score(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Score, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentSearchEdge_score(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IncidentSearchEdge", field, false, false, "Float")
+}
+
+func (ec *executionContext) _IncidentSearchEdge_highlights(ctx context.Context, field graphql.CollectedField, obj *model.IncidentSearchEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentSearchEdge_highlights(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Highlights, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Highlight) graphql.Marshaler {
+			return ec.marshalNHighlight2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐHighlightᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentSearchEdge_highlights(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IncidentSearchEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Highlight(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Item_text(ctx context.Context, field graphql.CollectedField, obj *model.Item) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3838,6 +5250,182 @@ func (ec *executionContext) fieldContext_Item_text(ctx context.Context, field gr
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Item_text_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_upsertIncident(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_upsertIncident(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpsertIncident(ctx, fc.Args["input"].(model.IncidentInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.IncidentPayload) graphql.Marshaler {
+			return ec.marshalNIncidentPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_upsertIncident(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IncidentPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_upsertIncident_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteIncident(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteIncident(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteIncident(ctx, fc.Args["id"].(string), fc.Args["expectedUpdatedAt"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DeleteIncidentPayload) graphql.Marshaler {
+			return ec.marshalNDeleteIncidentPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐDeleteIncidentPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteIncident(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DeleteIncidentPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteIncident_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_reviewIncident(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_reviewIncident(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ReviewIncident(ctx, fc.Args["id"].(string), fc.Args["reviewer"].(string), fc.Args["expectedUpdatedAt"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.IncidentPayload) graphql.Marshaler {
+			return ec.marshalNIncidentPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_reviewIncident(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IncidentPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_reviewIncident_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_importIncidents(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_importIncidents(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ImportIncidents(ctx, fc.Args["records"].([]*model.IncidentInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ImportPayload) graphql.Marshaler {
+			return ec.marshalNImportPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐImportPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_importIncidents(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ImportPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_importIncidents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -4621,6 +6209,50 @@ func (ec *executionContext) fieldContext_Query_term(ctx context.Context, field g
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_search(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_search(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Search(ctx, fc.Args["query"].(string), fc.Args["filter"].(*incidentlib.IncidentFilter), fc.Args["lang"].(*model.Lang), fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.IncidentSearchConnection) graphql.Marshaler {
+			return ec.marshalNIncidentSearchConnection2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentSearchConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_search(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IncidentSearchConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_search_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4942,6 +6574,75 @@ func (ec *executionContext) _Source_archived(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_Source_archived(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Source", field, true, false, "String")
+}
+
+func (ec *executionContext) _Source_status(ctx context.Context, field graphql.CollectedField, obj *model.Source) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Source_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Source_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Source", field, true, false, "Int")
+}
+
+func (ec *executionContext) _Source_checkedAt(ctx context.Context, field graphql.CollectedField, obj *model.Source) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Source_checkedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CheckedAt(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Source_checkedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Source", field, true, false, "String")
+}
+
+func (ec *executionContext) _Source_finalUrl(ctx context.Context, field graphql.CollectedField, obj *model.Source) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Source_finalUrl(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FinalURL(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Source_finalUrl(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Source", field, true, false, "String")
 }
 
@@ -5337,6 +7038,75 @@ func (ec *executionContext) _Timeline_resolvedAfterSeconds(ctx context.Context, 
 }
 func (ec *executionContext) fieldContext_Timeline_resolvedAfterSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Timeline", field, true, false, "Int")
+}
+
+func (ec *executionContext) _UserError_field(ctx context.Context, field graphql.CollectedField, obj *model.UserError) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserError_field(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Field, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UserError_field(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserError", field, false, false, "String")
+}
+
+func (ec *executionContext) _UserError_message(ctx context.Context, field graphql.CollectedField, obj *model.UserError) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserError_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserError_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserError", field, false, false, "String")
+}
+
+func (ec *executionContext) _UserError_code(ctx context.Context, field graphql.CollectedField, obj *model.UserError) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserError_code(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Code, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.UserErrorCode) graphql.Marshaler {
+			return ec.marshalNUserErrorCode2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐUserErrorCode(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserError_code(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserError", field, false, false, "UserErrorCode")
 }
 
 func (ec *executionContext) _YearCount_year(ctx context.Context, field graphql.CollectedField, obj *incidentlib.YearCount) (ret graphql.Marshaler) {
@@ -6458,6 +8228,69 @@ func (ec *executionContext) fieldContext___Type_isOneOf(_ context.Context, field
 
 // region    **************************** input.gotpl *****************************
 
+func (ec *executionContext) unmarshalInputImpactInput(ctx context.Context, obj any) (model.ImpactInput, error) {
+	var it model.ImpactInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"scope", "users", "region", "extra"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "scope":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scope"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Scope = data
+		case "users":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("users"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Users = data
+		case "region":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("region"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Region = data
+		case "extra":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("extra"))
+			data, err := ec.unmarshalOJSON2encodingᚋjsonᚐRawMessage(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Extra = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalImpactInput unmarshals raw into the ImpactInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalImpactInput(ctx context.Context, raw any) (model.ImpactInput, error) {
+	var out model.ImpactInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ImpactInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputIncidentFilter(ctx context.Context, obj any) (incidentlib.IncidentFilter, error) {
 	var it incidentlib.IncidentFilter
 	if obj == nil {
@@ -6591,6 +8424,244 @@ func UnmarshalIncidentFilter(ctx context.Context, raw any) (incidentlib.Incident
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputIncidentInput(ctx context.Context, obj any) (model.IncidentInput, error) {
+	var it model.IncidentInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id", "org", "orgSlug", "date", "dateKind", "title", "summary", "lessons", "trigger", "detection", "symptomsText", "domain", "symptoms", "components", "contributing", "rootCause", "severity", "impact", "timeline", "remediation", "actionItems", "sources", "docs", "related", "recurrenceOf", "review", "url", "extra", "expectedUpdatedAt"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "org":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("org"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Org = data
+		case "orgSlug":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("orgSlug"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OrgSlug = data
+		case "date":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("date"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Date = data
+		case "dateKind":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dateKind"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DateKind = data
+		case "title":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("title"))
+			data, err := ec.unmarshalNTextInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTextInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Title = data
+		case "summary":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("summary"))
+			data, err := ec.unmarshalOTextInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTextInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Summary = data
+		case "lessons":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lessons"))
+			data, err := ec.unmarshalOTextInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTextInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Lessons = data
+		case "trigger":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("trigger"))
+			data, err := ec.unmarshalOTextInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTextInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Trigger = data
+		case "detection":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("detection"))
+			data, err := ec.unmarshalOTextInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTextInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Detection = data
+		case "symptomsText":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("symptomsText"))
+			data, err := ec.unmarshalOTextInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTextInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SymptomsText = data
+		case "domain":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("domain"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Domain = data
+		case "symptoms":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("symptoms"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Symptoms = data
+		case "components":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("components"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Components = data
+		case "contributing":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("contributing"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Contributing = data
+		case "rootCause":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("rootCause"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RootCause = data
+		case "severity":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("severity"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Severity = data
+		case "impact":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("impact"))
+			data, err := ec.unmarshalOImpactInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐImpactInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Impact = data
+		case "timeline":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeline"))
+			data, err := ec.unmarshalOTimelineInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Timeline = data
+		case "remediation":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("remediation"))
+			data, err := ec.unmarshalOItemInput2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐItemInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Remediation = data
+		case "actionItems":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("actionItems"))
+			data, err := ec.unmarshalOItemInput2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐItemInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ActionItems = data
+		case "sources":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sources"))
+			data, err := ec.unmarshalOSourceInput2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐSourceInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Sources = data
+		case "docs":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("docs"))
+			data, err := ec.unmarshalOJSON2ᚕencodingᚋjsonᚐRawMessageᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Docs = data
+		case "related":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("related"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Related = data
+		case "recurrenceOf":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("recurrenceOf"))
+			data, err := ec.unmarshalOID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RecurrenceOf = data
+		case "review":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("review"))
+			data, err := ec.unmarshalOReviewInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐReviewInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Review = data
+		case "url":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URL = data
+		case "extra":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("extra"))
+			data, err := ec.unmarshalOJSON2encodingᚋjsonᚐRawMessage(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Extra = data
+		case "expectedUpdatedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expectedUpdatedAt"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpectedUpdatedAt = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalIncidentInput unmarshals raw into the IncidentInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalIncidentInput(ctx context.Context, raw any) (model.IncidentInput, error) {
+	var out model.IncidentInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "IncidentInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputIncidentOrder(ctx context.Context, obj any) (model.IncidentOrder, error) {
 	var it model.IncidentOrder
 	if obj == nil {
@@ -6647,6 +8718,293 @@ func UnmarshalIncidentOrder(ctx context.Context, raw any) (model.IncidentOrder, 
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputItemInput(ctx context.Context, obj any) (model.ItemInput, error) {
+	var it model.ItemInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"text", "extra"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "text":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("text"))
+			data, err := ec.unmarshalNTextInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTextInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Text = data
+		case "extra":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("extra"))
+			data, err := ec.unmarshalOJSON2encodingᚋjsonᚐRawMessage(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Extra = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalItemInput unmarshals raw into the ItemInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalItemInput(ctx context.Context, raw any) (model.ItemInput, error) {
+	var out model.ItemInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ItemInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputReviewInput(ctx context.Context, obj any) (model.ReviewInput, error) {
+	var it model.ReviewInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"writtenBy", "reviewedAt", "reviewedBy", "extra"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "writtenBy":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("writtenBy"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.WrittenBy = data
+		case "reviewedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("reviewedAt"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ReviewedAt = data
+		case "reviewedBy":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("reviewedBy"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ReviewedBy = data
+		case "extra":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("extra"))
+			data, err := ec.unmarshalOJSON2encodingᚋjsonᚐRawMessage(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Extra = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalReviewInput unmarshals raw into the ReviewInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalReviewInput(ctx context.Context, raw any) (model.ReviewInput, error) {
+	var out model.ReviewInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ReviewInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputSourceInput(ctx context.Context, obj any) (model.SourceInput, error) {
+	var it model.SourceInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"url", "kind", "archived", "extra"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "url":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URL = data
+		case "kind":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kind"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Kind = data
+		case "archived":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archived"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Archived = data
+		case "extra":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("extra"))
+			data, err := ec.unmarshalOJSON2encodingᚋjsonᚐRawMessage(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Extra = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSourceInput unmarshals raw into the SourceInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSourceInput(ctx context.Context, raw any) (model.SourceInput, error) {
+	var out model.SourceInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SourceInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputTextInput(ctx context.Context, obj any) (model.TextInput, error) {
+	var it model.TextInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"en", "ko", "extra"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "en":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("en"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.En = data
+		case "ko":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ko"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ko = data
+		case "extra":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("extra"))
+			data, err := ec.unmarshalOJSON2encodingᚋjsonᚐRawMessage(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Extra = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalTextInput unmarshals raw into the TextInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalTextInput(ctx context.Context, raw any) (model.TextInput, error) {
+	var out model.TextInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "TextInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputTimelineInput(ctx context.Context, obj any) (model.TimelineInput, error) {
+	var it model.TimelineInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"detectedAfter", "resolvedAfter", "extra"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "detectedAfter":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("detectedAfter"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DetectedAfter = data
+		case "resolvedAfter":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("resolvedAfter"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ResolvedAfter = data
+		case "extra":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("extra"))
+			data, err := ec.unmarshalOJSON2encodingᚋjsonᚐRawMessage(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Extra = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalTimelineInput unmarshals raw into the TimelineInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalTimelineInput(ctx context.Context, raw any) (model.TimelineInput, error) {
+	var out model.TimelineInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "TimelineInput", raw, &out)
+	return out, err
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -6685,6 +9043,49 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 
 // region    **************************** object.gotpl ****************************
 
+var deleteIncidentPayloadImplementors = []string{"DeleteIncidentPayload"}
+
+func (ec *executionContext) _DeleteIncidentPayload(ctx context.Context, sel ast.SelectionSet, obj *model.DeleteIncidentPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, deleteIncidentPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DeleteIncidentPayload")
+		case "deletedId":
+			out.Values[i] = ec._DeleteIncidentPayload_deletedId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "unlinkedIds":
+			out.Values[i] = ec._DeleteIncidentPayload_unlinkedIds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._DeleteIncidentPayload_userErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var facetImplementors = []string{"Facet"}
 
 func (ec *executionContext) _Facet(ctx context.Context, sel ast.SelectionSet, obj *model.Facet) graphql.Marshaler {
@@ -6703,6 +9104,49 @@ func (ec *executionContext) _Facet(ctx context.Context, sel ast.SelectionSet, ob
 			}
 		case "counts":
 			out.Values[i] = ec._Facet_counts(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var highlightImplementors = []string{"Highlight"}
+
+func (ec *executionContext) _Highlight(ctx context.Context, sel ast.SelectionSet, obj *model.Highlight) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, highlightImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Highlight")
+		case "field":
+			out.Values[i] = ec._Highlight_field(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lang":
+			out.Values[i] = ec._Highlight_lang(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "snippet":
+			out.Values[i] = ec._Highlight_snippet(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -6747,6 +9191,54 @@ func (ec *executionContext) _Impact(ctx context.Context, sel ast.SelectionSet, o
 		case "region":
 			out.Values[i] = ec._Impact_region(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var importPayloadImplementors = []string{"ImportPayload"}
+
+func (ec *executionContext) _ImportPayload(ctx context.Context, sel ast.SelectionSet, obj *model.ImportPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, importPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ImportPayload")
+		case "created":
+			out.Values[i] = ec._ImportPayload_created(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updated":
+			out.Values[i] = ec._ImportPayload_updated(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "unchanged":
+			out.Values[i] = ec._ImportPayload_unchanged(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._ImportPayload_userErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -7072,6 +9564,152 @@ func (ec *executionContext) _IncidentEdge(ctx context.Context, sel ast.Selection
 	return out
 }
 
+var incidentPayloadImplementors = []string{"IncidentPayload"}
+
+func (ec *executionContext) _IncidentPayload(ctx context.Context, sel ast.SelectionSet, obj *model.IncidentPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, incidentPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("IncidentPayload")
+		case "incident":
+			out.Values[i] = ec._IncidentPayload_incident(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._IncidentPayload_userErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var incidentSearchConnectionImplementors = []string{"IncidentSearchConnection"}
+
+func (ec *executionContext) _IncidentSearchConnection(ctx context.Context, sel ast.SelectionSet, obj *model.IncidentSearchConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, incidentSearchConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("IncidentSearchConnection")
+		case "edges":
+			out.Values[i] = ec._IncidentSearchConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "nodes":
+			out.Values[i] = ec._IncidentSearchConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "pageInfo":
+			out.Values[i] = ec._IncidentSearchConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "totalCount":
+			out.Values[i] = ec._IncidentSearchConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "facets":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._IncidentSearchConnection_facets(ctx, field, obj)
+				})
+		case "years":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._IncidentSearchConnection_years(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var incidentSearchEdgeImplementors = []string{"IncidentSearchEdge"}
+
+func (ec *executionContext) _IncidentSearchEdge(ctx context.Context, sel ast.SelectionSet, obj *model.IncidentSearchEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, incidentSearchEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("IncidentSearchEdge")
+		case "cursor":
+			out.Values[i] = ec._IncidentSearchEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._IncidentSearchEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "score":
+			out.Values[i] = ec._IncidentSearchEdge_score(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "highlights":
+			out.Values[i] = ec._IncidentSearchEdge_highlights(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var itemImplementors = []string{"Item"}
 
 func (ec *executionContext) _Item(ctx context.Context, sel ast.SelectionSet, obj *model.Item) graphql.Marshaler {
@@ -7086,6 +9724,70 @@ func (ec *executionContext) _Item(ctx context.Context, sel ast.SelectionSet, obj
 		case "text":
 			out.Values[i] = ec._Item_text(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var mutationImplementors = []string{"Mutation"}
+
+func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, mutationImplementors)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
+		Object: "Mutation",
+	})
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		innerCtx := graphql.WithRootFieldContext(ctx, &graphql.RootFieldContext{
+			Object: field.Name,
+			Field:  field,
+		})
+
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Mutation")
+		case "upsertIncident":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_upsertIncident(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteIncident":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteIncident(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "reviewIncident":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_reviewIncident(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "importIncidents":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_importIncidents(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -7361,6 +10063,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_term(ctx, field)
 				})
+		case "search":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_search(ctx, field)
+				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -7506,6 +10214,21 @@ func (ec *executionContext) _Source(ctx context.Context, sel ast.SelectionSet, o
 			}
 		case "archived":
 			out.Values[i] = ec._Source_archived(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._Source_status(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "checkedAt":
+			out.Values[i] = ec._Source_checkedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "finalUrl":
+			out.Values[i] = ec._Source_finalUrl(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -7658,6 +10381,49 @@ func (ec *executionContext) _Timeline(ctx context.Context, sel ast.SelectionSet,
 		case "resolvedAfterSeconds":
 			out.Values[i] = ec._Timeline_resolvedAfterSeconds(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var userErrorImplementors = []string{"UserError"}
+
+func (ec *executionContext) _UserError(ctx context.Context, sel ast.SelectionSet, obj *model.UserError) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, userErrorImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UserError")
+		case "field":
+			out.Values[i] = ec._UserError_field(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "message":
+			out.Values[i] = ec._UserError_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "code":
+			out.Values[i] = ec._UserError_code(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -8091,6 +10857,14 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 	return res
 }
 
+func (ec *executionContext) marshalNDeleteIncidentPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐDeleteIncidentPayload(ctx context.Context, sel ast.SelectionSet, v *model.DeleteIncidentPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "DeleteIncidentPayload!")
+		return graphql.Null
+	}
+	return ec._DeleteIncidentPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNFacet2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐFacetᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Facet) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -8127,6 +10901,30 @@ func (ec *executionContext) marshalNFloat2float64(ctx context.Context, sel ast.S
 		graphql.AddInvalidNullFromMarshaler(ctx, "Float!")
 	}
 	return graphql.WrapContextMarshaler(ctx, res)
+}
+
+func (ec *executionContext) marshalNHighlight2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐHighlightᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Highlight) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNHighlight2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐHighlight(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNHighlight2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐHighlight(ctx context.Context, sel ast.SelectionSet, v *model.Highlight) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Highlight!")
+		return graphql.Null
+	}
+	return ec._Highlight(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNID2string(ctx context.Context, v any) (string, error) {
@@ -8178,6 +10976,14 @@ func (ec *executionContext) marshalNImpact2ᚖgithubᚗcomᚋincidentlibᚋincid
 		return graphql.Null
 	}
 	return ec._Impact(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNImportPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐImportPayload(ctx context.Context, sel ast.SelectionSet, v *model.ImportPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ImportPayload!")
+		return graphql.Null
+	}
+	return ec._ImportPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNIncident2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Incident) graphql.Marshaler {
@@ -8237,6 +11043,30 @@ func (ec *executionContext) marshalNIncidentEdge2ᚖgithubᚗcomᚋincidentlib�
 	return ec._IncidentEdge(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNIncidentInput2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentInput(ctx context.Context, v any) (model.IncidentInput, error) {
+	res, err := ec.unmarshalInputIncidentInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNIncidentInput2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentInputᚄ(ctx context.Context, v any) ([]*model.IncidentInput, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*model.IncidentInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNIncidentInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalNIncidentInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentInput(ctx context.Context, v any) (*model.IncidentInput, error) {
+	res, err := ec.unmarshalInputIncidentInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNIncidentOrderField2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentOrderField(ctx context.Context, v any) (model.IncidentOrderField, error) {
 	var res model.IncidentOrderField
 	err := res.UnmarshalGQL(v)
@@ -8245,6 +11075,46 @@ func (ec *executionContext) unmarshalNIncidentOrderField2githubᚗcomᚋincident
 
 func (ec *executionContext) marshalNIncidentOrderField2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentOrderField(ctx context.Context, sel ast.SelectionSet, v model.IncidentOrderField) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) marshalNIncidentPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentPayload(ctx context.Context, sel ast.SelectionSet, v *model.IncidentPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "IncidentPayload!")
+		return graphql.Null
+	}
+	return ec._IncidentPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNIncidentSearchConnection2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentSearchConnection(ctx context.Context, sel ast.SelectionSet, v *model.IncidentSearchConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "IncidentSearchConnection!")
+		return graphql.Null
+	}
+	return ec._IncidentSearchConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNIncidentSearchEdge2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentSearchEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.IncidentSearchEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNIncidentSearchEdge2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentSearchEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNIncidentSearchEdge2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentSearchEdge(ctx context.Context, sel ast.SelectionSet, v *model.IncidentSearchEdge) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "IncidentSearchEdge!")
+		return graphql.Null
+	}
+	return ec._IncidentSearchEdge(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNInt2int(ctx context.Context, v any) (int, error) {
@@ -8283,6 +11153,11 @@ func (ec *executionContext) marshalNItem2ᚖgithubᚗcomᚋincidentlibᚋinciden
 		return graphql.Null
 	}
 	return ec._Item(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNItemInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐItemInput(ctx context.Context, v any) (*model.ItemInput, error) {
+	res, err := ec.unmarshalInputItemInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalNJSON2encodingᚋjsonᚐRawMessage(ctx context.Context, v any) (json.RawMessage, error) {
@@ -8498,6 +11373,16 @@ func (ec *executionContext) marshalNReview2ᚖgithubᚗcomᚋincidentlibᚋincid
 	return ec._Review(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNSearchField2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐSearchField(ctx context.Context, v any) (model.SearchField, error) {
+	var res model.SearchField
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSearchField2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐSearchField(ctx context.Context, sel ast.SelectionSet, v model.SearchField) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) marshalNSimilarIncident2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐSimilarIncidentᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.SimilarIncident) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -8544,6 +11429,11 @@ func (ec *executionContext) marshalNSource2ᚖgithubᚗcomᚋincidentlibᚋincid
 		return graphql.Null
 	}
 	return ec._Source(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNSourceInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐSourceInput(ctx context.Context, v any) (*model.SourceInput, error) {
+	res, err := ec.unmarshalInputSourceInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalNString2string(ctx context.Context, v any) (string, error) {
@@ -8619,12 +11509,51 @@ func (ec *executionContext) marshalNTermCount2ᚖgithubᚗcomᚋincidentlibᚋin
 	return ec._TermCount(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNTextInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTextInput(ctx context.Context, v any) (*model.TextInput, error) {
+	res, err := ec.unmarshalInputTextInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalNTimeline2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimeline(ctx context.Context, sel ast.SelectionSet, v *model.Timeline) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Timeline!")
 		return graphql.Null
 	}
 	return ec._Timeline(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNUserError2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐUserErrorᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNUserError2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐUserError(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNUserError2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐUserError(ctx context.Context, sel ast.SelectionSet, v *model.UserError) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "UserError!")
+		return graphql.Null
+	}
+	return ec._UserError(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNUserErrorCode2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐUserErrorCode(ctx context.Context, v any) (model.UserErrorCode, error) {
+	var res model.UserErrorCode
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNUserErrorCode2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐUserErrorCode(ctx context.Context, sel ast.SelectionSet, v model.UserErrorCode) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) marshalNYearCount2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚐYearCountᚄ(ctx context.Context, sel ast.SelectionSet, v []*incidentlib.YearCount) graphql.Marshaler {
@@ -8823,6 +11752,18 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	return res
 }
 
+func (ec *executionContext) unmarshalOID2string(ctx context.Context, v any) (string, error) {
+	res, err := graphql.UnmarshalID(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOID2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalID(v)
+	return res
+}
+
 func (ec *executionContext) unmarshalOID2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
 	if v == nil {
 		return nil, nil
@@ -8876,6 +11817,14 @@ func (ec *executionContext) marshalOID2ᚖstring(ctx context.Context, sel ast.Se
 	return res
 }
 
+func (ec *executionContext) unmarshalOImpactInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐImpactInput(ctx context.Context, v any) (*model.ImpactInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputImpactInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalOIncident2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncident(ctx context.Context, sel ast.SelectionSet, v *model.Incident) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -8917,6 +11866,23 @@ func (ec *executionContext) marshalOInt2ᚖint(ctx context.Context, sel ast.Sele
 	return res
 }
 
+func (ec *executionContext) unmarshalOItemInput2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐItemInputᚄ(ctx context.Context, v any) ([]*model.ItemInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*model.ItemInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNItemInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐItemInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
 func (ec *executionContext) unmarshalOJSON2encodingᚋjsonᚐRawMessage(ctx context.Context, v any) (json.RawMessage, error) {
 	if v == nil {
 		return nil, nil
@@ -8933,6 +11899,41 @@ func (ec *executionContext) marshalOJSON2encodingᚋjsonᚐRawMessage(ctx contex
 	_ = ctx
 	res := model.MarshalJSON(v)
 	return res
+}
+
+func (ec *executionContext) unmarshalOJSON2ᚕencodingᚋjsonᚐRawMessageᚄ(ctx context.Context, v any) ([]json.RawMessage, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]json.RawMessage, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNJSON2encodingᚋjsonᚐRawMessage(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOJSON2ᚕencodingᚋjsonᚐRawMessageᚄ(ctx context.Context, sel ast.SelectionSet, v []json.RawMessage) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNJSON2encodingᚋjsonᚐRawMessage(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalOLang2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐLang(ctx context.Context, v any) (*model.Lang, error) {
@@ -8963,6 +11964,43 @@ func (ec *executionContext) marshalOOrganization2ᚖgithubᚗcomᚋincidentlib�
 		return graphql.Null
 	}
 	return ec._Organization(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOReviewInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐReviewInput(ctx context.Context, v any) (*model.ReviewInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputReviewInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOSourceInput2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐSourceInputᚄ(ctx context.Context, v any) ([]*model.SourceInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*model.SourceInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNSourceInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐSourceInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalOString2string(ctx context.Context, v any) (string, error) {
+	res, err := graphql.UnmarshalString(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOString2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(v)
+	return res
 }
 
 func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
@@ -9059,6 +12097,22 @@ func (ec *executionContext) marshalOTaxonomyTerm2ᚖgithubᚗcomᚋincidentlib�
 		return graphql.Null
 	}
 	return ec._TaxonomyTerm(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOTextInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTextInput(ctx context.Context, v any) (*model.TextInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputTextInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOTimelineInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineInput(ctx context.Context, v any) (*model.TimelineInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputTimelineInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalO__EnumValue2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐEnumValueᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.EnumValue) graphql.Marshaler {

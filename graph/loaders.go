@@ -68,32 +68,45 @@ func (l *Loader[K, V]) Load(ctx context.Context, key K) (V, error) {
 
 // LoadAll returns the values of keys in order: keys not seen before in this
 // request are read in one batch at once, the others come from the cache.
+// When every key is cached (the batch resolvers after a prefetch) it
+// allocates only the result.
 func (l *Loader[K, V]) LoadAll(ctx context.Context, keys []K) ([]V, error) {
-	var missing []K
-	seen := make(map[K]bool, len(keys))
-	for _, k := range keys {
-		if seen[k] {
+	out := make([]V, len(keys))
+	var misses []int // positions in keys not in the cache
+	for i, k := range keys {
+		thunk, ok := l.cache.Get(ctx, k)
+		if !ok {
+			misses = append(misses, i)
 			continue
 		}
-		seen[k] = true
-		if _, ok := l.cache.Get(ctx, k); !ok {
-			missing = append(missing, k)
-		}
-	}
-	if len(missing) > 0 {
-		vals, err := l.fetch(ctx, missing)
+		v, err := thunk()
 		if err != nil {
 			return nil, err
 		}
-		for i, k := range missing {
-			l.dl.Prime(ctx, k, vals[i])
+		out[i] = v
+	}
+	if len(misses) == 0 {
+		return out, nil
+	}
+	missing := make([]K, 0, len(misses))
+	seen := make(map[K]bool, len(misses))
+	for _, i := range misses {
+		if k := keys[i]; !seen[k] {
+			seen[k] = true
+			missing = append(missing, k)
 		}
 	}
-	out := make([]V, len(keys))
-	for i, k := range keys {
-		thunk, ok := l.cache.Get(ctx, k)
+	vals, err := l.fetch(ctx, missing)
+	if err != nil {
+		return nil, err
+	}
+	for i, k := range missing {
+		l.dl.Prime(ctx, k, vals[i])
+	}
+	for _, i := range misses {
+		thunk, ok := l.cache.Get(ctx, keys[i])
 		if !ok { // cleared meanwhile after a panic: load it the slow way
-			thunk = l.dl.Load(ctx, k)
+			thunk = l.dl.Load(ctx, keys[i])
 		}
 		v, err := thunk()
 		if err != nil {
@@ -120,9 +133,9 @@ type Loaders struct {
 func NewLoaders(ctx context.Context, r *Resolver) *Loaders {
 	m := r.LoaderMetrics
 	return &Loaders{
-		view: &model.View{Lang: LangFrom(ctx), Tax: r.Taxonomy},
+		view: r.viewFor(LangFrom(ctx)),
 		Incidents: newLoader("incident", m, func(ctx context.Context, ids []string) ([]*incidentlib.Incident, error) {
-			return r.Incidents.FindIncidentsByIDs(ctx, ids)
+			return r.findIncidents(ctx, ids) // the store, then any upstream (upstream.go)
 		}),
 		Recurrences: newLoader("recurrences", m, func(ctx context.Context, ids []string) ([][]string, error) {
 			return r.Incidents.RecurrenceIDs(ctx, ids)

@@ -6,6 +6,7 @@ package graph
 
 import (
 	"context"
+	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
 
@@ -19,6 +20,28 @@ type Resolver struct {
 	Organizations incidentlib.OrganizationService
 	Taxonomy      *incidentlib.Taxonomy
 	LoaderMetrics LoaderMetrics
+	// Search, if set, serves Query.search (search.resolvers.go); without it
+	// search answers UNAVAILABLE.
+	Search incidentlib.SearchService
+	// Upstream, if set, resolves linked incidents that are not in the
+	// store from another library (upstream.go).
+	Upstream *Upstream
+
+	// views are the views of the two languages, made once with a wrapper
+	// per taxonomy term and shared by every request.
+	viewsOnce sync.Once
+	views     [2]*model.View
+}
+
+// viewFor returns the shared view of lang.
+func (r *Resolver) viewFor(lang incidentlib.Lang) *model.View {
+	r.viewsOnce.Do(func() {
+		r.views = [2]*model.View{model.NewView(incidentlib.LangEn, r.Taxonomy), model.NewView(incidentlib.LangKo, r.Taxonomy)}
+	})
+	if lang == incidentlib.LangKo {
+		return r.views[1]
+	}
+	return r.views[0]
 }
 
 type langKey struct{}
@@ -41,14 +64,7 @@ func LangFrom(ctx context.Context) incidentlib.Lang {
 func (r *Resolver) view(ctx context.Context) *model.View { return r.loaders(ctx).view }
 
 func (r *Resolver) wrapAll(ctx context.Context, incs []*incidentlib.Incident) []*model.Incident {
-	v := r.view(ctx)
-	out := make([]*model.Incident, 0, len(incs))
-	for _, inc := range incs {
-		if inc != nil {
-			out = append(out, v.NewIncident(inc))
-		}
-	}
-	return out
+	return r.view(ctx).NewIncidents(incs)
 }
 
 // group is a set of incidents and the selection asked of each of them.

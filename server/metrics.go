@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -81,7 +82,11 @@ func NewMetrics(db *storage.DB, reg prometheus.Registerer) (*Metrics, error) {
 		m.loaderBatch.WithLabelValues(name)
 		m.loaderKeys.WithLabelValues(name)
 	}
-	for _, c := range []prometheus.Collector{m.opDuration, m.opErrors, m.httpRequests, m.loaderBatch, m.loaderKeys, m.commit, newStoreCollector(db)} {
+	writesInFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "incidentlib_store_writes_in_flight",
+		Help: "Mutations waiting for or running their write transaction (more than one share a commit through bbolt's Batch).",
+	}, func() float64 { return float64(db.WritesInFlight()) })
+	for _, c := range []prometheus.Collector{m.opDuration, m.opErrors, m.httpRequests, m.loaderBatch, m.loaderKeys, m.commit, newStoreCollector(db), writesInFlight} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -117,9 +122,13 @@ func (m *Metrics) operationLabel(name string) string {
 func (m *Metrics) httpRequest(r *http.Request, status int, _ time.Duration) {
 	path := r.URL.Path
 	switch path {
-	case "/graphql", "/healthz", "/readyz", "/metrics", "/":
+	case "/graphql", "/healthz", "/readyz", "/metrics", "/", "/admin/backup", "/api/v1/changes", "/api/v1/incidents":
 	default:
-		path = "other"
+		if strings.HasPrefix(path, "/api/v1/incidents/") {
+			path = "/api/v1/incidents/{id}"
+		} else {
+			path = "other"
+		}
 	}
 	m.httpRequests.WithLabelValues(path, strconv.Itoa(status)).Inc()
 }

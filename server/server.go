@@ -16,7 +16,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
-	"github.com/99designs/gqlgen/graphql/playground"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -35,6 +34,47 @@ type Config struct {
 	QueryCacheSize int
 	// Logger receives internal errors; default slog.Default().
 	Logger *slog.Logger
+	// The HTTP edge (respcache.go, apq.go, trusted.go, httpcache.go,
+	// logging.go). ResponseCacheBytes bounds the whole-response cache in
+	// bytes: 0 means DefaultResponseCacheBytes, negative turns it off.
+	// APQCacheSize is how many persisted queries are kept: 0 means
+	// DefaultAPQCacheSize, negative turns APQ off. CacheControl is sent
+	// with GraphQL GET responses (default DefaultCacheControl).
+	// TrustedDocuments, when set, are the only operations accepted.
+	// LogRequests writes one line per request to Logger.
+	ResponseCacheBytes int64
+	APQCacheSize       int
+	CacheControl       string
+	TrustedDocuments   *TrustedDocuments
+	LogRequests        bool
+	// ResponseMaxAge bounds how long a cached response may be served when
+	// an upstream library is configured (Resolver.Upstream), whose data
+	// the store's sequence does not cover; with an upstream and no max age
+	// nothing is cached. Without an upstream it is not used.
+	ResponseMaxAge time.Duration
+	// Primary, when set, makes this server a read-only replica of the
+	// library at that URL: every mutation answers READ_ONLY (api.go).
+	Primary string
+	// Hostile and careless clients (limits.go, ratelimit.go, cors.go,
+	// prod.go): the limits of one request (zero fields take defaults), the
+	// per-client rate of cost (off unless CostPerSecond is set), the CORS
+	// allow-list, introspection in prod mode, and further gqlgen
+	// extensions (tests count resolver calls with one).
+	Limits        Limits
+	RateLimit     RateLimit
+	CORSOrigins   []string
+	Introspection bool
+	Extensions    []graphql.HandlerExtension
+	// Writes (auth.go, backup.go): mutations and GET /admin/backup need
+	// Authorization: Bearer AdminToken; without a token the server is
+	// read-only. Backups are copied to BackupDir (default: the store's
+	// directory) before they are sent, and may take BackupTimeout to send
+	// (default DefaultBackupTimeout).
+	AdminToken    string
+	BackupDir     string
+	BackupTimeout time.Duration
+	// Search serves Query.search; without it search answers UNAVAILABLE.
+	Search incidentlib.SearchService
 }
 
 // Server is the HTTP side of the library.
@@ -45,6 +85,11 @@ type Server struct {
 	cfg      Config
 	ready    atomic.Bool
 	handler  http.Handler
+	api      *api   // REST endpoints (api.go)
+	guard    *guard // limits, rate, CORS, schema (limits.go)
+
+	admin   *adminAuth    // the admin token (auth.go)
+	backups chan struct{} // one backup at a time (backup.go)
 }
 
 // New builds the handler over an open store. reg receives the metrics.
@@ -58,29 +103,47 @@ func New(db *storage.DB, cfg Config, reg prometheus.Registerer) (*Server, error)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	cfg.Logger = withRequestIDs(cfg.Logger)
 	m, err := NewMetrics(db, reg)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{DB: db, Metrics: m, cfg: cfg}
-	s.Resolver = &graph.Resolver{Incidents: db, Organizations: db, Taxonomy: db.Taxonomy(), LoaderMetrics: m}
-	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: s.Resolver}))
+	s := &Server{DB: db, Metrics: m, cfg: cfg, backups: make(chan struct{}, 1)}
+	s.Resolver = &graph.Resolver{Incidents: db, Organizations: db, Taxonomy: db.Taxonomy(), LoaderMetrics: m, Search: cfg.Search}
+	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: s.Resolver, Complexity: graph.Complexity()}))
 	gql.AddTransport(transport.Options{})
-	gql.AddTransport(transport.GET{UseGrapQLResponseJsonByDefault: true})
-	gql.AddTransport(transport.POST{UseGrapQLResponseJsonByDefault: true})
-	gql.SetQueryCache(lru.New[*ast.QueryDocument](cfg.QueryCacheSize))
-	if !cfg.Prod {
+	// gqlgen's GET and POST, writing responses in one pass (respwriter.go).
+	gql.AddTransport(getTransport{transport.GET{UseGrapQLResponseJsonByDefault: true}})
+	gql.AddTransport(postTransport{transport.POST{UseGrapQLResponseJsonByDefault: true}})
+	queryCache := lru.New[*ast.QueryDocument](cfg.QueryCacheSize)
+	gql.SetQueryCache(queryCache)
+	if !cfg.Prod || cfg.Introspection {
 		gql.Use(extension.Introspection{})
 	}
 	gql.Use(m.operationTracer())
-	gql.SetErrorPresenter(s.presentError)
+	gql.SetErrorPresenter(s.presentWithRequestID)
 	gql.SetRecoverFunc(func(ctx context.Context, v any) error {
 		cfg.Logger.ErrorContext(ctx, "panic in resolver", "panic", v)
 		return errors.New("internal error")
 	})
 
+	edge, err := newOps(db, cfg, m, reg, gql, s.Resolver)
+	if err != nil {
+		return nil, err
+	}
+	// Limits first: its operation interceptor is then the outermost, and
+	// sees every response, the guards' refusals below included (limits.go).
+	if err := s.useGuard(gql, queryCache); err != nil {
+		return nil, err
+	}
+	s.useReplicaGuard(gql) // before the write guard: a replica names its primary (api.go)
+	if err := s.useWriteGuard(gql); err != nil {
+		return nil, err
+	}
+
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", withLang(s.Resolver.Middleware(gql)))
+	mux.Handle("/graphql", s.guard.graphqlHTTP(edge.cachingHandler(withLang(s.Resolver.Middleware(gql)))))
+	mux.HandleFunc("GET /schema.graphql", s.guard.serveSchema)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -95,10 +158,12 @@ func New(db *storage.DB, cfg Config, reg prometheus.Registerer) (*Server, error)
 		_, _ = w.Write([]byte("ready\n"))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.gatherer, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /admin/backup", s.serveBackup)
+	s.api = s.mountAPI(mux, gql)
 	if !cfg.Prod {
-		mux.Handle("GET /{$}", playground.Handler("incidentlib", "/graphql"))
+		mountGraphiQL(mux, "/graphql")
 	}
-	s.handler = mux
+	s.handler = edge.requestLog(s.guard.origins.cors(mux))
 	return s, nil
 }
 

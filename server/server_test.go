@@ -505,3 +505,9 @@ func TestHealthReadyMetrics(t *testing.T) {
 		t.Fatalf("playground %d", c)
 	}
 }
+
+// listPageQuery is the list page of the relations issue.
+const listPageQuery = `query($n: Int) { incidents(first: $n) { nodes { id title organization { name incidentCount }
+	symptoms { label } components { label }
+	related { id title organization { name } related { id } }
+	recurrenceOf { id title } recurrences { id } } } }`

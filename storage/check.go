@@ -69,17 +69,25 @@ func (db *DB) Check(ctx context.Context) ([]string, error) {
 		}
 		for _, inc := range incs {
 			for _, r := range inc.Related {
-				if m, _ := incidentlib.ParseID(r); !ids[m] {
+				if m, _ := incidentlib.ParseID(r); !ids[m] && !db.upstreamLinks { // else an upstream link (UpstreamLinks)
 					add("incident %s: related %s is not in the library (dangling link)", inc.ID, r)
 				}
 			}
 			if inc.RecurrenceOf != "" {
-				if m, _ := incidentlib.ParseID(inc.RecurrenceOf); !ids[m] {
+				if m, _ := incidentlib.ParseID(inc.RecurrenceOf); !ids[m] && !db.upstreamLinks {
 					add("incident %s: recurrence_of %s is not in the library (dangling link)", inc.ID, inc.RecurrenceOf)
 				}
 			}
 		}
 		want.compare(tx, add)
+		_ = tx.Bucket(bucketAliases).ForEach(func(k, v []byte) error {
+			from, to := binary.BigEndian.Uint32(k), binary.BigEndian.Uint32(v)
+			if ids[from] {
+				add("aliases: %s is merged into %s but still stored", incidentlib.FormatID(from), incidentlib.FormatID(to))
+			}
+			// An alias to an incident deleted since resolves to nothing, like the deleted id.
+			return nil
+		})
 		if seq := getU64(tx.Bucket(bucketMeta).Get(metaSeq)); seq < lastSeq {
 			add("meta: sequence %d is behind a record written at %d", seq, lastSeq)
 		}

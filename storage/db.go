@@ -38,8 +38,9 @@ var (
 	bucketTaxonomy    = []byte("taxonomy")    // kind \x00 slug -> term JSON
 	bucketChanges     = []byte("changes")     // u64 seq -> change JSON
 	bucketChangeIdx   = []byte("changeidx")   // u32 number -> u64 seq of its latest change
+	bucketAliases     = []byte("aliases")     // u32 number merged away -> u32 number that absorbed it
 
-	allBuckets = [][]byte{bucketMeta, bucketIncidents, bucketSortKeys, bucketOrders, bucketPostings,
+	allBuckets = [][]byte{bucketMeta, bucketIncidents, bucketSortKeys, bucketOrders, bucketPostings, bucketAliases,
 		bucketOrgs, bucketRecurrences, bucketRelatedRev, bucketTaxonomy, bucketChanges, bucketChangeIdx}
 )
 
@@ -65,6 +66,11 @@ type Options struct {
 	RecordCache int
 	// NoSync skips fsync at commit (benchmarks only; never in serve).
 	NoSync bool
+	// UpstreamLinks lets related and recurrence_of name incidents that
+	// are not in this store: they resolve from an upstream library
+	// (serve --upstream). Check then lists them as upstream links, not as
+	// dangling ones. See replicate.go.
+	UpstreamLinks bool
 }
 
 // DB is the incident store.
@@ -82,6 +88,11 @@ type DB struct {
 	OnCommit func(seq uint64)
 	// Observe, if set, receives the duration of every write commit.
 	Observe func(d time.Duration)
+
+	mut mutState // how mutations share commits (mutate.go)
+
+	upstreamLinks bool     // Options.UpstreamLinks
+	watch         seqWatch // wakes readers waiting for the sequence to grow (replicate.go)
 }
 
 type cachedIncident struct {
@@ -128,7 +139,7 @@ func Open(path string, opts Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	db := &DB{bolt: b, path: path, tax: opts.Taxonomy, Now: time.Now}
+	db := &DB{bolt: b, path: path, tax: opts.Taxonomy, Now: time.Now, upstreamLinks: opts.UpstreamLinks}
 	if opts.RecordCache > 0 {
 		db.cache, _ = lru.New[uint32, *cachedIncident](opts.RecordCache)
 	}
@@ -276,12 +287,7 @@ func (db *DB) update(ctx context.Context, fn func(*writeTx) error) error {
 	if db.Observe != nil {
 		db.Observe(time.Since(start))
 	}
-	if seq > db.seq.Load() {
-		db.seq.Store(seq)
-		if db.OnCommit != nil {
-			db.OnCommit(seq)
-		}
-	}
+	db.publish(seq)
 	return nil
 }
 

@@ -184,14 +184,22 @@ func be32(b []byte) uint32 {
 func (db *DB) FindIncidentsByIDs(ctx context.Context, ids []string) ([]*incidentlib.Incident, error) {
 	out := make([]*incidentlib.Incident, len(ids))
 	err := db.view(ctx, func(tx *bolt.Tx) error {
+		rr := db.recordReader(tx) // one cursor for every record (readpath.go)
 		for i, id := range ids {
 			n, ok := incidentlib.ParseID(id)
 			if !ok {
 				continue
 			}
-			inc, err := db.getIncident(tx, n)
+			inc, err := rr.get(n)
 			if err != nil {
 				return err
+			}
+			if inc == nil { // merged away into another incident?
+				if to, ok := alias(tx, n); ok {
+					if inc, err = rr.get(to); err != nil {
+						return err
+					}
+				}
 			}
 			out[i] = inc
 		}
@@ -555,12 +563,13 @@ func (db *DB) Years(ctx context.Context, f incidentlib.IncidentFilter) ([]incide
 func (db *DB) RecurrenceIDs(ctx context.Context, ids []string) ([][]string, error) {
 	out := make([][]string, len(ids))
 	err := db.view(ctx, func(tx *bolt.Tx) error {
+		links := newLinkReader(tx, bucketRecurrences)
 		for i, id := range ids {
 			n, ok := incidentlib.ParseID(id)
 			if !ok {
 				continue
 			}
-			for _, s := range sources(tx, bucketRecurrences, n) {
+			for _, s := range links.sources(n) {
 				out[i] = append(out[i], incidentlib.FormatID(s))
 			}
 		}
@@ -573,12 +582,13 @@ func (db *DB) RecurrenceIDs(ctx context.Context, ids []string) ([][]string, erro
 func (db *DB) CountIncidentsBy(ctx context.Context, keys []incidentlib.CountKey) ([]int, error) {
 	out := make([]int, len(keys))
 	err := db.view(ctx, func(tx *bolt.Tx) error {
+		pb := tx.Bucket(bucketPostings)
 		for i, k := range keys {
 			name := postTerm(incidentlib.TermKind(k.Kind), k.Slug)
 			if k.Kind == incidentlib.CountKindOrganization {
 				name = postOrg(k.Slug)
 			}
-			out[i] = int(readPosting(tx, name).GetCardinality())
+			out[i] = int(postingCardinality(pb, name))
 		}
 		return nil
 	})

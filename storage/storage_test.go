@@ -674,3 +674,32 @@ func TestImportOrderDoesNotMatter(t *testing.T) {
 }
 
 func createFile(path string) (*os.File, error) { return os.Create(path) }
+
+func TestMergedIDKeepsResolving(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpenDB(t)
+	mk := func(id string, related ...string) *incidentlib.Incident {
+		return &incidentlib.Incident{ID: id, Org: "Example", OrgSlug: "example", Title: incidentlib.Text{En: id}, Related: related}
+	}
+	mustImport(t, db, []*incidentlib.Incident{mk("IL-0001"), mk("IL-0002"), mk("IL-0003", "IL-0002")})
+	// IL-0002 turns out to be IL-0001: merge it away.
+	_, err := db.ImportIncidents(ctx, []*incidentlib.Incident{mk("IL-0001")},
+		incidentlib.ImportOptions{KeepUpdatedAt: true, Merges: map[string]string{"IL-0002": "IL-0001"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.FindIncidentsByIDs(ctx, []string{"IL-0002", "IL-0003"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0] == nil || got[0].ID != "IL-0001" {
+		t.Fatalf("the merged-away id must resolve to IL-0001, got %+v", got[0])
+	}
+	if !slices.Equal(got[1].Related, []string{"IL-0001"}) {
+		t.Fatalf("links to the merged-away id must be re-pointed: %v", got[1].Related)
+	}
+	if n, _ := db.CountIncidents(ctx, incidentlib.IncidentFilter{}); n != 2 {
+		t.Fatalf("%d incidents", n)
+	}
+	mustCheck(t, db)
+}

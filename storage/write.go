@@ -6,8 +6,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -24,6 +26,37 @@ type writeTx struct {
 	postings map[string]*roaring.Bitmap
 	seq      uint64
 	now      string
+	// orgNames maps a folded organization name to the slugs it is stored
+	// under; read from the orgs bucket when first needed (see checkOrg).
+	orgNames map[string][]string
+	// trusted marks a replica applying its primary's changes: the primary
+	// checked the records, and a page may hold a mix of states that only
+	// the later pages make consistent again (replicate.go).
+	trusted bool
+	// recs holds the records this transaction read or wrote (nil when
+	// absent), so that each is decoded once; written lists the records it
+	// wrote, for the record cache once it committed (mutate.go).
+	recs    map[uint32]*incidentlib.Incident
+	written []writtenRecord
+	// stored holds the postings as they were stored when first read, so
+	// that flush rewrites only the ones that changed (an update takes a
+	// record out of every posting and puts it back into most of them).
+	stored map[string]*roaring.Bitmap
+}
+
+// writtenRecord is a record a transaction wrote at version (nil: deleted).
+type writtenRecord struct {
+	n       uint32
+	version uint64
+	inc     *incidentlib.Incident
+}
+
+// remember notes the current state of record n in this transaction.
+func (w *writeTx) remember(n uint32, inc *incidentlib.Incident) {
+	if w.recs == nil {
+		w.recs = map[uint32]*incidentlib.Incident{}
+	}
+	w.recs[n] = inc
 }
 
 func newWriteTx(db *DB, tx *bolt.Tx) *writeTx {
@@ -44,6 +77,10 @@ func (w *writeTx) posting(name string) *roaring.Bitmap {
 		if err := bm.UnmarshalBinary(v); err != nil {
 			panic(fmt.Sprintf("storage: posting %q is corrupt: %v", name, err))
 		}
+		if w.stored == nil {
+			w.stored = map[string]*roaring.Bitmap{}
+		}
+		w.stored[name] = bm.Clone()
 	}
 	w.postings[name] = bm
 	return bm
@@ -71,6 +108,9 @@ func (w *writeTx) flush() error {
 			}
 			continue
 		}
+		if old, ok := w.stored[name]; ok && old.Equals(bm) {
+			continue
+		}
 		bm.RunOptimize()
 		v, err := bm.ToBytes()
 		if err != nil {
@@ -85,7 +125,14 @@ func (w *writeTx) flush() error {
 
 // get reads incident n, or nil.
 func (w *writeTx) get(n uint32) (*incidentlib.Incident, error) {
-	return w.db.getIncident(w.tx, n)
+	if inc, ok := w.recs[n]; ok {
+		return inc, nil
+	}
+	inc, err := w.db.getIncident(w.tx, n)
+	if err == nil {
+		w.remember(n, inc)
+	}
+	return inc, err
 }
 
 // getIncident reads and decodes incident n in tx, through the record cache.
@@ -96,6 +143,12 @@ func (db *DB) getIncident(tx *bolt.Tx, n uint32) (*incidentlib.Incident, error) 
 	if v == nil {
 		return nil, nil
 	}
+	return db.decodeIncident(tx, n, v)
+}
+
+// decodeIncident returns record n from its stored value v (version and
+// IL-JSON) in tx, through the record cache.
+func (db *DB) decodeIncident(tx *bolt.Tx, n uint32, v []byte) (*incidentlib.Incident, error) {
 	if len(v) < 8 {
 		return nil, fmt.Errorf("storage: record %s is truncated", incidentlib.FormatID(n))
 	}
@@ -109,7 +162,9 @@ func (db *DB) getIncident(tx *bolt.Tx, n uint32) (*incidentlib.Incident, error) 
 	if err := json.Unmarshal(v[8:], inc); err != nil {
 		return nil, fmt.Errorf("storage: record %s is corrupt: %w", incidentlib.FormatID(n), err)
 	}
-	if db.cache != nil {
+	// Only committed records are cached: a write transaction may roll back,
+	// and its versions are then given to other records.
+	if db.cache != nil && !tx.Writable() {
 		db.cache.Add(n, &cachedIncident{version: version, inc: inc})
 	}
 	return inc, nil
@@ -142,6 +197,8 @@ func (w *writeTx) put(inc *incidentlib.Incident) error {
 	if err := w.index(n, inc); err != nil {
 		return err
 	}
+	w.remember(n, inc)
+	w.written = append(w.written, writtenRecord{n, w.seq, inc})
 	return w.logChange(n, false)
 }
 
@@ -154,6 +211,8 @@ func (w *writeTx) remove(n uint32, old *incidentlib.Incident) error {
 		return err
 	}
 	w.seq++
+	w.remember(n, nil)
+	w.written = append(w.written, writtenRecord{n, w.seq, nil})
 	return w.logChange(n, true)
 }
 
@@ -188,19 +247,20 @@ func linkKey(target, source uint32) []byte {
 // index adds incident n to every index.
 func (w *writeTx) index(n uint32, inc *incidentlib.Incident) error {
 	orgs := w.tx.Bucket(bucketOrgs)
-	if cur := orgs.Get([]byte(inc.OrgSlug)); cur != nil {
-		var o incidentlib.Organization
-		if err := json.Unmarshal(cur, &o); err != nil {
+	if !w.trusted {
+		if err := w.checkOrg(n, inc); err != nil {
 			return err
-		}
-		if o.Name != inc.Org && !w.posting(postOrg(inc.OrgSlug)).IsEmpty() {
-			return incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"org"},
-				"org_slug %q belongs to organization %q, but incident %s names it %q", inc.OrgSlug, o.Name, inc.ID, inc.Org)
 		}
 	}
 	ov, _ := json.Marshal(incidentlib.Organization{Slug: inc.OrgSlug, Name: inc.Org})
 	if err := orgs.Put([]byte(inc.OrgSlug), ov); err != nil {
 		return err
+	}
+	if w.orgNames != nil {
+		k := foldName(inc.Org)
+		if !slices.Contains(w.orgNames[k], inc.OrgSlug) {
+			w.orgNames[k] = append(w.orgNames[k], inc.OrgSlug)
+		}
 	}
 	for _, p := range postingsOf(inc) {
 		w.posting(p).Add(n)
@@ -231,6 +291,64 @@ func (w *writeTx) index(n uint32, inc *incidentlib.Incident) error {
 	}
 	return nil
 }
+
+// checkOrg refuses incident n if its org_slug belongs to an organization
+// of another name, or its org name is already stored under another slug,
+// counting only incidents other than n. A slug and name stored together
+// cost one lookup; only a new pair reads the organization names, once per
+// transaction.
+func (w *writeTx) checkOrg(n uint32, inc *incidentlib.Incident) error {
+	usedByOthers := func(slug string) bool {
+		bm := w.posting(postOrg(slug))
+		c := bm.GetCardinality()
+		return c > 1 || (c == 1 && !bm.Contains(n))
+	}
+	if cur := w.tx.Bucket(bucketOrgs).Get([]byte(inc.OrgSlug)); cur != nil {
+		var o incidentlib.Organization
+		if err := json.Unmarshal(cur, &o); err != nil {
+			return err
+		}
+		if o.Name == inc.Org {
+			return nil
+		}
+		if usedByOthers(inc.OrgSlug) {
+			return incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"org"},
+				"org_slug %q belongs to organization %q, but incident %s names it %q", inc.OrgSlug, o.Name, inc.ID, inc.Org)
+		}
+	}
+	if w.orgNames == nil {
+		w.orgNames = map[string][]string{}
+		err := w.tx.Bucket(bucketOrgs).ForEach(func(k, v []byte) error {
+			var o incidentlib.Organization
+			if err := json.Unmarshal(v, &o); err != nil {
+				return err
+			}
+			w.orgNames[foldName(o.Name)] = append(w.orgNames[foldName(o.Name)], string(k))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	key := foldName(inc.Org)
+	for _, slug := range w.orgNames[key] {
+		if slug == inc.OrgSlug || !usedByOthers(slug) {
+			continue
+		}
+		// The names read earlier in this transaction may have changed since.
+		var o incidentlib.Organization
+		if v := w.tx.Bucket(bucketOrgs).Get([]byte(slug)); v == nil || json.Unmarshal(v, &o) != nil || foldName(o.Name) != key {
+			continue
+		}
+		return incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"org_slug"},
+			"organization %q is in the library as org_slug %q, but incident %s gives org_slug %q", inc.Org, slug, inc.ID, inc.OrgSlug)
+	}
+	return nil
+}
+
+// foldName is the form in which two organization names are the same:
+// case and runs of white space do not count.
+func foldName(name string) string { return strings.ToLower(strings.Join(strings.Fields(name), " ")) }
 
 // unindex removes incident n, as it was stored, from every index.
 func (w *writeTx) unindex(n uint32, old *incidentlib.Incident) error {
@@ -285,7 +403,7 @@ func (w *writeTx) checkLinks(incs []*incidentlib.Incident, fieldPrefix func(i in
 	ib := w.tx.Bucket(bucketIncidents)
 	exists := func(id string) bool {
 		n, ok := incidentlib.ParseID(id)
-		return ok && ib.Get(u32key(n)) != nil
+		return ok && (ib.Get(u32key(n)) != nil || w.db.upstreamLinks)
 	}
 	for i, inc := range incs {
 		for k, r := range inc.Related {
@@ -366,17 +484,27 @@ func (db *DB) ImportIncidents(ctx context.Context, incs []*incidentlib.Incident,
 				if err := ctx.Err(); err != nil {
 					return ctxError(err)
 				}
+				if opts.Progress != nil {
+					opts.Progress(i, len(incs))
+				}
 			}
 			inc := *in
-			if !opts.KeepUpdatedAt {
-				inc.UpdatedAt = w.now
-			}
 			n, _ := incidentlib.ParseID(inc.ID)
 			old, err := w.get(n)
 			if err != nil {
 				return err
 			}
+			if !opts.KeepUpdatedAt {
+				inc.UpdatedAt = w.now
+			}
 			if old != nil {
+				if !opts.KeepUpdatedAt {
+					// A stamped record is unchanged if all but the stamp is.
+					inc.UpdatedAt = old.UpdatedAt
+					if !sameRecord(old, &inc) {
+						inc.UpdatedAt = w.now
+					}
+				}
 				a, _ := json.Marshal(old)
 				b, _ := json.Marshal(&inc)
 				if bytes.Equal(a, b) {
@@ -394,7 +522,17 @@ func (db *DB) ImportIncidents(ctx context.Context, incs []*incidentlib.Incident,
 				return err
 			}
 		}
-		return w.checkLinks(incs, field)
+		if opts.Progress != nil {
+			opts.Progress(len(incs), len(incs))
+		}
+		if err := w.applyMerges(opts.Merges); err != nil {
+			return err
+		}
+		stored, err := w.current(incs)
+		if err != nil {
+			return err
+		}
+		return w.checkLinks(stored, field)
 	})
 	if err != nil {
 		return nil, err

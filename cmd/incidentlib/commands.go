@@ -10,13 +10,14 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/gen"
+	"github.com/incidentlib/incidentlib/importer"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/storage"
@@ -29,6 +30,7 @@ type storeFlags struct {
 	path        *string
 	openTimeout *time.Duration
 	recordCache *int
+	upstream    *string // links to ids not in the store resolve from here (follow.go)
 }
 
 func addStoreFlags(f *flags) storeFlags {
@@ -36,6 +38,7 @@ func addStoreFlags(f *flags) storeFlags {
 		path:        f.str("db", defaultDB, "path of the bbolt database file"),
 		openTimeout: f.duration("open-timeout", time.Second, false, "how long to wait for a database file another process holds"),
 		recordCache: f.count("record-cache", 10_000, 0, "decoded records kept in memory, in records; 0 turns the cache off"),
+		upstream:    addUpstreamFlag(f),
 	}
 }
 
@@ -51,6 +54,7 @@ func (s storeFlags) open(readOnly bool) (*storage.DB, error) {
 	}
 	return storage.Open(*s.path, storage.Options{
 		OpenTimeout: *s.openTimeout, Taxonomy: tax, ReadOnly: readOnly, RecordCache: *s.recordCache,
+		UpstreamLinks: *s.upstream != "",
 	})
 }
 
@@ -58,15 +62,40 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	f := newFlags("serve", getenv, stderr)
 	addr := f.str("addr", "127.0.0.1:8080", "address to listen on")
 	sf := addStoreFlags(f)
+	xf := addSearchFlags(f, sf) // the full-text index (search.go)
+	of := addOutboundFlags(f, sf)
 	seed := f.str("seed", "auto", "auto: load the seed incidents into a new, empty store; none: taxonomy only")
 	prod := f.boolean("prod", false, "production mode: no playground, no introspection")
+	adminToken := f.str("admin-token", "", "bearer token that mutations and /admin/backup need; without one the server is read-only (prefer the environment variable: flags show in ps)")
+	f.checks = append(f.checks, func() error {
+		if err := server.CheckAdminToken(*adminToken); err != nil {
+			return fmt.Errorf("--admin-token: %v", err)
+		}
+		return nil
+	})
 	queryCache := f.count("query-cache", 1000, 1, "parsed GraphQL documents kept, in documents")
 	logLevel := f.str("log-level", "info", "debug, info, warn or error")
+	ef := addEdgeFlags(f) // response cache, HTTP caching, APQ, trusted documents, pprof (edgeflags.go)
+	// Request limits, rate limit, CORS, introspection, memory limit (limitflags.go).
+	lf := addLimitFlags(f)
 	readHeader := f.duration("read-header-timeout", 5*time.Second, false, "time to read a request's headers")
 	readTimeout := f.duration("read-timeout", 30*time.Second, false, "time to read a whole request")
 	writeTimeout := f.duration("write-timeout", 60*time.Second, false, "time to write a response")
 	idleTimeout := f.duration("idle-timeout", 120*time.Second, false, "how long an idle keep-alive connection stays open")
 	shutdownTimeout := f.duration("shutdown-timeout", 15*time.Second, false, "how long in-flight requests may finish after SIGTERM")
+	// The garbage collector's budget (server/gc.go): a GraphQL request
+	// allocates about 60 bytes of garbage per byte it answers, so the
+	// collector's work per request falls as the budget grows; the heap
+	// peaks near (1 + percent/100) times the live heap, which --memory-limit
+	// can cap.
+	gcPercent := f.count("gc-percent", server.DefaultGCPercent, server.MinGCPercent,
+		fmt.Sprintf("garbage collector budget, in percent of the live heap that may be allocated before the next collection (replaces GOGC); at most %d", server.MaxGCPercent))
+	f.checks = append(f.checks, func() error {
+		if *gcPercent > server.MaxGCPercent {
+			return fmt.Errorf("--gc-percent must be %d to %d, got %d", server.MinGCPercent, server.MaxGCPercent, *gcPercent)
+		}
+		return nil
+	})
 	f.checks = append(f.checks, func() error {
 		if *seed != "auto" && *seed != "none" {
 			return fmt.Errorf("--seed must be auto or none, got %q", *seed)
@@ -81,13 +110,19 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("--log-level: %v", err)
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if err := lf.applyMemoryLimit(); err != nil {
+		return err
+	}
+	if _, err := server.SetGCPercent(*gcPercent); err != nil {
+		return fmt.Errorf("--gc-percent: %v", err)
+	}
 
 	db, err := sf.open(false)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if *seed == "auto" {
+	if *seed == "auto" && of.primary() == "" { // a replica's incidents come from its primary
 		incs, err := seeds.Incidents()
 		if err != nil {
 			return err
@@ -101,7 +136,14 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		}
 	}
 
-	srv, err := server.New(db, server.Config{Prod: *prod, QueryCacheSize: *queryCache, Logger: logger}, prometheus.NewRegistry())
+	searchSvc, stopSearch, err := xf.start(ctx, db, logger) // catches up with the store first
+	if err != nil {
+		return err
+	}
+	defer stopSearch()
+
+	reg := prometheus.NewRegistry()
+	srv, err := server.New(db, lf.config(ef.config(server.Config{Prod: *prod, QueryCacheSize: *queryCache, Logger: logger, Primary: of.primary(), AdminToken: *adminToken, Search: searchSvc}, upstreamMaxAge(of))), reg)
 	if err != nil {
 		return err
 	}
@@ -117,8 +159,20 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		IdleTimeout:       *idleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	srv.SetReady(true)
-	logger.Info("serving", "addr", ln.Addr().String(), "db", db.Path(), "prod", *prod)
+	hs.RegisterOnShutdown(srv.StopLongPolls)
+	stopPprof, err := ef.startPprof(logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopPprof()
+	jobs, err := of.start(ctx, db, srv, reg, logger) // marks the server ready
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer jobs.stop()
+	logger.Info("serving", "addr", ln.Addr().String(), "db", db.Path(), "prod", *prod, "writes", *adminToken != "")
 	fmt.Fprintf(stdout, "incidentlib serving on http://%s\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -140,15 +194,54 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 func runImport(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	f := newFlags("import", getenv, stderr)
 	sf := addStoreFlags(f)
+	rf := addRemoteFlags(f, "send the records to the running server at this URL (importIncidents) instead of opening --db; IL-JSON only")
+	chunk := f.count("chunk", 0, 0, "with --server: records per request, each request all or nothing; 0 sends all in one")
+	format := f.str("format", "", "the format of every file: "+formatList()+"; empty detects each file's format")
+	skipBad := f.boolean("skip-bad", false, "write the good records and list the bad ones, instead of writing nothing")
+	f.checks = append(f.checks, func() error {
+		if *format != "" && !importer.Format(*format).IsValid() {
+			return fmt.Errorf("--format must be one of %s, got %q", formatList(), *format)
+		}
+		return nil
+	})
 	if err := f.parse(args); err != nil {
 		return err
 	}
 	if f.NArg() == 0 {
-		return errors.New("import: name at least one file (or - for standard input)")
+		return errors.New("import: name at least one file or directory (or - for standard input)")
 	}
+	if rf.remote() {
+		recs, err := readILJSON(f.Args(), stdin, stderr)
+		if err != nil {
+			return err
+		}
+		return importRemote(ctx, rf, recs, *chunk, stdout, stderr)
+	}
+	res, err := readCollections(f.Args(), *format, stdin)
+	if err != nil {
+		return err
+	}
+	db, err := sf.open(false)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return importLocal(ctx, db, res, *skipBad, stdout, stderr)
+}
+
+func formatList() string {
+	names := make([]string, len(importer.Formats))
+	for i, f := range importer.Formats {
+		names[i] = string(f)
+	}
+	return strings.Join(names, ", ")
+}
+
+// readILJSON reads IL-JSON files (object, array or JSONL) for --server.
+func readILJSON(names []string, stdin io.Reader, stderr io.Writer) ([]incidentlib.RecordAt, error) {
 	var recs []incidentlib.RecordAt
 	var problems []string
-	for _, name := range f.Args() {
+	for _, name := range names {
 		var data []byte
 		var err error
 		if name == "-" {
@@ -158,52 +251,25 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 			data, err = os.ReadFile(name)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rs, err := incidentlib.ReadRecords(name, data)
 		if err != nil {
-			for _, e := range incidentlib.ErrorList(err) {
-				problems = append(problems, e.Message)
+			list := incidentlib.ErrorList(err)
+			if len(list) == 0 {
+				return nil, err
 			}
-			if len(incidentlib.ErrorList(err)) == 0 {
-				return err
+			for _, e := range list {
+				problems = append(problems, e.Message)
 			}
 			continue
 		}
 		recs = append(recs, rs...)
 	}
 	if len(problems) > 0 {
-		return reportProblems(stderr, problems)
+		return nil, reportProblems(stderr, problems)
 	}
-	db, err := sf.open(false)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	incs := make([]*incidentlib.Incident, len(recs))
-	for i, r := range recs {
-		incs[i] = r.Incident
-	}
-	res, err := db.ImportIncidents(ctx, incs, incidentlib.ImportOptions{KeepUpdatedAt: true})
-	if err != nil {
-		list := incidentlib.ErrorList(err)
-		if len(list) == 0 {
-			return err
-		}
-		for _, e := range list {
-			where := ""
-			if len(e.Field) >= 2 && e.Field[0] == "records" {
-				if i, convErr := strconv.Atoi(e.Field[1]); convErr == nil && i < len(recs) {
-					where = recs[i].Where + ": "
-				}
-			}
-			problems = append(problems, where+e.Message)
-		}
-		return reportProblems(stderr, problems)
-	}
-	fmt.Fprintf(stdout, "imported %d records: %d created, %d updated, %d unchanged\n",
-		len(incs), res.Created, res.Updated, res.Unchanged)
-	return nil
+	return recs, nil
 }
 
 func reportProblems(w io.Writer, problems []string) error {
@@ -235,6 +301,7 @@ func runExport(ctx context.Context, args []string, getenv func(string) string, s
 func runCheck(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f := newFlags("check", getenv, stderr)
 	sf := addStoreFlags(f)
+	xf := addSearchFlags(f, sf)
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -250,8 +317,15 @@ func runCheck(ctx context.Context, args []string, getenv func(string) string, st
 	for _, p := range problems {
 		fmt.Fprintln(stdout, p)
 	}
-	if len(problems) > 0 {
-		fmt.Fprintf(stdout, "check: %d problems\n", len(problems))
+	if err := reportUpstreamLinks(ctx, db, sf, stdout); err != nil {
+		return err
+	}
+	searchProblems, err := xf.check(ctx, db, stdout) // an index behind the store is no problem
+	if err != nil {
+		return err
+	}
+	if len(problems)+searchProblems > 0 {
+		fmt.Fprintf(stdout, "check: %d problems\n", len(problems)+searchProblems)
 		return exitCode(1)
 	}
 	fmt.Fprintln(stdout, "check: ok")

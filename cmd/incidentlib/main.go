@@ -36,9 +36,12 @@ commands:
   serve     serve the library over HTTP (GraphQL at /graphql, playground at /)
   import    import IL-JSON records (object, array or JSONL) into a store, all or nothing
   export    write every record as JSONL, sorted by id
-  check     verify the store: bbolt, records, indexes, links
+  check     verify the store: bbolt, records, indexes, links, search index
   compact   rewrite the store with live data only (offline)
+  reindex   rebuild the full-text search index of a store (offline)
+  backup    copy the store of a running server (--server URL --token T > FILE)
   gen       write a deterministic synthetic corpus as JSONL
+  linkcheck check every source link of a store and record status, time and final URL
 
 Run 'incidentlib COMMAND -h' for a command's flags. Every flag can also be
 set with an environment variable INCIDENTLIB_<FLAG> (dashes as underscores).
@@ -62,8 +65,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runCheck(ctx, rest, getenv, stdout, stderr)
 	case "compact":
 		return runCompact(ctx, rest, getenv, stdout, stderr)
+	case "reindex":
+		return runReindex(ctx, rest, getenv, stdout, stderr)
+	case "backup":
+		return runBackup(ctx, rest, getenv, stdout, stderr)
 	case "gen":
 		return runGen(ctx, rest, getenv, stdout, stderr)
+	case "linkcheck":
+		return runLinkcheck(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

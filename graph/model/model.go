@@ -15,10 +15,35 @@ import (
 )
 
 // View is what every wrapper of one request shares: the request's default
-// language and the taxonomy.
+// language and the taxonomy. A View made by NewView also holds one wrapper
+// per taxonomy term, made once and shared by every request in its
+// language, so that listing an incident's terms allocates nothing per term.
 type View struct {
 	Lang incidentlib.Lang
 	Tax  *incidentlib.Taxonomy
+
+	terms map[incidentlib.TermKey]*TaxonomyTerm
+}
+
+// NewView returns the view of lang over tax, with a wrapper for each term.
+// Views and their wrappers are read-only and may be shared by requests.
+func NewView(lang incidentlib.Lang, tax *incidentlib.Taxonomy) *View {
+	v := &View{Lang: lang, Tax: tax}
+	if tax != nil {
+		v.terms = make(map[incidentlib.TermKey]*TaxonomyTerm, len(tax.Terms))
+		for _, t := range tax.Terms {
+			v.terms[incidentlib.TermKey{Kind: t.Kind, Slug: t.Slug}] = &TaxonomyTerm{Term: t, View: v}
+		}
+	}
+	return v
+}
+
+// Term returns the wrapper of the term of kind with slug, or nil.
+func (v *View) Term(kind incidentlib.TermKind, slug string) *TaxonomyTerm {
+	if v.terms != nil {
+		return v.terms[incidentlib.TermKey{Kind: kind, Slug: slug}]
+	}
+	return v.NewTerm(v.Tax.Term(kind, slug))
 }
 
 func (v *View) lang(l *Lang) incidentlib.Lang {
@@ -36,14 +61,27 @@ func LangOf(l Lang) incidentlib.Lang {
 	return incidentlib.LangEn
 }
 
-func nullable(s string) *string {
-	if s == "" {
+// field returns p, or nil for an empty string. p points into a record,
+// which is shared and never changed, so no copy is made.
+func field(p *string) *string {
+	if *p == "" {
 		return nil
 	}
-	return &s
+	return p
 }
 
-func text(t incidentlib.Text, lang incidentlib.Lang) *string { return nullable(t.In(lang)) }
+// text returns t in lang, falling back to the other language (as
+// Text.In), as a pointer into t, or nil when t is empty.
+func text(t *incidentlib.Text, lang incidentlib.Lang) *string {
+	first, second := &t.En, &t.Ko
+	if lang == incidentlib.LangKo {
+		first, second = second, first
+	}
+	if *first != "" {
+		return first
+	}
+	return field(second)
+}
 
 // Incident is an incident as GraphQL shows it.
 type Incident struct {
@@ -59,6 +97,29 @@ func (v *View) NewIncident(inc *incidentlib.Incident) *Incident {
 	return &Incident{Inc: inc, View: v}
 }
 
+// NewIncidents wraps the incidents of incs that are not nil, in order, with
+// two allocations whatever their number.
+func (v *View) NewIncidents(incs []*incidentlib.Incident) []*Incident {
+	n := 0
+	for _, inc := range incs {
+		if inc != nil {
+			n++
+		}
+	}
+	out := make([]*Incident, 0, n)
+	if n == 0 {
+		return out
+	}
+	slab := make([]Incident, 0, n)
+	for _, inc := range incs {
+		if inc != nil {
+			slab = append(slab, Incident{Inc: inc, View: v})
+			out = append(out, &slab[len(slab)-1])
+		}
+	}
+	return out
+}
+
 // IsNode marks Incident as a Node.
 func (*Incident) IsNode() {}
 
@@ -66,18 +127,18 @@ func (i *Incident) GetID() string      { return i.Inc.ID }
 func (i *Incident) ID() string         { return i.Inc.ID }
 func (i *Incident) Org() string        { return i.Inc.Org }
 func (i *Incident) OrgSlug() string    { return i.Inc.OrgSlug }
-func (i *Incident) Date() *string      { return nullable(i.Inc.Date) }
-func (i *Incident) DateKind() *string  { return nullable(i.Inc.DateKind) }
-func (i *Incident) UpdatedAt() *string { return nullable(i.Inc.UpdatedAt) }
-func (i *Incident) URL() *string       { return nullable(i.Inc.URL) }
+func (i *Incident) Date() *string      { return field(&i.Inc.Date) }
+func (i *Incident) DateKind() *string  { return field(&i.Inc.DateKind) }
+func (i *Incident) UpdatedAt() *string { return field(&i.Inc.UpdatedAt) }
+func (i *Incident) URL() *string       { return field(&i.Inc.URL) }
 
-func (i *Incident) Title(lang *Lang) *string     { return text(i.Inc.Title, i.View.lang(lang)) }
-func (i *Incident) Summary(lang *Lang) *string   { return text(i.Inc.Summary, i.View.lang(lang)) }
-func (i *Incident) Lessons(lang *Lang) *string   { return text(i.Inc.Lessons, i.View.lang(lang)) }
-func (i *Incident) Trigger(lang *Lang) *string   { return text(i.Inc.Trigger, i.View.lang(lang)) }
-func (i *Incident) Detection(lang *Lang) *string { return text(i.Inc.Detection, i.View.lang(lang)) }
+func (i *Incident) Title(lang *Lang) *string     { return text(&i.Inc.Title, i.View.lang(lang)) }
+func (i *Incident) Summary(lang *Lang) *string   { return text(&i.Inc.Summary, i.View.lang(lang)) }
+func (i *Incident) Lessons(lang *Lang) *string   { return text(&i.Inc.Lessons, i.View.lang(lang)) }
+func (i *Incident) Trigger(lang *Lang) *string   { return text(&i.Inc.Trigger, i.View.lang(lang)) }
+func (i *Incident) Detection(lang *Lang) *string { return text(&i.Inc.Detection, i.View.lang(lang)) }
 func (i *Incident) SymptomsText(lang *Lang) *string {
-	return text(i.Inc.SymptomsText, i.View.lang(lang))
+	return text(&i.Inc.SymptomsText, i.View.lang(lang))
 }
 
 // Languages lists the languages the title is written in.
@@ -92,14 +153,16 @@ func (i *Incident) Languages() []Lang {
 	return out
 }
 
-func (i *Incident) Impact() *Impact     { return &Impact{i.Inc.Impact} }
-func (i *Incident) Timeline() *Timeline { return &Timeline{i.Inc.Timeline} }
-func (i *Incident) Review() *Review     { return &Review{i.Inc.Review} }
+func (i *Incident) Impact() *Impact     { return &Impact{&i.Inc.Impact} }
+func (i *Incident) Timeline() *Timeline { return &Timeline{&i.Inc.Timeline} }
+func (i *Incident) Review() *Review     { return &Review{&i.Inc.Review} }
 
 func (i *Incident) items(list []incidentlib.Item) []*Item {
 	out := make([]*Item, len(list))
+	slab := make([]Item, len(list))
 	for n := range list {
-		out[n] = &Item{it: &list[n], view: i.View}
+		slab[n] = Item{it: &list[n], view: i.View}
+		out[n] = &slab[n]
 	}
 	return out
 }
@@ -109,8 +172,10 @@ func (i *Incident) ActionItems() []*Item { return i.items(i.Inc.ActionItems) }
 
 func (i *Incident) Sources() []*Source {
 	out := make([]*Source, len(i.Inc.Sources))
+	slab := make([]Source, len(i.Inc.Sources))
 	for n := range i.Inc.Sources {
-		out[n] = &Source{&i.Inc.Sources[n]}
+		slab[n] = Source{&i.Inc.Sources[n]}
+		out[n] = &slab[n]
 	}
 	return out
 }
@@ -129,7 +194,7 @@ func (i *Incident) RelatedIds() []string {
 	return i.Inc.Related
 }
 
-func (i *Incident) RecurrenceOfID() *string { return nullable(i.Inc.RecurrenceOf) }
+func (i *Incident) RecurrenceOfID() *string { return field(&i.Inc.RecurrenceOf) }
 
 // Extra returns the fields the library does not interpret, as one object.
 func (i *Incident) Extra() json.RawMessage {
@@ -146,8 +211,8 @@ func (i *Incident) Extra() json.RawMessage {
 func (i *Incident) terms(kind incidentlib.TermKind, slugs []string) []*TaxonomyTerm {
 	out := make([]*TaxonomyTerm, 0, len(slugs))
 	for _, s := range slugs {
-		if t := i.View.Tax.Term(kind, s); t != nil {
-			out = append(out, i.View.NewTerm(t))
+		if t := i.View.Term(kind, s); t != nil {
+			out = append(out, t)
 		}
 	}
 	return out
@@ -164,24 +229,24 @@ func (i *Incident) Contributing() []*TaxonomyTerm {
 	return i.terms(incidentlib.KindContributing, i.Inc.Contributing)
 }
 func (i *Incident) RootCause() *TaxonomyTerm {
-	return i.View.NewTerm(i.View.Tax.Term(incidentlib.KindRootCause, i.Inc.RootCause))
+	return i.View.Term(incidentlib.KindRootCause, i.Inc.RootCause)
 }
 func (i *Incident) Severity() *TaxonomyTerm {
-	return i.View.NewTerm(i.View.Tax.Term(incidentlib.KindSeverity, i.Inc.Severity))
+	return i.View.Term(incidentlib.KindSeverity, i.Inc.Severity)
 }
 
 // Impact is an incident's impact.
-type Impact struct{ m incidentlib.Impact }
+type Impact struct{ m *incidentlib.Impact }
 
-func (m *Impact) Scope() *string  { return nullable(m.m.Scope) }
-func (m *Impact) Users() *string  { return nullable(m.m.Users) }
-func (m *Impact) Region() *string { return nullable(m.m.Region) }
+func (m *Impact) Scope() *string  { return field(&m.m.Scope) }
+func (m *Impact) Users() *string  { return field(&m.m.Users) }
+func (m *Impact) Region() *string { return field(&m.m.Region) }
 
 // Timeline is an incident's timeline.
-type Timeline struct{ t incidentlib.Timeline }
+type Timeline struct{ t *incidentlib.Timeline }
 
-func (t *Timeline) DetectedAfter() *string { return nullable(t.t.DetectedAfter) }
-func (t *Timeline) ResolvedAfter() *string { return nullable(t.t.ResolvedAfter) }
+func (t *Timeline) DetectedAfter() *string { return field(&t.t.DetectedAfter) }
+func (t *Timeline) ResolvedAfter() *string { return field(&t.t.ResolvedAfter) }
 func (t *Timeline) DetectedAfterSeconds() *int {
 	return seconds(t.t.DetectedAfter)
 }
@@ -205,21 +270,38 @@ type Item struct {
 	view *View
 }
 
-func (it *Item) Text(lang *Lang) *string { return text(it.it.Text, it.view.lang(lang)) }
+func (it *Item) Text(lang *Lang) *string { return text(&it.it.Text, it.view.lang(lang)) }
 
 // Source is where an account was published.
 type Source struct{ s *incidentlib.Source }
 
 func (s *Source) URL() string       { return s.s.URL }
-func (s *Source) Kind() *string     { return nullable(s.s.Kind) }
-func (s *Source) Archived() *string { return nullable(s.s.Archived) }
+func (s *Source) Kind() *string     { return field(&s.s.Kind) }
+func (s *Source) Archived() *string { return field(&s.s.Archived) }
+
+// Status, CheckedAt and FinalURL are the source's last link check
+// (incidentlib.SourceCheck); null if it was never checked.
+func (s *Source) Status() *int {
+	if c, ok := s.s.Check(); ok {
+		return &c.Status
+	}
+	return nil
+}
+func (s *Source) CheckedAt() *string {
+	c, _ := s.s.Check()
+	return field(&c.CheckedAt)
+}
+func (s *Source) FinalURL() *string {
+	c, _ := s.s.Check()
+	return field(&c.FinalURL)
+}
 
 // Review is a record's review state.
-type Review struct{ r incidentlib.Review }
+type Review struct{ r *incidentlib.Review }
 
-func (r *Review) WrittenBy() *string  { return nullable(r.r.WrittenBy) }
-func (r *Review) ReviewedAt() *string { return nullable(r.r.ReviewedAt) }
-func (r *Review) ReviewedBy() *string { return nullable(r.r.ReviewedBy) }
+func (r *Review) WrittenBy() *string  { return field(&r.r.WrittenBy) }
+func (r *Review) ReviewedAt() *string { return field(&r.r.ReviewedAt) }
+func (r *Review) ReviewedBy() *string { return field(&r.r.ReviewedBy) }
 
 // TaxonomyTerm is a term as GraphQL shows it.
 type TaxonomyTerm struct {
@@ -227,10 +309,14 @@ type TaxonomyTerm struct {
 	View *View
 }
 
-// NewTerm wraps t, or returns nil for nil.
+// NewTerm wraps t, or returns nil for nil. A term of the view's taxonomy
+// gets its shared wrapper.
 func (v *View) NewTerm(t *incidentlib.Term) *TaxonomyTerm {
 	if t == nil {
 		return nil
+	}
+	if w := v.terms[incidentlib.TermKey{Kind: t.Kind, Slug: t.Slug}]; w != nil && w.Term == t {
+		return w
 	}
 	return &TaxonomyTerm{Term: t, View: v}
 }
@@ -244,7 +330,7 @@ func (t *TaxonomyTerm) Kind() TaxonomyKind      { return KindOf(t.Term.Kind) }
 func (t *TaxonomyTerm) Slug() string            { return t.Term.Slug }
 func (t *TaxonomyTerm) Label(lang *Lang) string { return t.Term.Label.In(t.View.lang(lang)) }
 func (t *TaxonomyTerm) Description(lang *Lang) *string {
-	return text(t.Term.Description, t.View.lang(lang))
+	return text(&t.Term.Description, t.View.lang(lang))
 }
 
 // KindOf converts a domain kind to the GraphQL enum.
@@ -303,12 +389,18 @@ type TermCount struct {
 	Count int
 }
 
-// MarshalJSON writes raw JSON as a GraphQL value.
+// MarshalJSON writes raw JSON as a GraphQL value, compact and escaped as
+// encoding/json writes it (json.Marshal of a json.RawMessage), so that the
+// executor's output is the final response text: the server writes it
+// without a second pass.
 func MarshalJSON(v json.RawMessage) graphql.Marshaler {
 	return graphql.WriterFunc(func(w io.Writer) {
 		if len(v) == 0 {
 			_, _ = io.WriteString(w, "null")
 			return
+		}
+		if b, err := json.Marshal(v); err == nil {
+			v = b
 		}
 		_, _ = w.Write(v)
 	})

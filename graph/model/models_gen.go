@@ -8,6 +8,16 @@ type Node interface {
 	GetID() string
 }
 
+// Writes. Every mutation needs the header `Authorization: Bearer <admin token>`
+// (the token the server was started with, --admin-token); a server started
+// without one is read-only. A refused request changes nothing.
+//
+// Problems with the input are not GraphQL errors: each payload lists them in
+// userErrors, with the path of the input field each is about, and then
+// nothing was written. A write is acknowledged only after it committed.
+type Mutation struct {
+}
+
 type OrganizationConnection struct {
 	Edges      []*OrganizationEdge `json:"edges"`
 	Nodes      []*Organization     `json:"nodes"`

@@ -1,0 +1,518 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/gen"
+	"github.com/incidentlib/incidentlib/seeds"
+	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/storage"
+)
+
+func init() {
+	register("graphql", "GraphQL list page and incident page against a static handler, over loopback", runGraphQL)
+}
+
+// ListPageQuery is the list page of issue 3: one page of incidents with
+// their organization, terms, related incidents two levels deep and
+// recurrence links.
+const ListPageQuery = `query ListPage($first: Int) { incidents(first: $first) { nodes { id title organization { name incidentCount } symptoms { label } components { label } related { id title organization { name } related { id } } recurrenceOf { id title } recurrences { id } } } }`
+
+// IncidentPageQuery is one incident's page with its relations.
+const IncidentPageQuery = `query IncidentPage($id: ID!) { incident(id: $id) { id title summary date organization { name incidentCount } domains { label } symptoms { label } components { label } rootCause { label } severity { label } related { id title organization { name } related { id } } recurrenceOf { id title } recurrences { id title } } }`
+
+type graphqlBench struct {
+	duration    time.Duration
+	warmup      time.Duration
+	rounds      int
+	concurrency int
+	count       int
+	seed        int64
+	first       int
+	gcPercent   int
+	cpuProfile  string
+	memProfile  string
+	dump        string
+
+	cpuFile *os.File
+}
+
+func runGraphQL(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("graphql", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	var b graphqlBench
+	fs.DurationVar(&b.duration, "duration", 5*time.Second, "how long each measurement drives one target (a duration such as 5s)")
+	fs.DurationVar(&b.warmup, "warmup", time.Second, "how long each target is driven, unmeasured, before the first round")
+	fs.IntVar(&b.rounds, "rounds", 3, "interleaved rounds; the median is reported (at least 1)")
+	fs.IntVar(&b.concurrency, "concurrency", 32, "concurrent keep-alive connections (at least 1)")
+	fs.IntVar(&b.count, "count", 10_000, "generated incidents in the store (at least 100)")
+	fs.Int64Var(&b.seed, "seed", 1, "generator seed")
+	fs.IntVar(&b.first, "first", 20, "page size of the list page, 1 to 100")
+	fs.IntVar(&b.gcPercent, "gc-percent", server.DefaultGCPercent, "garbage collector budget in percent of the live heap, as serve --gc-percent")
+	fs.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of the first round's list page measurement to this file")
+	fs.StringVar(&b.memProfile, "memprofile", "", "write allocation profiles before (FILE.base) and after the first round's list page measurement: go tool pprof -diff_base FILE.base FILE")
+	fs.StringVar(&b.dump, "dump", "", "write the responses of the two queries into this directory")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch {
+	case b.duration <= 0 || b.warmup < 0:
+		return errors.New("-duration must be positive and -warmup not negative")
+	case b.rounds < 1:
+		return fmt.Errorf("-rounds must be at least 1, got %d", b.rounds)
+	case b.concurrency < 1:
+		return fmt.Errorf("-concurrency must be at least 1, got %d", b.concurrency)
+	case b.count < 100:
+		return fmt.Errorf("-count must be at least 100, got %d", b.count)
+	case b.first < 1 || b.first > incidentlib.MaxPageSize:
+		return fmt.Errorf("-first must be 1 to %d, got %d", incidentlib.MaxPageSize, b.first)
+	case b.gcPercent < server.MinGCPercent || b.gcPercent > server.MaxGCPercent:
+		return fmt.Errorf("-gc-percent must be %d to %d, got %d", server.MinGCPercent, server.MaxGCPercent, b.gcPercent)
+	}
+	return b.run(ctx, stdout)
+}
+
+// target is one thing the load generator drives.
+type target struct {
+	name string
+	url  string
+	body []byte
+	// want is the exact response expected, when known.
+	want []byte
+}
+
+// result is one measurement of one target.
+type result struct {
+	requests      int
+	errors        int
+	elapsed       time.Duration
+	p50, p99      time.Duration
+	cpu           time.Duration // process CPU time per request, 0 if unknown
+	allocs, bytes float64       // per request, the whole process
+}
+
+func (r result) rps() float64 { return float64(r.requests) / r.elapsed.Seconds() }
+
+func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
+	old := debug.SetGCPercent(b.gcPercent)
+	defer debug.SetGCPercent(old)
+
+	dir, err := os.MkdirTemp("", "incidentlib-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	fmt.Fprintf(stdout, "graphql: generating and importing %d incidents (seed %d)\n", b.count, b.seed)
+	db, incs, err := openGenerated(ctx, filepath.Join(dir, "bench.db"), b.count, b.seed)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	// The whole-response cache is off: this measures execution.
+	srv, err := server.New(db, server.Config{Prod: true, ResponseCacheBytes: -1}, nil)
+	if err != nil {
+		return err
+	}
+	srv.SetReady(true)
+	gqlURL, stopGQL, err := listen(srv)
+	if err != nil {
+		return err
+	}
+	defer stopGQL()
+
+	transport := &http.Transport{
+		MaxIdleConns:        b.concurrency * 2,
+		MaxIdleConnsPerHost: b.concurrency,
+		MaxConnsPerHost:     b.concurrency,
+		IdleConnTimeout:     time.Minute,
+		DisableCompression:  true,
+	}
+	defer transport.CloseIdleConnections()
+	client := &http.Client{Transport: transport, Timeout: 30 * time.Second}
+
+	listBody, _ := json.Marshal(map[string]any{"query": ListPageQuery, "variables": map[string]any{"first": b.first}})
+	id := richIncident(incs)
+	// A server that has run for a while holds every record decoded in its
+	// record cache: read them all once, so that the live heap (and with it
+	// how often the collector runs) is that server's.
+	ids := make([]string, len(incs))
+	for i, inc := range incs {
+		ids[i] = inc.ID
+	}
+	for i := 0; i < len(ids); i += 1000 {
+		if _, err := db.FindIncidentsByIDs(ctx, ids[i:min(i+1000, len(ids))]); err != nil {
+			return err
+		}
+	}
+	incs, ids = nil, nil // the server's own memory only, from here on
+	incBody, _ := json.Marshal(map[string]any{"query": IncidentPageQuery, "variables": map[string]any{"id": id}})
+
+	listResp, listHeader, err := fetch(ctx, client, gqlURL+"/graphql", listBody)
+	if err != nil {
+		return fmt.Errorf("list page: %w", err)
+	}
+	incResp, _, err := fetch(ctx, client, gqlURL+"/graphql", incBody)
+	if err != nil {
+		return fmt.Errorf("incident page: %w", err)
+	}
+	for name, resp := range map[string][]byte{"list page": listResp, "incident page": incResp} {
+		if bytes.Contains(resp, []byte(`"errors"`)) || !bytes.HasPrefix(resp, []byte(`{"data":`)) {
+			return fmt.Errorf("%s: the response has errors: %.300s", name, resp)
+		}
+	}
+	if b.dump != "" {
+		if err := os.MkdirAll(b.dump, 0o755); err != nil {
+			return err
+		}
+		for name, resp := range map[string][]byte{"list.json": listResp, "incident.json": incResp} {
+			if err := os.WriteFile(filepath.Join(b.dump, name), resp, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+
+	// The static handler answers with the list page's bytes and the
+	// headers that describe them, as the server sent them.
+	static := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		for _, k := range []string{"Content-Type", "Content-Length"} {
+			if v := listHeader.Get(k); v != "" {
+				w.Header().Set(k, v)
+			}
+		}
+		_, _ = w.Write(listResp)
+	})
+	staticURL, stopStatic, err := listen(static)
+	if err != nil {
+		return err
+	}
+	defer stopStatic()
+
+	targets := []target{
+		{name: fmt.Sprintf("list page (first: %d)", b.first), url: gqlURL + "/graphql", body: listBody, want: listResp},
+		{name: "incident page (" + id + ")", url: gqlURL + "/graphql", body: incBody, want: incResp},
+		{name: "static handler, same bytes as the list page", url: staticURL + "/graphql", body: listBody, want: listResp},
+	}
+
+	fmt.Fprintf(stdout, "graphql: GOMAXPROCS=%d NumCPU=%d %s gc-percent=%d concurrency=%d duration=%s rounds=%d\n",
+		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.gcPercent, b.concurrency, b.duration, b.rounds)
+	fmt.Fprintf(stdout, "graphql: list page response %d bytes sha256 %s; incident page %d bytes sha256 %s\n",
+		len(listResp), sha(listResp), len(incResp), sha(incResp))
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	fmt.Fprintf(stdout, "graphql: live heap %.1f MiB with every record decoded in the record cache; the collector lets it grow to %.1f MiB\n",
+		float64(ms.HeapAlloc)/(1<<20), float64(ms.NextGC)/(1<<20))
+
+	for _, t := range targets {
+		if _, err := b.drive(ctx, client, t, b.warmup); err != nil {
+			return fmt.Errorf("warm-up %s: %w", t.name, err)
+		}
+	}
+	results := make([][]result, len(targets))
+	for round := 0; round < b.rounds; round++ {
+		for i, t := range targets {
+			profile := round == 0 && i == 0
+			if profile {
+				if err := b.startProfiles(); err != nil {
+					return err
+				}
+			}
+			r, err := b.drive(ctx, client, t, b.duration)
+			if profile {
+				if err := b.stopProfiles(); err != nil {
+					return err
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("round %d, %s: %w", round+1, t.name, err)
+			}
+			results[i] = append(results[i], r)
+			fmt.Fprintf(stdout, "  round %d %-46s %7.0f req/s  p50 %7s  p99 %7s  CPU %7s/req  %6.0f allocs/req %8.0f B/req\n",
+				round+1, t.name, r.rps(), round3(r.p50), round3(r.p99), round3(r.cpu), r.allocs, r.bytes)
+		}
+	}
+
+	fmt.Fprintf(stdout, "\nmedian of %d interleaved rounds of %s, %d connections, gc-percent %d, nproc %d:\n",
+		b.rounds, b.duration, b.concurrency, b.gcPercent, runtime.NumCPU())
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "target\treq/s\tp50\tp99\tCPU/req\tallocs/req\tB/req\terrors\t")
+	med := make([]result, len(targets))
+	for i, t := range targets {
+		med[i] = median(results[i])
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%.0f\t%.0f\t%d\t\n", t.name, med[i].rps(), round3(med[i].p50), round3(med[i].p99), round3(med[i].cpu), med[i].allocs, med[i].bytes, med[i].errors)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	ratio := med[0].rps() / med[2].rps()
+	fmt.Fprintf(stdout, "ratio list page / static handler: %.3f (target at least 0.25); list page p99 %s (target at most 10ms)\n", ratio, round3(med[0].p99))
+	if med[0].cpu > 0 {
+		fmt.Fprintf(stdout, "CPU ratio static / list page per request: %.3f (the same ratio measured in CPU time, which moves less when the machine is busy)\n",
+			float64(med[2].cpu)/float64(med[0].cpu))
+	}
+	fmt.Fprintf(stdout, "CPU/req, allocs/req and B/req count the whole process (load generator and HTTP included); the static row is that floor.\n")
+	for _, rs := range results {
+		for _, r := range rs {
+			if r.errors > 0 {
+				return fmt.Errorf("%d requests failed or returned other bytes", r.errors)
+			}
+		}
+	}
+	return nil
+}
+
+// drive runs b.concurrency workers against t for d and measures them.
+func (b *graphqlBench) drive(ctx context.Context, client *http.Client, t target, d time.Duration) (result, error) {
+	var wg sync.WaitGroup
+	var errs atomic.Int64
+	var firstErr atomic.Pointer[error]
+	lat := make([][]time.Duration, b.concurrency)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	cpu0 := processCPU()
+	start := time.Now()
+	deadline := start.Add(d)
+	for w := 0; w < b.concurrency; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			buf := make([]byte, 0, len(t.want)+512)
+			for ctx.Err() == nil {
+				t0 := time.Now()
+				if t0.After(deadline) {
+					return
+				}
+				resp, err := post(ctx, client, t.url, t.body, buf)
+				lat[w] = append(lat[w], time.Since(t0))
+				if err == nil && t.want != nil && !bytes.Equal(resp, t.want) {
+					err = fmt.Errorf("the response differs from the first one: %.200s", resp)
+				}
+				if err != nil {
+					if errs.Add(1) == 1 {
+						firstErr.Store(&err)
+					}
+				}
+				buf = resp[:0]
+			}
+		}(w)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	cpu := processCPU() - cpu0
+	runtime.ReadMemStats(&after)
+	if err := ctx.Err(); err != nil {
+		return result{}, err
+	}
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	if len(all) == 0 {
+		return result{}, errors.New("no request finished")
+	}
+	slices.Sort(all)
+	r := result{
+		requests: len(all),
+		errors:   int(errs.Load()),
+		elapsed:  elapsed,
+		p50:      all[len(all)*50/100],
+		p99:      all[min(len(all)-1, len(all)*99/100)],
+		cpu:      time.Duration(cpu / int64(len(all))),
+		allocs:   float64(after.Mallocs-before.Mallocs) / float64(len(all)),
+		bytes:    float64(after.TotalAlloc-before.TotalAlloc) / float64(len(all)),
+	}
+	if p := firstErr.Load(); p != nil && r.errors == r.requests {
+		return r, *p
+	}
+	return r, nil
+}
+
+func (b *graphqlBench) startProfiles() error {
+	if b.memProfile != "" {
+		if err := writeAllocs(b.memProfile + ".base"); err != nil {
+			return err
+		}
+	}
+	if b.cpuProfile == "" {
+		return nil
+	}
+	f, err := os.Create(b.cpuProfile)
+	if err != nil {
+		return err
+	}
+	b.cpuFile = f
+	return pprof.StartCPUProfile(f)
+}
+
+func (b *graphqlBench) stopProfiles() error {
+	if b.cpuFile != nil {
+		pprof.StopCPUProfile()
+		if err := b.cpuFile.Close(); err != nil {
+			return err
+		}
+		b.cpuFile = nil
+	}
+	if b.memProfile != "" {
+		return writeAllocs(b.memProfile)
+	}
+	return nil
+}
+
+func writeAllocs(name string) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// median returns the measurement with the median throughput.
+func median(rs []result) result {
+	s := slices.Clone(rs)
+	slices.SortFunc(s, func(a, b result) int {
+		switch {
+		case a.rps() < b.rps():
+			return -1
+		case a.rps() > b.rps():
+			return 1
+		}
+		return 0
+	})
+	return s[len(s)/2]
+}
+
+func post(ctx context.Context, client *http.Client, url string, body, buf []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	w := bytes.NewBuffer(buf[:0])
+	if _, err := w.ReadFrom(resp.Body); err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("status %d: %.200s", resp.StatusCode, w.Bytes())
+	}
+	return w.Bytes(), nil
+}
+
+// fetch posts body once and returns the response with its headers.
+func fetch(ctx context.Context, client *http.Client, url string, body []byte) ([]byte, http.Header, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil, fmt.Errorf("status %d: %.300s", resp.StatusCode, b)
+	}
+	return b, resp.Header, nil
+}
+
+// listen serves h on a loopback port.
+func listen(h http.Handler) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+	go func() { _ = hs.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() { _ = hs.Close() }, nil
+}
+
+// openGenerated opens a new store at path holding a generated corpus.
+func openGenerated(ctx context.Context, path string, count int, seed int64) (*storage.DB, []*incidentlib.Incident, error) {
+	tax, err := seeds.Taxonomy()
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := storage.Open(path, storage.Options{Taxonomy: tax, RecordCache: max(10_000, count), NoSync: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	incs, err := gen.Generate(gen.Options{Count: count, Seed: seed, Taxonomy: tax})
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	if _, err := db.ImportIncidents(ctx, incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return db, incs, nil
+}
+
+// richIncident is the first incident with related incidents, a
+// recurrence_of link and recurrences of its own, so that the incident page
+// exercises every relation.
+func richIncident(incs []*incidentlib.Incident) string {
+	hasRecs := map[string]bool{}
+	for _, inc := range incs {
+		hasRecs[inc.RecurrenceOf] = true
+	}
+	for _, inc := range incs {
+		if len(inc.Related) > 0 && inc.RecurrenceOf != "" && hasRecs[inc.ID] {
+			return inc.ID
+		}
+	}
+	return incs[0].ID
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:8])
+}
+
+func round3(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return d.Round(time.Millisecond).String()
+	case d >= time.Millisecond:
+		return strings.TrimSuffix(fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)), "")
+	}
+	return d.Round(time.Microsecond).String()
+}

@@ -1,0 +1,574 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/incidentlib/incidentlib/server"
+)
+
+func init() {
+	register("hostile", "a normal client alone, then while a hostile client sends refused requests as fast as it can", runHostile)
+}
+
+type hostileBench struct {
+	duration      time.Duration
+	warmup        time.Duration
+	count         int
+	seed          int64
+	first         int
+	normal        int
+	hostile       int
+	rounds        int
+	responseCache bool
+	kinds         string
+	attacker      string
+	attack        string // internal: run as the attacking process against this URL
+}
+
+func runHostile(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("hostile", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	var b hostileBench
+	fs.DurationVar(&b.duration, "duration", 5*time.Second, "how long each phase runs (a duration such as 5s)")
+	fs.DurationVar(&b.warmup, "warmup", time.Second, "how long the normal client runs, unmeasured, first")
+	fs.IntVar(&b.rounds, "rounds", 3, "interleaved rounds of the two phases; the median round is reported (at least 1)")
+	fs.IntVar(&b.count, "count", 10_000, "generated incidents in the store (at least 100)")
+	fs.Int64Var(&b.seed, "seed", 1, "generator seed")
+	fs.IntVar(&b.first, "first", 20, "page size of the normal client's list page, 1 to 100")
+	fs.IntVar(&b.normal, "normal", 1, "the normal client's connections, each one request after the other (at least 1)")
+	fs.IntVar(&b.hostile, "hostile", 1, "the hostile client's connections, each one request after the other (at least 1)")
+	fs.StringVar(&b.attacker, "attacker", "process", "where the hostile client runs: process (its own process, as a real client would) or goroutine (in this one)")
+	fs.StringVar(&b.attack, "attack", "", "internal: be the hostile client's process, attacking this /graphql URL for -duration")
+	fs.StringVar(&b.kinds, "kinds", "", "only the hostile requests whose name contains one of these comma-separated words (default: all)")
+	fs.BoolVar(&b.responseCache, "response-cache", false, "leave the response cache on (off by default: the normal client's page would be served from it)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch {
+	case b.duration <= 0 || b.warmup < 0:
+		return errors.New("-duration must be positive and -warmup not negative")
+	case b.rounds < 1 || b.normal < 1 || b.hostile < 1:
+		return errors.New("-rounds, -normal and -hostile must be at least 1")
+	case b.count < 100:
+		return fmt.Errorf("-count must be at least 100, got %d", b.count)
+	case b.first < 1 || b.first > 100:
+		return fmt.Errorf("-first must be 1 to 100, got %d", b.first)
+	case b.attacker != "process" && b.attacker != "goroutine":
+		return fmt.Errorf("-attacker must be process or goroutine, got %q", b.attacker)
+	}
+	reqs, err := selectHostile(b.kinds)
+	if err != nil {
+		return err
+	}
+	if b.attack != "" {
+		ctx, cancel := context.WithTimeout(ctx, b.duration)
+		defer cancel()
+		client := newBenchClient(b.hostile)
+		defer client.CloseIdleConnections()
+		fmt.Fprintf(stdout, "sent %d\n", attack(ctx, client, b.attack, reqs, b.hostile))
+		return nil
+	}
+	return b.run(ctx, reqs, stdout)
+}
+
+// selectHostile returns the hostile requests whose names contain one of
+// the comma-separated words of kinds; all when kinds is empty.
+func selectHostile(kinds string) ([]hostileRequest, error) {
+	reqs := hostileRequests()
+	if kinds == "" {
+		return reqs, nil
+	}
+	reqs = slices.DeleteFunc(reqs, func(h hostileRequest) bool {
+		for _, k := range strings.Split(kinds, ",") {
+			if k = strings.TrimSpace(k); k != "" && strings.Contains(h.name, k) {
+				return false
+			}
+		}
+		return true
+	})
+	if len(reqs) == 0 {
+		return nil, fmt.Errorf("no hostile request matches -kinds %q", kinds)
+	}
+	return reqs, nil
+}
+
+func newBenchClient(conns int) *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		MaxIdleConns: conns, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns,
+		IdleConnTimeout: time.Minute, DisableCompression: true,
+	}}
+}
+
+// sendHostile sends one hostile request and returns the code it was
+// refused with.
+func sendHostile(ctx context.Context, client *http.Client, endpoint string, h hostileRequest) (string, error) {
+	var req *http.Request
+	var err error
+	if h.method == http.MethodGet {
+		req, err = http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"?"+url.Values{"query": {h.query}}.Encode(), nil)
+	} else {
+		req, err = http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(h.body))
+		if err == nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("X-Bench-Kind", h.name)
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err // the server may close the connection under a body it refused
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Errors []struct {
+			Extensions struct{ Code string }
+		}
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(raw, &out); err != nil || len(out.Errors) == 0 {
+		return "", fmt.Errorf("%s: status %d, not refused: %.200s", h.name, resp.StatusCode, raw)
+	}
+	return out.Errors[0].Extensions.Code, nil
+}
+
+// attack sends the hostile requests in turn, on conns connections, each
+// as soon as the last answer is in, until ctx is done; it returns how many
+// it sent.
+func attack(ctx context.Context, client *http.Client, endpoint string, reqs []hostileRequest, conns int) int {
+	var sent atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < conns; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; ctx.Err() == nil; i++ {
+				_, _ = sendHostile(ctx, client, endpoint, reqs[i%len(reqs)])
+				sent.Add(1)
+			}
+		}(w)
+	}
+	wg.Wait()
+	return int(sent.Load())
+}
+
+// hostileRequest is one kind of request the server must refuse.
+type hostileRequest struct {
+	name   string
+	method string
+	query  string // GET: the query parameter
+	body   []byte // POST
+	code   string // the refusal expected
+}
+
+func hostileRequests() []hostileRequest {
+	post := func(name, q, code string) hostileRequest {
+		b, _ := json.Marshal(map[string]any{"query": q})
+		return hostileRequest{name: name, method: http.MethodPost, body: b, code: code}
+	}
+	var aliases strings.Builder
+	aliases.WriteString("{ ")
+	for i := 0; i < 1000; i++ {
+		fmt.Fprintf(&aliases, "a%d: incidents(first: 100) { nodes { id } } ", i)
+	}
+	aliases.WriteString("}")
+	var aliases31 strings.Builder
+	aliases31.WriteString("{ ")
+	for i := 0; i < 31; i++ {
+		fmt.Fprintf(&aliases31, "a%d: incidents(first: 100) { nodes { id title } } ", i)
+	}
+	aliases31.WriteString("}")
+	chain := func(n int, sel string) string {
+		var b strings.Builder
+		b.WriteString(`{ incidents(first: 100) { nodes { ...F0 } } }`)
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&b, "\nfragment F%d on Incident { %s }", i, strings.ReplaceAll(sel, "NEXT", fmt.Sprintf("F%d", i+1)))
+		}
+		fmt.Fprintf(&b, "\nfragment F%d on Incident { id title }", n)
+		return b.String()
+	}
+	batch := make([]map[string]any, 500)
+	for i := range batch {
+		batch[i] = map[string]any{"query": `{ incidents(first: 100) { nodes { id title } } }`}
+	}
+	batchBody, _ := json.Marshal(batch)
+	big := bytes.Repeat([]byte(" "), 10<<20)
+	copy(big, `{"query": "{ incidents { totalCount } }", "variables": {"x": "`)
+	big[len(big)-2], big[len(big)-1] = '"', '}'
+	return []hostileRequest{
+		post("related 20 deep", `{ incidents(first: 100) { nodes { `+strings.Repeat("related { ", 20)+"id"+strings.Repeat(" }", 20)+" } } }", server.CodeDepthLimit),
+		post("1000 aliases of incidents(first: 100)", aliases.String(), server.CodeTokenLimit),
+		post("31 aliases of incidents(first: 100)", aliases31.String(), server.CodeAliasLimit),
+		post("10,000 repeated fields", "{ incidents { "+strings.Repeat("totalCount ", 10_000)+"} }", server.CodeTokenLimit),
+		post("1,500 repeated fields", "{ incidents { "+strings.Repeat("totalCount ", 1_500)+"} }", server.CodeRepeatLimit),
+		post("fragment chain doubling 40 times (aliases)", chain(40, "a: related { ...NEXT } b: related { ...NEXT }"), server.CodeAliasLimit),
+		post("fragment chain doubling 40 times", chain(40, "related { ...NEXT } recurrences { ...NEXT }"), server.CodeDepthLimit),
+		post("fragment fan-out 3^9 within the depth", chain(9, "related { ...NEXT } recurrences { ...NEXT } recurrenceOf { ...NEXT }"), server.CodeCostLimit),
+		post("fragment cycle", `{ incidents { nodes { ...A } } } fragment A on Incident { related { ...B } } fragment B on Incident { related { ...A } }`, "GRAPHQL_VALIDATION_FAILED"),
+		post("cost 27,801", `{ incidents(first: 100) { nodes { related { related { related { id title } } } similar(first: 100) { incident { id } } } } }`, server.CodeCostLimit),
+		post("introspection in prod", `{ __schema { types { name fields { name } } } }`, server.CodeIntrospectionOff),
+		{name: "10 MB body", method: http.MethodPost, body: big, code: server.CodeBodyTooLarge},
+		{name: "batch of 500", method: http.MethodPost, body: batchBody, code: server.CodeBatchLimit},
+		{name: "mutation over GET", method: http.MethodGet, query: `mutation { deleteIncident(id: "IL-0001") { __typename } }`, code: server.CodeMethodNotAllowed},
+	}
+}
+
+// serverTimes records how long the handler took for each hostile request
+// and what it answered, by the request's kind (the X-Bench-Kind header).
+type serverTimes struct {
+	inFlight sync.WaitGroup // every request, so that the store closes after the last
+
+	mu      sync.Mutex
+	byKind  map[string][]time.Duration
+	status  map[string]map[int]int
+	refused map[string]int
+}
+
+type timedWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *timedWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *timedWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (st *serverTimes) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st.inFlight.Add(1)
+		defer st.inFlight.Done()
+		kind := r.Header.Get("X-Bench-Kind")
+		if kind == "" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		tw := &timedWriter{ResponseWriter: w}
+		start := time.Now()
+		h.ServeHTTP(tw, r)
+		d := time.Since(start)
+		st.mu.Lock()
+		st.byKind[kind] = append(st.byKind[kind], d)
+		if st.status[kind] == nil {
+			st.status[kind] = map[int]int{}
+		}
+		st.status[kind][tw.status]++
+		st.mu.Unlock()
+	})
+}
+
+// heapPeak samples the heap (runtime/metrics, no stop of the world) until
+// stopped, and returns the largest value seen.
+func heapPeak(ctx context.Context) func() uint64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		defer close(done)
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(sample)
+			if v := sample[0].Value.Uint64(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		cancel()
+		<-done
+		return peak.Load()
+	}
+}
+
+type hostilePhase struct {
+	p50, p99     time.Duration
+	requests     int
+	errors       int
+	hostileSent  int
+	heap         uint64
+	normalErrMsg string
+}
+
+func (b *hostileBench) run(ctx context.Context, reqs []hostileRequest, stdout io.Writer) error {
+	dir, err := os.MkdirTemp("", "incidentlib-bench-hostile-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	fmt.Fprintf(stdout, "hostile: generating and importing %d incidents (seed %d)\n", b.count, b.seed)
+	db, _, err := openGenerated(ctx, filepath.Join(dir, "bench.db"), b.count, b.seed)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	cacheBytes := int64(-1)
+	if b.responseCache {
+		cacheBytes = 0
+	}
+	srv, err := server.New(db, server.Config{Prod: true, ResponseCacheBytes: cacheBytes}, nil)
+	if err != nil {
+		return err
+	}
+	srv.SetReady(true)
+	times := &serverTimes{byKind: map[string][]time.Duration{}, status: map[string]map[int]int{}}
+	base, stop, err := listen(times.wrap(srv))
+	if err != nil {
+		return err
+	}
+	defer func() { stop(); times.inFlight.Wait() }()
+	endpoint := base + "/graphql"
+
+	normalClient, hostileClient := newBenchClient(b.normal), newBenchClient(b.hostile)
+	defer normalClient.CloseIdleConnections()
+	defer hostileClient.CloseIdleConnections()
+
+	normalBody, _ := json.Marshal(map[string]any{"query": ListPageQuery, "variables": map[string]any{"first": b.first}})
+	normal := func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(normalBody))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := normalClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != 200 || bytes.Contains(body, []byte(`"errors"`)) {
+			return fmt.Errorf("status %d: %.200s", resp.StatusCode, body)
+		}
+		return nil
+	}
+	hostile := func(ctx context.Context, h hostileRequest) (string, error) {
+		return sendHostile(ctx, hostileClient, endpoint, h)
+	}
+
+	// Every hostile request once, to check it is refused with its code.
+	for _, h := range reqs {
+		code, err := hostile(ctx, h)
+		if err != nil {
+			return err
+		}
+		if code != h.code {
+			return fmt.Errorf("%s: refused with %s, want %s", h.name, code, h.code)
+		}
+	}
+	times.mu.Lock()
+	times.byKind, times.status = map[string][]time.Duration{}, map[string]map[int]int{}
+	times.mu.Unlock()
+
+	drive := func(d time.Duration, withAttack bool) (hostilePhase, error) {
+		runtime.GC()
+		ctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		peak := heapPeak(ctx)
+		var wg sync.WaitGroup
+		var hostileSent atomic.Int64
+		var attackErr error
+		if withAttack {
+			wg.Add(1)
+			if b.attacker == "goroutine" {
+				go func() {
+					defer wg.Done()
+					hostileSent.Store(int64(attack(ctx, hostileClient, endpoint, reqs, b.hostile)))
+				}()
+			} else {
+				exe, err := os.Executable()
+				if err != nil {
+					return hostilePhase{}, err
+				}
+				cmd := exec.Command(exe, "hostile", "-attack", endpoint, "-duration", d.String(),
+					"-hostile", strconv.Itoa(b.hostile), "-kinds", b.kinds)
+				var out bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &out
+				if err := cmd.Start(); err != nil {
+					return hostilePhase{}, err
+				}
+				go func() {
+					defer wg.Done()
+					if err := cmd.Wait(); err != nil {
+						attackErr = fmt.Errorf("the attacking process: %v: %s", err, out.Bytes())
+						return
+					}
+					var n int64
+					if _, err := fmt.Sscanf(out.String(), "sent %d", &n); err != nil {
+						attackErr = fmt.Errorf("the attacking process said %q", out.String())
+					}
+					hostileSent.Store(n)
+				}()
+			}
+		}
+		lat := make([][]time.Duration, b.normal)
+		var errs atomic.Int64
+		var firstErr atomic.Value
+		var nwg sync.WaitGroup
+		for w := 0; w < b.normal; w++ {
+			nwg.Add(1)
+			go func(w int) {
+				defer nwg.Done()
+				for ctx.Err() == nil {
+					t0 := time.Now()
+					err := normal(ctx)
+					if ctx.Err() != nil {
+						return
+					}
+					lat[w] = append(lat[w], time.Since(t0))
+					if err != nil {
+						if errs.Add(1) == 1 {
+							firstErr.Store(err.Error())
+						}
+					}
+				}
+			}(w)
+		}
+		nwg.Wait()
+		wg.Wait()
+		if attackErr != nil {
+			return hostilePhase{}, attackErr
+		}
+		var all []time.Duration
+		for _, l := range lat {
+			all = append(all, l...)
+		}
+		if len(all) == 0 {
+			return hostilePhase{}, errors.New("the normal client finished no request")
+		}
+		slices.Sort(all)
+		ph := hostilePhase{
+			p50: all[len(all)*50/100], p99: all[min(len(all)-1, len(all)*99/100)],
+			requests: len(all), errors: int(errs.Load()), hostileSent: int(hostileSent.Load()), heap: peak(),
+		}
+		if s, ok := firstErr.Load().(string); ok {
+			ph.normalErrMsg = s
+		}
+		return ph, nil
+	}
+
+	if b.warmup > 0 {
+		if _, err := drive(b.warmup, false); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "hostile: GOMAXPROCS=%d NumCPU=%d %s; normal client: list page (first: %d), %d connection(s); hostile client: %d kinds of request, %d connection(s), in a %s; response cache %v\n",
+		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.first, b.normal, len(reqs), b.hostile, b.attacker, b.responseCache)
+	var alone, attacked []hostilePhase
+	for round := 1; round <= b.rounds; round++ {
+		a, err := drive(b.duration, false)
+		if err != nil {
+			return err
+		}
+		h, err := drive(b.duration, true)
+		if err != nil {
+			return err
+		}
+		alone, attacked = append(alone, a), append(attacked, h)
+		fmt.Fprintf(stdout, "  round %d  alone: %6d req p50 %8s p99 %8s heap %s   under attack: %6d req p50 %8s p99 %8s heap %s, %d hostile requests\n",
+			round, a.requests, us(a.p50), us(a.p99), mibs(a.heap), h.requests, us(h.p50), us(h.p99), mibs(h.heap), h.hostileSent)
+		for _, ph := range []hostilePhase{a, h} {
+			if ph.errors > 0 {
+				return fmt.Errorf("the normal client got %d errors, first: %s", ph.errors, ph.normalErrMsg)
+			}
+		}
+	}
+	med := func(ps []hostilePhase) hostilePhase {
+		s := slices.Clone(ps)
+		slices.SortFunc(s, func(a, b hostilePhase) int { return int(a.p99 - b.p99) })
+		return s[len(s)/2]
+	}
+	a, h := med(alone), med(attacked)
+	peakHeap := uint64(0)
+	for _, ph := range append(slices.Clone(alone), attacked...) {
+		peakHeap = max(peakHeap, ph.heap)
+	}
+	fmt.Fprintf(stdout, "\nnormal client (median round by p99 of %d rounds of %s, nproc %d):\n", b.rounds, b.duration, runtime.NumCPU())
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "phase\trequests\tp50\tp99\tpeak heap\t")
+	fmt.Fprintf(tw, "alone\t%d\t%s\t%s\t%s\t\n", a.requests, us(a.p50), us(a.p99), mibs(a.heap))
+	fmt.Fprintf(tw, "under attack\t%d\t%s\t%s\t%s\t\n", h.requests, us(h.p50), us(h.p99), mibs(h.heap))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	times.mu.Lock()
+	defer times.mu.Unlock()
+	fmt.Fprintf(stdout, "\nserver time per hostile request (handler entry to return; every round under attack):\n")
+	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "request\trefused with\tstatus\tcount\tp50\tp99\tmax\t")
+	worst := time.Duration(0)
+	for _, r := range reqs {
+		d := slices.Clone(times.byKind[r.name])
+		if len(d) == 0 {
+			continue
+		}
+		slices.Sort(d)
+		worst = max(worst, d[len(d)-1])
+		var statuses []string
+		for s, n := range times.status[r.name] {
+			statuses = append(statuses, fmt.Sprintf("%d×%d", s, n))
+		}
+		sort.Strings(statuses)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n", r.name, r.code, strings.Join(statuses, " "), len(d),
+			us(d[len(d)*50/100]), us(d[min(len(d)-1, len(d)*99/100)]), us(d[len(d)-1]))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	ratio := float64(h.p99) / float64(a.p99)
+	fmt.Fprintf(stdout, "\nnormal p99 under attack / alone: %.2f (target at most 2); slowest hostile request %s of server time (target at most 100ms); peak heap %s\n",
+		ratio, us(worst), mibs(peakHeap))
+	return nil
+}
+
+func us(d time.Duration) string {
+	switch {
+	case d >= 10*time.Millisecond:
+		return d.Round(100 * time.Microsecond).String()
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	}
+	return d.Round(time.Microsecond).String()
+}
+
+func mibs(n uint64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/gen"
+	"github.com/incidentlib/incidentlib/search"
+	"github.com/incidentlib/incidentlib/seeds"
+	"github.com/incidentlib/incidentlib/storage"
+)
+
+func init() {
+	register("search", "full-text search on a generated store: index build rate and size, query latency by class with and without filters", runSearchBench)
+}
+
+type searchBench struct {
+	incidents int
+	seed      int64
+	dir       string
+	clients   int
+	queries   int
+	batch     int
+	page      int
+}
+
+func runSearchBench(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("search", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	var b searchBench
+	fs.IntVar(&b.incidents, "incidents", 100_000, "generated incidents in the store (at least 100)")
+	fs.Int64Var(&b.seed, "seed", 1, "generator and query seed")
+	fs.StringVar(&b.dir, "db", "", "directory for the store and the index (default: a temporary directory, removed afterwards)")
+	fs.IntVar(&b.clients, "clients", 8, "concurrent clients")
+	fs.IntVar(&b.queries, "queries", 800, "queries per class, spread over the clients")
+	fs.IntVar(&b.batch, "batch", 2000, "changes per index batch while building")
+	fs.IntVar(&b.page, "first", 20, "hits per page (each with highlights)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if b.incidents < 100 || b.clients < 1 || b.queries < b.clients || b.batch < 1 || b.page < 1 || b.page > incidentlib.MaxPageSize {
+		return errors.New("-incidents at least 100, -clients at least 1, -queries at least -clients, -batch at least 1, -first 1 to 100")
+	}
+	dir := b.dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "incidentlib-search-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return b.run(ctx, dir, stdout)
+}
+
+func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) error {
+	tax := seeds.MustTaxonomy()
+	fmt.Fprintf(stdout, "search: %d incidents, %d clients, %d queries per class, GOMAXPROCS %d\n", b.incidents, b.clients, b.queries, runtime.GOMAXPROCS(0))
+	start := time.Now()
+	incs, err := gen.Generate(gen.Options{Count: b.incidents, Seed: b.seed, Taxonomy: tax})
+	if err != nil {
+		return err
+	}
+	dbPath := filepath.Join(dir, "search.db")
+	os.Remove(dbPath)
+	db, err := storage.Open(dbPath, storage.Options{Taxonomy: tax, NoSync: true, RecordCache: 10_000})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	// Links play no part in search: dropping them lets the store take the
+	// corpus in chunks, which is much faster than one transaction.
+	for _, inc := range incs {
+		inc.Related, inc.RecurrenceOf = nil, ""
+	}
+	for i := 0; i < len(incs); i += 5_000 {
+		if _, err := db.ImportIncidents(ctx, incs[i:min(len(incs), i+5_000)], incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "store: generated and imported in %s (not part of the figures)\n", time.Since(start).Round(time.Millisecond))
+
+	idxPath := dbPath + ".search"
+	os.RemoveAll(idxPath)
+	start = time.Now()
+	cpu0 := searchCPU()
+	x, err := search.Open(ctx, db, idxPath, search.Options{BatchSize: b.batch, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return err
+	}
+	defer x.Close()
+	build := time.Since(start)
+	buildCPU := searchCPU() - cpu0
+	n, err := x.DocCount()
+	if err != nil {
+		return err
+	}
+	size := searchDirSize(idxPath)
+	fmt.Fprintf(stdout, "index build: %d incidents in %s = %.0f incidents/s (target at least 5,000/s); %.1f MiB on disk (%.0f bytes per incident)\n",
+		n, build.Round(time.Millisecond), float64(n)/build.Seconds(), float64(size)/(1<<20), float64(size)/float64(n))
+	fmt.Fprintf(stdout, "index build CPU: %.2f ms per incident (user+system, all threads): at most %.0f incidents/s on %d idle cores\n",
+		searchMs(buildCPU)/float64(n), float64(runtime.NumCPU())*float64(n)/buildCPU.Seconds(), runtime.NumCPU())
+
+	classes := b.queryClasses(ctx, x, incs)
+	w := stdout // rows as they are measured
+	const row = "%8s %8s %8s %8s %8s %10s %13s\n"
+	fmt.Fprintf(w, row, "class", "filter", "p50 ms", "p99 ms", "max ms", "mean hits", "CPU ms/query")
+	for _, c := range classes {
+		for _, filtered := range []bool{false, true} {
+			cpu0 := searchCPU()
+			lat, hits, err := b.measure(ctx, x, c.queries, filtered)
+			cpu := searchCPU() - cpu0
+			if err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+			f := "none"
+			if filtered {
+				f = "domain"
+			}
+			fmt.Fprintf(w, row, c.name, f, fmt.Sprintf("%.2f", searchMs(searchPct(lat, 50))), fmt.Sprintf("%.2f", searchMs(searchPct(lat, 99))),
+				fmt.Sprintf("%.2f", searchMs(lat[len(lat)-1])), fmt.Sprintf("%.0f", hits), fmt.Sprintf("%.2f", searchMs(cpu)/float64(len(lat))))
+		}
+	}
+	fmt.Fprintf(w, row, "target", "", "", "20.00", "", "", "")
+	return nil
+}
+
+type benchQuery struct {
+	q      string
+	domain string // the filter of the filtered run: a domain of the incident the query came from
+}
+
+type queryClass struct {
+	name    string
+	queries []benchQuery
+}
+
+// queryClasses draws the queries from the corpus, as someone who read an
+// incident would search for it: one English word of it, three, two
+// adjacent words as a phrase, and the start of a Korean word.
+func (b *searchBench) queryClasses(ctx context.Context, x *search.Index, incs []*incidentlib.Incident) []queryClass {
+	r := rand.New(rand.NewPCG(uint64(b.seed), 7))
+	words := func(s string, keep func(string) bool) []string {
+		var out []string
+		for _, w := range strings.FieldsFunc(s, func(c rune) bool { return !unicode.IsLetter(c) && !unicode.IsDigit(c) }) {
+			if keep(w) {
+				out = append(out, w)
+			}
+		}
+		return out
+	}
+	english := func(w string) bool {
+		return len(w) >= 4 && !strings.ContainsFunc(w, searchIsHangul) && !searchStopWords[strings.ToLower(w)]
+	}
+	korean := func(w string) bool { return len([]rune(w)) >= 3 && strings.IndexFunc(w, searchIsHangul) == 0 }
+	classes := []queryClass{{name: "1-word"}, {name: "3-word"}, {name: "phrase"}, {name: "Korean"}}
+	for len(classes[0].queries) < b.queries || len(classes[1].queries) < b.queries || len(classes[2].queries) < b.queries || len(classes[3].queries) < b.queries {
+		inc := incs[r.IntN(len(incs))]
+		if len(inc.Domain) == 0 {
+			continue
+		}
+		bq := func(q string) benchQuery { return benchQuery{q: q, domain: inc.Domain[r.IntN(len(inc.Domain))]} }
+		add := func(c *queryClass, q string) {
+			// Words the analyzer drops (stop words) make no query.
+			zero := 0
+			if _, err := x.Search(ctx, incidentlib.SearchQuery{Query: q}, incidentlib.PageArgs{First: &zero}); err == nil {
+				c.queries = append(c.queries, bq(q))
+			}
+		}
+		en := words(inc.Title.En+" "+inc.Summary.En, english)
+		if len(en) >= 3 && len(classes[0].queries) < b.queries {
+			add(&classes[0], en[r.IntN(len(en))])
+		}
+		if len(en) >= 3 && len(classes[1].queries) < b.queries {
+			p := r.Perm(len(en))[:3]
+			add(&classes[1], en[p[0]]+" "+en[p[1]]+" "+en[p[2]])
+		}
+		all := words(inc.Summary.En, func(w string) bool { return true })
+		if len(all) >= 2 && len(classes[2].queries) < b.queries {
+			i := r.IntN(len(all) - 1)
+			if english(all[i]) && english(all[i+1]) {
+				add(&classes[2], `"`+all[i]+" "+all[i+1]+`"`)
+			}
+		}
+		ko := words(inc.Title.Ko+" "+inc.Summary.Ko, korean)
+		if len(ko) > 0 && len(classes[3].queries) < b.queries {
+			w := []rune(ko[r.IntN(len(ko))])
+			add(&classes[3], string(w[:2+r.IntN(len(w)-1)]))
+		}
+	}
+	return classes
+}
+
+var searchStopWords = map[string]bool{"that": true, "with": true, "from": true, "this": true, "were": true, "when": true, "which": true, "they": true, "their": true, "then": true, "than": true, "there": true, "into": true, "have": true, "been": true, "only": true, "after": true}
+
+func searchIsHangul(r rune) bool { return unicode.Is(unicode.Hangul, r) }
+
+// measure runs the queries over b.clients goroutines and returns the
+// sorted latencies and the mean total count.
+func (b *searchBench) measure(ctx context.Context, x *search.Index, qs []benchQuery, filtered bool) ([]time.Duration, float64, error) {
+	lat := make([]time.Duration, len(qs))
+	hits := make([]int, len(qs))
+	var wg sync.WaitGroup
+	errs := make(chan error, b.clients)
+	first := b.page
+	for c := range b.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := c; i < len(qs); i += b.clients {
+				q := incidentlib.SearchQuery{Query: qs[i].q}
+				if filtered {
+					q.Filter.Domains = []string{qs[i].domain}
+				}
+				t := time.Now()
+				p, err := x.Search(ctx, q, incidentlib.PageArgs{First: &first})
+				lat[i] = time.Since(t)
+				if err != nil {
+					errs <- fmt.Errorf("%q: %w", qs[i].q, err)
+					return
+				}
+				hits[i] = p.TotalCount
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return nil, 0, err
+	}
+	slices.Sort(lat)
+	sum := 0
+	for _, h := range hits {
+		sum += h
+	}
+	return lat, float64(sum) / float64(len(hits)), nil
+}
+
+func searchPct(sorted []time.Duration, p int) time.Duration {
+	return sorted[min(len(sorted)-1, len(sorted)*p/100)]
+}
+
+func searchMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func searchDirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// searchCPU is the CPU time of the process so far.
+func searchCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/search"
+	"github.com/incidentlib/incidentlib/storage"
+)
+
+// searchFlags locate the search index of the store.
+type searchFlags struct {
+	path  *string
+	store storeFlags
+}
+
+func addSearchFlags(f *flags, sf storeFlags) searchFlags {
+	return searchFlags{
+		path:  f.str("search-index", "", "directory of the full-text search index; empty: the --db path with .search appended; off: no search"),
+		store: sf,
+	}
+}
+
+// indexPath is the index's directory, "" when search is off.
+func (s searchFlags) indexPath() string {
+	switch *s.path {
+	case "off":
+		return ""
+	case "":
+		return *s.store.path + ".search"
+	}
+	return *s.path
+}
+
+// start opens the index for serve, catching it up with the store (and
+// rebuilding it if it belongs to another store or program version), and
+// keeps it following the store's commits until stop. svc is nil when
+// search is off.
+func (s searchFlags) start(ctx context.Context, db *storage.DB, logger *slog.Logger) (svc incidentlib.SearchService, stop func(), err error) {
+	path := s.indexPath()
+	if path == "" {
+		return nil, func() {}, nil
+	}
+	began := time.Now()
+	opts := search.Options{Logger: logger}
+	x, err := search.Open(ctx, db, path, opts)
+	if errors.Is(err, search.ErrRebuild) {
+		logger.Warn("rebuilding the search index", "reason", err.Error())
+		x, err = search.Rebuild(ctx, db, path, opts)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	logger.Info("search index ready", "path", path, "seq", x.Seq(), "took", time.Since(began).String())
+	fctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { x.Follow(fctx); close(done) }()
+	prev := db.OnCommit
+	db.OnCommit = func(seq uint64) {
+		if prev != nil {
+			prev(seq)
+		}
+		x.Notify()
+	}
+	return x, func() {
+		cancel()
+		<-done
+		if err := x.Close(); err != nil {
+			logger.Warn("closing the search index", "err", err)
+		}
+	}, nil
+}
+
+// check compares the index with the store and prints what it found. A
+// missing index or one pending catch-up is not a failure.
+func (s searchFlags) check(ctx context.Context, db *storage.DB, stdout io.Writer) (failures int, err error) {
+	path := s.indexPath()
+	if path == "" {
+		return 0, nil
+	}
+	lines, failed, err := search.CheckLines(ctx, db, path)
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range lines {
+		fmt.Fprintln(stdout, l)
+	}
+	if failed {
+		return len(lines), nil
+	}
+	return 0, nil
+}
+
+func runReindex(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	f := newFlags("reindex", getenv, stderr)
+	sf := addStoreFlags(f)
+	xf := addSearchFlags(f, sf)
+	batch := f.count("batch", 2000, 1, "changes applied per index batch, in incidents")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	path := xf.indexPath()
+	if path == "" {
+		return errors.New("reindex: --search-index is off")
+	}
+	db, err := sf.open(true)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	began := time.Now()
+	x, err := search.Rebuild(ctx, db, path, search.Options{BatchSize: *batch, Logger: slog.New(slog.NewTextHandler(stderr, nil))})
+	if err != nil {
+		return err
+	}
+	defer x.Close()
+	n, err := x.DocCount()
+	if err != nil {
+		return err
+	}
+	took := time.Since(began)
+	fmt.Fprintf(stdout, "reindexed %d incidents into %s in %s (%.0f incidents/s, %s on disk), at store sequence %d\n",
+		n, path, took.Round(time.Millisecond), float64(n)/took.Seconds(), fmt.Sprintf("%.1f MiB", float64(dirBytes(path))/(1<<20)), x.Seq())
+	return nil
+}
+
+// dirBytes is the size of the files under dir.
+func dirBytes(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}

@@ -1,0 +1,204 @@
+// Package e2e holds end-to-end tests that drive the real server from a
+// real browser: Debian's chromium, headless, through chromedp.
+//
+// The browser is required: without it the test fails, it does not skip
+// (.ci/run installs chromium when it is missing). INCIDENTLIB_CHROMIUM
+// names another binary. Screenshots are written to INCIDENTLIB_ARTIFACTS,
+// else to e2e/artifacts/.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/seeds"
+	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/storage"
+)
+
+// chromium finds the browser or fails the test.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("INCIDENTLIB_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("no chromium: install Debian's (apt-get install -y chromium, as .ci/run does) or set INCIDENTLIB_CHROMIUM")
+	return ""
+}
+
+func artifactDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("INCIDENTLIB_ARTIFACTS")
+	if dir == "" {
+		dir = "artifacts"
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestGraphiQLRunsAnExample opens the playground of a dev server, runs the
+// first example query (the list page) by clicking the run button, checks
+// that the result pane shows incidents, then runs the second tab (an
+// incident with its relations); the page must load nothing from anywhere
+// but the server and throw no exception.
+func TestGraphiQLRunsAnExample(t *testing.T) {
+	browser := chromium(t)
+
+	db, err := storage.Open(filepath.Join(t.TempDir(), "e2e.db"), storage.Options{Taxonomy: seeds.MustTaxonomy()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	incs, err := seeds.Incidents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(db, server.Config{}, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.SetReady(true)
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1400, 900),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	defer cancelCtx()
+
+	// Every request the page makes, and every exception it throws.
+	var logMu sync.Mutex
+	var exceptions, foreign []string
+	err = chromedp.Listen(ctx, func(ev any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		switch ev := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			u := ev.Request.URL
+			if !strings.HasPrefix(u, ts.URL+"/") && !strings.HasPrefix(u, "data:") && !strings.HasPrefix(u, "blob:") {
+				foreign = append(foreign, u)
+			}
+		case *runtime.EventExceptionThrown:
+			d := ev.ExceptionDetails
+			msg := d.Text
+			if d.Exception != nil && d.Exception.Description != "" {
+				msg += " " + d.Exception.Description
+			}
+			exceptions = append(exceptions, fmt.Sprintf("%s (%s:%d)", msg, d.URL, d.LineNumber))
+		}
+	})
+	if err != nil {
+		t.Fatalf("start %s: %v", browser, err)
+	}
+	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatal(err)
+	}
+	tctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	defer cancelTimeout()
+
+	var tabs int
+	var editor, result string
+	var shot []byte
+	err = func() error {
+		if err := chromedp.Do(tctx,
+			chromedp.Navigate(ts.URL+"/"),
+			chromedp.WaitVisible(chromedp.CSS(".graphiql-execute-button")),
+		); err != nil {
+			return err
+		}
+		if tabs, err = chromedp.Run(tctx, chromedp.Evaluate[int](`document.querySelectorAll('.graphiql-tab').length`)); err != nil {
+			return err
+		}
+		if editor, err = chromedp.Run(tctx, chromedp.Text(chromedp.CSS(".graphiql-query-editor"))); err != nil {
+			return err
+		}
+		if err := chromedp.Do(tctx, chromedp.Click(chromedp.CSS(".graphiql-execute-button"))); err != nil {
+			return err
+		}
+		_, perr := chromedp.Run(tctx, chromedp.Poll[chromedp.Void](
+			`(() => { const r = document.querySelector('.result-window'); return !!r && r.innerText.includes('"incidents"') && r.innerText.includes('IL-0'); })()`,
+			chromedp.WithPollingTimeout(45*time.Second)))
+		if perr != nil {
+			return perr
+		}
+		if result, err = chromedp.Run(tctx, chromedp.Text(chromedp.CSS(".result-window"))); err != nil {
+			return err
+		}
+		// The second tab: an incident with its relations, by variables.
+		if err := chromedp.Do(tctx,
+			chromedp.Click(chromedp.CSS(".graphiql-tab:nth-child(2) .graphiql-tab-button")),
+			chromedp.WaitVisible(chromedp.CSS(".graphiql-execute-button")),
+			chromedp.Click(chromedp.CSS(".graphiql-execute-button")),
+		); err != nil {
+			return err
+		}
+		_, err = chromedp.Run(tctx, chromedp.Poll[chromedp.Void](
+			`(() => { const r = document.querySelector('.result-window'); return !!r && r.innerText.includes('"incident"') && r.innerText.includes('"IL-0216"'); })()`,
+			chromedp.WithPollingTimeout(45*time.Second)))
+		return err
+	}()
+	// The screenshot is taken either way: it shows what went wrong.
+	shot, _ = chromedp.Run(tctx, chromedp.CaptureScreenshot())
+	logMu.Lock()
+	defer logMu.Unlock()
+	if len(shot) > 0 {
+		path := filepath.Join(artifactDir(t), "graphiql.png")
+		if werr := os.WriteFile(path, shot, 0o644); werr != nil {
+			t.Error(werr)
+		} else {
+			abs, _ := filepath.Abs(path)
+			t.Logf("screenshot: %s", abs)
+		}
+	}
+	if err != nil {
+		t.Fatalf("browser: %v (page exceptions: %v)", err, exceptions)
+	}
+	if tabs < 3 {
+		t.Errorf("%d tabs of examples, want at least 3 (list page, incident, facets)", tabs)
+	}
+	if !strings.Contains(editor, "ListPage") {
+		t.Errorf("the first tab is not the list page: %.200s", editor)
+	}
+	if !strings.Contains(result, `"organization"`) || strings.Contains(result, `"errors"`) {
+		t.Errorf("the result pane: %.500s", result)
+	}
+	if len(foreign) > 0 {
+		t.Errorf("the playground loaded from elsewhere: %v", foreign)
+	}
+	if len(exceptions) > 0 {
+		t.Errorf("exceptions in the page: %v", exceptions)
+	}
+}

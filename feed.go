@@ -1,0 +1,109 @@
+package incidentlib
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// The change feed (GET /api/v1/changes) is JSONL: one line per change. A
+// record line is the incident's canonical IL-JSON with "seq" and "deleted"
+// first; a tombstone carries only the id:
+//
+//	{"seq":12,"deleted":false,"id":"IL-0213","org":"Roblox",...}
+//	{"seq":13,"deleted":true,"id":"IL-0005"}
+//
+// The two members come first and in this exact spelling, so a reader takes
+// them off the front and keeps the record byte for byte, even one that has
+// extra fields of the same names.
+
+// WriteChangeLine writes one feed line.
+func WriteChangeLine(bw *bufio.Writer, seq uint64, deleted bool, id string, inc *Incident) error {
+	bw.WriteString(`{"seq":`)
+	bw.WriteString(strconv.FormatUint(seq, 10))
+	if deleted || inc == nil {
+		bw.WriteString(`,"deleted":true,"id":`)
+		b, _ := json.Marshal(id)
+		bw.Write(b)
+		_, err := bw.WriteString("}\n")
+		return err
+	}
+	b, err := json.Marshal(inc)
+	if err != nil {
+		return err
+	}
+	bw.WriteString(`,"deleted":false,`)
+	bw.Write(b[1:]) // the record's members and its closing brace
+	return bw.WriteByte('\n')
+}
+
+// WriteRawChangeLine writes one feed line from a record's canonical IL-JSON
+// as the store holds it (nil for a tombstone).
+func WriteRawChangeLine(bw *bufio.Writer, seq uint64, deleted bool, id string, record []byte) error {
+	if deleted || len(record) < 2 || record[0] != '{' {
+		return WriteChangeLine(bw, seq, true, id, nil)
+	}
+	bw.WriteString(`{"seq":`)
+	bw.WriteString(strconv.FormatUint(seq, 10))
+	bw.WriteString(`,"deleted":false,`)
+	bw.Write(record[1:])
+	return bw.WriteByte('\n')
+}
+
+// ChangeLine is one line of the change feed as read.
+type ChangeLine struct {
+	Seq     uint64
+	Deleted bool
+	ID      string
+	// Incident is the record of a record line, nil for a tombstone.
+	Incident *Incident
+}
+
+var (
+	feedSeqPrefix = []byte(`{"seq":`)
+	feedDeleted   = []byte(`,"deleted":true,`)
+	feedRecord    = []byte(`,"deleted":false,`)
+)
+
+// ParseChangeLine reads one line of the change feed.
+func ParseChangeLine(line []byte) (ChangeLine, error) {
+	rest, ok := bytes.CutPrefix(bytes.TrimSpace(line), feedSeqPrefix)
+	if !ok {
+		return ChangeLine{}, errors.New(`a change line starts with {"seq":`)
+	}
+	end := bytes.IndexByte(rest, ',')
+	if end < 0 {
+		return ChangeLine{}, errors.New("a change line has no deleted member")
+	}
+	seq, err := strconv.ParseUint(string(rest[:end]), 10, 64)
+	if err != nil {
+		return ChangeLine{}, fmt.Errorf("change line sequence %q is not a whole number", rest[:end])
+	}
+	rest = rest[end:]
+	obj := func(members []byte) []byte {
+		b := make([]byte, 0, len(members)+1)
+		return append(append(b, '{'), members...)
+	}
+	switch {
+	case bytes.HasPrefix(rest, feedDeleted):
+		var t struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(obj(rest[len(feedDeleted):]), &t); err != nil || t.ID == "" {
+			return ChangeLine{}, fmt.Errorf("the tombstone of change %d does not name an incident", seq)
+		}
+		return ChangeLine{Seq: seq, Deleted: true, ID: t.ID}, nil
+	case bytes.HasPrefix(rest, feedRecord):
+		// The primary wrote canonical IL-JSON: decode it without the
+		// duplicate-member walk of an import.
+		inc := new(Incident)
+		if err := json.Unmarshal(obj(rest[len(feedRecord):]), inc); err != nil {
+			return ChangeLine{}, fmt.Errorf("the record of change %d: %s", seq, jsonErrorWhere(rest, err))
+		}
+		return ChangeLine{Seq: seq, ID: inc.ID, Incident: inc}, nil
+	}
+	return ChangeLine{}, fmt.Errorf("change line %d: \"deleted\" must follow \"seq\"", seq)
+}

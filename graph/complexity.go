@@ -1,0 +1,144 @@
+package graph
+
+import (
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/graph/model"
+)
+
+// The cost of a query is gqlgen's complexity: every field costs 1 plus what
+// it selects, except the fields of Complexity, which return lists and cost
+// 1 plus the number of items they return times what each item selects: a
+// connection its page size, the lists below their sizes. The sizes of lists
+// that no argument bounds are fixed, realistic figures, so that the cost of
+// a query is known before it runs and does not depend on the data.
+const (
+	// RelatedSize is the assumed length of Incident.related: the corpus
+	// gives an incident 0 to 3 related incidents.
+	RelatedSize = 3
+	// RecurrencesSize is the assumed length of Incident.recurrences:
+	// recurrence chains run to about three incidents.
+	RecurrencesSize = 3
+	// SimilarBase is what one similar() ranking costs on top of its items:
+	// it is its own store read for each incident it is asked on.
+	SimilarBase = 10
+	// TermListSize is the assumed length of an incident's domains,
+	// symptoms, components and contributing factors (1 to 4 each).
+	TermListSize = 3
+	// TaxonomySize is the assumed number of terms of one kind (the largest
+	// kind, components, has 40).
+	TaxonomySize = 40
+	// FacetCountsSize is the assumed number of terms with a count in one
+	// facet.
+	FacetCountsSize = 20
+	// YearsSize is the assumed number of years with incidents.
+	YearsSize = 30
+	// ItemsSize is the assumed number of an incident's sources,
+	// remediation items and action items.
+	ItemsSize = 3
+)
+
+// Complexity returns the per-field costs, for graph.Config.Complexity.
+func Complexity() ComplexityRoot {
+	var c ComplexityRoot
+
+	connection := func(child int, first, last *int) int {
+		return costList(pageSize(first, last), child)
+	}
+	c.Query.Incidents = func(child int, _ *incidentlib.IncidentFilter, _ *model.IncidentOrder, first *int, _ *string, last *int, _ *string) int {
+		return connection(child, first, last)
+	}
+	c.Query.Organizations = func(child int, first *int, _ *string, last *int, _ *string) int {
+		return connection(child, first, last)
+	}
+	c.Organization.Incidents = func(child int, _ *incidentlib.IncidentFilter, _ *model.IncidentOrder, first *int, _ *string, last *int, _ *string) int {
+		return connection(child, first, last)
+	}
+	c.TaxonomyTerm.Incidents = func(child int, _ *incidentlib.IncidentFilter, _ *model.IncidentOrder, first *int, _ *string, last *int, _ *string) int {
+		return connection(child, first, last)
+	}
+	c.Query.Search = func(child int, _ string, _ *incidentlib.IncidentFilter, _ *model.Lang, first *int, _ *string) int {
+		return connection(child, first, nil)
+	}
+	c.Query.Nodes = func(child int, ids []string) int { return costList(len(ids), child) }
+	c.Query.Taxonomy = func(child int, _ model.TaxonomyKind) int { return costList(TaxonomySize, child) }
+
+	c.Incident.Related = func(child int) int { return costList(RelatedSize, child) }
+	c.Incident.Recurrences = func(child int) int { return costList(RecurrencesSize, child) }
+	c.Incident.Similar = func(child int, first *int) int {
+		n := 5
+		if first != nil {
+			n = min(max(1, *first), incidentlib.MaxPageSize)
+		}
+		return costAdd(SimilarBase, costMul(n, child))
+	}
+	terms := func(child int) int { return costList(TermListSize, child) }
+	c.Incident.Domains = terms
+	c.Incident.Symptoms = terms
+	c.Incident.Components = terms
+	c.Incident.Contributing = terms
+	c.SimilarIncident.SharedTerms = terms
+	items := func(child int) int { return costList(ItemsSize, child) }
+	c.Incident.Remediation = items
+	c.Incident.ActionItems = items
+	c.Incident.Sources = items
+
+	c.IncidentConnection.Facets = func(child int, kinds []model.TaxonomyKind) int {
+		n := len(kinds)
+		if n == 0 {
+			n = len(incidentlib.TermKinds)
+		}
+		return costList(n, child)
+	}
+	c.Facet.Counts = func(child int) int { return costList(FacetCountsSize, child) }
+	c.IncidentConnection.Years = func(child int) int { return costList(YearsSize, child) }
+	c.IncidentSearchConnection.Facets = c.IncidentConnection.Facets
+	c.IncidentSearchConnection.Years = c.IncidentConnection.Years
+	c.IncidentSearchEdge.Highlights = func(child int) int { return costList(ItemsSize, child) }
+	return c
+}
+
+// pageSize is the number of items a connection returns at most: first or
+// last, the default page size without either. A size over the maximum
+// costs the maximum: the field refuses it (INVALID) before it reads
+// anything.
+func pageSize(first, last *int) int {
+	n := 0
+	if first != nil {
+		n = *first
+	}
+	if last != nil && *last > n {
+		n = *last
+	}
+	if first == nil && last == nil {
+		n = incidentlib.DefaultPageSize
+	}
+	return min(max(1, n), incidentlib.MaxPageSize)
+}
+
+const costMax = int(^uint(0) >> 1)
+
+// costList is the cost of a field returning n items: 1 for the field, and n
+// times what each item selects. It is never less than gqlgen's default
+// (1 + child), so the cost of a query is at least its number of fields.
+func costList(n, child int) int {
+	return costAdd(1, costMul(max(1, n), child))
+}
+
+// costMul is n*child, saturating at the largest int, with at least 1.
+func costMul(n, child int) int {
+	if n <= 0 || child <= 0 {
+		return 1
+	}
+	if child > costMax/n {
+		return costMax
+	}
+	return n * child
+}
+
+// costAdd is a+b, saturating.
+func costAdd(a, b int) int {
+	if a > costMax-b {
+		return costMax
+	}
+	return a + b
+}

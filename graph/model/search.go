@@ -1,0 +1,86 @@
+package model
+
+import (
+	"io"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// IncidentSearchConnection is a page of search results with the search it
+// came from, to compute its facets and years on demand.
+type IncidentSearchConnection struct {
+	Edges      []*IncidentSearchEdge
+	Nodes      []*Incident
+	PageInfo   *PageInfo
+	TotalCount int
+	Query      incidentlib.SearchQuery
+}
+
+// IncidentSearchEdge is one incident found by a search.
+type IncidentSearchEdge struct {
+	Cursor     string
+	Node       *Incident
+	Score      float64
+	Highlights []*Highlight
+}
+
+// Highlight is a snippet of a field around its matches.
+type Highlight struct {
+	Field   SearchField
+	Lang    *Lang
+	Snippet string
+}
+
+// NewHighlight converts a domain highlight.
+func NewHighlight(h incidentlib.Highlight) *Highlight {
+	out := &Highlight{Field: searchFields[h.Field], Snippet: h.Snippet}
+	if h.Lang != "" {
+		l := LangEn
+		if h.Lang == incidentlib.LangKo {
+			l = LangKo
+		}
+		out.Lang = &l
+	}
+	return out
+}
+
+// SearchField is the GraphQL enum of the fields a search looks in.
+type SearchField string
+
+// Searched fields.
+const (
+	SearchFieldTitle        SearchField = "TITLE"
+	SearchFieldSummary      SearchField = "SUMMARY"
+	SearchFieldLessons      SearchField = "LESSONS"
+	SearchFieldTrigger      SearchField = "TRIGGER"
+	SearchFieldDetection    SearchField = "DETECTION"
+	SearchFieldSymptomsText SearchField = "SYMPTOMS_TEXT"
+	SearchFieldOrg          SearchField = "ORG"
+)
+
+// searchFields maps the domain's field names to the enum.
+var searchFields = map[string]SearchField{
+	"title": SearchFieldTitle, "summary": SearchFieldSummary, "lessons": SearchFieldLessons,
+	"trigger": SearchFieldTrigger, "detection": SearchFieldDetection,
+	"symptomsText": SearchFieldSymptomsText, "org": SearchFieldOrg,
+}
+
+func (e SearchField) IsValid() bool {
+	for _, f := range searchFields {
+		if f == e {
+			return true
+		}
+	}
+	return false
+}
+
+func (e SearchField) String() string { return string(e) }
+
+// UnmarshalGQL reads the enum.
+func (e *SearchField) UnmarshalGQL(v any) (err error) {
+	*e, err = unmarshalEnum(v, "SearchField", SearchField.IsValid)
+	return err
+}
+
+// MarshalGQL writes the enum.
+func (e SearchField) MarshalGQL(w io.Writer) { writeEnum(w, string(e)) }

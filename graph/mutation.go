@@ -1,0 +1,42 @@
+package graph
+
+import (
+	"context"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/graph/model"
+)
+
+// Helpers of the mutation resolvers (mutation.resolvers.go, which gqlgen
+// rewrites).
+
+type writerKey struct{}
+
+// WithWriter grants the request's mutations the right to write through w.
+// The server grants it per request, after checking the admin token; a
+// mutation without it is refused with READ_ONLY.
+func WithWriter(ctx context.Context, w incidentlib.IncidentWriter) context.Context {
+	return context.WithValue(ctx, writerKey{}, w)
+}
+
+// writer returns the writer the server granted the request.
+func writer(ctx context.Context) (incidentlib.IncidentWriter, error) {
+	if w, ok := ctx.Value(writerKey{}).(incidentlib.IncidentWriter); ok && w != nil {
+		return w, nil
+	}
+	return nil, incidentlib.Errorf(incidentlib.EREADONLY, "this request may not write")
+}
+
+// incidentPayload answers a mutation that writes one incident: the stored
+// record, or the user errors in err (fields under prefix). Other errors
+// are returned as they are.
+func incidentPayload(ctx context.Context, r *Resolver, stored *incidentlib.Incident, prefix []string, err error) (*model.IncidentPayload, error) {
+	if err != nil {
+		ues, ok := model.UserErrors(prefix, err)
+		if !ok {
+			return nil, err
+		}
+		return &model.IncidentPayload{UserErrors: ues}, nil
+	}
+	return &model.IncidentPayload{Incident: r.view(ctx).NewIncident(stored), UserErrors: []*model.UserError{}}, nil
+}

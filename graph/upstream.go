@@ -1,0 +1,235 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/hashicorp/golang-lru/v2/expirable"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/outbound"
+)
+
+// A library can link to incidents of another library (serve --upstream
+// URL): ids that are not in the local store, in incident(id:), node,
+// related and recurrenceOf, are read from the upstream's
+// GET /api/v1/incidents?ids=... through the Incidents loader, so one
+// GraphQL request makes at most one upstream call per level of the query
+// (one per UpstreamMaxIDs missing ids). Answers, "not there" included, are
+// cached for a bounded time and number of incidents. When the upstream
+// fails, is too slow or its circuit breaker is open, the local data is
+// served all the same: the missing incidents are null (or left out of a
+// list) and the response carries one error with code UPSTREAM_UNAVAILABLE.
+
+// UpstreamMaxIDs is the most ids one upstream call asks for (the REST
+// API's MaxIDsPerRequest).
+const UpstreamMaxIDs = 500
+
+// UpstreamConfig configures an Upstream.
+type UpstreamConfig struct {
+	// URL is the upstream library's base URL, such as http://library:8080.
+	URL string
+	// CacheTTL is how long an upstream answer is kept. Unit: duration.
+	// Default 5m; must be positive.
+	CacheTTL time.Duration
+	// CacheSize is how many upstream answers (incidents, or the fact that
+	// an id is not there) are kept. Unit: incidents. Default 10,000; must
+	// be positive.
+	CacheSize int
+	// Timeout bounds one upstream call, and never takes more than three
+	// quarters of what is left of the request's own deadline, so that the
+	// local part of the answer is never lost to a slow upstream.
+	// Unit: duration. Default 2s; must be positive.
+	Timeout time.Duration
+}
+
+// DefaultUpstreamConfig returns the defaults documented on UpstreamConfig.
+func DefaultUpstreamConfig(u string) UpstreamConfig {
+	return UpstreamConfig{URL: u, CacheTTL: 5 * time.Minute, CacheSize: 10_000, Timeout: 2 * time.Second}
+}
+
+// Upstream reads incidents from an upstream library.
+type Upstream struct {
+	cfg     UpstreamConfig
+	client  *outbound.Client
+	cache   *expirable.LRU[string, *incidentlib.Incident]
+	lookups *prometheus.CounterVec
+}
+
+// Upstream lookup results, the values of the result label of
+// incidentlib_upstream_lookups_total.
+const (
+	UpstreamCacheHit    = "cache_hit"
+	UpstreamFetched     = "fetched"
+	UpstreamNotFound    = "not_found"
+	UpstreamUnavailable = "unavailable"
+)
+
+// NewUpstream checks cfg and builds the upstream reader over the outbound
+// client. reg, if not nil, receives incidentlib_upstream_lookups_total.
+func NewUpstream(cfg UpstreamConfig, client *outbound.Client, reg prometheus.Registerer) (*Upstream, error) {
+	var errs []error
+	u, err := url.Parse(cfg.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		errs = append(errs, fmt.Errorf("upstream %q is not the base URL of a library such as http://library:8080", cfg.URL))
+	}
+	cfg.URL = strings.TrimRight(cfg.URL, "/")
+	if cfg.CacheTTL <= 0 {
+		errs = append(errs, fmt.Errorf("upstream cache TTL must be a positive duration, got %s", cfg.CacheTTL))
+	}
+	if cfg.CacheSize <= 0 {
+		errs = append(errs, fmt.Errorf("upstream cache size must be a positive number of incidents, got %d", cfg.CacheSize))
+	}
+	if cfg.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("upstream timeout must be a positive duration, got %s", cfg.Timeout))
+	}
+	if client == nil {
+		errs = append(errs, errors.New("upstream: an outbound client is required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	up := &Upstream{
+		cfg:    cfg,
+		client: client,
+		cache:  expirable.NewLRU[string, *incidentlib.Incident](cfg.CacheSize, nil, cfg.CacheTTL),
+		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "incidentlib_upstream_lookups_total",
+			Help: "Incidents looked up in the upstream library, by result (cache_hit, fetched, not_found, unavailable).",
+		}, []string{"result"}),
+	}
+	for _, r := range []string{UpstreamCacheHit, UpstreamFetched, UpstreamNotFound, UpstreamUnavailable} {
+		up.lookups.WithLabelValues(r)
+	}
+	if reg != nil {
+		if err := reg.Register(up.lookups); err != nil {
+			return nil, err
+		}
+	}
+	return up, nil
+}
+
+// URL is the upstream's base URL.
+func (u *Upstream) URL() string { return u.cfg.URL }
+
+// Fetch returns the upstream's records of ids in the order of ids, nil
+// where the upstream does not have one. Cached answers are used; the rest
+// is asked for in one call per UpstreamMaxIDs ids. On failure it returns
+// EUPSTREAMUNAVAILABLE and no records.
+func (u *Upstream) Fetch(ctx context.Context, ids []string) ([]*incidentlib.Incident, error) {
+	out := make([]*incidentlib.Incident, len(ids))
+	var ask []string
+	asked := map[string]bool{}
+	for i, id := range ids {
+		if inc, ok := u.cache.Get(id); ok {
+			out[i] = inc
+			u.lookups.WithLabelValues(UpstreamCacheHit).Inc()
+		} else if !asked[id] {
+			asked[id] = true
+			ask = append(ask, id)
+		}
+	}
+	if len(ask) == 0 {
+		return out, nil
+	}
+	got := make(map[string]*incidentlib.Incident, len(ask))
+	for start := 0; start < len(ask); start += UpstreamMaxIDs {
+		chunk := ask[start:min(start+UpstreamMaxIDs, len(ask))]
+		if err := u.call(ctx, chunk, got); err != nil {
+			u.lookups.WithLabelValues(UpstreamUnavailable).Add(float64(len(ask) - start))
+			return nil, &incidentlib.Error{Code: incidentlib.EUPSTREAMUNAVAILABLE,
+				Message: fmt.Sprintf("the upstream library %s is unavailable: %d linked incidents could not be read (%s)", u.cfg.URL, len(ask), headIDs(ask))}
+		}
+	}
+	for _, id := range ask {
+		inc := got[id]
+		u.cache.Add(id, inc) // nil: the upstream does not have it
+		if inc != nil {
+			u.lookups.WithLabelValues(UpstreamFetched).Inc()
+		} else {
+			u.lookups.WithLabelValues(UpstreamNotFound).Inc()
+		}
+	}
+	for i, id := range ids {
+		if inc, ok := got[id]; ok || asked[id] {
+			out[i] = inc
+		}
+	}
+	return out, nil
+}
+
+// call asks the upstream for ids, within the call's time budget.
+func (u *Upstream) call(ctx context.Context, ids []string, got map[string]*incidentlib.Incident) error {
+	timeout := u.cfg.Timeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl)*3/4)
+	}
+	if timeout <= 0 {
+		return context.DeadlineExceeded
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var recs []*incidentlib.Incident
+	if err := u.client.GetJSON(cctx, u.cfg.URL+"/api/v1/incidents?ids="+strings.Join(ids, ","), &recs); err != nil {
+		return err
+	}
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	for _, inc := range recs {
+		if inc != nil && want[inc.ID] {
+			got[inc.ID] = inc
+		}
+	}
+	return nil
+}
+
+func headIDs(ids []string) string {
+	if len(ids) <= 5 {
+		return strings.Join(ids, ", ")
+	}
+	return strings.Join(ids[:5], ", ") + ", ..."
+}
+
+// findIncidents is the fetch of the Incidents loader: the local store
+// first, then, with an upstream, one upstream call for the well-formed ids
+// the store does not have. An upstream failure leaves those ids nil and
+// adds one UPSTREAM_UNAVAILABLE error to the response.
+func (r *Resolver) findIncidents(ctx context.Context, ids []string) ([]*incidentlib.Incident, error) {
+	incs, err := r.Incidents.FindIncidentsByIDs(ctx, ids)
+	if err != nil || r.Upstream == nil {
+		return incs, err
+	}
+	var missing []string
+	var at []int
+	for i, inc := range incs {
+		if inc != nil {
+			continue
+		}
+		if _, ok := incidentlib.ParseID(ids[i]); ok {
+			missing = append(missing, ids[i])
+			at = append(at, i)
+		}
+	}
+	if len(missing) == 0 {
+		return incs, nil
+	}
+	ups, err := r.Upstream.Fetch(ctx, missing)
+	if err != nil {
+		if graphql.GetFieldContext(ctx) != nil {
+			graphql.AddError(ctx, err)
+		}
+		return incs, nil
+	}
+	for k, i := range at {
+		incs[i] = ups[k]
+	}
+	return incs, nil
+}

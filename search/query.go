@@ -1,0 +1,232 @@
+package search
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// Query syntax, parsed here and never handed to bleve's query-string
+// parser:
+//
+//	word            every word must match, in any indexed field
+//	"two words"     a phrase: the words next to each other, in this order
+//	-word -"a b"    no result may match it
+//	title:word      only in the title; also lessons: and org:, with a word
+//	title:"a b"     or a phrase
+//
+// Words are analyzed like the text (case folded, English stemmed, Hangul
+// cut into bigrams), so a word the analyzer cuts into several terms
+// ("keep-alive", 클러스터) matches as a phrase. A malformed query is an
+// EBADQUERY error.
+
+// Limits of a query.
+const (
+	maxQueryBytes   = 1000
+	maxQueryClauses = 32
+)
+
+// clause is one word or phrase of a query.
+type clause struct {
+	text    string
+	phrase  bool  // given in quotes
+	exclude bool  // -word
+	field   Field // "" for every field; FieldTitle, FieldLessons or FieldOrg
+}
+
+// prefixes are the field prefixes a clause may carry.
+var prefixes = map[string]Field{"title": FieldTitle, "lessons": FieldLessons, "org": FieldOrg}
+
+func badQuery(format string, args ...any) error {
+	return incidentlib.FieldErrorf(incidentlib.EBADQUERY, []string{"query"}, format, args...)
+}
+
+// parse splits a query into clauses.
+func parse(q string) ([]clause, error) {
+	if len(q) > maxQueryBytes {
+		return nil, badQuery("the query is %d bytes long; at most %d are allowed", len(q), maxQueryBytes)
+	}
+	if !utf8.ValidString(q) {
+		return nil, badQuery("the query is not valid UTF-8")
+	}
+	var out []clause
+	s := q
+	for {
+		s = strings.TrimLeftFunc(s, unicode.IsSpace)
+		if s == "" {
+			break
+		}
+		var c clause
+		if s[0] == '-' {
+			c.exclude = true
+			s = s[1:]
+			if s == "" || startsWithSpace(s) {
+				return nil, badQuery("a '-' must be followed by the word or phrase to exclude")
+			}
+		}
+		// A field prefix: letters, then a colon, then the word or phrase.
+		if i := strings.IndexByte(s, ':'); i > 0 && isLetters(s[:i]) {
+			name := s[:i]
+			f, ok := prefixes[strings.ToLower(name)]
+			if !ok {
+				return nil, badQuery("unknown field %q: the query may name title:, lessons: or org: (put other text with a colon in quotation marks)", name+":")
+			}
+			c.field = f
+			s = s[i+1:]
+			if s == "" || startsWithSpace(s) {
+				return nil, badQuery("%q must be followed directly by a word or a phrase", name+":")
+			}
+		}
+		if s[0] == '"' {
+			end := strings.IndexByte(s[1:], '"')
+			if end < 0 {
+				return nil, badQuery("a quotation mark is not closed")
+			}
+			c.text, c.phrase = s[1:1+end], true
+			s = s[end+2:]
+			if strings.TrimSpace(c.text) == "" {
+				return nil, badQuery("a phrase in quotation marks is empty")
+			}
+		} else {
+			end := strings.IndexFunc(s, func(r rune) bool { return unicode.IsSpace(r) || r == '"' })
+			if end < 0 {
+				end = len(s)
+			}
+			if end < len(s) && s[end] == '"' {
+				return nil, badQuery("a quotation mark must start a phrase, not stand inside a word")
+			}
+			c.text, s = s[:end], s[end:]
+		}
+		out = append(out, c)
+		if len(out) > maxQueryClauses {
+			return nil, badQuery("the query has more than %d words and phrases", maxQueryClauses)
+		}
+	}
+	if len(out) == 0 {
+		return nil, badQuery("the query is empty")
+	}
+	for _, c := range out {
+		if !c.exclude {
+			return out, nil
+		}
+	}
+	return nil, badQuery("the query only excludes: give at least one word or phrase to find")
+}
+
+func startsWithSpace(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.IsSpace(r)
+}
+
+func isLetters(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i] | 0x20; c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// terms analyzes text into a phrase: its terms at their relative
+// positions, "" where a stop word left a gap.
+func terms(text string) []string {
+	toks := analyze(text)
+	if len(toks) == 0 {
+		return nil
+	}
+	first := toks[0].Position
+	out := make([]string, toks[len(toks)-1].Position-first+1)
+	for _, t := range toks {
+		out[t.Position-first] = string(t.Term)
+	}
+	return out
+}
+
+// compiled is a parsed query ready to run.
+type compiled struct {
+	q       query.Query
+	matched []string // the terms of the positive clauses, for highlights
+}
+
+// compile turns clauses into a bleve query over the fields of lang (both
+// languages when lang is empty).
+func compile(clauses []clause, lang incidentlib.Lang) (*compiled, error) {
+	var must, mustNot []query.Query
+	var bonus []string // the words of the plain clauses, for the title phrase bonus
+	var matched []string
+	for _, c := range clauses {
+		ts := terms(c.text)
+		if len(ts) == 0 {
+			continue // only stop words or punctuation
+		}
+		q := fieldsQuery(ts, c.field, lang, 1)
+		if c.exclude {
+			mustNot = append(mustNot, q)
+			continue
+		}
+		must = append(must, q)
+		for _, t := range ts {
+			if t != "" {
+				matched = append(matched, t)
+			}
+		}
+		if c.field == "" {
+			bonus = append(bonus, c.text)
+		}
+	}
+	if len(must) == 0 {
+		return nil, badQuery("the query has no word to search for: words such as %q are too common to be indexed", clauses[0].text)
+	}
+	var should []query.Query
+	if ts := terms(strings.Join(bonus, " ")); len(ts) > 1 {
+		// Every word of the query as one phrase in the title ranks first.
+		should = append(should, fieldsQuery(ts, FieldTitle, lang, boostTitlePhrase))
+	}
+	var top query.Query
+	if len(must) == 1 && len(should) == 0 && len(mustNot) == 0 {
+		top = must[0]
+	} else {
+		b := query.NewBooleanQuery(nil, nil, nil)
+		b.AddMust(must...)
+		b.AddShould(should...)
+		b.AddMustNot(mustNot...)
+		top = b
+	}
+	return &compiled{q: top, matched: matched}, nil
+}
+
+// fieldsQuery matches a term or phrase in every field of restrict (every
+// field when empty) in lang, each with its boost times boost.
+func fieldsQuery(ts []string, restrict Field, lang incidentlib.Lang, boost float64) query.Query {
+	var qs []query.Query
+	for i := range fields {
+		f := &fields[i]
+		if restrict != "" && f.name != restrict {
+			continue
+		}
+		if lang != "" && f.lang != "" && f.lang != lang {
+			continue
+		}
+		qs = append(qs, termsQuery(ts, f.index, f.boost*boost))
+	}
+	if len(qs) == 1 {
+		return qs[0]
+	}
+	return query.NewDisjunctionQuery(qs)
+}
+
+func termsQuery(ts []string, field string, boost float64) query.Query {
+	if len(ts) == 1 {
+		q := query.NewTermQuery(ts[0])
+		q.SetField(field)
+		q.SetBoost(boost)
+		return q
+	}
+	q := query.NewPhraseQuery(ts, field)
+	q.SetBoost(boost)
+	return q
+}

@@ -1,0 +1,324 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// The REST side of the library, for other programs rather than pages:
+//
+//	GET /api/v1/changes?since=SEQ&limit=N&wait=DURATION
+//	    The change feed as JSONL: one line per change after SEQ, oldest
+//	    first, at most N (default DefaultFeedLimit, at most MaxFeedLimit).
+//	    A record line is the incident's IL-JSON with "seq" and "deleted"
+//	    first: {"seq":12,"deleted":false,"id":"IL-0213",...}; a tombstone
+//	    is {"seq":13,"deleted":true,"id":"IL-0005"}. The feed keeps only
+//	    each incident's latest change, so applying it in order brings a
+//	    copy level with the store. Fewer than N lines means nothing more
+//	    was there. With wait (a duration such as 25s, at most MaxFeedWait)
+//	    and nothing after SEQ yet, the answer is held until a change is
+//	    committed or the wait is over (long poll); the headers are sent at
+//	    once. The Incidentlib-Seq header carries the store's sequence.
+//	    SEQ above the store's sequence answers 409 (CONFLICT): the store
+//	    is not the one the client followed.
+//	GET /api/v1/incidents/{id}
+//	    One incident as IL-JSON; 404 (NOT_FOUND) if it is not here.
+//	GET /api/v1/incidents?ids=IL-0001,IL-0002
+//	    A JSON array of the IL-JSON records of those ids that are here, in
+//	    the order asked, each once; at most MaxIDsPerRequest ids.
+//
+// Errors are {"error": {"code": "INVALID", "message": "...", "field": [...]}}
+// with the HTTP status of the code (httpStatus); bad parameters are 400.
+
+// Limits of the REST API.
+const (
+	DefaultFeedLimit = 100
+	MaxFeedLimit     = 1000
+	MaxFeedWait      = 60 * time.Second
+	MaxIDsPerRequest = 500
+)
+
+// SeqHeader carries the store's change sequence on feed answers.
+const SeqHeader = "Incidentlib-Seq"
+
+// api serves the REST endpoints.
+type api struct {
+	s        *Server
+	stopOnce sync.Once
+	stop     chan struct{} // closed by StopLongPolls
+}
+
+// mountAPI adds the REST endpoints to mux.
+func (s *Server) mountAPI(mux *http.ServeMux, _ *handler.Server) *api {
+	a := &api{s: s, stop: make(chan struct{})}
+	mux.HandleFunc("GET /api/v1/changes", a.changes)
+	mux.HandleFunc("GET /api/v1/incidents/{id}", a.incident)
+	mux.HandleFunc("GET /api/v1/incidents", a.incidents)
+	return a
+}
+
+// useReplicaGuard makes gql answer every mutation with READ_ONLY, naming
+// the primary, on a replica (Config.Primary set). It goes before any other
+// guard of mutations.
+func (s *Server) useReplicaGuard(gql *handler.Server) {
+	if s.cfg.Primary != "" {
+		gql.Use(readOnlyGuard{s})
+	}
+}
+
+// StopLongPolls ends every held feed request at once (they answer with
+// what they have, usually nothing) and makes later ones answer without
+// waiting. Call it when the HTTP server shuts down
+// (http.Server.RegisterOnShutdown), so long polls do not hold it up.
+func (s *Server) StopLongPolls() {
+	s.api.stopOnce.Do(func() { close(s.api.stop) })
+}
+
+// httpStatus maps an error code to the HTTP status of the REST API, in
+// this one place.
+func httpStatus(code string) int {
+	switch code {
+	case incidentlib.EINVALID, incidentlib.EBADCURSOR, incidentlib.EBADQUERY:
+		return http.StatusBadRequest
+	case incidentlib.ENOTFOUND:
+		return http.StatusNotFound
+	case incidentlib.ECONFLICT:
+		return http.StatusConflict
+	case incidentlib.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case incidentlib.EFORBIDDEN, incidentlib.EREADONLY:
+		return http.StatusForbidden
+	case incidentlib.ETIMEOUT:
+		return http.StatusGatewayTimeout
+	case incidentlib.EUNAVAILABLE, incidentlib.EUPSTREAMUNAVAILABLE:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// writeError answers with err as JSON. Internal errors are logged and shown
+// as "internal error" only.
+func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	code := incidentlib.ErrorCode(err)
+	if errors.Is(err, context.DeadlineExceeded) {
+		code, err = incidentlib.ETIMEOUT, incidentlib.Errorf(incidentlib.ETIMEOUT, "the request ran out of time")
+	}
+	if code == incidentlib.EINTERNAL {
+		a.s.cfg.Logger.ErrorContext(r.Context(), "internal error", "err", err, "path", r.URL.Path)
+	}
+	body := map[string]any{"code": code, "message": incidentlib.ErrorMessage(err)}
+	if f := incidentlib.ErrorField(err); len(f) > 0 {
+		body["field"] = f
+	}
+	b, _ := json.Marshal(map[string]any{"error": body})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(httpStatus(code))
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func invalid(param, format string, args ...any) error {
+	return incidentlib.FieldErrorf(incidentlib.EINVALID, []string{param}, format, args...)
+}
+
+// feedParams are the parameters of GET /api/v1/changes.
+type feedParams struct {
+	since uint64
+	limit int
+	wait  time.Duration
+}
+
+func parseFeedParams(r *http.Request) (feedParams, error) {
+	q := r.URL.Query()
+	p := feedParams{limit: DefaultFeedLimit}
+	if v := q.Get("since"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return p, invalid("since", "since must be a change sequence (a whole number from 0), got %q", v)
+		}
+		p.since = n
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxFeedLimit {
+			return p, invalid("limit", "limit must be a number of changes from 1 to %d, got %q", MaxFeedLimit, v)
+		}
+		p.limit = n
+	}
+	if v := q.Get("wait"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > MaxFeedWait {
+			return p, invalid("wait", "wait must be a duration with its unit from 0s to %s (such as 25s), got %q", MaxFeedWait, v)
+		}
+		p.wait = d
+	}
+	return p, nil
+}
+
+// changes serves the change feed.
+func (a *api) changes(w http.ResponseWriter, r *http.Request) {
+	p, err := parseFeedParams(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	db := a.s.DB
+	head := db.Seq()
+	if p.since > head {
+		a.writeError(w, r, incidentlib.Errorf(incidentlib.ECONFLICT,
+			"since %d is above this store's sequence %d: this is not the store the client followed (it was replaced or restored)", p.since, head))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/x-ndjson")
+	h.Set("Cache-Control", "no-store")
+	h.Set(SeqHeader, strconv.FormatUint(head, 10))
+	sent := false
+	if p.wait > 0 && p.since == head {
+		// Long poll: the headers go out now, so that a client's response
+		// header timeout does not fire while the answer is held, and the
+		// write deadline makes room for the wait.
+		rc := http.NewResponseController(w)
+		_ = rc.SetWriteDeadline(time.Now().Add(p.wait + 30*time.Second))
+		w.WriteHeader(http.StatusOK)
+		_ = rc.Flush()
+		sent = true
+		t := time.NewTimer(p.wait)
+		select {
+		case <-db.SeqAbove(p.since):
+		case <-t.C:
+		case <-a.stop:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+		t.Stop()
+	}
+	changes, err := db.RawChangesSince(r.Context(), p.since, p.limit)
+	if err != nil {
+		if sent {
+			// The status is out: cut the answer short so that the client
+			// sees a broken body rather than an empty page.
+			a.s.cfg.Logger.ErrorContext(r.Context(), "change feed read failed", "err", err)
+			panic(http.ErrAbortHandler)
+		}
+		a.writeError(w, r, err)
+		return
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	for _, c := range changes {
+		if err := incidentlib.WriteRawChangeLine(bw, c.Seq, c.Deleted, c.ID, c.Record); err != nil {
+			a.s.cfg.Logger.ErrorContext(r.Context(), "change feed write failed", "err", err, "seq", c.Seq)
+			panic(http.ErrAbortHandler)
+		}
+	}
+	_ = bw.Flush()
+}
+
+// incident serves one incident as IL-JSON.
+func (a *api) incident(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, ok := incidentlib.ParseID(id); !ok {
+		a.writeError(w, r, invalid("id", "%q is not an incident id such as IL-0213", id))
+		return
+	}
+	incs, err := a.s.DB.FindIncidentsByIDs(r.Context(), []string{id})
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if incs[0] == nil {
+		a.writeError(w, r, incidentlib.Errorf(incidentlib.ENOTFOUND, "incident %s is not in this library", id))
+		return
+	}
+	b, err := json.Marshal(incs[0])
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// incidents serves the incidents of ids=a,b,c as a JSON array.
+func (a *api) incidents(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query().Get("ids")
+	if v == "" {
+		a.writeError(w, r, invalid("ids", "ids is required: a comma-separated list of incident ids such as IL-0213,IL-0216"))
+		return
+	}
+	parts := strings.Split(v, ",")
+	if len(parts) > MaxIDsPerRequest {
+		a.writeError(w, r, invalid("ids", "ids takes at most %d incident ids, got %d", MaxIDsPerRequest, len(parts)))
+		return
+	}
+	ids := make([]string, 0, len(parts))
+	seen := make(map[string]bool, len(parts))
+	for _, id := range parts {
+		if _, ok := incidentlib.ParseID(id); !ok {
+			a.writeError(w, r, invalid("ids", "%q is not an incident id such as IL-0213", id))
+			return
+		}
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	incs, err := a.s.DB.FindIncidentsByIDs(r.Context(), ids)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	w.Header().Set("Content-Type", "application/json")
+	bw.WriteByte('[')
+	n := 0
+	for _, inc := range incs {
+		if inc == nil {
+			continue
+		}
+		b, err := json.Marshal(inc)
+		if err != nil {
+			panic(http.ErrAbortHandler)
+		}
+		if n > 0 {
+			bw.WriteByte(',')
+		}
+		bw.Write(b)
+		n++
+	}
+	bw.WriteString("]\n")
+	_ = bw.Flush()
+}
+
+// readOnlyGuard answers every mutation with READ_ONLY on a replica, before
+// any resolver runs, naming the primary that takes writes.
+type readOnlyGuard struct{ s *Server }
+
+func (readOnlyGuard) ExtensionName() string                   { return "ReadOnlyReplica" }
+func (readOnlyGuard) Validate(graphql.ExecutableSchema) error { return nil }
+
+func (g readOnlyGuard) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+	oc := graphql.GetOperationContext(ctx)
+	if oc.Operation == nil || oc.Operation.Operation != ast.Mutation {
+		return next(ctx)
+	}
+	e := g.s.presentError(ctx, incidentlib.Errorf(incidentlib.EREADONLY,
+		"this server is a read-only replica of %s: send mutations to the primary", g.s.cfg.Primary))
+	e.Extensions["primary"] = g.s.cfg.Primary
+	return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{e}})
+}

@@ -1,0 +1,825 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/server"
+)
+
+// fieldCounter counts resolver calls: every field gqlgen resolves.
+type fieldCounter struct{ n atomic.Int64 }
+
+func (*fieldCounter) ExtensionName() string                   { return "FieldCounter" }
+func (*fieldCounter) Validate(graphql.ExecutableSchema) error { return nil }
+func (c *fieldCounter) InterceptField(ctx context.Context, next graphql.Resolver) (any, error) {
+	c.n.Add(1)
+	return next(ctx)
+}
+
+// hostileServer is the real handler over the store of a newTestServer,
+// built with cfg and a resolver counter.
+type hostileServer struct {
+	*httptest.Server
+	ts     *testServer
+	srv    *server.Server
+	fields *fieldCounter
+	log    *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newHostileServer(tb testing.TB, incs []*incidentlib.Incident, cfg server.Config) *hostileServer {
+	tb.Helper()
+	ts := newTestServer(tb, incs)
+	hs := &hostileServer{ts: ts, fields: &fieldCounter{}, log: &syncBuffer{}}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewJSONHandler(hs.log, nil))
+	}
+	cfg.Extensions = append(cfg.Extensions, hs.fields)
+	srv, err := server.New(ts.DB, cfg, prometheus.NewRegistry())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv.SetReady(true)
+	hs.srv = srv
+	hs.Server = httptest.NewServer(srv)
+	tb.Cleanup(hs.Close)
+	return hs
+}
+
+// work is what the server did: resolver calls and bbolt read transactions.
+type work struct{ fields, tx int64 }
+
+func (hs *hostileServer) work() work {
+	return work{hs.fields.n.Load(), int64(hs.ts.DB.Stats().TxN)}
+}
+
+// response is one HTTP answer, decoded when it is JSON.
+type response struct {
+	status int
+	header http.Header
+	raw    []byte
+	gqlResponse
+}
+
+func (hs *hostileServer) do(tb testing.TB, req *http.Request) *response {
+	tb.Helper()
+	resp, err := hs.Client().Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	out := &response{status: resp.StatusCode, header: resp.Header, raw: raw}
+	if strings.Contains(resp.Header.Get("Content-Type"), "json") && len(raw) > 0 && raw[0] == '{' {
+		if err := json.Unmarshal(raw, &out.gqlResponse); err != nil {
+			tb.Fatalf("response is not JSON (%d): %.300s", resp.StatusCode, raw)
+		}
+	}
+	return out
+}
+
+func (hs *hostileServer) postBody(tb testing.TB, body []byte, headers ...string) *response {
+	tb.Helper()
+	req, _ := http.NewRequest(http.MethodPost, hs.URL+"/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	return hs.do(tb, req)
+}
+
+func (hs *hostileServer) post(tb testing.TB, q string, vars map[string]any, headers ...string) *response {
+	tb.Helper()
+	body, _ := json.Marshal(map[string]any{"query": q, "variables": vars})
+	return hs.postBody(tb, body, headers...)
+}
+
+func (hs *hostileServer) get(tb testing.TB, q string, headers ...string) *response {
+	tb.Helper()
+	req, _ := http.NewRequest(http.MethodGet, hs.URL+"/graphql?"+url.Values{"query": {q}}.Encode(), nil)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	return hs.do(tb, req)
+}
+
+func (r *response) ext(key string) any {
+	if len(r.Errors) == 0 {
+		return nil
+	}
+	return r.Errors[0].Extensions[key]
+}
+
+// cost is extensions.cost of the response, -1 when it has none.
+func (r *response) cost() int {
+	var v struct {
+		Extensions struct{ Cost *int }
+	}
+	if json.Unmarshal(r.raw, &v) != nil || v.Extensions.Cost == nil {
+		return -1
+	}
+	return *v.Extensions.Cost
+}
+
+// fragmentChain is a document whose fragments double at each of n steps:
+// F0 spreads F1 twice, in fields sel(a) and sel(b), F1 spreads F2 twice,
+// and so on. Expanded it has 2^n copies of the last fragment.
+func fragmentChain(n int, sel func(i int, branch string) string) string {
+	var b strings.Builder
+	b.WriteString(`{ incident(id: "IL-0213") { ...F0 } }`)
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "\nfragment F%d on Incident { %s %s }", i, sel(i+1, "a"), sel(i+1, "b"))
+	}
+	fmt.Fprintf(&b, "\nfragment F%d on Incident { id }", n)
+	return b.String()
+}
+
+func repeat(s string, n int) string { return strings.Repeat(s, n) }
+
+// TestHostileRequestsRefused sends each hostile request and requires its
+// code and status, before any resolver runs or the store is read.
+func TestHostileRequestsRefused(t *testing.T) {
+	seeds := seedIncidents(t)
+	def := newHostileServer(t, seeds, server.Config{})
+	// Limits raised out of the way, to reach the checks behind them.
+	bigDocs := newHostileServer(t, seeds, server.Config{Limits: server.Limits{MaxTokens: 200_000}})
+	loose := newHostileServer(t, seeds, server.Config{Limits: server.Limits{MaxTokens: 200_000, MaxDepth: 10_000, MaxAliases: 1 << 30}})
+
+	thousandAliases := func() string {
+		var b strings.Builder
+		b.WriteString("{ ")
+		for i := 0; i < 1000; i++ {
+			fmt.Fprintf(&b, "a%d: incidents(first: 100) { nodes { id } } ", i)
+		}
+		return b.String() + "}"
+	}()
+	aliases31 := "{ " + func() string {
+		var b strings.Builder
+		for i := 0; i < 31; i++ {
+			fmt.Fprintf(&b, "a%d: incident(id: \"IL-0213\") { id } ", i)
+		}
+		return b.String()
+	}() + "}"
+	deep := `{ incident(id: "IL-0213") { ` + repeat("related { ", 20) + "id" + repeat(" }", 20) + " } }"
+	// A connection of connections: each level is a page of 100.
+	expensive := `{ incidents(first: 100) { nodes { related { related { related { id title } } } similar(first: 100) { incident { id } } } } }`
+	// Three different relations at each of 11 levels: 3^11 fields expanded,
+	// from a document of 12 fragments.
+	fanOut := func() string {
+		var b strings.Builder
+		b.WriteString(`{ incident(id: "IL-0213") { ...F0 } }`)
+		for i := 0; i < 10; i++ {
+			fmt.Fprintf(&b, "\nfragment F%d on Incident { related { ...F%d } recurrences { ...F%[2]d } recurrenceOf { ...F%[2]d } }", i, i+1)
+		}
+		b.WriteString("\nfragment F10 on Incident { id title date }")
+		return b.String()
+	}()
+	aliasedChain := fragmentChain(40, func(i int, br string) string { return fmt.Sprintf("%s: related { ...F%d }", br, i) })
+	unaliasedChain := fragmentChain(40, func(i int, br string) string { return fmt.Sprintf("related { ...F%d }", i) })
+	flatDoubling := func() string {
+		var b strings.Builder
+		b.WriteString(`{ incident(id: "IL-0213") { ...F0 } }`)
+		for i := 0; i < 40; i++ {
+			fmt.Fprintf(&b, "\nfragment F%d on Incident { ...F%d ...G%[2]d }\nfragment G%[2]d on Incident { ...F%[2]d }", i, i+1)
+		}
+		b.WriteString("\nfragment F40 on Incident { id }")
+		return b.String()
+	}()
+
+	batch := func(n int) []byte {
+		ops := make([]map[string]any, n)
+		for i := range ops {
+			ops[i] = map[string]any{"query": `{ incident(id: "IL-0213") { id } }`}
+		}
+		b, _ := json.Marshal(ops)
+		return b
+	}
+	big := bytes.Repeat([]byte(" "), 10<<20)
+	copy(big, `{"query": "{ incident(id: \"IL-0213\") { id } }", "variables": {"x": "`)
+	big[len(big)-2], big[len(big)-1] = '"', '}'
+
+	post := func(hs *hostileServer, q string) func(t *testing.T) *response {
+		return func(t *testing.T) *response { return hs.post(t, q, nil) }
+	}
+	cases := []struct {
+		name   string
+		send   func(t *testing.T) *response
+		status int
+		code   string
+	}{
+		{"DeepRelated", post(def, deep), 400, server.CodeDepthLimit},
+		{"ThousandAliases", post(bigDocs, thousandAliases), 400, server.CodeAliasLimit},
+		{"ThousandAliasesTokenLimit", post(def, thousandAliases), 400, server.CodeTokenLimit},
+		{"AliasesOverLimit", post(def, aliases31), 400, server.CodeAliasLimit},
+		{"TenThousandRepeatedFields", post(def, "{ incidents { "+repeat("totalCount ", 10_000)+"} }"), 400, server.CodeTokenLimit},
+		{"RepeatedFieldsUnderTokenLimit", post(def, "{ incidents { "+repeat("totalCount ", 1_000)+"} }"), 400, server.CodeRepeatLimit},
+		{"RepeatedFieldsThroughFragments", post(def, `{ incidents { nodes { ...A ...B } } } fragment A on Incident { `+repeat("id ", 500)+`} fragment B on Incident { `+repeat("id ", 500)+`}`), 400, server.CodeRepeatLimit},
+		{"CostOverLimit", post(def, expensive), 400, server.CodeCostLimit},
+		{"FragmentFanOut", post(def, fanOut), 400, server.CodeCostLimit},
+		{"FragmentChainDoublingAliased", post(def, aliasedChain), 400, server.CodeAliasLimit},
+		{"FragmentChainDoublingUnaliased", post(def, unaliasedChain), 400, server.CodeDepthLimit},
+		{"FragmentChainDoublingLimitsRaised", post(loose, aliasedChain), 400, server.CodeCostLimit},
+		{"FragmentChainDoublingFlat", post(loose, flatDoubling), 400, server.CodeRepeatLimit},
+		{"FragmentCycle", post(def, `{ incident(id: "IL-0213") { ...A } } fragment A on Incident { related { ...B } } fragment B on Incident { related { ...A } }`), 400, "GRAPHQL_VALIDATION_FAILED"},
+		{"FragmentCycleLimitsRaised", post(loose, `{ incident(id: "IL-0213") { ...A } } fragment A on Incident { ...B id } fragment B on Incident { ...A id }`), 400, "GRAPHQL_VALIDATION_FAILED"},
+		{"BodyTooLarge", func(t *testing.T) *response { return def.postBody(t, big) }, 413, server.CodeBodyTooLarge},
+		{"BodyTooLargeChunked", func(t *testing.T) *response {
+			req, _ := http.NewRequest(http.MethodPost, def.URL+"/graphql", io.MultiReader(bytes.NewReader(big)))
+			req.Header.Set("Content-Type", "application/json")
+			req.ContentLength = -1
+			return def.do(t, req)
+		}, 413, server.CodeBodyTooLarge},
+		{"BatchOf500", func(t *testing.T) *response { return def.postBody(t, batch(500)) }, 400, server.CodeBatchLimit},
+		{"MutationOverGET", func(t *testing.T) *response {
+			return def.get(t, `mutation { reviewIncident(id: "IL-0213", reviewer: "x") { incident { id } } }`)
+		}, 405, server.CodeMethodNotAllowed},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := [3]work{def.work(), bigDocs.work(), loose.work()}
+			r := c.send(t)
+			if r.status != c.status || r.code() != c.code {
+				t.Fatalf("status %d code %q, want %d %s: %.300s", r.status, r.code(), c.status, c.code, r.raw)
+			}
+			if after := [3]work{def.work(), bigDocs.work(), loose.work()}; after != before {
+				t.Fatalf("work done before the refusal: %+v, then %+v", before, after)
+			}
+			if r.cost() < 0 {
+				t.Errorf("no extensions.cost: %.300s", r.raw)
+			}
+		})
+	}
+	t.Run("CostOverLimitReportsCostAndLimit", func(t *testing.T) {
+		r := def.post(t, expensive, nil)
+		cost, _ := r.ext("cost").(float64)
+		limit, _ := r.ext("limit").(float64)
+		if int(limit) != server.DefaultMaxCost || int(cost) <= int(limit) || r.cost() != int(cost) {
+			t.Fatalf("cost %v limit %v extensions.cost %d", r.ext("cost"), r.ext("limit"), r.cost())
+		}
+	})
+	t.Run("RefusedAgainWithoutParsing", func(t *testing.T) {
+		// The second time, the refusal comes from the guard's memory of
+		// refused documents: the same code and extensions.
+		q := `{ incident(id: "IL-0213") { ` + repeat("related { ", 15) + "id" + repeat(" }", 15) + " } }"
+		a, b := def.post(t, q, nil), def.post(t, q, nil)
+		if a.code() != server.CodeDepthLimit || b.code() != server.CodeDepthLimit || string(a.raw) != string(b.raw) {
+			t.Fatalf("%s\n%s", a.raw, b.raw)
+		}
+	})
+	t.Run("MutationOverGETAllowsPOST", func(t *testing.T) {
+		r := def.get(t, `mutation { reviewIncident(id: "IL-0213", reviewer: "x") { incident { id } } }`)
+		if r.header.Get("Allow") != "POST" {
+			t.Fatalf("Allow %q", r.header.Get("Allow"))
+		}
+	})
+}
+
+// TestDefaultLimitsAdmitTheREADMEQueries runs the README's queries and the
+// list page of the N+1 proof at first: 100 under the default limits.
+func TestDefaultLimitsAdmitTheREADMEQueries(t *testing.T) {
+	incs := seedIncidents(t)
+	hs := newHostileServer(t, incs, server.Config{Prod: true})
+	queries := map[string]string{
+		"IncidentTitle": `{ incident(id: "IL-0213") { title(lang: KO) organization { name } symptoms { label } } }`,
+		"ListPage": `query ListPage {
+  incidents(first: 20, filter: { symptoms: ["high-latency"], dateFrom: "2020-01-01" },
+            orderBy: { field: DATE, direction: DESC }) {
+    totalCount
+    pageInfo { hasNextPage endCursor }
+    nodes {
+      id date title
+      organization { name incidentCount }
+      symptoms { label }
+      related { id title related { id } }
+      recurrenceOf { id title }
+      recurrences { id }
+    }
+    facets(kinds: [SYMPTOM, ROOT_CAUSE]) { kind counts { term { slug label } count } }
+    years { year count }
+  }
+}`,
+		"IncidentPage": `{
+  incident(id: "IL-0216") {
+    title(lang: KO) summary(lang: KO) lessons(lang: KO)
+    timeline { detectedAfter resolvedAfter resolvedAfterSeconds }
+    remediation { text(lang: KO) }
+    sources { url archived }
+    similar(first: 5) { score sameOrganization sharedTerms { label } incident { id title } }
+  }
+}`,
+		"Taxonomy": `{
+  taxonomy(kind: ROOT_CAUSE) { slug label(lang: KO) description incidentCount }
+  term(kind: SYMPTOM, slug: "high-latency") { incidents(first: 5) { nodes { id title } } }
+  organizations(first: 10) { totalCount nodes { slug name incidentCount } }
+  nodes(ids: ["IL-0213", "org:roblox", "term:symptom:high-latency"]) { id }
+}`,
+		"NPlusOneProofAt100": strings.Replace(listPageQuery, "$n: Int", "$n: Int = 100", 1),
+	}
+	for name, q := range queries {
+		t.Run(name, func(t *testing.T) {
+			r := hs.post(t, q, nil)
+			if r.status != 200 || len(r.Errors) > 0 {
+				t.Fatalf("status %d: %+v", r.status, r.Errors)
+			}
+			if c := r.cost(); c <= 0 || c > server.DefaultMaxCost {
+				t.Fatalf("cost %d", c)
+			}
+			t.Logf("cost %d", r.cost())
+		})
+	}
+}
+
+func TestRequestTimeout(t *testing.T) {
+	incs := seedIncidents(t)
+	t.Run("PartialData", func(t *testing.T) {
+		// The incident field waits for the request's deadline before it
+		// resolves; taxonomy needs no store and is answered.
+		waiter := server.Config{Limits: server.Limits{RequestTimeout: 50 * time.Millisecond}}
+		waiter.Extensions = []graphql.HandlerExtension{fieldFunc(func(ctx context.Context, next graphql.Resolver) (any, error) {
+			if fc := graphql.GetFieldContext(ctx); fc != nil && fc.Field.Name == "incident" {
+				<-ctx.Done()
+			}
+			return next(ctx)
+		})}
+		hs := newHostileServer(t, incs, waiter)
+		r := hs.post(t, `{ taxonomy(kind: SEVERITY) { slug } incident(id: "IL-0213") { id title } }`, nil)
+		var data struct {
+			Taxonomy []struct{ Slug string }
+			Incident *struct{ ID string }
+		}
+		if err := json.Unmarshal(r.Data, &data); err != nil {
+			t.Fatalf("%s: %v", r.raw, err)
+		}
+		if r.status != 200 || r.code() != incidentlib.ETIMEOUT || len(data.Taxonomy) == 0 || data.Incident != nil {
+			t.Fatalf("status %d: %s", r.status, r.raw)
+		}
+	})
+	t.Run("DeadlineBeforeExecution", func(t *testing.T) {
+		hs := newHostileServer(t, incs, server.Config{Limits: server.Limits{RequestTimeout: time.Nanosecond}})
+		before := hs.work()
+		r := hs.post(t, `{ incident(id: "IL-0213") { id } }`, nil)
+		if r.code() != incidentlib.ETIMEOUT || r.cost() < 0 {
+			t.Fatalf("status %d: %s", r.status, r.raw)
+		}
+		if hs.work() != before {
+			t.Fatalf("work done after the deadline")
+		}
+	})
+}
+
+type fieldFunc func(ctx context.Context, next graphql.Resolver) (any, error)
+
+func (fieldFunc) ExtensionName() string                   { return "TestFieldFunc" }
+func (fieldFunc) Validate(graphql.ExecutableSchema) error { return nil }
+func (f fieldFunc) InterceptField(ctx context.Context, next graphql.Resolver) (any, error) {
+	return f(ctx, next)
+}
+
+func TestRateLimit(t *testing.T) {
+	incs := seedIncidents(t)
+	// The rate refills a thousandth of a cost per second: nothing comes
+	// back while the test runs. A response served from the response cache
+	// costs nothing (it runs no resolver): the cache is off here.
+	hs := newHostileServer(t, incs, server.Config{
+		ResponseCacheBytes: -1,
+		Limits:             server.Limits{MaxCost: 1000},
+		RateLimit:          server.RateLimit{CostPerSecond: 0.001, Burst: 1000, TrustedProxyHeader: "X-Forwarded-For"},
+	})
+	const big = `{ incidents(first: 60) { nodes { id title date org orgSlug dateKind url updatedAt } } }` // 1 + 60 × 9
+	const small = `{ incident(id: "IL-0213") { id } }`
+	first := hs.post(t, big, nil, "Authorization", "Bearer alice")
+	if first.status != 200 || len(first.Errors) > 0 || first.cost() < 501 || first.cost() > 1000 {
+		t.Fatalf("the first request (cost %d) must pass and cost over half the burst: %s", first.cost(), first.raw)
+	}
+	t.Run("RefusedWithRetryAfter", func(t *testing.T) {
+		before := hs.work()
+		r := hs.post(t, big, nil, "Authorization", "Bearer alice")
+		if r.status != http.StatusTooManyRequests || r.code() != server.CodeRateLimited {
+			t.Fatalf("status %d: %s", r.status, r.raw)
+		}
+		if s, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || s < 1 {
+			t.Fatalf("Retry-After %q", r.header.Get("Retry-After"))
+		}
+		if hs.work() != before {
+			t.Fatal("a refused request ran")
+		}
+	})
+	t.Run("RefusedNotCharged", func(t *testing.T) {
+		// What the refused request would have cost is still there.
+		if r := hs.post(t, small, nil, "Authorization", "Bearer alice"); r.status != 200 || len(r.Errors) > 0 {
+			t.Fatalf("status %d: %s", r.status, r.raw)
+		}
+	})
+	t.Run("KeyedByToken", func(t *testing.T) {
+		if r := hs.post(t, big, nil, "Authorization", "Bearer bob"); r.status != 200 {
+			t.Fatalf("another token has its own bucket: %d %s", r.status, r.raw)
+		}
+	})
+	t.Run("KeyedByTrustedProxyHeader", func(t *testing.T) {
+		for _, ip := range []string{"203.0.113.7", "203.0.113.8"} {
+			if r := hs.post(t, big, nil, "X-Forwarded-For", "198.51.100.1, "+ip); r.status != 200 {
+				t.Fatalf("client %s: %d %s", ip, r.status, r.raw)
+			}
+		}
+		if r := hs.post(t, big, nil, "X-Forwarded-For", "192.0.2.1, 203.0.113.7"); r.status != http.StatusTooManyRequests {
+			t.Fatalf("the proxy's entry decides, not the client's: %d %s", r.status, r.raw)
+		}
+	})
+	t.Run("EmptyBucketRefusedBeforeTheBody", func(t *testing.T) {
+		tiny := newHostileServer(t, incs, server.Config{
+			ResponseCacheBytes: -1,
+			Limits:             server.Limits{MaxCost: 3},
+			RateLimit:          server.RateLimit{CostPerSecond: 0.001},
+		})
+		for i := 0; i < 3; i++ { // { __typename } costs 1
+			if r := tiny.post(t, `{ __typename }`, nil); r.status != 200 || r.cost() != 1 {
+				t.Fatalf("request %d: %d %s", i, r.status, r.raw)
+			}
+		}
+		// Not even JSON: refused for the rate before the body is read.
+		r := tiny.postBody(t, []byte("not json"))
+		if r.status != http.StatusTooManyRequests || r.code() != server.CodeRateLimited || r.header.Get("Retry-After") == "" {
+			t.Fatalf("status %d: %s", r.status, r.raw)
+		}
+	})
+	t.Run("ProxyHeaderIgnoredUnlessTrusted", func(t *testing.T) {
+		plain := newHostileServer(t, incs, server.Config{
+			ResponseCacheBytes: -1,
+			Limits:             server.Limits{MaxCost: 1000},
+			RateLimit:          server.RateLimit{CostPerSecond: 0.001},
+		})
+		if r := plain.post(t, big, nil, "X-Forwarded-For", "203.0.113.1"); r.status != 200 {
+			t.Fatalf("%d %s", r.status, r.raw)
+		}
+		if r := plain.post(t, big, nil, "X-Forwarded-For", "203.0.113.2"); r.status != http.StatusTooManyRequests {
+			t.Fatalf("a header nobody trusts must not make a new client: %d %s", r.status, r.raw)
+		}
+	})
+}
+
+func TestBatch(t *testing.T) {
+	incs := seedIncidents(t)
+	hs := newHostileServer(t, incs, server.Config{ResponseCacheBytes: -1, Limits: server.Limits{MaxCost: 100}})
+	ops := func(qs ...string) []byte {
+		var list []map[string]any
+		for _, q := range qs {
+			list = append(list, map[string]any{"query": q})
+		}
+		b, _ := json.Marshal(list)
+		return b
+	}
+	t.Run("AnswersAnArray", func(t *testing.T) {
+		r := hs.postBody(t, ops(`{ incident(id: "IL-0213") { id } }`, `{ incident(id: "IL-0216") { id } }`))
+		var out []struct {
+			Data       struct{ Incident struct{ ID string } }
+			Extensions struct{ Cost int }
+		}
+		if err := json.Unmarshal(r.raw, &out); err != nil || r.status != 200 {
+			t.Fatalf("%d %s", r.status, r.raw)
+		}
+		if len(out) != 2 || out[0].Data.Incident.ID != "IL-0213" || out[1].Data.Incident.ID != "IL-0216" || out[0].Extensions.Cost == 0 {
+			t.Fatalf("%s", r.raw)
+		}
+	})
+	t.Run("SharesTheCostLimit", func(t *testing.T) {
+		q := `{ incidents(first: 30) { nodes { id } } }` // 1 + 30 × 2 = 61: one fits, two do not
+		r := hs.postBody(t, ops(q, q))
+		var out []gqlResponse
+		if err := json.Unmarshal(r.raw, &out); err != nil || len(out) != 2 {
+			t.Fatalf("%d %s", r.status, r.raw)
+		}
+		if len(out[0].Errors) > 0 || out[1].code() != server.CodeCostLimit {
+			t.Fatalf("%s", r.raw)
+		}
+	})
+	t.Run("EmptyBatch", func(t *testing.T) {
+		if r := hs.postBody(t, []byte("[]")); r.status != 400 || r.code() != server.CodeBadRequest {
+			t.Fatalf("%d %s", r.status, r.raw)
+		}
+	})
+}
+
+func TestCostExtension(t *testing.T) {
+	hs := newHostileServer(t, seedIncidents(t), server.Config{})
+	for name, c := range map[string]struct {
+		q       string
+		nonzero bool
+	}{
+		"Query":           {`{ incident(id: "IL-0213") { id title } }`, true},
+		"ValidationError": {`{ nope }`, false},
+		"ParseError":      {`{ incidents(`, false},
+		"FieldError":      {`{ incidents(first: 101) { totalCount } }`, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := hs.post(t, c.q, nil)
+			if got := r.cost(); got < 0 || (got > 0) != c.nonzero {
+				t.Fatalf("extensions.cost %d: %s", got, r.raw)
+			}
+		})
+	}
+	t.Run("ConnectionCostsPageTimesChildren", func(t *testing.T) {
+		one := hs.post(t, `{ incidents(first: 10) { nodes { id title } } }`, nil).cost()
+		two := hs.post(t, `{ incidents(first: 20) { nodes { id title } } }`, nil).cost()
+		if one <= 0 || two-1 != 2*(one-1) {
+			t.Fatalf("first: 10 costs %d, first: 20 costs %d", one, two)
+		}
+	})
+}
+
+func TestGraphQLOverHTTP(t *testing.T) {
+	hs := newHostileServer(t, seedIncidents(t), server.Config{})
+	const q = `{ incident(id: "IL-0213") { id } }`
+	body, _ := json.Marshal(map[string]any{"query": q})
+	req := func(method, ct, accept string, b []byte) *http.Request {
+		r, _ := http.NewRequest(method, hs.URL+"/graphql", bytes.NewReader(b))
+		if ct != "" {
+			r.Header.Set("Content-Type", ct)
+		}
+		if accept != "" {
+			r.Header.Set("Accept", accept)
+		}
+		return r
+	}
+	cases := []struct {
+		name        string
+		req         *http.Request
+		status      int
+		contentType string
+	}{
+		{"DefaultMediaType", req("POST", "application/json", "", body), 200, "application/graphql-response+json"},
+		{"AcceptGraphQLResponse", req("POST", "application/json", "application/graphql-response+json", body), 200, "application/graphql-response+json"},
+		{"AcceptJSON", req("POST", "application/json", "application/json", body), 200, "application/json"},
+		{"AcceptByQuality", req("POST", "application/json", "application/graphql-response+json;q=0.5, application/json", body), 200, "application/json"},
+		{"AcceptAny", req("POST", "application/json", "*/*", body), 200, "application/graphql-response+json"},
+		{"NotAcceptable406", req("POST", "application/json", "text/html", body), 406, "application/json"},
+		{"NotAcceptableQZero406", req("POST", "application/json", "application/json;q=0", body), 406, "application/json"},
+		{"UnsupportedMediaType415", req("POST", "text/plain", "", body), 415, "application/graphql-response+json"},
+		{"NoContentType415", req("POST", "", "", body), 415, "application/graphql-response+json"},
+		{"MalformedJSON400", req("POST", "application/json", "", []byte(`{"query": `)), 400, "application/graphql-response+json"},
+		{"ValidationErrorIs400", req("POST", "application/json", "", []byte(`{"query": "{ nope }"}`)), 400, "application/graphql-response+json"},
+		{"ValidationErrorAsJSONIs200", req("POST", "application/json", "application/json", []byte(`{"query": "{ nope }"}`)), 200, "application/json"},
+		{"PutIs405", req("PUT", "application/json", "", body), 405, "application/json"},
+		{"GetWithoutQuery400", req("GET", "", "", nil), 400, "application/graphql-response+json"},
+	}
+	getOK, _ := http.NewRequest("GET", hs.URL+"/graphql?"+url.Values{"query": {q}}.Encode(), nil)
+	cases = append(cases, struct {
+		name        string
+		req         *http.Request
+		status      int
+		contentType string
+	}{"GetQueryOK", getOK, 200, "application/graphql-response+json"})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := hs.do(t, c.req)
+			if r.status != c.status || !strings.HasPrefix(r.header.Get("Content-Type"), c.contentType) {
+				t.Fatalf("status %d content type %q, want %d %s: %.300s", r.status, r.header.Get("Content-Type"), c.status, c.contentType, r.raw)
+			}
+			if c.status == 405 && r.header.Get("Allow") == "" {
+				t.Fatal("405 without Allow")
+			}
+		})
+	}
+	t.Run("MalformedJSONIsNotEchoed", func(t *testing.T) {
+		secret := `{"query": "{ __typename }", "variables": {"password": "hunter2"`
+		r := hs.postBody(t, []byte(secret))
+		if r.status != 400 || r.code() != server.CodeBadRequest || bytes.Contains(r.raw, []byte("hunter2")) {
+			t.Fatalf("%d %s", r.status, r.raw)
+		}
+	})
+}
+
+// TestClientGone: a request whose client went away answers CANCELED and
+// logs no internal error.
+func TestClientGone(t *testing.T) {
+	var cancel context.CancelFunc
+	hs := newHostileServer(t, seedIncidents(t), server.Config{Prod: true, Extensions: []graphql.HandlerExtension{
+		fieldFunc(func(ctx context.Context, next graphql.Resolver) (any, error) {
+			if graphql.GetFieldContext(ctx).Field.Name == "incident" {
+				cancel()
+			}
+			return next(ctx)
+		}),
+	}})
+	body, _ := json.Marshal(map[string]any{"query": `{ incident(id: "IL-0213") { id } }`})
+	ctx, c := context.WithCancel(context.Background())
+	cancel = c
+	req := httptest.NewRequest(http.MethodPost, "/graphql", bytes.NewReader(body)).WithContext(ctx)
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	hs.srv.ServeHTTP(rec, req)
+	var resp gqlResponse
+	_ = json.Unmarshal(rec.Body.Bytes(), &resp)
+	if resp.code() != server.CodeCanceled {
+		t.Fatalf("%s", rec.Body.Bytes())
+	}
+	if strings.Contains(hs.log.String(), "internal error") {
+		t.Fatalf("logged as an internal error: %s", hs.log.String())
+	}
+}
+
+func TestProdMode(t *testing.T) {
+	incs := seedIncidents(t)
+	prod := newHostileServer(t, incs, server.Config{Prod: true})
+	dev := newHostileServer(t, incs, server.Config{})
+	t.Run("IntrospectionOff", func(t *testing.T) {
+		for _, q := range []string{`{ __schema { types { name } } }`, `{ __type(name: "Incident") { name fields { name } } }`} {
+			before := prod.work()
+			r := prod.post(t, q, nil)
+			if r.status != 400 || r.code() != server.CodeIntrospectionOff || bytes.Contains(r.raw, []byte("relatedIds")) {
+				t.Fatalf("%s: %d %.300s", q, r.status, r.raw)
+			}
+			if prod.work() != before {
+				t.Fatal("resolvers ran")
+			}
+			if d := dev.post(t, q, nil); len(d.Errors) > 0 {
+				t.Fatalf("dev mode: %+v", d.Errors)
+			}
+		}
+	})
+	t.Run("IntrospectionFlag", func(t *testing.T) {
+		on := newHostileServer(t, incs, server.Config{Prod: true, Introspection: true})
+		if r := on.post(t, `{ __schema { queryType { name } } }`, nil); len(r.Errors) > 0 {
+			t.Fatalf("%+v", r.Errors)
+		}
+	})
+	t.Run("SuggestionsOff", func(t *testing.T) {
+		for _, q := range []string{
+			`{ incidnts { totalCount } }`,
+			`{ incidents(frist: 1) { totalCount } }`,
+			`{ taxonomy(kind: SYMPTOMS) { slug } }`,
+			`{ incident(id: "IL-0213") { titl } }`,
+		} {
+			p, d := prod.post(t, q, nil), dev.post(t, q, nil)
+			if len(p.Errors) == 0 || bytes.Contains(p.raw, []byte("Did you mean")) {
+				t.Errorf("prod %s: %s", q, p.raw)
+			}
+			if !bytes.Contains(d.raw, []byte("Did you mean")) {
+				t.Errorf("dev mode suggests, or this case tests nothing: %s: %s", q, d.raw)
+			}
+		}
+	})
+	t.Run("GraphiQLOff", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodGet, prod.URL+"/", nil)
+		if r := prod.do(t, req); r.status != http.StatusNotFound {
+			t.Fatalf("prod: %d", r.status)
+		}
+		req, _ = http.NewRequest(http.MethodGet, dev.URL+"/", nil)
+		if r := dev.do(t, req); r.status != 200 {
+			t.Fatalf("dev: %d", r.status)
+		}
+	})
+	t.Run("SchemaPublished", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodGet, prod.URL+"/schema.graphql", nil)
+		r := prod.do(t, req)
+		for _, want := range []string{"type Query", "type Incident implements Node", "input IncidentFilter", `"An incident by id, such as IL-0213."`} {
+			if !bytes.Contains(r.raw, []byte(want)) {
+				t.Errorf("the SDL lacks %q", want)
+			}
+		}
+		if r.status != 200 {
+			t.Fatalf("status %d", r.status)
+		}
+	})
+	t.Run("PanicIsGenericAndHasNoStack", func(t *testing.T) {
+		panicky := newHostileServer(t, incs, server.Config{Prod: true, Extensions: []graphql.HandlerExtension{
+			fieldFunc(func(ctx context.Context, next graphql.Resolver) (any, error) {
+				if graphql.GetFieldContext(ctx).Field.Name == "title" {
+					panic("boom in a resolver")
+				}
+				return next(ctx)
+			}),
+		}})
+		r := panicky.post(t, `{ incident(id: "IL-0213") { id title } }`, nil)
+		if r.code() != incidentlib.EINTERNAL || r.Errors[0].Message != "internal error" {
+			t.Fatalf("%s", r.raw)
+		}
+		for _, leak := range []string{"boom", "goroutine", ".go:", "panic"} {
+			if bytes.Contains(r.raw, []byte(leak)) {
+				t.Fatalf("the response leaks %q: %s", leak, r.raw)
+			}
+		}
+	})
+	t.Run("InternalErrorHasRequestID", func(t *testing.T) {
+		broken := newHostileServer(t, incs, server.Config{Prod: true})
+		if err := broken.ts.DB.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r := broken.post(t, `{ incidents(first: 1) { totalCount } }`, nil)
+		id, _ := r.ext("requestId").(string)
+		if r.code() != incidentlib.EINTERNAL || r.Errors[0].Message != "internal error" || id == "" || id != r.header.Get("X-Request-Id") {
+			t.Fatalf("id %q header %q: %s", id, r.header.Get("X-Request-Id"), r.raw)
+		}
+		if bytes.Contains(r.raw, []byte("database")) {
+			t.Fatalf("the response leaks the cause: %s", r.raw)
+		}
+		found := false
+		for _, line := range strings.Split(broken.log.String(), "\n") {
+			if strings.Contains(line, `"msg":"internal error"`) && strings.Contains(line, `"request_id":"`+id+`"`) {
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("no log line of the internal error with request_id %s:\n%s", id, broken.log.String())
+		}
+	})
+}
+
+func TestCORS(t *testing.T) {
+	hs := newHostileServer(t, seedIncidents(t), server.Config{CORSOrigins: []string{"https://app.example.org", "http://localhost:3000"}})
+	closed := newHostileServer(t, seedIncidents(t), server.Config{})
+	preflight := func(hs *hostileServer, origin string) *response {
+		req, _ := http.NewRequest(http.MethodOptions, hs.URL+"/graphql", nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		req.Header.Set("Access-Control-Request-Headers", "content-type")
+		return hs.do(t, req)
+	}
+	t.Run("AllowedPreflight", func(t *testing.T) {
+		r := preflight(hs, "https://app.example.org")
+		if r.status != http.StatusNoContent || r.header.Get("Access-Control-Allow-Origin") != "https://app.example.org" ||
+			!strings.Contains(r.header.Get("Access-Control-Allow-Methods"), "POST") || !strings.Contains(r.header.Get("Access-Control-Allow-Headers"), "Content-Type") {
+			t.Fatalf("%d %v", r.status, r.header)
+		}
+	})
+	t.Run("AllowedRequest", func(t *testing.T) {
+		r := hs.post(t, `{ __typename }`, nil, "Origin", "http://localhost:3000")
+		if r.header.Get("Access-Control-Allow-Origin") != "http://localhost:3000" || !strings.Contains(r.header.Get("Vary"), "Origin") {
+			t.Fatalf("%v", r.header)
+		}
+		if r.header.Get("Access-Control-Allow-Credentials") != "" {
+			t.Fatal("credentials must never be allowed")
+		}
+	})
+	t.Run("OtherOriginRefused", func(t *testing.T) {
+		if r := preflight(hs, "https://evil.example.com"); r.status != http.StatusForbidden || r.header.Get("Access-Control-Allow-Origin") != "" {
+			t.Fatalf("%d %v", r.status, r.header)
+		}
+		if r := hs.post(t, `{ __typename }`, nil, "Origin", "https://evil.example.com"); r.header.Get("Access-Control-Allow-Origin") != "" {
+			t.Fatalf("%v", r.header)
+		}
+	})
+	t.Run("NoListNoCORS", func(t *testing.T) {
+		if r := preflight(closed, "https://app.example.org"); r.header.Get("Access-Control-Allow-Origin") != "" {
+			t.Fatalf("%v", r.header)
+		}
+	})
+}
+
+func TestConfigRefused(t *testing.T) {
+	ts := newTestServer(t, nil)
+	for name, cfg := range map[string]server.Config{
+		"NegativeCost":        {Limits: server.Limits{MaxCost: -1}},
+		"NegativeBody":        {Limits: server.Limits{MaxBody: -1}},
+		"NegativeTimeout":     {Limits: server.Limits{RequestTimeout: -time.Second}},
+		"NegativeRate":        {RateLimit: server.RateLimit{CostPerSecond: -1}},
+		"BurstBelowCostLimit": {RateLimit: server.RateLimit{CostPerSecond: 10, Burst: server.DefaultMaxCost - 1}},
+		"BadProxyHeader":      {RateLimit: server.RateLimit{CostPerSecond: 10, TrustedProxyHeader: "X Forwarded"}},
+		"OriginWithPath":      {CORSOrigins: []string{"https://example.org/app"}},
+		"OriginWithoutScheme": {CORSOrigins: []string{"example.org"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := server.New(ts.DB, cfg, prometheus.NewRegistry()); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+	t.Run("MemoryLimitBelowMinimum", func(t *testing.T) {
+		if _, err := server.SetMemoryLimit(64 << 20); err == nil {
+			t.Fatal("accepted")
+		}
+	})
+}

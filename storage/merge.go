@@ -1,0 +1,129 @@
+package storage
+
+import (
+	"context"
+	"encoding/binary"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// applyMerges removes each incident merged away into another, in the
+// import's transaction: every link to it now points to the incident that
+// absorbed it, and its id is kept as an alias so that it goes on resolving.
+func (w *writeTx) applyMerges(merges map[string]string) error {
+	drops := make([]string, 0, len(merges))
+	for d := range merges {
+		drops = append(drops, d)
+	}
+	slices.Sort(drops)
+	for _, dropID := range drops {
+		keepID := merges[dropID]
+		d, ok1 := incidentlib.ParseID(dropID)
+		k, ok2 := incidentlib.ParseID(keepID)
+		if !ok1 || !ok2 || d == k {
+			return incidentlib.Errorf(incidentlib.EINVALID, "cannot merge %s into %s", dropID, keepID)
+		}
+		if kept, err := w.get(k); err != nil {
+			return err
+		} else if kept == nil {
+			return incidentlib.Errorf(incidentlib.EINVALID, "cannot merge %s into %s: %s is not in the library", dropID, keepID, keepID)
+		}
+		linking := append(sources(w.tx, bucketRelatedRev, d), sources(w.tx, bucketRecurrences, d)...)
+		slices.Sort(linking)
+		for _, s := range slices.Compact(linking) {
+			src, err := w.get(s)
+			if err != nil {
+				return err
+			}
+			if src == nil || s == d {
+				continue
+			}
+			c := *src
+			c.Related = nil
+			for _, r := range src.Related {
+				if r == dropID {
+					r = keepID
+				}
+				if r != c.ID && !slices.Contains(c.Related, r) {
+					c.Related = append(c.Related, r)
+				}
+			}
+			if c.RecurrenceOf == dropID {
+				c.RecurrenceOf = keepID
+			}
+			if c.RecurrenceOf == c.ID {
+				c.RecurrenceOf = ""
+			}
+			if err := w.put(&c); err != nil {
+				return err
+			}
+		}
+		if old, err := w.get(d); err != nil {
+			return err
+		} else if old != nil {
+			if err := w.remove(d, old); err != nil {
+				return err
+			}
+		}
+		// Aliases pointing at the dropped id move on to the kept one.
+		ab := w.tx.Bucket(bucketAliases)
+		var moved [][]byte
+		_ = ab.ForEach(func(key, v []byte) error {
+			if binary.BigEndian.Uint32(v) == d {
+				moved = append(moved, append([]byte(nil), key...))
+			}
+			return nil
+		})
+		for _, key := range append(moved, u32key(d)) {
+			if err := ab.Put(key, u32key(k)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// current re-reads the given records as this transaction now holds them.
+func (w *writeTx) current(incs []*incidentlib.Incident) ([]*incidentlib.Incident, error) {
+	out := make([]*incidentlib.Incident, 0, len(incs))
+	for _, in := range incs {
+		n, _ := incidentlib.ParseID(in.ID)
+		inc, err := w.get(n)
+		if err != nil {
+			return nil, err
+		}
+		if inc != nil {
+			out = append(out, inc)
+		}
+	}
+	return out, nil
+}
+
+// alias returns the incident number an id merged away resolves to.
+func alias(tx *bolt.Tx, n uint32) (uint32, bool) {
+	v := tx.Bucket(bucketAliases).Get(u32key(n))
+	if len(v) != 4 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint32(v), true
+}
+
+// AllIncidents reads every incident in one transaction, in id order (for
+// planning an import; never on a request's path).
+func (db *DB) AllIncidents(ctx context.Context) ([]*incidentlib.Incident, error) {
+	var out []*incidentlib.Incident
+	err := db.view(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketIncidents).ForEach(func(k, _ []byte) error {
+			inc, err := db.getIncident(tx, binary.BigEndian.Uint32(k))
+			if err != nil {
+				return err
+			}
+			out = append(out, inc)
+			return nil
+		})
+	})
+	return out, err
+}

@@ -1,0 +1,417 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// mutState is how mutations share commits.
+type mutState struct {
+	// inflight counts the mutations waiting for or running their
+	// transaction. A mutation alone commits at once (bbolt's Update); one
+	// that meets others joins bbolt's Batch, which runs them in one
+	// transaction with one fsync.
+	inflight atomic.Int32
+	// cur is the commit the running write transaction belongs to. It is
+	// touched only inside write transactions, which bbolt runs one at a
+	// time, and read by that transaction's own commit handler.
+	cur *commitState
+}
+
+// commitState is what the mutations of one write transaction share.
+type commitState struct {
+	tx    *bolt.Tx
+	start time.Time
+	seq   uint64 // the store's sequence after the last mutation that wrote
+	// written are the records the transaction wrote, in order: committed,
+	// they go into the record cache.
+	written []writtenRecord
+}
+
+// joinCommit returns the commit state of tx, creating it (and the handler
+// that observes and publishes the commit) for the first mutation in tx.
+func (db *DB) joinCommit(tx *bolt.Tx) *commitState {
+	if cs := db.mut.cur; cs != nil && cs.tx == tx {
+		return cs
+	}
+	cs := &commitState{tx: tx, start: time.Now()}
+	db.mut.cur = cs
+	tx.OnCommit(func() {
+		if db.Observe != nil {
+			db.Observe(time.Since(cs.start))
+		}
+		if db.cache != nil {
+			for _, r := range cs.written {
+				if r.inc == nil {
+					db.cache.Remove(r.n)
+				} else {
+					db.cache.Add(r.n, &cachedIncident{version: r.version, inc: r.inc})
+				}
+			}
+		}
+		if cs.seq > 0 {
+			db.publish(cs.seq)
+		}
+	})
+	return cs
+}
+
+// publish raises the store's published sequence to seq, never lowering it
+// (transactions may finish their commit handlers out of order), and calls
+// OnCommit when it did.
+func (db *DB) publish(seq uint64) {
+	for {
+		cur := db.seq.Load()
+		if seq <= cur {
+			return
+		}
+		if db.seq.CompareAndSwap(cur, seq) {
+			break
+		}
+	}
+	db.watch.wake()
+	if db.OnCommit != nil {
+		db.OnCommit(seq)
+	}
+}
+
+// mutate runs one mutation in a write transaction that concurrent
+// mutations may share. check only reads: an application error from it is
+// the mutation's answer and nothing is written. apply writes: any error from
+// it rolls the whole transaction back (bbolt then re-runs the others of the
+// batch without it, and this one alone, which fails again). Both may run
+// more than once, so they must start from the writeTx and reset whatever
+// they report. mutate returns after the transaction committed.
+func (db *DB) mutate(ctx context.Context, check, apply func(*writeTx) error) error {
+	if err := ctx.Err(); err != nil {
+		return ctxError(err)
+	}
+	var refused error
+	fn := func(tx *bolt.Tx) error {
+		refused = nil
+		cs := db.joinCommit(tx)
+		w := newWriteTx(db, tx)
+		before := w.seq
+		if err := check(w); err != nil {
+			if incidentlib.ErrorCode(err) == incidentlib.EINTERNAL {
+				return err
+			}
+			refused = err
+			return nil
+		}
+		if err := apply(w); err != nil {
+			return err
+		}
+		if w.seq == before {
+			return nil // nothing to write
+		}
+		if err := w.flush(); err != nil {
+			return err
+		}
+		cs.seq = w.seq
+		cs.written = append(cs.written, w.written...)
+		return nil
+	}
+	var err error
+	if db.mut.inflight.Add(1) == 1 {
+		err = db.bolt.Update(fn)
+	} else {
+		err = db.bolt.Batch(fn)
+	}
+	db.mut.inflight.Add(-1)
+	if err != nil {
+		return err
+	}
+	return refused
+}
+
+// WritesInFlight is how many mutations are waiting for or running their
+// write transaction.
+func (db *DB) WritesInFlight() int { return int(db.mut.inflight.Load()) }
+
+// sameRecord reports whether two records have the same canonical IL-JSON.
+func sameRecord(a, b *incidentlib.Incident) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}
+
+// storedAs reports whether record n is stored exactly as inc would be.
+func (w *writeTx) storedAs(n uint32, inc *incidentlib.Incident) bool {
+	v := w.tx.Bucket(bucketIncidents).Get(u32key(n))
+	data, err := json.Marshal(inc)
+	return v != nil && len(v) > 8 && err == nil && string(v[8:]) == string(data)
+}
+
+// sameTime reports whether two updated_at values name the same instant
+// (or, when either does not parse, are the same text).
+func sameTime(a, b string) bool {
+	ta, err1 := incidentlib.ParseTimestamp(a)
+	tb, err2 := incidentlib.ParseTimestamp(b)
+	if err1 != nil || err2 != nil {
+		return a == b
+	}
+	return ta.Equal(tb)
+}
+
+// checkExpected checks optimistic concurrency: opts.ExpectedUpdatedAt
+// against the stored record old (nil when absent).
+func checkExpected(id string, old *incidentlib.Incident, opts incidentlib.WriteOptions) error {
+	if opts.ExpectedUpdatedAt == nil {
+		return nil
+	}
+	want := *opts.ExpectedUpdatedAt
+	field := []string{"expected_updated_at"}
+	switch {
+	case old == nil && want == "":
+		return nil
+	case old == nil:
+		return incidentlib.FieldErrorf(incidentlib.ECONFLICT, field,
+			"incident %s was expected with updated_at %s but is no longer in the library", id, want)
+	case want == "":
+		return incidentlib.FieldErrorf(incidentlib.ECONFLICT, field,
+			"incident %s was expected not to exist, but it does (updated_at %s)", id, old.UpdatedAt)
+	case !sameTime(old.UpdatedAt, want):
+		return incidentlib.FieldErrorf(incidentlib.ECONFLICT, field,
+			"incident %s was changed since it was read: its updated_at is %s, not %s", id, old.UpdatedAt, want)
+	}
+	return nil
+}
+
+func validateExpected(opts incidentlib.WriteOptions) error {
+	if p := opts.ExpectedUpdatedAt; p != nil && *p != "" {
+		if _, err := incidentlib.ParseTimestamp(*p); err != nil {
+			return incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"expected_updated_at"}, "expected_updated_at %s", err)
+		}
+	}
+	return nil
+}
+
+// UpsertIncident validates in and stores it in place of any earlier
+// version; see incidentlib.IncidentWriter.
+func (db *DB) UpsertIncident(ctx context.Context, in *incidentlib.Incident, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+	if in == nil {
+		return nil, incidentlib.Errorf(incidentlib.EINVALID, "no incident given")
+	}
+	var es incidentlib.Errors
+	if in.Review.ReviewedAt != "" {
+		es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"review", "reviewed_at"},
+			"review.reviewed_at is set by reviewing the incident, not by an upsert"))
+	}
+	if in.Review.ReviewedBy != "" {
+		es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"review", "reviewed_by"},
+			"review.reviewed_by is set by reviewing the incident, not by an upsert"))
+	}
+	inc := *in
+	inc.UpdatedAt = ""
+	inc.Review.ReviewedAt, inc.Review.ReviewedBy = "", ""
+	err := inc.Validate()
+	if err == nil {
+		err = inc.ValidateTerms(db.tax)
+	}
+	es = append(es, incidentlib.ErrorList(err)...)
+	es = append(es, incidentlib.ErrorList(validateExpected(opts))...)
+	if len(es) > 0 {
+		return nil, es
+	}
+	n, _ := incidentlib.ParseID(inc.ID)
+	var rec incidentlib.Incident
+	var out *incidentlib.Incident
+	err = db.mutate(ctx, func(w *writeTx) error {
+		out = nil
+		old, err := w.get(n)
+		if err != nil {
+			return err
+		}
+		if err := checkExpected(inc.ID, old, opts); err != nil {
+			return err
+		}
+		rec = inc
+		if old != nil {
+			// Unchanged but for the stamp and the review: nothing to write.
+			rec.UpdatedAt = old.UpdatedAt
+			rec.Review.ReviewedAt, rec.Review.ReviewedBy = old.Review.ReviewedAt, old.Review.ReviewedBy
+			if w.storedAs(n, &rec) {
+				c := *old
+				out = &c
+				return nil
+			}
+			// A changed record needs a new review.
+			rec.Review.ReviewedAt, rec.Review.ReviewedBy = "", ""
+		}
+		rec.UpdatedAt = w.now
+		if err := w.checkOrg(n, &rec); err != nil {
+			return err
+		}
+		return w.checkLinks([]*incidentlib.Incident{&rec}, func(int) []string { return nil })
+	}, func(w *writeTx) error {
+		if out != nil {
+			return nil
+		}
+		if err := w.put(&rec); err != nil {
+			return err
+		}
+		c := rec
+		out = &c
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DeleteIncident removes an incident and every link to it; see
+// incidentlib.IncidentWriter.
+func (db *DB) DeleteIncident(ctx context.Context, id string, opts incidentlib.WriteOptions) (*incidentlib.DeleteResult, error) {
+	n, ok := incidentlib.ParseID(id)
+	if !ok {
+		return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"id"}, "id %q is not an incident id such as IL-0213", id)
+	}
+	if err := validateExpected(opts); err != nil {
+		return nil, err
+	}
+	var old *incidentlib.Incident
+	var res *incidentlib.DeleteResult
+	err := db.mutate(ctx, func(w *writeTx) error {
+		res = nil
+		var err error
+		if old, err = w.get(n); err != nil {
+			return err
+		}
+		if old == nil {
+			return incidentlib.FieldErrorf(incidentlib.ENOTFOUND, []string{"id"}, "incident %s is not in the library", id)
+		}
+		return checkExpected(id, old, opts)
+	}, func(w *writeTx) error {
+		linking := append(sources(w.tx, bucketRelatedRev, n), sources(w.tx, bucketRecurrences, n)...)
+		slices.Sort(linking)
+		linking = slices.Compact(linking)
+		r := &incidentlib.DeleteResult{ID: id, Unlinked: []string{}}
+		for _, s := range linking {
+			src, err := w.get(s)
+			if err != nil {
+				return err
+			}
+			if src == nil || s == n {
+				continue
+			}
+			c := *src
+			c.Related = slices.DeleteFunc(slices.Clone(src.Related), func(r string) bool { return r == id })
+			if c.RecurrenceOf == id {
+				c.RecurrenceOf = ""
+			}
+			c.UpdatedAt = w.now
+			if err := w.put(&c); err != nil {
+				return err
+			}
+			r.Unlinked = append(r.Unlinked, c.ID)
+		}
+		if err := w.remove(n, old); err != nil {
+			return err
+		}
+		res = r
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// ValidReviewer reports why s cannot name a reviewer, or "".
+func ValidReviewer(s string) string {
+	switch {
+	case !utf8.ValidString(s):
+		return "reviewer is not valid UTF-8"
+	case strings.TrimSpace(s) == "":
+		return "reviewer is required"
+	case utf8.RuneCountInString(s) > incidentlib.MaxNameLen:
+		return fmt.Sprintf("reviewer is longer than %d characters", incidentlib.MaxNameLen)
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		return "reviewer contains a control character"
+	}
+	return ""
+}
+
+// ReviewIncident marks an incident reviewed; see incidentlib.IncidentWriter.
+func (db *DB) ReviewIncident(ctx context.Context, id, reviewer string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+	var es incidentlib.Errors
+	n, ok := incidentlib.ParseID(id)
+	if !ok {
+		es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"id"}, "id %q is not an incident id such as IL-0213", id))
+	}
+	reviewer = strings.TrimSpace(reviewer)
+	if why := ValidReviewer(reviewer); why != "" {
+		es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"reviewer"}, "%s", why))
+	}
+	es = append(es, incidentlib.ErrorList(validateExpected(opts))...)
+	if len(es) > 0 {
+		return nil, es
+	}
+	var old, out *incidentlib.Incident
+	err := db.mutate(ctx, func(w *writeTx) error {
+		out = nil
+		var err error
+		if old, err = w.get(n); err != nil {
+			return err
+		}
+		if old == nil {
+			return incidentlib.FieldErrorf(incidentlib.ENOTFOUND, []string{"id"}, "incident %s is not in the library", id)
+		}
+		return checkExpected(id, old, opts)
+	}, func(w *writeTx) error {
+		c := *old
+		c.Review.ReviewedAt, c.Review.ReviewedBy = w.now, reviewer
+		c.UpdatedAt = w.now
+		if err := w.put(&c); err != nil {
+			return err
+		}
+		out = &c
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// LiveSize is how much live data the store holds.
+type LiveSize struct {
+	Incidents int
+	// RecordBytes is the size of the stored IL-JSON records.
+	RecordBytes int64
+	// KeyValueBytes is the size of every key and value in every bucket:
+	// records, indexes, reverse links, change log and taxonomy.
+	KeyValueBytes int64
+}
+
+// Live measures the live data from one read transaction, for comparison
+// with the file size (see Compact).
+func (db *DB) Live(ctx context.Context) (LiveSize, error) {
+	var s LiveSize
+	err := db.view(ctx, func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			return b.ForEach(func(k, v []byte) error {
+				s.KeyValueBytes += int64(len(k) + len(v))
+				if string(name) == string(bucketIncidents) {
+					s.Incidents++
+					s.RecordBytes += int64(len(v))
+				}
+				return nil
+			})
+		})
+	})
+	return s, err
+}

@@ -1,0 +1,74 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// The read path of the batch loaders: one GraphQL request reads a few
+// hundred records, links and postings in a handful of read transactions.
+// In a read-only transaction bbolt allocates a bucket handle on every
+// tx.Bucket call and a cursor on every Get, so the readers below open each
+// bucket and cursor once per transaction and seek with it.
+
+// recordReader reads incident records in one transaction with one cursor.
+type recordReader struct {
+	db  *DB
+	tx  *bolt.Tx
+	c   *bolt.Cursor
+	key [4]byte
+}
+
+func (db *DB) recordReader(tx *bolt.Tx) *recordReader {
+	return &recordReader{db: db, tx: tx, c: tx.Bucket(bucketIncidents).Cursor()}
+}
+
+// get is db.getIncident(tx, n): the record, through the record cache, or
+// nil if there is none.
+func (r *recordReader) get(n uint32) (*incidentlib.Incident, error) {
+	binary.BigEndian.PutUint32(r.key[:], n)
+	k, v := r.c.Seek(r.key[:])
+	if v == nil || !bytes.Equal(k, r.key[:]) {
+		return nil, nil
+	}
+	return r.db.decodeIncident(r.tx, n, v)
+}
+
+// linkReader lists the sources of links to targets in one reverse-link
+// bucket with one cursor, as sources does.
+type linkReader struct {
+	c      *bolt.Cursor
+	prefix [4]byte
+}
+
+func newLinkReader(tx *bolt.Tx, bucket []byte) *linkReader {
+	return &linkReader{c: tx.Bucket(bucket).Cursor()}
+}
+
+func (r *linkReader) sources(target uint32) []uint32 {
+	var out []uint32
+	binary.BigEndian.PutUint32(r.prefix[:], target)
+	for k, _ := r.c.Seek(r.prefix[:]); k != nil && bytes.HasPrefix(k, r.prefix[:]); k, _ = r.c.Next() {
+		out = append(out, binary.BigEndian.Uint32(k[4:]))
+	}
+	return out
+}
+
+// postingCardinality is readPosting(tx, name).GetCardinality() with the
+// postings bucket b opened once by the caller.
+func postingCardinality(b *bolt.Bucket, name string) uint64 {
+	v := b.Get([]byte(name))
+	if v == nil {
+		return 0
+	}
+	bm := roaring.New()
+	if _, err := bm.FromBuffer(v); err != nil {
+		return 0
+	}
+	return bm.GetCardinality()
+}
