@@ -144,7 +144,7 @@ func (u *Upstream) Fetch(ctx context.Context, ids []string) ([]*incidentlib.Inci
 		if err := u.call(ctx, chunk, got); err != nil {
 			u.lookups.WithLabelValues(UpstreamUnavailable).Add(float64(len(ask) - start))
 			return nil, &incidentlib.Error{Code: incidentlib.EUPSTREAMUNAVAILABLE,
-				Message: fmt.Sprintf("the upstream library %s is unavailable: %d linked incidents could not be read (%s)", u.cfg.URL, len(ask), headIDs(ask))}
+				Message: fmt.Sprintf("the upstream library is unavailable: %d linked incidents could not be read (%s)", len(ask), headIDs(ask))}
 		}
 	}
 	for _, id := range ask {

@@ -182,8 +182,10 @@ func compile(clauses []clause, lang incidentlib.Lang) (*compiled, error) {
 		return nil, badQuery("the query has no word to search for: words such as %q are too common to be indexed", clauses[0].text)
 	}
 	var should []query.Query
-	if ts := terms(strings.Join(bonus, " ")); len(ts) > 1 {
+	if ts := terms(strings.Join(bonus, " ")); len(bonus) > 1 && len(ts) > 1 {
 		// Every word of the query as one phrase in the title ranks first.
+		// (A single word or phrase needs no bonus: the title's boost ranks
+		// its matches first already.)
 		should = append(should, fieldsQuery(ts, FieldTitle, lang, boostTitlePhrase))
 	}
 	var top query.Query

@@ -15,11 +15,13 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/gen"
 	"github.com/incidentlib/incidentlib/outbound"
 	"github.com/incidentlib/incidentlib/replica"
 	"github.com/incidentlib/incidentlib/seeds"
@@ -93,11 +95,32 @@ func (b *replicateBench) run(ctx context.Context, stdout io.Writer) error {
 	}
 	defer os.RemoveAll(dir)
 	fmt.Fprintf(stdout, "replicate: generating and importing %d incidents into the primary (seed %d)\n", b.count, b.seed)
-	primary, _, err := openGenerated(ctx, filepath.Join(dir, "primary.db"), b.count, b.seed)
+	tax, err := seeds.Taxonomy()
+	if err != nil {
+		return err
+	}
+	// UpstreamLinks only so that a batch may link to incidents of a later
+	// one while the primary is filled; every link resolves in the end.
+	primary, err := storage.Open(filepath.Join(dir, "primary.db"), storage.Options{Taxonomy: tax, RecordCache: 10_000, NoSync: true, UpstreamLinks: true})
 	if err != nil {
 		return err
 	}
 	defer primary.Close()
+	incs, err := gen.Generate(gen.Options{Count: b.count, Seed: b.seed, Taxonomy: tax})
+	if err != nil {
+		return err
+	}
+	// In transactions of 2,000: one transaction of 100,000 records keeps
+	// every index page in memory unsplit until the commit, and inserting
+	// into those pages costs more the more they hold.
+	t0 := time.Now()
+	for i := 0; i < len(incs); i += 2000 {
+		if _, err := primary.ImportIncidents(ctx, incs[i:min(i+2000, len(incs))], incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+			return err
+		}
+	}
+	incs = nil
+	fmt.Fprintf(stdout, "replicate: the primary holds %d incidents (filled in %s)\n", b.count, time.Since(t0).Round(time.Millisecond))
 	srv, err := server.New(primary, server.Config{Prod: true}, nil)
 	if err != nil {
 		return err
@@ -114,10 +137,6 @@ func (b *replicateBench) run(ctx context.Context, stdout io.Writer) error {
 	base := "http://" + ln.Addr().String()
 
 	// 1. Replication: an empty replica follows the primary until level.
-	tax, err := seeds.Taxonomy()
-	if err != nil {
-		return err
-	}
 	rdb, err := storage.Open(filepath.Join(dir, "replica.db"), storage.Options{Taxonomy: tax, RecordCache: 10_000, NoSync: !b.fsync})
 	if err != nil {
 		return err
@@ -171,6 +190,9 @@ func (b *replicateBench) run(ctx context.Context, stdout io.Writer) error {
 	if !same {
 		return errors.New("the replica's export differs from the primary's")
 	}
+	if links, err := primary.UpstreamLinks(ctx); err != nil || len(links) > 0 {
+		return fmt.Errorf("the generated library has %d links to incidents it does not hold (%v)", len(links), err)
+	}
 	fmt.Fprintf(stdout, "replication: %d incidents in %s = %.0f records/s; %d feed requests of up to %d changes; %d TCP connections accepted by the primary (outbound: %d new, %d reused); replica fsync %v; exports identical\n",
 		st.Applied, took.Round(time.Millisecond), float64(st.Applied)/took.Seconds(), st.Requests, b.page,
 		counter.n.Load(), cs.NewConns, cs.ReusedConns, b.fsync)
@@ -181,33 +203,38 @@ func (b *replicateBench) run(ctx context.Context, stdout io.Writer) error {
 	for i := range min(1000, b.count) {
 		ids = append(ids, incidentlib.FormatID(uint32(i+1)))
 	}
-	var on, off []float64
-	var onConns, offConns int64
-	for round := range b.rounds {
-		for _, disable := range []bool{false, true} {
-			before := counter.n.Load()
-			rps, err := b.drive(ctx, base, ids, disable)
-			if err != nil {
-				return err
+	for _, target := range []struct{ name, path string }{
+		{"GET /api/v1/incidents/{id}", "/api/v1/incidents/"},
+		{"GET /healthz", "/healthz"},
+	} {
+		var on, off []float64
+		var onConns, offConns int64
+		for round := range b.rounds {
+			for _, disable := range []bool{false, true} {
+				before := counter.n.Load()
+				rps, err := b.drive(ctx, base, target.path, ids, disable)
+				if err != nil {
+					return err
+				}
+				conns := counter.n.Load() - before
+				if disable {
+					off, offConns = append(off, rps), conns
+				} else {
+					on, onConns = append(on, rps), conns
+				}
+				fmt.Fprintf(stdout, "  %s round %d keep-alive %-5v %8.0f requests/s, %d connections\n", target.name, round+1, !disable, rps, conns)
 			}
-			conns := counter.n.Load() - before
-			if disable {
-				off, offConns = append(off, rps), conns
-			} else {
-				on, onConns = append(on, rps), conns
-			}
-			fmt.Fprintf(stdout, "  round %d keep-alive %-5v %8.0f requests/s, %d connections\n", round+1, !disable, rps, conns)
 		}
+		mOn, mOff := medianF(on), medianF(off)
+		fmt.Fprintf(stdout, "keep-alive: %d %s at concurrency %d: %.0f requests/s over %d connections; without keep-alive %.0f requests/s over %d connections; ratio %.1fx (median of %d rounds)\n",
+			b.requests, target.name, b.concurrency, mOn, onConns, mOff, offConns, mOn/mOff, b.rounds)
 	}
-	mOn, mOff := medianF(on), medianF(off)
-	fmt.Fprintf(stdout, "keep-alive: %d GET /api/v1/incidents/{id} at concurrency %d: %.0f requests/s over %d connections; without keep-alive %.0f requests/s over %d connections; ratio %.1fx (median of %d rounds)\n",
-		b.requests, b.concurrency, mOn, onConns, mOff, offConns, mOn/mOff, b.rounds)
 	return nil
 }
 
-// drive sends b.requests GETs of incidents through a fresh outbound client
+// drive sends b.requests GETs of path (an incident's when it ends in /) through a fresh outbound client
 // at b.concurrency, and returns requests per second.
-func (b *replicateBench) drive(ctx context.Context, base string, ids []string, disableKeepAlives bool) (float64, error) {
+func (b *replicateBench) drive(ctx context.Context, base, path string, ids []string, disableKeepAlives bool) (float64, error) {
 	cfg := outbound.DefaultConfig()
 	cfg.DisableKeepAlives = disableKeepAlives
 	client, err := outbound.New(cfg, nil)
@@ -228,7 +255,11 @@ func (b *replicateBench) drive(ctx context.Context, base string, ids []string, d
 				if i >= int64(b.requests) || ctx.Err() != nil {
 					return
 				}
-				body, code, _, err := client.Get(ctx, base+"/api/v1/incidents/"+ids[i%int64(len(ids))])
+				u := base + path
+				if strings.HasSuffix(path, "/") {
+					u += ids[i%int64(len(ids))]
+				}
+				body, code, _, err := client.Get(ctx, u)
 				if err == nil && (code != http.StatusOK || len(body) == 0) {
 					err = fmt.Errorf("status %d", code)
 				}
