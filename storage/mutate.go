@@ -330,8 +330,8 @@ func (db *DB) DeleteIncident(ctx context.Context, id string, opts incidentlib.Wr
 	return res, nil
 }
 
-// ValidReviewer reports why s cannot name a reviewer, or "".
-func ValidReviewer(s string) string {
+// validReviewer reports why s cannot name a reviewer, or "".
+func validReviewer(s string) string {
 	switch {
 	case !utf8.ValidString(s):
 		return "reviewer is not valid UTF-8"
@@ -353,7 +353,7 @@ func (db *DB) ReviewIncident(ctx context.Context, id, reviewer string, opts inci
 		es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"id"}, "id %q is not an incident id such as IL-0213", id))
 	}
 	reviewer = strings.TrimSpace(reviewer)
-	if why := ValidReviewer(reviewer); why != "" {
+	if why := validReviewer(reviewer); why != "" {
 		es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"reviewer"}, "%s", why))
 	}
 	es = append(es, incidentlib.ErrorList(validateExpected(opts))...)

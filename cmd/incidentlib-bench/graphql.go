@@ -18,7 +18,6 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -35,9 +34,9 @@ func init() {
 	register("graphql", "GraphQL list page and incident page against a static handler, over loopback", runGraphQL)
 }
 
-// ListPageQuery is the list page of issue 3: one page of incidents with
-// their organization, terms, related incidents two levels deep and
-// recurrence links.
+// ListPageQuery is a frontend's list page: one page of incidents with their
+// organization, terms, related incidents two levels deep and recurrence
+// links.
 const ListPageQuery = `query ListPage($first: Int) { incidents(first: $first) { nodes { id title organization { name incidentCount } symptoms { label } components { label } related { id title organization { name } related { id } } recurrenceOf { id title } recurrences { id } } } }`
 
 // IncidentPageQuery is one incident's page with its relations.
@@ -512,7 +511,7 @@ func round3(d time.Duration) string {
 	case d >= time.Second:
 		return d.Round(time.Millisecond).String()
 	case d >= time.Millisecond:
-		return strings.TrimSuffix(fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)), "")
+		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
 	}
 	return d.Round(time.Microsecond).String()
 }
