@@ -31,14 +31,24 @@ func ParseID(id string) (n uint32, ok bool) {
 		return 0, false
 	}
 	v, err := strconv.ParseUint(digits, 10, 64)
-	if err != nil || v > MaxIDNumber || FormatID(uint32(v)) != id {
+	// Canonical: exactly FormatID's digits, zero-padded to four and no
+	// further leading zero.
+	if err != nil || v > MaxIDNumber || len(digits) > minIDDigits && digits[0] == '0' {
 		return 0, false
 	}
 	return uint32(v), true
 }
 
-// FormatID returns the canonical id of number n.
-func FormatID(n uint32) string { return fmt.Sprintf("IL-%04d", n) }
+// FormatID returns the canonical id of number n: IL- and at least four
+// digits, zero-padded.
+func FormatID(n uint32) string {
+	var b [3 + 10]byte
+	out := append(b[:0], "IL-"...)
+	for d := uint32(1000); d > 1 && n < d; d /= 10 {
+		out = append(out, '0')
+	}
+	return string(strconv.AppendUint(out, uint64(n), 10))
+}
 
 // ParseDate parses a YYYY-MM-DD calendar date.
 func ParseDate(s string) (time.Time, error) {

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/graph-gophers/dataloader/v7"
@@ -29,12 +30,13 @@ type LoaderMetrics interface {
 // then depends on the query, not on scheduling.
 type Loader[K comparable, V any] struct {
 	dl    *dataloader.Loader[K, V]
-	cache *dataloader.InMemoryCache[K, V]
+	cache *loaderCache[K, V]
 	fetch func(ctx context.Context, keys []K) ([]V, error)
 }
 
-func newLoader[K comparable, V any](name string, m LoaderMetrics, fetch func(ctx context.Context, keys []K) ([]V, error)) *Loader[K, V] {
-	l := &Loader[K, V]{cache: dataloader.NewCache[K, V]()}
+// newLoader makes a loader whose cache starts with room for size keys.
+func newLoader[K comparable, V any](name string, size int, m LoaderMetrics, fetch func(ctx context.Context, keys []K) ([]V, error)) *Loader[K, V] {
+	l := &Loader[K, V]{cache: &loaderCache[K, V]{m: make(map[K]dataloader.Thunk[V], size)}}
 	l.fetch = func(ctx context.Context, keys []K) ([]V, error) {
 		if m != nil {
 			m.Batch(name, len(keys))
@@ -59,6 +61,41 @@ func newLoader[K comparable, V any](name string, m LoaderMetrics, fetch func(ctx
 		dataloader.WithBatchCapacity[K, V](1000),
 	)
 	return l
+}
+
+// loaderCache is the dataloader's cache of one request: the library's
+// in-memory cache with room for a page's keys from the start, so that a
+// request does not regrow its maps level after level.
+type loaderCache[K comparable, V any] struct {
+	mu sync.RWMutex
+	m  map[K]dataloader.Thunk[V]
+}
+
+func (c *loaderCache[K, V]) Get(_ context.Context, k K) (dataloader.Thunk[V], bool) {
+	c.mu.RLock()
+	t, ok := c.m[k]
+	c.mu.RUnlock()
+	return t, ok
+}
+
+func (c *loaderCache[K, V]) Set(_ context.Context, k K, t dataloader.Thunk[V]) {
+	c.mu.Lock()
+	c.m[k] = t
+	c.mu.Unlock()
+}
+
+func (c *loaderCache[K, V]) Delete(_ context.Context, k K) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.m[k]
+	delete(c.m, k)
+	return ok
+}
+
+func (c *loaderCache[K, V]) Clear() {
+	c.mu.Lock()
+	clear(c.m)
+	c.mu.Unlock()
 }
 
 // Load loads one key through the batch window.
@@ -134,23 +171,23 @@ func NewLoaders(ctx context.Context, r *Resolver) *Loaders {
 	m := r.LoaderMetrics
 	return &Loaders{
 		view: r.viewFor(LangFrom(ctx)),
-		Incidents: newLoader("incident", m, func(ctx context.Context, ids []string) ([]*incidentlib.Incident, error) {
+		Incidents: newLoader("incident", 128, m, func(ctx context.Context, ids []string) ([]*incidentlib.Incident, error) {
 			return r.findIncidents(ctx, ids) // the store, then any upstream (upstream.go)
 		}),
-		Recurrences: newLoader("recurrences", m, func(ctx context.Context, ids []string) ([][]string, error) {
+		Recurrences: newLoader("recurrences", 32, m, func(ctx context.Context, ids []string) ([][]string, error) {
 			return r.Incidents.RecurrenceIDs(ctx, ids)
 		}),
-		Organizations: newLoader("organization", m, func(ctx context.Context, slugs []string) ([]*incidentlib.Organization, error) {
+		Organizations: newLoader("organization", 32, m, func(ctx context.Context, slugs []string) ([]*incidentlib.Organization, error) {
 			return r.Organizations.FindOrganizationsBySlugs(ctx, slugs)
 		}),
-		Terms: newLoader("term", m, func(ctx context.Context, keys []incidentlib.TermKey) ([]*incidentlib.Term, error) {
+		Terms: newLoader("term", 0, m, func(ctx context.Context, keys []incidentlib.TermKey) ([]*incidentlib.Term, error) {
 			out := make([]*incidentlib.Term, len(keys))
 			for i, k := range keys {
 				out[i] = r.Taxonomy.Term(k.Kind, k.Slug)
 			}
 			return out, nil
 		}),
-		Counts: newLoader("count", m, func(ctx context.Context, keys []incidentlib.CountKey) ([]int, error) {
+		Counts: newLoader("count", 32, m, func(ctx context.Context, keys []incidentlib.CountKey) ([]int, error) {
 			return r.Incidents.CountIncidentsBy(ctx, keys)
 		}),
 	}

@@ -129,7 +129,7 @@ func (r *Resolver) prefetch(ctx context.Context, level []group) error {
 				}
 			}
 		}
-		recs := map[string][]string{}
+		recs := make(map[string][]string, len(recKeys))
 		if len(recKeys) > 0 {
 			vals, err := ls.Recurrences.LoadAll(ctx, recKeys)
 			if err != nil {
@@ -140,7 +140,7 @@ func (r *Resolver) prefetch(ctx context.Context, level []group) error {
 				incKeys = append(incKeys, vals[i]...)
 			}
 		}
-		incs := map[string]*incidentlib.Incident{}
+		incs := make(map[string]*incidentlib.Incident, len(incKeys))
 		if len(incKeys) > 0 {
 			vals, err := ls.Incidents.LoadAll(ctx, incKeys)
 			if err != nil {

@@ -30,6 +30,9 @@ type Metrics struct {
 	loaderBatch  *prometheus.CounterVec
 	loaderKeys   *prometheus.CounterVec
 	commit       prometheus.Histogram
+	// Operations per executor (graph.FastReads or gqlgen's).
+	executor                      *prometheus.CounterVec
+	executorFast, executorGeneric prometheus.Counter
 
 	mu  sync.Mutex
 	ops map[string]bool
@@ -72,12 +75,17 @@ func NewMetrics(db *storage.DB, reg prometheus.Registerer) (*Metrics, error) {
 			Name: "incidentlib_dataloader_keys_total",
 			Help: "Keys read by each dataloader.",
 		}, []string{"loader"}),
+		executor: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "incidentlib_graphql_executor_operations_total",
+			Help: "Read queries answered by graph.FastReads (executor=\"fast\") or handed to gqlgen's executor (executor=\"gqlgen\").",
+		}, []string{"executor"}),
 		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "incidentlib_bbolt_write_commit_seconds",
 			Help:    "Duration of bbolt write transactions, commit and fsync included.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}),
 	}
+	m.executorFast, m.executorGeneric = m.executor.WithLabelValues("fast"), m.executor.WithLabelValues("gqlgen")
 	for _, name := range graph.LoaderNames {
 		m.loaderBatch.WithLabelValues(name)
 		m.loaderKeys.WithLabelValues(name)
@@ -86,7 +94,7 @@ func NewMetrics(db *storage.DB, reg prometheus.Registerer) (*Metrics, error) {
 		Name: "incidentlib_store_writes_in_flight",
 		Help: "Mutations waiting for or running their write transaction (more than one share a commit through bbolt's Batch).",
 	}, func() float64 { return float64(db.WritesInFlight()) })
-	for _, c := range []prometheus.Collector{m.opDuration, m.opErrors, m.httpRequests, m.loaderBatch, m.loaderKeys, m.commit, newStoreCollector(db), writesInFlight} {
+	for _, c := range []prometheus.Collector{m.opDuration, m.opErrors, m.httpRequests, m.loaderBatch, m.loaderKeys, m.executor, m.commit, newStoreCollector(db), writesInFlight} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -95,6 +103,17 @@ func NewMetrics(db *storage.DB, reg prometheus.Registerer) (*Metrics, error) {
 	_ = reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	db.Observe = func(d time.Duration) { m.commit.Observe(d.Seconds()) }
 	return m, nil
+}
+
+// observeFastReads counts the operations fr answers and hands on.
+func (m *Metrics) observeFastReads(fr *graph.FastReads) {
+	fr.Observe = func(fast bool) {
+		if fast {
+			m.executorFast.Inc()
+		} else {
+			m.executorGeneric.Inc()
+		}
+	}
 }
 
 // Batch counts one dataloader batch.

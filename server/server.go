@@ -75,6 +75,12 @@ type Config struct {
 	BackupTimeout time.Duration
 	// Search serves Query.search; without it search answers UNAVAILABLE.
 	Search incidentlib.SearchService
+	// GenericExecutor turns off graph.FastReads, which answers read
+	// queries over the incident graph without gqlgen's per-field
+	// execution; every operation then goes through gqlgen's executor.
+	// FastReads is also off when an extension intercepts fields (it could
+	// not honour them) and with an upstream library.
+	GenericExecutor bool
 }
 
 // Server is the HTTP side of the library.
@@ -90,6 +96,7 @@ type Server struct {
 
 	admin   *adminAuth    // the admin token (auth.go)
 	backups chan struct{} // one backup at a time (backup.go)
+	fast    *graph.FastReads
 }
 
 // New builds the handler over an open store. reg receives the metrics.
@@ -110,7 +117,8 @@ func New(db *storage.DB, cfg Config, reg prometheus.Registerer) (*Server, error)
 	}
 	s := &Server{DB: db, Metrics: m, cfg: cfg, backups: make(chan struct{}, 1)}
 	s.Resolver = &graph.Resolver{Incidents: db, Organizations: db, Taxonomy: db.Taxonomy(), LoaderMetrics: m, Search: cfg.Search}
-	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: s.Resolver, Complexity: graph.Complexity()}))
+	es := graph.NewExecutableSchema(graph.Config{Resolvers: s.Resolver, Complexity: graph.Complexity()})
+	gql := handler.New(es)
 	gql.AddTransport(transport.Options{})
 	// gqlgen's GET and POST, writing responses in one pass (respwriter.go).
 	gql.AddTransport(getTransport{transport.GET{UseGrapQLResponseJsonByDefault: true}})
@@ -140,6 +148,11 @@ func New(db *storage.DB, cfg Config, reg prometheus.Registerer) (*Server, error)
 	if err := s.useWriteGuard(gql); err != nil {
 		return nil, err
 	}
+	// Last, so innermost: every guard, limit and metric above applies to
+	// the operations it answers.
+	if err := s.useFastReads(gql, es); err != nil {
+		return nil, err
+	}
 
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", s.guard.graphqlHTTP(edge.cachingHandler(withLang(s.Resolver.Middleware(gql)))))
@@ -165,6 +178,27 @@ func New(db *storage.DB, cfg Config, reg prometheus.Registerer) (*Server, error)
 	}
 	s.handler = edge.requestLog(s.guard.origins.cors(mux))
 	return s, nil
+}
+
+// useFastReads answers read queries with graph.FastReads unless the
+// configuration rules it out.
+func (s *Server) useFastReads(gql *handler.Server, es graphql.ExecutableSchema) error {
+	if s.cfg.GenericExecutor {
+		return nil
+	}
+	for _, e := range s.cfg.Extensions {
+		if _, ok := e.(graphql.FieldInterceptor); ok {
+			return nil
+		}
+	}
+	fr, err := graph.NewFastReads(es, s.Resolver)
+	if err != nil {
+		return err
+	}
+	gql.Use(fr)
+	s.fast = fr
+	s.Metrics.observeFastReads(fr)
+	return nil
 }
 
 // SetReady marks the server able to answer queries (for /readyz).

@@ -91,6 +91,8 @@ type DB struct {
 
 	mut mutState // how mutations share commits (mutate.go)
 
+	orgs orgCache // decoded organizations (query.go)
+
 	upstreamLinks bool     // Options.UpstreamLinks
 	watch         seqWatch // wakes readers waiting for the sequence to grow (replicate.go)
 }
@@ -98,6 +100,11 @@ type DB struct {
 type cachedIncident struct {
 	version uint64
 	inc     *incidentlib.Incident
+	// seenAt is 1 + a store sequence at which the store held this version
+	// of the record, or 0. A read transaction of the same sequence sees the
+	// same records (every write that changes one advances the sequence),
+	// so it takes the entry without looking the record up (readpath.go).
+	seenAt atomic.Uint64
 }
 
 // ErrLocked is returned when the file is held by another process.

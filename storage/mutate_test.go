@@ -785,3 +785,44 @@ func wrFileSize(tb testing.TB, path string) int64 {
 	}
 	return fi.Size()
 }
+
+// TestRecordCacheFollowsWrites: records read again at the same store
+// sequence come from the record cache without a lookup, yet an upsert, an
+// import and a delete are each seen by the next read.
+func TestRecordCacheFollowsWrites(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpenDB(t)
+	title := func(id string) string {
+		t.Helper()
+		got, err := db.FindIncidentsByIDs(ctx, []string{id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0] == nil {
+			return "<none>"
+		}
+		return got[0].Title.En
+	}
+	for i, v := range []string{"v1", "v2", "v3"} {
+		if _, err := db.UpsertIncident(ctx, wrIncident("IL-0001", "Acme", "acme", v), incidentlib.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 { // the second and third reads take the cached record
+			if got := title("IL-0001"); got != v {
+				t.Fatalf("write %d: read %q, want %q", i+1, got, v)
+			}
+		}
+	}
+	if _, err := db.ImportIncidents(ctx, []*incidentlib.Incident{wrIncident("IL-0001", "Acme", "acme", "v4")}, incidentlib.ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := title("IL-0001"); got != "v4" {
+		t.Fatalf("after an import: %q", got)
+	}
+	if _, err := db.DeleteIncident(ctx, "IL-0001", incidentlib.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := title("IL-0001"); got != "<none>" {
+		t.Fatalf("after a delete: %q", got)
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -602,8 +604,8 @@ func (db *DB) FindOrganizationsBySlugs(ctx context.Context, slugs []string) ([]*
 		b := tx.Bucket(bucketOrgs)
 		for i, s := range slugs {
 			if v := b.Get([]byte(s)); v != nil {
-				o := new(incidentlib.Organization)
-				if err := json.Unmarshal(v, o); err != nil {
+				o, err := db.orgs.decode(s, v)
+				if err != nil {
 					return err
 				}
 				out[i] = o
@@ -648,8 +650,8 @@ func (db *DB) FindOrganizations(ctx context.Context, p incidentlib.PageArgs) (*i
 			page.HasNextPage, page.HasPreviousPage = hasMore, hasBeyond
 		}
 		for _, k := range keys {
-			o := new(incidentlib.Organization)
-			if err := json.Unmarshal(b.Get(k), o); err != nil {
+			o, err := db.orgs.decode(string(k), b.Get(k))
+			if err != nil {
 				return err
 			}
 			page.Organizations = append(page.Organizations, o)
@@ -708,4 +710,41 @@ func (s *bucketSeq) next() []byte {
 		k, _ = s.c.Next()
 	}
 	return k
+}
+
+// orgCache keeps organizations decoded, each with the stored bytes it was
+// decoded from: an entry is used only while the store holds the same bytes,
+// so a write needs no invalidation. Callers share the returned values and
+// must not change them. Organizations are few (one per slug); past
+// maxCachedOrgs the cache starts again.
+type orgCache struct {
+	mu sync.RWMutex
+	m  map[string]cachedOrg
+}
+
+type cachedOrg struct {
+	raw []byte
+	org *incidentlib.Organization
+}
+
+const maxCachedOrgs = 50_000
+
+func (c *orgCache) decode(slug string, v []byte) (*incidentlib.Organization, error) {
+	c.mu.RLock()
+	e, ok := c.m[slug]
+	c.mu.RUnlock()
+	if ok && bytes.Equal(e.raw, v) {
+		return e.org, nil
+	}
+	o := new(incidentlib.Organization)
+	if err := json.Unmarshal(v, o); err != nil {
+		return nil, fmt.Errorf("storage: organization %q is corrupt: %w", slug, err)
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCachedOrgs {
+		c.m = map[string]cachedOrg{}
+	}
+	c.m[slug] = cachedOrg{raw: bytes.Clone(v), org: o}
+	c.mu.Unlock()
+	return o, nil
 }

@@ -18,25 +18,36 @@ import (
 
 // recordReader reads incident records in one transaction with one cursor.
 type recordReader struct {
-	db  *DB
-	tx  *bolt.Tx
-	c   *bolt.Cursor
-	key [4]byte
+	db   *DB
+	tx   *bolt.Tx
+	c    *bolt.Cursor
+	key  [4]byte
+	snap uint64 // 1 + the transaction's store sequence; 0 in a write transaction
 }
 
 func (db *DB) recordReader(tx *bolt.Tx) *recordReader {
-	return &recordReader{db: db, tx: tx, c: tx.Bucket(bucketIncidents).Cursor()}
+	r := &recordReader{db: db, tx: tx, c: tx.Bucket(bucketIncidents).Cursor()}
+	if !tx.Writable() && db.cache != nil {
+		r.snap = getU64(tx.Bucket(bucketMeta).Get(metaSeq)) + 1
+	}
+	return r
 }
 
 // get is db.getIncident(tx, n): the record, through the record cache, or
-// nil if there is none.
+// nil if there is none. A cached record already seen at this transaction's
+// sequence is taken as it is: nothing has changed it since.
 func (r *recordReader) get(n uint32) (*incidentlib.Incident, error) {
+	if r.snap != 0 {
+		if c, ok := r.db.cache.Peek(n); ok && c.seenAt.Load() == r.snap {
+			return c.inc, nil
+		}
+	}
 	binary.BigEndian.PutUint32(r.key[:], n)
 	k, v := r.c.Seek(r.key[:])
 	if v == nil || !bytes.Equal(k, r.key[:]) {
 		return nil, nil
 	}
-	return r.db.decodeIncident(r.tx, n, v)
+	return r.db.decodeIncident(r.tx, n, v, r.snap)
 }
 
 // linkReader lists the sources of links to targets in one reverse-link

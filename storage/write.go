@@ -143,18 +143,21 @@ func (db *DB) getIncident(tx *bolt.Tx, n uint32) (*incidentlib.Incident, error) 
 	if v == nil {
 		return nil, nil
 	}
-	return db.decodeIncident(tx, n, v)
+	return db.decodeIncident(tx, n, v, 0)
 }
 
 // decodeIncident returns record n from its stored value v (version and
 // IL-JSON) in tx, through the record cache.
-func (db *DB) decodeIncident(tx *bolt.Tx, n uint32, v []byte) (*incidentlib.Incident, error) {
+func (db *DB) decodeIncident(tx *bolt.Tx, n uint32, v []byte, snap uint64) (*incidentlib.Incident, error) {
 	if len(v) < 8 {
 		return nil, fmt.Errorf("storage: record %s is truncated", incidentlib.FormatID(n))
 	}
 	version := binary.BigEndian.Uint64(v)
 	if db.cache != nil {
 		if c, ok := db.cache.Get(n); ok && c.version == version {
+			if snap != 0 {
+				c.seenAt.Store(snap)
+			}
 			return c.inc, nil
 		}
 	}
@@ -165,7 +168,9 @@ func (db *DB) decodeIncident(tx *bolt.Tx, n uint32, v []byte) (*incidentlib.Inci
 	// Only committed records are cached: a write transaction may roll back,
 	// and its versions are then given to other records.
 	if db.cache != nil && !tx.Writable() {
-		db.cache.Add(n, &cachedIncident{version: version, inc: inc})
+		c := &cachedIncident{version: version, inc: inc}
+		c.seenAt.Store(snap)
+		db.cache.Add(n, c)
 	}
 	return inc, nil
 }

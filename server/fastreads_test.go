@@ -1,0 +1,359 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/server"
+)
+
+// fastPair is one store served twice: by the default handler, which answers
+// read queries with graph.FastReads, and by one that sends every operation
+// through gqlgen's executor. Neither caches responses.
+type fastPair struct {
+	db            *testServer
+	fast, generic *httptest.Server
+}
+
+func newFastPair(t *testing.T, incs []*incidentlib.Incident) *fastPair {
+	t.Helper()
+	ts := newTestServer(t, incs)
+	p := &fastPair{db: ts}
+	for _, generic := range []bool{false, true} {
+		srv, err := server.New(ts.DB, server.Config{ResponseCacheBytes: -1, GenericExecutor: generic}, prometheus.NewRegistry())
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.SetReady(true)
+		hs := httptest.NewServer(srv)
+		t.Cleanup(hs.Close)
+		if generic {
+			p.generic = hs
+		} else {
+			p.fast = hs
+		}
+	}
+	return p
+}
+
+func postRaw(t *testing.T, url, query string, vars map[string]any, lang string) []byte {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	req, _ := http.NewRequest(http.MethodPost, url+"/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if lang != "" {
+		req.Header.Set("Accept-Language", lang)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []byte(fmt.Sprintf("%d %s", resp.StatusCode, b))
+}
+
+// compare runs one query on both handlers and fails unless the bytes agree.
+func (p *fastPair) compare(t *testing.T, query string, vars map[string]any, lang string) []byte {
+	t.Helper()
+	fast := postRaw(t, p.fast.URL, query, vars, lang)
+	generic := postRaw(t, p.generic.URL, query, vars, lang)
+	if !bytes.Equal(fast, generic) {
+		t.Fatalf("responses differ for\n%s\nvariables %v, Accept-Language %q\nfast:    %s\ngeneric: %s", query, vars, lang, fast, generic)
+	}
+	return fast
+}
+
+func executorCount(t *testing.T, hs *httptest.Server, executor string) float64 {
+	t.Helper()
+	resp, err := http.Get(hs.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	prefix := `incidentlib_graphql_executor_operations_total{executor="` + executor + `"} `
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, prefix); ok {
+			var f float64
+			fmt.Sscan(v, &f)
+			return f
+		}
+	}
+	t.Fatalf("no %s in /metrics", prefix)
+	return 0
+}
+
+// awkward is an incident whose text needs escaping and whose every optional
+// part is present, beside the generated and seed incidents.
+func awkward(incs []*incidentlib.Incident) *incidentlib.Incident {
+	inc := *incs[0]
+	inc.ID = "IL-9990"
+	inc.Title = incidentlib.Text{En: "Quote \" backslash \\ tab\tnewline\n<b>&amp;</b> \u2028 control \x01", Ko: "따옴표 \"와 역슬래시 \\"}
+	inc.Summary = incidentlib.Text{Ko: "요약만 한국어로"}
+	inc.Related = []string{incs[1].ID, incs[2].ID}
+	inc.RecurrenceOf = incs[3].ID
+	inc.Sources = []incidentlib.Source{{URL: "https://example.com/a?b=\"c\"", Kind: "blog"}, {URL: "https://example.com/x"}}
+	inc.Docs = []json.RawMessage{json.RawMessage(`{"a":"<&>","b":[1,2.5,null]}`)}
+	return &inc
+}
+
+// TestFastReadsDifferential: graph.FastReads gives gqlgen's bytes, for
+// hand-written queries over every field it answers and for generated ones
+// with aliases, fragments, directives, variables and languages; and it
+// answers them (it does not hand everything to gqlgen).
+func TestFastReadsDifferential(t *testing.T) {
+	incs := append(seedIncidents(t), corpus(t, 300, 7)...)
+	incs = append(incs, awkward(incs))
+	p := newFastPair(t, incs)
+
+	everything := `id org orgSlug date dateKind title summary lessons trigger detection symptomsText
+		titleKo: title(lang: KO) summaryEn: summary(lang: EN) languages
+		impact { scope users region __typename } timeline { detectedAfter resolvedAfter detectedAfterSeconds resolvedAfterSeconds }
+		remediation { text textKo: text(lang: KO) } actionItems { text }
+		sources { url kind archived status checkedAt finalUrl } docs relatedIds recurrenceOfId
+		review { writtenBy reviewedAt reviewedBy } updatedAt url extra __typename
+		organization { id slug name incidentCount __typename }
+		domains { id kind slug label labelKo: label(lang: KO) description incidentCount }
+		symptoms { label } components { slug } contributing { id } rootCause { slug incidentCount } severity { label(lang: KO) }
+		related { id title related { id } recurrenceOf { id } }
+		recurrenceOf { id title organization { name } }
+		recurrences { id recurrences { id } }`
+	fixed := []struct {
+		q    string
+		vars map[string]any
+		lang string
+	}{
+		{`query ListPage($first: Int) { incidents(first: $first) { nodes { id title organization { name incidentCount } symptoms { label } components { label } related { id title organization { name } related { id } } recurrenceOf { id title } recurrences { id } } } }`, map[string]any{"first": 20}, ""},
+		{`{ incidents(first: 50) { totalCount pageInfo { hasNextPage hasPreviousPage startCursor endCursor __typename } edges { cursor node { ` + everything + ` } __typename } nodes { id } __typename } }`, nil, ""},
+		{`{ incidents(first: 30, orderBy: {field: ID, direction: ASC}) { nodes { ` + everything + ` } } }`, nil, "ko-KR,ko;q=0.9"},
+		{`{ incident(id: "IL-9990") { ` + everything + ` } }`, nil, ""},
+		{`{ incident(id: "IL-9990") { ` + everything + ` } }`, nil, "ko"},
+		{`{ incident(id: "IL-0000") { id } a: incident(id: "IL-9990") { id } }`, nil, ""},
+		{`{ organization(slug: "roblox") { id slug name incidentCount } none: organization(slug: "no-such") { id } }`, nil, ""},
+		{`{ taxonomy(kind: SYMPTOM) { id kind slug label description incidentCount } }`, nil, "ko"},
+		{`{ term(kind: COMPONENT, slug: "bbolt") { id label incidentCount } t: term(kind: DOMAIN, slug: "nope") { id } }`, nil, ""},
+		{`query($d: Boolean!, $l: Lang) { __typename incidents(last: 5, before: "bad") { nodes { id } } }`, map[string]any{"d": true}, ""},
+		{`query($after: String) { incidents(first: 3, after: $after, filter: {symptoms: ["outage"], reviewed: false}) { totalCount nodes { id } } }`, map[string]any{"after": nil}, ""},
+		{`query($s: Boolean!, $l: Lang) { incidents(first: 10) { nodes { id title(lang: $l) ...F related @skip(if: $s) { id } ... on Incident @include(if: $s) { org } } } } fragment F on Node { id ... on Incident { orgSlug title } }`, map[string]any{"s": true, "l": "KO"}, ""},
+		{`query($s: Boolean!, $l: Lang) { incidents(first: 10) { nodes { id title(lang: $l) ...F related @skip(if: $s) { id } ... on Incident @include(if: $s) { org } } } } fragment F on Node { id ... on Incident { orgSlug title } }`, map[string]any{"s": false, "l": nil}, ""},
+		// Handed to gqlgen: the bytes must still agree.
+		{`{ incidents(first: 5) { facets { kind counts { count term { slug } } } years { year count } nodes { similar { score incident { id } } } } }`, nil, ""},
+		{`{ node(id: "IL-9990") { id ... on Incident { title } } nodes(ids: ["org:roblox", "IL-0213"]) { id } }`, nil, ""},
+		{`{ incidents(first: 500) { nodes { id } } }`, nil, ""},
+		{`{ incidents(filter: {dateFrom: "2020-13-45"}) { nodes { id } } }`, nil, ""},
+		{`{ __schema { queryType { name } } }`, nil, ""},
+	}
+	for _, c := range fixed {
+		p.compare(t, c.q, c.vars, c.lang)
+	}
+	fastBefore := executorCount(t, p.fast, "fast")
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	const generated = 300
+	for i := 0; i < generated; i++ {
+		q, vars := randomQuery(rng)
+		lang := []string{"", "ko", "en-US", "ko-KR;q=0.1, en"}[rng.IntN(4)]
+		if b := p.compare(t, q, vars, lang); bytes.Contains(b, []byte(`"errors"`)) && testing.Verbose() {
+			t.Logf("%s\n%s", q, b)
+		}
+	}
+	served := executorCount(t, p.fast, "fast") - fastBefore
+	if served < generated*9/10 {
+		t.Errorf("FastReads answered %v of %d generated queries", served, generated)
+	}
+	if n := executorCount(t, p.generic, "fast"); n != 0 {
+		t.Errorf("the generic handler answered %v queries with FastReads", n)
+	}
+}
+
+// randomQuery builds a query over the fields FastReads answers, with
+// aliases, repeated fields, fragments, directives, variables and language
+// arguments; now and then a field it hands to gqlgen.
+func randomQuery(rng *rand.Rand) (string, map[string]any) {
+	g := &queryGen{rng: rng, vars: map[string]any{}}
+	var root string
+	switch rng.IntN(4) {
+	case 0:
+		root = fmt.Sprintf(`incident(id: %q) { %s }`, fmt.Sprintf("IL-%04d", 1000+rng.IntN(320)), g.incident(2+rng.IntN(2)))
+	case 1:
+		root = fmt.Sprintf(`a: incidents(first: %d, orderBy: {field: %s, direction: %s}) { totalCount pageInfo { hasNextPage endCursor } edges { cursor node { %s } } }`,
+			1+rng.IntN(30), []string{"DATE", "UPDATED_AT", "ID"}[rng.IntN(3)], []string{"ASC", "DESC"}[rng.IntN(2)], g.incident(1+rng.IntN(2)))
+	default:
+		root = fmt.Sprintf(`incidents(first: %d) { nodes { %s } }`, 1+rng.IntN(40), g.incident(1+rng.IntN(2)))
+	}
+	var decl []string
+	for name, v := range g.vars {
+		switch v.(type) {
+		case bool:
+			decl = append(decl, "$"+name+": Boolean!")
+		default:
+			decl = append(decl, "$"+name+": Lang")
+		}
+	}
+	q := "{ " + root + " }"
+	if len(decl) > 0 {
+		q = "query(" + strings.Join(decl, ", ") + ") " + q
+	}
+	return q + g.fragments.String(), g.vars
+}
+
+type queryGen struct {
+	rng       *rand.Rand
+	vars      map[string]any
+	fragments strings.Builder
+	n         int
+	aliases   int
+}
+
+var (
+	scalarFields = []string{"id", "org", "orgSlug", "date", "dateKind", "languages", "relatedIds", "recurrenceOfId", "updatedAt", "url", "extra", "docs", "__typename"}
+	textFields   = []string{"title", "summary", "lessons", "trigger", "detection", "symptomsText"}
+	termFields   = []string{"domains", "symptoms", "components", "contributing", "rootCause", "severity"}
+	objectNames  = []string{"impact", "timeline", "review", "sources", "remediation", "actionItems"}
+	objectFields = map[string]string{
+		"impact":      "scope users region",
+		"timeline":    "detectedAfter resolvedAfterSeconds detectedAfterSeconds",
+		"review":      "writtenBy reviewedAt reviewedBy",
+		"sources":     "url kind status finalUrl",
+		"remediation": "text",
+		"actionItems": "textKo: text(lang: KO) text",
+	}
+)
+
+func (g *queryGen) lang() string {
+	switch g.rng.IntN(4) {
+	case 0:
+		return "(lang: KO)"
+	case 1:
+		return "(lang: EN)"
+	case 2:
+		g.n++
+		name := fmt.Sprintf("l%d", g.n)
+		g.vars[name] = []any{"KO", "EN", nil}[g.rng.IntN(3)]
+		return "(lang: $" + name + ")"
+	}
+	return ""
+}
+
+func (g *queryGen) directive() string {
+	if g.rng.IntN(6) != 0 {
+		return ""
+	}
+	g.n++
+	name := fmt.Sprintf("b%d", g.n)
+	g.vars[name] = g.rng.IntN(2) == 0
+	return []string{" @skip(if: $", " @include(if: $"}[g.rng.IntN(2)] + name + ")"
+}
+
+func (g *queryGen) alias(name string) string {
+	if g.rng.IntN(5) == 0 && g.aliases < 20 {
+		g.aliases++
+		return "x" + name + ": "
+	}
+	return ""
+}
+
+func (g *queryGen) term() string {
+	fields := []string{"id", "kind", "slug", "label", "description", "incidentCount", "__typename"}
+	g.rng.Shuffle(len(fields), func(i, j int) { fields[i], fields[j] = fields[j], fields[i] })
+	fields = fields[:1+g.rng.IntN(len(fields))]
+	for i, f := range fields {
+		if f == "label" || f == "description" {
+			fields[i] = g.withLang(f)
+		}
+	}
+	return strings.Join(fields, " ")
+}
+
+// withLang gives the field a lang argument or none; one with an argument
+// gets an alias of its own, as fields that share a response name must have
+// the same arguments.
+func (g *queryGen) withLang(name string) string {
+	if g.aliases >= 20 { // within the limit of aliases
+		return name
+	}
+	args := g.lang()
+	if args == "" {
+		return name
+	}
+	g.aliases++
+	g.n++
+	return fmt.Sprintf("%s%d: %s%s", name, g.n, name, args)
+}
+
+func (g *queryGen) incident(depth int) string {
+	var parts []string
+	for range 2 + g.rng.IntN(8) {
+		switch k := g.rng.IntN(10); {
+		case k < 3:
+			f := scalarFields[g.rng.IntN(len(scalarFields))]
+			parts = append(parts, g.alias(f)+f+g.directive())
+		case k < 5:
+			f := textFields[g.rng.IntN(len(textFields))]
+			parts = append(parts, g.withLang(f)+g.directive())
+		case k < 6:
+			f := termFields[g.rng.IntN(len(termFields))]
+			parts = append(parts, g.alias(f)+f+g.directive()+" { "+g.term()+" }")
+		case k < 7:
+			f := objectNames[g.rng.IntN(len(objectNames))]
+			parts = append(parts, f+" { "+objectFields[f]+" }")
+			parts = append(parts, "organization { name"+[]string{"", " incidentCount", " id slug __typename"}[g.rng.IntN(3)]+" }")
+		case k < 9 && depth > 0:
+			f := []string{"related", "recurrenceOf", "recurrences"}[g.rng.IntN(3)]
+			parts = append(parts, g.alias(f)+f+g.directive()+" { "+g.incident(depth-1)+" }")
+		case k == 9 && g.rng.IntN(4) == 0:
+			g.n++
+			name := fmt.Sprintf("F%d", g.n)
+			cond := []string{"Incident", "Node"}[g.rng.IntN(2)]
+			inner := "id"
+			if cond == "Incident" {
+				inner = g.incident(depth - 1)
+			}
+			fmt.Fprintf(&g.fragments, " fragment %s on %s { %s }", name, cond, inner)
+			parts = append(parts, "..."+name+g.directive())
+		case k == 9:
+			parts = append(parts, "... on Incident"+g.directive()+" { "+g.incident(depth-1)+" }")
+		default:
+			if g.rng.IntN(30) == 0 {
+				parts = append(parts, "similar(first: 2) { score incident { id } }") // handed to gqlgen
+			} else {
+				parts = append(parts, "title")
+			}
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// TestFastReadsListPageReads: the list page read through FastReads costs
+// the same read transactions as through gqlgen, the same for 100 incidents
+// as for 20 (TestNoNPlusOne covers 10,000 incidents without -race).
+func TestFastReadsListPageReads(t *testing.T) {
+	p := newFastPair(t, corpus(t, 500, 3))
+	tx := func(url string, n int) int {
+		before := p.db.DB.Stats().TxN
+		postRaw(t, url, listPageQuery, map[string]any{"n": n}, "")
+		return p.db.DB.Stats().TxN - before
+	}
+	for _, n := range []int{100, 20, 1} {
+		if fast, generic := tx(p.fast.URL, n), tx(p.generic.URL, n); fast != generic || fast == 0 {
+			t.Errorf("first: %d: %d read transactions through FastReads, %d through gqlgen", n, fast, generic)
+		}
+	}
+	if a, b := tx(p.fast.URL, 100), tx(p.fast.URL, 20); a != b {
+		t.Errorf("read transactions: %d for first: 100, %d for first: 20", a, b)
+	}
+}
