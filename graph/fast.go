@@ -299,11 +299,97 @@ func (x *fastExec) query(sel ast.SelectionSet) {
 				continue
 			}
 			x.terms([]*model.TaxonomyTerm{t}, f.Selections).write(x, 0)
-		default: // node, nodes, organizations, search, introspection
+		case "node", "nodes":
+			var ids []string
+			if f.Name == "node" {
+				args, err := x.ec.field_Query_node_args(x.ctx, f.args)
+				if err != nil {
+					bail()
+				}
+				ids = []string{args["id"].(string)}
+			} else {
+				args, err := x.ec.field_Query_nodes_args(x.ctx, f.args)
+				if err != nil {
+					bail()
+				}
+				ids = args["ids"].([]string)
+			}
+			var nodes []model.Node
+			var err error
+			if f.Name == "node" {
+				var n model.Node
+				n, err = qr.Node(x.fieldCtx(f, nil), ids[0])
+				nodes = []model.Node{n}
+			} else {
+				nodes, err = qr.Nodes(x.fieldCtx(f, nil), ids)
+			}
+			if err != nil || len(nodes) != len(ids) {
+				bail()
+			}
+			x.nodes(nodes, f.Selections, f.Name == "nodes")
+		default: // organizations, search, introspection
 			bail()
 		}
 	}
 	x.buf.WriteByte('}')
+}
+
+// nodes writes objects of any Node type, null where nil, as a list or its
+// only element. Each type's objects are read as one list.
+func (x *fastExec) nodes(nodes []model.Node, sel ast.SelectionSet, list bool) {
+	var incs []*model.Incident
+	var orgs []*model.Organization
+	var termObjs []*model.TaxonomyTerm
+	at := make([]int, len(nodes)) // position in its type's list
+	for i, n := range nodes {
+		switch n := n.(type) {
+		case *model.Incident:
+			at[i] = len(incs)
+			incs = append(incs, n)
+		case *model.Organization:
+			at[i] = len(orgs)
+			orgs = append(orgs, n)
+		case *model.TaxonomyTerm:
+			at[i] = len(termObjs)
+			termObjs = append(termObjs, n)
+		case nil:
+		default:
+			bail()
+		}
+	}
+	var ib *incidents
+	var ob *organizations
+	var tb *terms
+	if len(incs) > 0 {
+		ib = x.incidents(incs, sel)
+	}
+	if len(orgs) > 0 {
+		ob = x.organizations(orgs, sel)
+	}
+	if len(termObjs) > 0 {
+		tb = x.terms(termObjs, sel)
+	}
+	if list {
+		x.buf.WriteByte('[')
+	}
+	for i, n := range nodes {
+		if i > 0 {
+			x.buf.WriteByte(',')
+		}
+		switch n.(type) {
+		case *model.Incident:
+			ib.write(x, at[i])
+		case *model.Organization:
+			ob.write(x, at[i])
+		case *model.TaxonomyTerm:
+			tb.write(x, at[i])
+		default:
+			x.null()
+		}
+	}
+	if list {
+		x.buf.WriteByte(']')
+	}
 }
 
 func argFilter(args map[string]any) *incidentlib.IncidentFilter {

@@ -145,14 +145,15 @@ func TestFastReadsDifferential(t *testing.T) {
 		{`{ incident(id: "IL-0000") { id } a: incident(id: "IL-9990") { id } }`, nil, ""},
 		{`{ organization(slug: "roblox") { id slug name incidentCount } none: organization(slug: "no-such") { id } }`, nil, ""},
 		{`{ taxonomy(kind: SYMPTOM) { id kind slug label description incidentCount } }`, nil, "ko"},
-		{`{ term(kind: COMPONENT, slug: "bbolt") { id label incidentCount } t: term(kind: DOMAIN, slug: "nope") { id } }`, nil, ""},
+		{`{ term(kind: COMPONENT, slug: "storage-engine") { id label incidentCount } t: term(kind: DOMAIN, slug: "nope") { id } }`, nil, ""},
 		{`query($d: Boolean!, $l: Lang) { __typename incidents(last: 5, before: "bad") { nodes { id } } }`, map[string]any{"d": true}, ""},
-		{`query($after: String) { incidents(first: 3, after: $after, filter: {symptoms: ["outage"], reviewed: false}) { totalCount nodes { id } } }`, map[string]any{"after": nil}, ""},
+		{`query($after: String) { incidents(first: 3, after: $after, filter: {symptoms: ["partial-outage"], reviewed: false}) { totalCount nodes { id } } }`, map[string]any{"after": nil}, ""},
 		{`query($s: Boolean!, $l: Lang) { incidents(first: 10) { nodes { id title(lang: $l) ...F related @skip(if: $s) { id } ... on Incident @include(if: $s) { org } } } } fragment F on Node { id ... on Incident { orgSlug title } }`, map[string]any{"s": true, "l": "KO"}, ""},
 		{`query($s: Boolean!, $l: Lang) { incidents(first: 10) { nodes { id title(lang: $l) ...F related @skip(if: $s) { id } ... on Incident @include(if: $s) { org } } } } fragment F on Node { id ... on Incident { orgSlug title } }`, map[string]any{"s": false, "l": nil}, ""},
 		// Handed to gqlgen: the bytes must still agree.
 		{`{ incidents(first: 5) { facets { kind counts { count term { slug } } } years { year count } nodes { similar { score incident { id } } } } }`, nil, ""},
-		{`{ node(id: "IL-9990") { id ... on Incident { title } } nodes(ids: ["org:roblox", "IL-0213"]) { id } }`, nil, ""},
+		{`{ node(id: "IL-9990") { id __typename ... on Incident { title related { id } } } nodes(ids: ["org:roblox", "IL-0213", "term:symptom:partial-outage", "IL-0000", "bogus", "IL-9990"]) { id __typename ... on Organization { name incidentCount } ... on TaxonomyTerm { label incidentCount } ... on Incident { title organization { name } recurrenceOf { id } } } }`, nil, ""},
+		{`{ n: node(id: "org:roblox") { id } t: node(id: "term:component:storage-engine") { ... on TaxonomyTerm { slug kind } } x: node(id: "nope") { id } }`, nil, ""},
 		{`{ incidents(first: 500) { nodes { id } } }`, nil, ""},
 		{`{ incidents(filter: {dateFrom: "2020-13-45"}) { nodes { id } } }`, nil, ""},
 		{`{ __schema { queryType { name } } }`, nil, ""},
@@ -186,7 +187,9 @@ func TestFastReadsDifferential(t *testing.T) {
 func randomQuery(rng *rand.Rand) (string, map[string]any) {
 	g := &queryGen{rng: rng, vars: map[string]any{}}
 	var root string
-	switch rng.IntN(4) {
+	switch rng.IntN(5) {
+	case 4:
+		root = fmt.Sprintf(`nodes(ids: ["IL-%04d", "org:roblox", "IL-%04d", "term:symptom:partial-outage"]) { id ... on Incident { %s } ... on Organization { name } }`, 1000+rng.IntN(320), 1000+rng.IntN(320), g.incident(1))
 	case 0:
 		root = fmt.Sprintf(`incident(id: %q) { %s }`, fmt.Sprintf("IL-%04d", 1000+rng.IntN(320)), g.incident(2+rng.IntN(2)))
 	case 1:
