@@ -561,17 +561,7 @@ func TestCacheControlValidation(t *testing.T) {
 func TestTrustedDocuments(t *testing.T) {
 	listed := `query Listed { incidents(first: 2) { nodes { id } } }`
 	other := `query Other { incidents(first: 1) { nodes { id } } }`
-	manifest := map[string]string{hashOf(listed): listed, "relay-id-7": `query ByRelayID { incident(id: "IL-0213") { id } }`}
-	mb, _ := json.Marshal(manifest)
-	path := filepath.Join(t.TempDir(), "trusted.json")
-	if err := os.WriteFile(path, mb, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	docs, err := server.LoadTrustedDocuments(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := newEdgeServer(t, seedIncidents(t), server.Config{TrustedDocuments: docs})
+	ts := newTrustedServer(t, seedIncidents(t), map[string]string{hashOf(listed): listed, "relay-id-7": `query ByRelayID { incident(id: "IL-0213") { id } }`})
 
 	t.Run("ListedByID", func(t *testing.T) {
 		r := ts.post(t, map[string]any{"extensions": apqExt(hashOf(listed))})
@@ -616,6 +606,22 @@ func TestTrustedDocuments(t *testing.T) {
 			t.Error("refusals not counted")
 		}
 	})
+}
+
+// newTrustedServer is newEdgeServer with a manifest of trusted documents,
+// loaded from a file.
+func newTrustedServer(tb testing.TB, incs []*incidentlib.Incident, manifest map[string]string) *testServer {
+	tb.Helper()
+	mb, _ := json.Marshal(manifest)
+	path := filepath.Join(tb.TempDir(), "trusted.json")
+	if err := os.WriteFile(path, mb, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	docs, err := server.LoadTrustedDocuments(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return newEdgeServer(tb, incs, server.Config{TrustedDocuments: docs})
 }
 
 func TestTrustedDocumentsRefusedAtStart(t *testing.T) {

@@ -237,7 +237,37 @@ func (s *Server) useGuard(gql *handler.Server, cache graphql.Cache[*ast.QueryDoc
 // read: the method, the media types, the client's rate, the body's size
 // and the batch; it sets the request's deadline and serves a batch one
 // operation after the other.
+//
+// When next is the response cache (a hitServer), a request whose response
+// it holds is answered as soon as these HTTP checks have passed, before
+// the document is decoded and checked (serveOne): a cache hit costs no JSON
+// decoding. That refuses nothing that would be refused otherwise:
+//
+//   - Every check of the HTTP request itself has run on it: the method,
+//     Accept, Content-Type, the client's rate (a hit is not charged, but an
+//     empty bucket refuses it), the body's size. A GET's parameters are
+//     checked below only for a query string the cache has not read before:
+//     the cache reads (and remembers, by its exact bytes) only query
+//     strings that passed these checks, which depend on the string alone.
+//   - The cache holds only responses of queries that ran without errors,
+//     under a key made of everything the document checks and the execution
+//     read: the document (its hash; with trusted documents, the hash of the
+//     listed document an id names), the operation name, the variables, the
+//     language and the Accept, Authorization and Origin headers. A hit is
+//     therefore a request whose document, operation and variables passed
+//     the token, depth, alias, repeat, cost, introspection and trusted
+//     document checks, under the same limits (fixed for the server's
+//     life); and, being a query, it is allowed by GET.
+//   - What the cache cannot vouch for goes the usual way: a request it has
+//     not read before, a persisted id that is not a trusted document, an id
+//     sent with a text it does not name or a persisted-query extension APQ
+//     refuses (respcache.go, parseRequest), and a batch. (An APQ hash alone
+//     is answered from the entry of its document even when APQ's own LRU
+//     has forgotten the document: the hash is the document's SHA-256, so it
+//     names exactly the document that entry ran, and anyone may register
+//     any document with APQ.)
 func (g *guard) graphqlHTTP(next http.Handler) http.Handler {
+	hits, _ := next.(hitServer)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodGet, http.MethodPost:
@@ -256,12 +286,9 @@ func (g *guard) graphqlHTTP(next http.Handler) http.Handler {
 			return
 		}
 		r.Header.Set("Accept", ct) // gqlgen's transports pick the same
-		if r.Method == http.MethodPost {
-			mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-			if err != nil || mt != "application/json" || (params["charset"] != "" && !strings.EqualFold(params["charset"], "utf-8")) {
-				refuse(w, ct, http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "POST a GraphQL request as application/json", nil)
-				return
-			}
+		if r.Method == http.MethodPost && !isJSONMediaType(r.Header.Get("Content-Type")) {
+			refuse(w, ct, http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "POST a GraphQL request as application/json", nil)
+			return
 		}
 		rq := &request{deadline: time.Now().Add(g.lim.RequestTimeout), get: r.Method == http.MethodGet}
 		if g.rate != nil {
@@ -274,6 +301,9 @@ func (g *guard) graphqlHTTP(next http.Handler) http.Handler {
 			}
 		}
 		if r.Method == http.MethodGet {
+			if hits != nil && hits.serveHit(w, r, nil) {
+				return
+			}
 			// gqlgen's GET answers malformed parameters without a code.
 			q, err := url.ParseQuery(r.URL.RawQuery)
 			if err != nil {
@@ -308,6 +338,9 @@ func (g *guard) graphqlHTTP(next http.Handler) http.Handler {
 				refuse(w, ct, http.StatusBadRequest, CodeBadRequest, "the request body could not be read", nil)
 				return
 			}
+			if hits != nil && isJSONObject(body) && hits.serveHit(w, r, body) {
+				return
+			}
 		}
 		r = r.WithContext(context.WithValue(r.Context(), requestKey{}, rq))
 		if r.Method == http.MethodPost {
@@ -323,6 +356,24 @@ func (g *guard) graphqlHTTP(next http.Handler) http.Handler {
 		}
 		g.serveOne(w, r, next, body)
 	})
+}
+
+// hitServer is the response cache as the guard sees it (respcache.go):
+// serveHit answers a request from the cache and returns true, or writes
+// nothing and returns false. body is a POST's body (the cache reads a
+// GET's query string itself).
+type hitServer interface {
+	serveHit(w http.ResponseWriter, r *http.Request, body []byte) bool
+}
+
+// isJSONMediaType says whether a Content-Type is application/json, in
+// UTF-8 if it names a charset.
+func isJSONMediaType(v string) bool {
+	if v == mediaJSON { // what nearly every client sends: nothing to parse
+		return true
+	}
+	mt, params, err := mime.ParseMediaType(v)
+	return err == nil && mt == mediaJSON && (params["charset"] == "" || strings.EqualFold(params["charset"], "utf-8"))
 }
 
 // isJSONObject is a cheap first look: the body opens an object. gqlgen's
@@ -510,6 +561,14 @@ const (
 // application/graphql-response+json unless the client prefers
 // application/json; "" when it accepts neither.
 func negotiate(accept []string) string {
+	if len(accept) == 1 { // the common headers, without parsing them
+		switch accept[0] {
+		case mediaGraphQLResponse, "*/*", mediaGraphQLResponse + ", " + mediaJSON:
+			return mediaGraphQLResponse
+		case mediaJSON:
+			return mediaJSON
+		}
+	}
 	best, bestQ := "", 0.0
 	seen := false
 	for _, h := range accept {

@@ -36,9 +36,19 @@ type reqState struct {
 	cost    any
 	debug   bool // debug logging is on: keep document prefixes
 
+	// On a hit, from the entry: the cost as logged, and the request
+	// duration histogram of hits on it, both resolved when it was stored.
+	costText    string
+	hitDuration prometheus.Observer
+
 	queryPrefix, varsPrefix string
 
 	slot *cacheSlot // while the GraphQL handler runs a cacheable request
+}
+
+// noteHit records that the response was e, from the cache.
+func (st *reqState) noteHit(e *cachedResponse) {
+	st.op, st.cost, st.costText, st.hitDuration = e.op, e.cost, e.costText, e.hitDuration
 }
 
 type stateKey struct{}
@@ -138,28 +148,45 @@ func newRequestMetrics(reg prometheus.Registerer) (*requestMetrics, error) {
 
 // requestLog wraps the whole handler: request id, request state, the
 // GraphQL request histogram and the request log line.
+//
+// The line is cheap to make, as it is made for every request: nothing of
+// it is built unless its level is enabled; it goes straight to the
+// logger's handler (slog.Logger.LogAttrs would also look up the caller's
+// program counter, which the line does not log); the attributes every
+// GraphQL request of one method shares are formatted once (WithAttrs); all
+// others are strings and numbers, bounded, formatted by the JSON handler
+// without reflection. On a cache hit the cost text and the histogram come
+// resolved with the entry.
 func (o *ops) requestLog(next http.Handler) http.Handler {
+	lines := newRequestLines(o.logger)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		st := &reqState{id: requestID(r)}
+		lr := &loggedRequest{} // the state and the writer in one allocation
+		st, lw := &lr.st, &lr.lw
+		st.id = requestID(r)
 		ctx := context.WithValue(r.Context(), stateKey{}, st)
-		st.debug = o.logRequests && o.logger.Enabled(ctx, slog.LevelDebug)
-		w.Header().Set("X-Request-Id", st.id)
-		lw := &logWriter{ResponseWriter: w}
+		st.debug = o.logRequests && lines.base.Enabled(ctx, slog.LevelDebug)
+		w.Header()["X-Request-Id"] = []string{st.id}
+		lw.ResponseWriter = w
 		o.reqMetrics.inFlight.Inc()
 		defer o.reqMetrics.inFlight.Dec()
 		next.ServeHTTP(lw, r.WithContext(ctx))
-		d := time.Since(start)
+		end := time.Now()
+		d := end.Sub(start)
 		if lw.status == 0 {
 			lw.status = http.StatusOK
 		}
 		gql := r.URL.Path == "/graphql"
 		if gql {
-			cache := st.cache
-			if cache == "" {
-				cache = cacheBypass
+			if st.cache == cacheHit && st.hitDuration != nil {
+				st.hitDuration.Observe(d.Seconds())
+			} else {
+				cache := st.cache
+				if cache == "" {
+					cache = cacheBypass
+				}
+				o.reqMetrics.duration.WithLabelValues(o.m.operationLabel(st.op), cache).Observe(d.Seconds())
 			}
-			o.reqMetrics.duration.WithLabelValues(o.m.operationLabel(st.op), cache).Observe(d.Seconds())
 		}
 		if !o.logRequests {
 			return
@@ -171,38 +198,85 @@ func (o *ops) requestLog(next http.Handler) http.Handler {
 		case !gql && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || r.URL.Path == "/metrics"):
 			level = slog.LevelDebug
 		}
-		if !o.logger.Enabled(ctx, level) {
+		h, fixed := lines.handler(r, gql)
+		if !h.Enabled(ctx, level) {
 			return
 		}
-		attrs := make([]slog.Attr, 0, 14)
-		attrs = append(attrs,
-			slog.String("request_id", st.id),
-			slog.String("method", r.Method),
-			slog.String("path", truncate(r.URL.Path, logPrefixBytes)),
+		rec := slog.NewRecord(end, level, "request", 0)
+		rec.AddAttrs(slog.String("request_id", st.id))
+		if !fixed {
+			rec.AddAttrs(
+				slog.String("method", truncate(r.Method, 16)),
+				slog.String("path", truncate(r.URL.Path, logPrefixBytes)),
+			)
+		}
+		rec.AddAttrs(
 			slog.Int("status", lw.status),
 			slog.Float64("duration_ms", float64(d.Microseconds())/1000),
 			slog.Int("bytes", lw.bytes),
 			slog.String("remote", r.RemoteAddr),
 		)
 		if gql {
-			attrs = append(attrs, slog.String("op", truncate(st.op, logPrefixBytes)), slog.String("cache", st.cache))
+			rec.AddAttrs(slog.String("op", truncate(st.op, logPrefixBytes)), slog.String("cache", st.cache))
 			if st.docHash != "" {
-				attrs = append(attrs, slog.String("doc", truncate(st.docHash, 16)))
+				rec.AddAttrs(slog.String("doc", truncate(st.docHash, 16)))
 			}
-			if st.cost != nil {
-				attrs = append(attrs, slog.String("cost", truncate(costString(st.cost), 32)))
+			switch {
+			case st.costText != "":
+				rec.AddAttrs(slog.String("cost", st.costText))
+			case st.cost != nil:
+				rec.AddAttrs(slog.String("cost", truncate(costString(st.cost), 32)))
 			}
 			if st.queryPrefix != "" {
-				attrs = append(attrs, slog.String("query", st.queryPrefix))
+				rec.AddAttrs(slog.String("query", st.queryPrefix))
 			}
 			if st.varsPrefix != "" {
-				attrs = append(attrs, slog.String("variables", st.varsPrefix))
+				rec.AddAttrs(slog.String("variables", st.varsPrefix))
 			}
 		}
-		// The request id is in attrs: a logger that adds it from the
-		// context (withRequestIDs) is not given the context to add it twice.
-		o.logger.LogAttrs(context.Background(), level, "request", attrs...)
+		_ = h.Handle(ctx, rec)
 	})
+}
+
+// loggedRequest is the request log's state and response writer of one
+// request.
+type loggedRequest struct {
+	st reqState
+	lw logWriter
+}
+
+// requestLines are the handlers request lines go to: the logger's own,
+// under the wrapper that adds request_id from the context (the line has it
+// already), and for GraphQL GET and POST that handler with the method and
+// path formatted once.
+type requestLines struct {
+	base            slog.Handler
+	gqlGet, gqlPost slog.Handler
+}
+
+func newRequestLines(l *slog.Logger) requestLines {
+	h := l.Handler()
+	if rh, ok := h.(requestIDHandler); ok {
+		h = rh.Handler
+	}
+	fixed := func(method string) slog.Handler {
+		return h.WithAttrs([]slog.Attr{slog.String("method", method), slog.String("path", "/graphql")})
+	}
+	return requestLines{base: h, gqlGet: fixed(http.MethodGet), gqlPost: fixed(http.MethodPost)}
+}
+
+// handler is the handler for r's line, and whether it has the method and
+// path already.
+func (l requestLines) handler(r *http.Request, gql bool) (slog.Handler, bool) {
+	if gql {
+		switch r.Method {
+		case http.MethodGet:
+			return l.gqlGet, true
+		case http.MethodPost:
+			return l.gqlPost, true
+		}
+	}
+	return l.base, false
 }
 
 // costString renders a cost of a known small type; anything else is

@@ -52,6 +52,10 @@ import (
 // The request is read before gqlgen reads it (and given back to it
 // unchanged); what a body or GET query string says is memoized by its exact
 // bytes (requestMemo), so a page's repeated requests are not decoded again.
+//
+// A hit is answered before the guard decodes the document (serveHit, called
+// from the guard in limits.go once its HTTP checks have passed): see there
+// why a request the guard would refuse is never answered from the cache.
 
 const (
 	// DefaultResponseCacheBytes is the response cache's default bound.
@@ -88,6 +92,14 @@ type cachedResponse struct {
 	cost   any    // the operation's cost, when known, for logs on a hit
 	size   int64
 	born   int64 // Unix nanoseconds, when entries also expire by age (upstream data)
+
+	// Computed once, when the entry is made, for every replay: the ETag,
+	// the Content-Length header, the cost as logged and the request
+	// duration histogram of a hit on it.
+	etag          string
+	contentLength []string
+	costText      string
+	hitDuration   prometheus.Observer
 
 	prev, next *cachedResponse
 }
@@ -176,6 +188,23 @@ func (c *respCache) get(key cacheKey, seq uint64, bornAfter int64) (*cachedRespo
 	return e, cacheHit
 }
 
+// peek returns the entry for key only if it is usable (as get would serve
+// it), marking it recently used; it changes nothing else and counts
+// nothing, so that a caller that finds no usable entry can go the usual way
+// (get, which counts the outcome and drops a stale entry).
+func (c *respCache) peek(key cacheKey, seq uint64, bornAfter int64) *cachedResponse {
+	c.mu.Lock()
+	e := c.items[key]
+	if e == nil || e.seq != seq || e.born < bornAfter {
+		c.mu.Unlock()
+		return nil
+	}
+	c.unlink(e)
+	c.pushFront(e)
+	c.mu.Unlock()
+	return e
+}
+
 // put stores e unless a write has made it stale already (seq is the store's
 // sequence now) or it alone exceeds the bound.
 func (c *respCache) put(e *cachedResponse, seq uint64) {
@@ -220,7 +249,8 @@ func (c *respCache) pushFront(e *cachedResponse) {
 
 // gqlRequest is what the cache reads of a GraphQL request before gqlgen.
 type gqlRequest struct {
-	docHash   string // hex SHA-256 of the document text, or the persisted hash
+	docHash   string // hex SHA-256 of the document text, or the persisted hash sent (logged)
+	keyHash   string // the document hash of the key: docHash, or with trusted documents the SHA-256 of the document an id names
 	query     string // the document text when sent (its first bytes only, from the memo)
 	persisted bool   // sent by persisted hash only, without the text
 	op        string
@@ -244,17 +274,19 @@ type postBody struct {
 // readGraphQLRequest reads the document, operation and variables of a GET
 // or a JSON POST, restoring the body for gqlgen. ok is false for anything
 // the cache does not consider (other methods and media types, batches,
-// malformed JSON, large bodies); gqlgen then answers as it would.
+// malformed JSON, large bodies, a persisted-query extension gqlgen would
+// refuse or that names another document than the text sent, an id that is
+// not a trusted document); gqlgen then answers as it would.
 func (o *ops) readGraphQLRequest(r *http.Request) (req gqlRequest, ok bool) {
 	var pb postBody
 	switch r.Method {
 	case http.MethodGet:
-		if req, ok := o.memo.get(r.URL.RawQuery); ok {
+		if req, ok := o.getMemo.get(r.URL.RawQuery); ok {
 			return req, true
 		}
 		defer func() {
 			if ok {
-				o.memo.put(r.URL.RawQuery, req)
+				o.getMemo.put(r.URL.RawQuery, req)
 			}
 		}()
 		q, err := url.ParseQuery(r.URL.RawQuery)
@@ -280,12 +312,12 @@ func (o *ops) readGraphQLRequest(r *http.Request) (req gqlRequest, ok bool) {
 		if err != nil || len(body) > maxCachedRequestBody {
 			return req, false
 		}
-		if req, ok := o.memo.getBytes(body); ok {
+		if req, ok := o.postMemo.getBytes(body); ok {
 			return req, true
 		}
 		defer func() {
 			if ok {
-				o.memo.put(string(body), req)
+				o.postMemo.put(string(body), req)
 			}
 		}()
 		if json.Unmarshal(body, &pb) != nil {
@@ -294,16 +326,38 @@ func (o *ops) readGraphQLRequest(r *http.Request) (req gqlRequest, ok bool) {
 	default:
 		return req, false
 	}
+	return o.parseRequest(&pb)
+}
+
+// parseRequest makes the cache's reading of a decoded request.
+func (o *ops) parseRequest(pb *postBody) (req gqlRequest, ok bool) {
 	req.query, req.op = pb.Query, pb.OperationName
+	pq := pb.Extensions.PersistedQuery
+	if pq != nil && (pq.Sha256Hash == "" || (o.trusted == nil && pq.Version != 1)) {
+		return req, false // APQ refuses it (the trusted documents read the id only); gqlgen answers
+	}
 	switch {
 	case pb.Query != "":
 		sum := sha256.Sum256([]byte(pb.Query))
 		req.docHash = hex.EncodeToString(sum[:])
-	case pb.Extensions.PersistedQuery != nil && pb.Extensions.PersistedQuery.Sha256Hash != "":
-		req.docHash = pb.Extensions.PersistedQuery.Sha256Hash
+		// Text and id together: APQ registers the text under the id only
+		// if the id is its hash, the trusted documents accept it only if
+		// the id names that text; anything else is refused there, and
+		// must not be answered from an entry of the text.
+		if pq != nil && !o.sameDocument(pq.Sha256Hash, pb.Query, req.docHash) {
+			return req, false
+		}
+	case pq != nil:
+		req.docHash = pq.Sha256Hash
 		req.persisted = true
 	default:
 		return req, false
+	}
+	req.keyHash = req.docHash
+	if o.trusted != nil {
+		if req.keyHash, ok = o.trusted.canonicalHash(req); !ok {
+			return req, false // an unknown id: PERSISTED_QUERY_NOT_FOUND
+		}
 	}
 	if v := bytes.TrimSpace(pb.Variables); len(v) > 0 && !bytes.Equal(v, []byte("null")) {
 		var buf bytes.Buffer
@@ -315,11 +369,14 @@ func (o *ops) readGraphQLRequest(r *http.Request) (req gqlRequest, ok bool) {
 	return req, true
 }
 
-// requestMemo remembers what recent request bodies and GET query strings
-// say (document hash, operation, variables), so that the requests a page
-// sends again and again are not decoded again: the raw bytes are the map
-// key, so a hit is exactly the same request. Bounded in entries and in the
-// size of what it keeps; emptied when full.
+// requestMemo remembers what recent request bodies (or GET query strings:
+// each method has its own memo) say (document hash, operation, variables),
+// so that the requests a page sends again and again are not decoded again:
+// the raw bytes are the map key, so a hit is exactly the same request. Only
+// requests that reached the cache are remembered, which is to say requests
+// whose HTTP form the guard accepted (the guard is the only way to the
+// cache; limits.go). Bounded in entries and in the size of what it keeps;
+// emptied when full.
 type requestMemo struct {
 	mu sync.RWMutex
 	m  map[string]gqlRequest
@@ -400,12 +457,23 @@ type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
+// sameDocument says whether a persisted id sent with a document's text
+// names that text: with trusted documents, the id's document is the text;
+// otherwise (APQ), the id is the text's hash.
+func (o *ops) sameDocument(id, query, queryHash string) bool {
+	if o.trusted != nil {
+		doc, ok := o.trusted.byID[id]
+		return ok && doc == query
+	}
+	return id == queryHash
+}
+
 // key computes the cache key of a request: the SHA-256 of its parts, each
 // ended by a zero byte (none of them holds one: hex, JSON, header values).
 func (req *gqlRequest) key(r *http.Request, lang incidentlib.Lang) cacheKey {
 	var arr [512]byte
 	b := arr[:0]
-	for _, part := range [...]string{req.docHash, req.op, string(req.vars), string(lang),
+	for _, part := range [...]string{req.keyHash, req.op, string(req.vars), string(lang),
 		r.Header.Get("Accept"), r.Header.Get("Authorization"), r.Header.Get("Origin")} {
 		b = append(b, part...)
 		b = append(b, 0)
@@ -449,91 +517,150 @@ var perRequestHeaders = []string{"Date", "Content-Length", "X-Request-Id", "Retr
 // cachingHandler wraps the GraphQL handler with the response cache and
 // HTTP caching.
 func (o *ops) cachingHandler(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		st := stateOf(r.Context())
-		if st == nil { // not behind requestLog
-			st = &reqState{}
-			r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
-		}
-		req, ok := o.readGraphQLRequest(r)
-		if !ok {
-			st.cache = cacheBypass
-			o.cache.outcomes[cacheBypass].Inc()
-			next.ServeHTTP(w, r)
-			return
-		}
-		st.op, st.docHash = req.op, req.docHash
-		if o.trusted != nil {
-			req.docHash = o.trusted.canonicalHash(req)
-		}
+	return &cachingHandler{o: o, next: next}
+}
+
+type cachingHandler struct {
+	o    *ops
+	next http.Handler
+}
+
+// freshness says, for a lookup now, which entries are too old and whether a
+// new one may be stored. Data from an upstream library are not covered by
+// the store's sequence: with an upstream, entries also expire after maxAge,
+// and are not kept at all without one.
+func (o *ops) freshness() (now, bornAfter int64, store bool) {
+	if o.upstream != nil && o.upstream() {
+		now = time.Now().UnixNano()
+		return now, now - int64(o.maxAge), o.maxAge > 0
+	}
+	return 0, 0, true
+}
+
+// serveHit answers r from the cache if raw (the POST body; nil for a GET,
+// whose query string is read) is a request the cache has read before and
+// its response is stored and current. It writes nothing and counts nothing
+// otherwise: the request then goes the usual way, through the guard's
+// document checks and ServeHTTP. The guard calls it once its HTTP checks
+// have passed (limits.go, graphqlHTTP, says why that is enough).
+func (h *cachingHandler) serveHit(w http.ResponseWriter, r *http.Request, raw []byte) bool {
+	o := h.o
+	if !o.cache.enabled() {
+		return false
+	}
+	var req gqlRequest
+	var ok bool
+	get := r.Method == http.MethodGet
+	if get {
+		req, ok = o.getMemo.get(r.URL.RawQuery)
+	} else {
+		req, ok = o.postMemo.getBytes(raw)
+	}
+	if !ok {
+		return false
+	}
+	_, bornAfter, _ := o.freshness()
+	e := o.cache.peek(req.key(r, requestLang(r)), o.db.Seq(), bornAfter)
+	if e == nil {
+		return false
+	}
+	o.cache.outcomes[cacheHit].Inc()
+	if st := stateOf(r.Context()); st != nil {
+		st.cache, st.docHash = cacheHit, req.docHash
+		st.noteHit(e)
 		if st.debug && req.query != "" {
 			st.queryPrefix = truncate(req.query, logPrefixBytes)
 			st.varsPrefix = truncate(string(req.vars), logPrefixBytes)
 		}
-		key := req.key(r, requestLang(r))
-		seq := o.db.Seq()
-		get := r.Method == http.MethodGet
-		// Data from an upstream library are not covered by the store's
-		// sequence: with an upstream, entries also expire after maxAge, and
-		// are not kept at all without one.
-		var now, bornAfter int64
-		store := true
-		if o.upstream != nil && o.upstream() {
-			now = time.Now().UnixNano()
-			bornAfter = now - int64(o.maxAge)
-			store = o.maxAge > 0
-		}
-		if o.cache.enabled() {
-			e, outcome := o.cache.get(key, seq, bornAfter)
-			st.cache = outcome
-			o.cache.outcomes[outcome].Inc()
-			if e != nil {
-				st.op, st.cost = e.op, e.cost
-				o.replay(w, r, e, get)
-				return
-			}
-		} else {
-			st.cache = cacheOff
-			o.cache.outcomes[cacheOff].Inc()
-		}
+	}
+	o.replay(w, r, e, get)
+	return true
+}
 
-		st.slot = &cacheSlot{}
-		cw := &captureWriter{header: http.Header{}}
-		next.ServeHTTP(cw, r)
-		slot := st.slot
-		st.slot = nil
-		if slot.op != "" {
-			st.op = slot.op
-		}
-		st.cost = slot.cost
-		status := cw.status
-		if status == 0 {
-			status = http.StatusOK
-		}
-		cacheable := slot.executed && !slot.noStore && status == http.StatusOK && cw.header.Get("Set-Cookie") == ""
-		if !cacheable {
-			copyHeader(w.Header(), cw.header)
-			if get {
-				w.Header().Set("Cache-Control", "no-store")
-			}
-			w.WriteHeader(status)
-			_, _ = w.Write(cw.body.Bytes())
+func (h *cachingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	o, next := h.o, h.next
+	st := stateOf(r.Context())
+	if st == nil { // not behind requestLog
+		st = &reqState{}
+		r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
+	}
+	req, ok := o.readGraphQLRequest(r)
+	if !ok {
+		st.cache = cacheBypass
+		o.cache.outcomes[cacheBypass].Inc()
+		next.ServeHTTP(w, r)
+		return
+	}
+	st.op, st.docHash = req.op, req.docHash
+	if st.debug && req.query != "" {
+		st.queryPrefix = truncate(req.query, logPrefixBytes)
+		st.varsPrefix = truncate(string(req.vars), logPrefixBytes)
+	}
+	key := req.key(r, requestLang(r))
+	seq := o.db.Seq()
+	get := r.Method == http.MethodGet
+	now, bornAfter, store := o.freshness()
+	if o.cache.enabled() {
+		e, outcome := o.cache.get(key, seq, bornAfter)
+		st.cache = outcome
+		o.cache.outcomes[outcome].Inc()
+		if e != nil {
+			st.noteHit(e)
+			o.replay(w, r, e, get)
 			return
 		}
-		hdr := cw.header.Clone()
-		for _, h := range perRequestHeaders {
-			hdr.Del(h)
+	} else {
+		st.cache = cacheOff
+		o.cache.outcomes[cacheOff].Inc()
+	}
+
+	st.slot = &cacheSlot{}
+	cw := &captureWriter{header: http.Header{}}
+	next.ServeHTTP(cw, r)
+	slot := st.slot
+	st.slot = nil
+	if slot.op != "" {
+		st.op = slot.op
+	}
+	st.cost = slot.cost
+	status := cw.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	cacheable := slot.executed && !slot.noStore && status == http.StatusOK && cw.header.Get("Set-Cookie") == ""
+	if !cacheable {
+		copyHeader(w.Header(), cw.header)
+		if get {
+			w.Header().Set("Cache-Control", "no-store")
 		}
-		e := &cachedResponse{
-			key: key, seq: seq, status: status, header: hdr, body: cw.body.Bytes(),
-			op: slot.op, cost: slot.cost, born: now,
-		}
-		e.size = int64(len(e.body)) + headerSize(hdr) + entryOverhead
-		if o.cache.enabled() && store {
-			o.cache.put(e, o.db.Seq())
-		}
-		o.replay(w, r, e, get)
-	})
+		w.WriteHeader(status)
+		_, _ = w.Write(cw.body.Bytes())
+		return
+	}
+	hdr := cw.header.Clone()
+	for _, h := range perRequestHeaders {
+		hdr.Del(h)
+	}
+	e := &cachedResponse{
+		key: key, seq: seq, status: status, header: hdr, body: cw.body.Bytes(),
+		op: slot.op, cost: slot.cost, born: now,
+	}
+	e.size = int64(len(e.body)) + headerSize(hdr) + entryOverhead
+	o.finish(e)
+	if o.cache.enabled() && store {
+		e.hitDuration = o.reqMetrics.duration.WithLabelValues(o.m.operationLabel(e.op), cacheHit)
+		o.cache.put(e, o.db.Seq())
+	}
+	o.replay(w, r, e, get)
+}
+
+// finish computes what every replay of e writes or logs the same.
+func (o *ops) finish(e *cachedResponse) {
+	e.etag = o.etag(e)
+	e.contentLength = []string{strconv.Itoa(len(e.body))}
+	if e.cost != nil {
+		e.costText = truncate(costString(e.cost), 32)
+	}
 }
 
 // replay writes a stored (or just computed, cacheable) response: the same
@@ -542,15 +669,14 @@ func (o *ops) replay(w http.ResponseWriter, r *http.Request, e *cachedResponse, 
 	h := w.Header()
 	copyHeader(h, e.header)
 	if get {
-		etag := o.etag(e)
-		o.setCacheHeaders(h, etag)
-		if etagMatch(r.Header.Get("If-None-Match"), etag) {
+		o.setCacheHeaders(h, e.etag)
+		if etagMatch(r.Header.Get("If-None-Match"), e.etag) {
 			h.Del("Content-Type")
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
 	}
-	h["Content-Length"] = []string{strconv.Itoa(len(e.body))}
+	h["Content-Length"] = e.contentLength
 	w.WriteHeader(e.status)
 	_, _ = w.Write(e.body)
 }
@@ -646,7 +772,8 @@ type ops struct {
 	reqMetrics   *requestMetrics
 	upstream     func() bool   // an upstream library is configured
 	maxAge       time.Duration // how long entries live when it is
-	memo         requestMemo
+
+	getMemo, postMemo requestMemo // what GET query strings and POST bodies say
 }
 
 // dbSeq is what the edge needs of the store: its change sequence.

@@ -168,14 +168,16 @@ func (t *TrustedDocuments) check(schema *ast.Schema) error {
 
 // canonicalHash is the document hash a request is cached under: the
 // SHA-256 of the listed document an id names, so that the same document
-// sent by id or by text shares its cache entries.
-func (t *TrustedDocuments) canonicalHash(req gqlRequest) string {
+// sent by id or by text shares its cache entries. ok is false for an id
+// that is not listed: the request is refused (PERSISTED_QUERY_NOT_FOUND)
+// and must not be answered from the cache, even by an entry of a text
+// whose hash is that id.
+func (t *TrustedDocuments) canonicalHash(req gqlRequest) (hash string, ok bool) {
 	if req.persisted {
-		if h, ok := t.hashOf[req.docHash]; ok {
-			return h
-		}
+		h, ok := t.hashOf[req.docHash]
+		return h, ok
 	}
-	return req.docHash
+	return req.docHash, true
 }
 
 // trustedExtension is the gqlgen extension that enforces the list.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,17 +13,15 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/server"
 )
 
@@ -33,91 +30,35 @@ func init() {
 }
 
 type cacheBench struct {
-	duration    time.Duration
-	warmup      time.Duration
-	rounds      int
-	concurrency int
-	count       int
-	seed        int64
-	first       int
-
-	cpu map[string][]time.Duration // CPU per request of each measurement, by target
+	loadFlags
+	profile string // the target profiled
 }
+
+// The targets of the cache benchmark, by the names -profile takes.
+var cacheTargetNames = []string{"static-post", "post", "static-get", "get", "uncached"}
 
 func runCache(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("cache", flag.ContinueOnError)
 	fs.SetOutput(stdout)
-	b := cacheBench{cpu: map[string][]time.Duration{}}
-	fs.DurationVar(&b.duration, "duration", 5*time.Second, "how long each measurement drives one target (a duration such as 5s)")
-	fs.DurationVar(&b.warmup, "warmup", time.Second, "how long each target is driven, unmeasured, before the first round")
-	fs.IntVar(&b.rounds, "rounds", 3, "interleaved rounds; the median is reported (at least 1)")
-	fs.IntVar(&b.concurrency, "concurrency", 32, "concurrent keep-alive connections (at least 1)")
-	fs.IntVar(&b.count, "count", 10_000, "generated incidents in the store (at least 100)")
-	fs.Int64Var(&b.seed, "seed", 1, "generator seed")
-	fs.IntVar(&b.first, "first", 20, "page size of the list page, 1 to 100")
+	var b cacheBench
+	b.loadFlags.register(fs, "the first round's measurement of the -profile target")
+	fs.StringVar(&b.profile, "profile", "post", "the target -cpuprofile and -memprofile measure: "+strings.Join(cacheTargetNames, ", ")+" (post and get are the response cache's)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	switch {
-	case b.duration <= 0 || b.warmup < 0:
-		return errors.New("-duration must be positive and -warmup not negative")
-	case b.rounds < 1:
-		return fmt.Errorf("-rounds must be at least 1, got %d", b.rounds)
-	case b.concurrency < 1:
-		return fmt.Errorf("-concurrency must be at least 1, got %d", b.concurrency)
-	case b.count < 100:
-		return fmt.Errorf("-count must be at least 100, got %d", b.count)
-	case b.first < 1 || b.first > incidentlib.MaxPageSize:
-		return fmt.Errorf("-first must be 1 to %d, got %d", incidentlib.MaxPageSize, b.first)
+	if err := b.loadFlags.check(); err != nil {
+		return err
+	}
+	if !slices.Contains(cacheTargetNames, b.profile) {
+		return fmt.Errorf("-profile must be one of %s, got %q", strings.Join(cacheTargetNames, ", "), b.profile)
 	}
 	return b.run(ctx, stdout)
 }
 
-// loadTarget is one thing the cache benchmark drives.
-type loadTarget struct {
-	name   string
-	method string
-	url    string
-	body   []byte
-	want   []byte // the exact response expected
-}
-
-func (t loadTarget) request(ctx context.Context) (*http.Request, error) {
-	var body io.Reader
-	if t.body != nil {
-		body = bytes.NewReader(t.body)
-	}
-	req, err := http.NewRequestWithContext(ctx, t.method, t.url, body)
-	if err != nil {
-		return nil, err
-	}
-	if t.body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	return req, nil
-}
-
-func (t loadTarget) do(ctx context.Context, client *http.Client, buf []byte) ([]byte, error) {
-	req, err := t.request(ctx)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	w := bytes.NewBuffer(buf[:0])
-	if _, err := w.ReadFrom(resp.Body); err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("status %d: %.200s", resp.StatusCode, w.Bytes())
-	}
-	return w.Bytes(), nil
-}
-
 func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
+	old := debug.SetGCPercent(b.gcPercent)
+	defer debug.SetGCPercent(old)
+
 	dir, err := os.MkdirTemp("", "incidentlib-bench-cache-")
 	if err != nil {
 		return err
@@ -154,15 +95,8 @@ func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
 		urls[i] = u + "/graphql"
 	}
 
-	transport := &http.Transport{
-		MaxIdleConns:        b.concurrency * 2,
-		MaxIdleConnsPerHost: b.concurrency,
-		MaxConnsPerHost:     b.concurrency,
-		IdleConnTimeout:     time.Minute,
-		DisableCompression:  true,
-	}
+	client, transport := newLoadClient(b.concurrency)
 	defer transport.CloseIdleConnections()
-	client := &http.Client{Transport: transport, Timeout: 30 * time.Second}
 
 	vars := map[string]any{"first": b.first}
 	varsJSON, _ := json.Marshal(vars)
@@ -205,28 +139,30 @@ func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
 		{name: "response cache, persisted GET", method: http.MethodGet, url: urls[0] + getQuery, want: want},
 		{name: "uncached, POST", method: http.MethodPost, url: urls[1], body: postBody, want: want},
 	}
-	fmt.Fprintf(stdout, "cache: GOMAXPROCS=%d NumCPU=%d %s concurrency=%d duration=%s rounds=%d\n",
-		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.concurrency, b.duration, b.rounds)
+	fmt.Fprintf(stdout, "cache: GOMAXPROCS=%d NumCPU=%d %s gc-percent=%d concurrency=%d duration=%s rounds=%d\n",
+		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.gcPercent, b.concurrency, b.duration, b.rounds)
 	fmt.Fprintf(stdout, "cache: list page (first: %d) response %d bytes sha256 %s; persisted GET %s\n", b.first, len(want), sha(want), strings.TrimPrefix(getQuery, "?")[:60]+"…")
 
 	for _, t := range targets {
-		if _, err := b.drive(ctx, client, t, b.warmup); err != nil {
+		if _, err := drive(ctx, client, b.concurrency, t, b.warmup); err != nil {
 			return fmt.Errorf("warm-up %s: %w", t.name, err)
 		}
 	}
 	hitsBefore, missesBefore := cacheOutcomes(reg)
-	clear(b.cpu) // the warm-up's
 	results := make([][]result, len(targets))
 	for round := 0; round < b.rounds; round++ {
 		for i, t := range targets {
-			r, err := b.drive(ctx, client, t, b.duration)
-			cpu := b.cpu[t.name][len(b.cpu[t.name])-1]
+			var prof *profiles
+			if round == 0 && cacheTargetNames[i] == b.profile {
+				prof = &b.prof
+			}
+			r, err := measure(ctx, client, b.concurrency, t, b.duration, prof)
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", round+1, t.name, err)
 			}
 			results[i] = append(results[i], r)
 			fmt.Fprintf(stdout, "  round %d %-32s %9.0f req/s  p50 %7s  p99 %7s  CPU %7s/req  %6.0f allocs/req %8.0f B/req\n",
-				round+1, t.name, r.rps(), round3(r.p50), round3(r.p99), round3(cpu), r.allocs, r.bytes)
+				round+1, t.name, r.rps(), round3(r.p50), round3(r.p99), round3(r.cpu), r.allocs, r.bytes)
 		}
 	}
 	hits, misses := cacheOutcomes(reg)
@@ -238,7 +174,7 @@ func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
 	cpu := make([]time.Duration, len(targets))
 	for i, t := range targets {
 		med[i] = median(results[i])
-		cpu[i] = medianDuration(b.cpu[t.name])
+		cpu[i] = medianCPU(results[i])
 		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%.0f\t%.0f\t%d\t\n", t.name, med[i].rps(), round3(med[i].p50), round3(med[i].p99), round3(cpu[i]), med[i].allocs, med[i].bytes, med[i].errors)
 	}
 	if err := tw.Flush(); err != nil {
@@ -271,15 +207,6 @@ func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
 	return nil
 }
 
-func medianDuration(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 // cacheOutcomes reads the response cache's hit and miss counters.
 func cacheOutcomes(g prometheus.Gatherer) (hits, misses float64) {
 	fams, err := g.Gather()
@@ -309,71 +236,4 @@ func label(m *dto.Metric, name string) string {
 		}
 	}
 	return ""
-}
-
-// drive runs b.concurrency workers against t for d and measures them.
-func (b *cacheBench) drive(ctx context.Context, client *http.Client, t loadTarget, d time.Duration) (result, error) {
-	var wg sync.WaitGroup
-	var errs atomic.Int64
-	var firstErr atomic.Pointer[error]
-	lat := make([][]time.Duration, b.concurrency)
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	cpu0 := processCPU()
-	start := time.Now()
-	deadline := start.Add(d)
-	for w := 0; w < b.concurrency; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			buf := make([]byte, 0, len(t.want)+512)
-			for ctx.Err() == nil {
-				t0 := time.Now()
-				if t0.After(deadline) {
-					return
-				}
-				resp, err := t.do(ctx, client, buf)
-				lat[w] = append(lat[w], time.Since(t0))
-				if err == nil && !bytes.Equal(resp, t.want) {
-					err = fmt.Errorf("the response differs from the reference: %.200s", resp)
-				}
-				if err != nil && errs.Add(1) == 1 {
-					firstErr.Store(&err)
-				}
-				if resp != nil {
-					buf = resp[:0]
-				}
-			}
-		}(w)
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	cpu := time.Duration(processCPU() - cpu0) // the whole process: servers and load generator (cpu_unix.go)
-	runtime.ReadMemStats(&after)
-	if err := ctx.Err(); err != nil {
-		return result{}, err
-	}
-	var all []time.Duration
-	for _, l := range lat {
-		all = append(all, l...)
-	}
-	if len(all) == 0 {
-		return result{}, errors.New("no request finished")
-	}
-	slices.Sort(all)
-	r := result{
-		requests: len(all),
-		errors:   int(errs.Load()),
-		elapsed:  elapsed,
-		p50:      all[len(all)*50/100],
-		p99:      all[min(len(all)-1, len(all)*99/100)],
-		allocs:   float64(after.Mallocs-before.Mallocs) / float64(len(all)),
-		bytes:    float64(after.TotalAlloc-before.TotalAlloc) / float64(len(all)),
-	}
-	b.cpu[t.name] = append(b.cpu[t.name], cpu/time.Duration(len(all)))
-	if p := firstErr.Load(); p != nil && r.errors > 0 {
-		return r, *p
-	}
-	return r, nil
 }

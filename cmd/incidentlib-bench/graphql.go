@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,12 +15,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"runtime/pprof"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"text/tabwriter"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/gen"
@@ -43,76 +40,24 @@ const ListPageQuery = `query ListPage($first: Int) { incidents(first: $first) { 
 const IncidentPageQuery = `query IncidentPage($id: ID!) { incident(id: $id) { id title summary date organization { name incidentCount } domains { label } symptoms { label } components { label } rootCause { label } severity { label } related { id title organization { name } related { id } } recurrenceOf { id title } recurrences { id title } } }`
 
 type graphqlBench struct {
-	duration    time.Duration
-	warmup      time.Duration
-	rounds      int
-	concurrency int
-	count       int
-	seed        int64
-	first       int
-	gcPercent   int
-	cpuProfile  string
-	memProfile  string
-	dump        string
-
-	cpuFile *os.File
+	loadFlags
+	dump string
 }
 
 func runGraphQL(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("graphql", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	var b graphqlBench
-	fs.DurationVar(&b.duration, "duration", 5*time.Second, "how long each measurement drives one target (a duration such as 5s)")
-	fs.DurationVar(&b.warmup, "warmup", time.Second, "how long each target is driven, unmeasured, before the first round")
-	fs.IntVar(&b.rounds, "rounds", 3, "interleaved rounds; the median is reported (at least 1)")
-	fs.IntVar(&b.concurrency, "concurrency", 32, "concurrent keep-alive connections (at least 1)")
-	fs.IntVar(&b.count, "count", 10_000, "generated incidents in the store (at least 100)")
-	fs.Int64Var(&b.seed, "seed", 1, "generator seed")
-	fs.IntVar(&b.first, "first", 20, "page size of the list page, 1 to 100")
-	fs.IntVar(&b.gcPercent, "gc-percent", server.DefaultGCPercent, "garbage collector budget in percent of the live heap, as serve --gc-percent")
-	fs.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of the first round's list page measurement to this file")
-	fs.StringVar(&b.memProfile, "memprofile", "", "write allocation profiles before (FILE.base) and after the first round's list page measurement: go tool pprof -diff_base FILE.base FILE")
+	b.loadFlags.register(fs, "the first round's list page measurement")
 	fs.StringVar(&b.dump, "dump", "", "write the responses of the two queries into this directory")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	switch {
-	case b.duration <= 0 || b.warmup < 0:
-		return errors.New("-duration must be positive and -warmup not negative")
-	case b.rounds < 1:
-		return fmt.Errorf("-rounds must be at least 1, got %d", b.rounds)
-	case b.concurrency < 1:
-		return fmt.Errorf("-concurrency must be at least 1, got %d", b.concurrency)
-	case b.count < 100:
-		return fmt.Errorf("-count must be at least 100, got %d", b.count)
-	case b.first < 1 || b.first > incidentlib.MaxPageSize:
-		return fmt.Errorf("-first must be 1 to %d, got %d", incidentlib.MaxPageSize, b.first)
-	case b.gcPercent < server.MinGCPercent || b.gcPercent > server.MaxGCPercent:
-		return fmt.Errorf("-gc-percent must be %d to %d, got %d", server.MinGCPercent, server.MaxGCPercent, b.gcPercent)
+	if err := b.loadFlags.check(); err != nil {
+		return err
 	}
 	return b.run(ctx, stdout)
 }
-
-// target is one thing the load generator drives.
-type target struct {
-	name string
-	url  string
-	body []byte
-	// want is the exact response expected, when known.
-	want []byte
-}
-
-// result is one measurement of one target.
-type result struct {
-	requests      int
-	errors        int
-	elapsed       time.Duration
-	p50, p99      time.Duration
-	cpu           time.Duration // process CPU time per request, 0 if unknown
-	allocs, bytes float64       // per request, the whole process
-}
-
-func (r result) rps() float64 { return float64(r.requests) / r.elapsed.Seconds() }
 
 func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	old := debug.SetGCPercent(b.gcPercent)
@@ -141,16 +86,21 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 	defer stopGQL()
-
-	transport := &http.Transport{
-		MaxIdleConns:        b.concurrency * 2,
-		MaxIdleConnsPerHost: b.concurrency,
-		MaxConnsPerHost:     b.concurrency,
-		IdleConnTimeout:     time.Minute,
-		DisableCompression:  true,
+	// The same store and configuration through gqlgen's executor alone, for
+	// the list page: what graph.FastReads saves.
+	generic, err := server.New(db, server.Config{Prod: true, ResponseCacheBytes: -1, GenericExecutor: true}, prometheus.NewRegistry())
+	if err != nil {
+		return err
 	}
+	generic.SetReady(true)
+	genericURL, stopGeneric, err := listen(generic)
+	if err != nil {
+		return err
+	}
+	defer stopGeneric()
+
+	client, transport := newLoadClient(b.concurrency)
 	defer transport.CloseIdleConnections()
-	client := &http.Client{Transport: transport, Timeout: 30 * time.Second}
 
 	listBody, _ := json.Marshal(map[string]any{"query": ListPageQuery, "variables": map[string]any{"first": b.first}})
 	id := richIncident(incs)
@@ -210,10 +160,11 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	}
 	defer stopStatic()
 
-	targets := []target{
+	targets := []loadTarget{
 		{name: fmt.Sprintf("list page (first: %d)", b.first), url: gqlURL + "/graphql", body: listBody, want: listResp},
 		{name: "incident page (" + id + ")", url: gqlURL + "/graphql", body: incBody, want: incResp},
 		{name: "static handler, same bytes as the list page", url: staticURL + "/graphql", body: listBody, want: listResp},
+		{name: "list page, gqlgen's executor only", url: genericURL + "/graphql", body: listBody, want: listResp},
 	}
 
 	fmt.Fprintf(stdout, "graphql: GOMAXPROCS=%d NumCPU=%d %s gc-percent=%d concurrency=%d duration=%s rounds=%d\n",
@@ -227,25 +178,18 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 		float64(ms.HeapAlloc)/(1<<20), float64(ms.NextGC)/(1<<20))
 
 	for _, t := range targets {
-		if _, err := b.drive(ctx, client, t, b.warmup); err != nil {
+		if _, err := drive(ctx, client, b.concurrency, t, b.warmup); err != nil {
 			return fmt.Errorf("warm-up %s: %w", t.name, err)
 		}
 	}
 	results := make([][]result, len(targets))
 	for round := 0; round < b.rounds; round++ {
 		for i, t := range targets {
-			profile := round == 0 && i == 0
-			if profile {
-				if err := b.startProfiles(); err != nil {
-					return err
-				}
+			var prof *profiles
+			if round == 0 && i == 0 { // the first round's list page
+				prof = &b.prof
 			}
-			r, err := b.drive(ctx, client, t, b.duration)
-			if profile {
-				if err := b.stopProfiles(); err != nil {
-					return err
-				}
-			}
+			r, err := measure(ctx, client, b.concurrency, t, b.duration, prof)
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", round+1, t.name, err)
 			}
@@ -273,6 +217,8 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "CPU ratio static / list page per request: %.3f (the same ratio measured in CPU time, which moves less when the machine is busy)\n",
 			float64(med[2].cpu)/float64(med[0].cpu))
 	}
+	fmt.Fprintf(stdout, "list page through graph.FastReads / through gqlgen's executor: %.1fx the req/s, %.1fx less CPU per request\n",
+		med[0].rps()/med[3].rps(), float64(med[3].cpu)/float64(max(med[0].cpu, 1)))
 	fmt.Fprintf(stdout, "CPU/req, allocs/req and B/req count the whole process (load generator and HTTP included); the static row is that floor.\n")
 	for _, rs := range results {
 		for _, r := range rs {
@@ -282,152 +228,6 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 		}
 	}
 	return nil
-}
-
-// drive runs b.concurrency workers against t for d and measures them.
-func (b *graphqlBench) drive(ctx context.Context, client *http.Client, t target, d time.Duration) (result, error) {
-	var wg sync.WaitGroup
-	var errs atomic.Int64
-	var firstErr atomic.Pointer[error]
-	lat := make([][]time.Duration, b.concurrency)
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	cpu0 := processCPU()
-	start := time.Now()
-	deadline := start.Add(d)
-	for w := 0; w < b.concurrency; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			buf := make([]byte, 0, len(t.want)+512)
-			for ctx.Err() == nil {
-				t0 := time.Now()
-				if t0.After(deadline) {
-					return
-				}
-				resp, err := post(ctx, client, t.url, t.body, buf)
-				lat[w] = append(lat[w], time.Since(t0))
-				if err == nil && t.want != nil && !bytes.Equal(resp, t.want) {
-					err = fmt.Errorf("the response differs from the first one: %.200s", resp)
-				}
-				if err != nil {
-					if errs.Add(1) == 1 {
-						firstErr.Store(&err)
-					}
-				}
-				buf = resp[:0]
-			}
-		}(w)
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	cpu := processCPU() - cpu0
-	runtime.ReadMemStats(&after)
-	if err := ctx.Err(); err != nil {
-		return result{}, err
-	}
-	var all []time.Duration
-	for _, l := range lat {
-		all = append(all, l...)
-	}
-	if len(all) == 0 {
-		return result{}, errors.New("no request finished")
-	}
-	slices.Sort(all)
-	r := result{
-		requests: len(all),
-		errors:   int(errs.Load()),
-		elapsed:  elapsed,
-		p50:      all[len(all)*50/100],
-		p99:      all[min(len(all)-1, len(all)*99/100)],
-		cpu:      time.Duration(cpu / int64(len(all))),
-		allocs:   float64(after.Mallocs-before.Mallocs) / float64(len(all)),
-		bytes:    float64(after.TotalAlloc-before.TotalAlloc) / float64(len(all)),
-	}
-	if p := firstErr.Load(); p != nil && r.errors == r.requests {
-		return r, *p
-	}
-	return r, nil
-}
-
-func (b *graphqlBench) startProfiles() error {
-	if b.memProfile != "" {
-		if err := writeAllocs(b.memProfile + ".base"); err != nil {
-			return err
-		}
-	}
-	if b.cpuProfile == "" {
-		return nil
-	}
-	f, err := os.Create(b.cpuProfile)
-	if err != nil {
-		return err
-	}
-	b.cpuFile = f
-	return pprof.StartCPUProfile(f)
-}
-
-func (b *graphqlBench) stopProfiles() error {
-	if b.cpuFile != nil {
-		pprof.StopCPUProfile()
-		if err := b.cpuFile.Close(); err != nil {
-			return err
-		}
-		b.cpuFile = nil
-	}
-	if b.memProfile != "" {
-		return writeAllocs(b.memProfile)
-	}
-	return nil
-}
-
-func writeAllocs(name string) error {
-	f, err := os.Create(name)
-	if err != nil {
-		return err
-	}
-	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// median returns the measurement with the median throughput.
-func median(rs []result) result {
-	s := slices.Clone(rs)
-	slices.SortFunc(s, func(a, b result) int {
-		switch {
-		case a.rps() < b.rps():
-			return -1
-		case a.rps() > b.rps():
-			return 1
-		}
-		return 0
-	})
-	return s[len(s)/2]
-}
-
-func post(ctx context.Context, client *http.Client, url string, body, buf []byte) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	w := bytes.NewBuffer(buf[:0])
-	if _, err := w.ReadFrom(resp.Body); err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("status %d: %.200s", resp.StatusCode, w.Bytes())
-	}
-	return w.Bytes(), nil
 }
 
 // fetch posts body once and returns the response with its headers.

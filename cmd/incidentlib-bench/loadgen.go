@@ -1,0 +1,302 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/server"
+)
+
+// The keep-alive load generator of the graphql and cache benchmarks: a
+// number of connections over loopback, each sending one request after the
+// other for a while, every response checked byte for byte; the process's
+// CPU time and allocations are measured with it.
+
+// loadFlags are the flags of a benchmark that drives the list page with
+// the load generator.
+type loadFlags struct {
+	duration    time.Duration
+	warmup      time.Duration
+	rounds      int
+	concurrency int
+	count       int
+	seed        int64
+	first       int
+	gcPercent   int
+	prof        profiles
+}
+
+// register defines the flags on fs; profiled names the measurement
+// -cpuprofile and -memprofile profile.
+func (f *loadFlags) register(fs *flag.FlagSet, profiled string) {
+	fs.DurationVar(&f.duration, "duration", 5*time.Second, "how long each measurement drives one target (a duration such as 5s)")
+	fs.DurationVar(&f.warmup, "warmup", time.Second, "how long each target is driven, unmeasured, before the first round")
+	fs.IntVar(&f.rounds, "rounds", 3, "interleaved rounds; the median is reported (at least 1)")
+	fs.IntVar(&f.concurrency, "concurrency", 32, "concurrent keep-alive connections (at least 1)")
+	fs.IntVar(&f.count, "count", 10_000, "generated incidents in the store (at least 100)")
+	fs.Int64Var(&f.seed, "seed", 1, "generator seed")
+	fs.IntVar(&f.first, "first", 20, "page size of the list page, 1 to 100")
+	fs.IntVar(&f.gcPercent, "gc-percent", server.DefaultGCPercent, "garbage collector budget in percent of the live heap, as serve --gc-percent")
+	fs.StringVar(&f.prof.cpu, "cpuprofile", "", "write a CPU profile of "+profiled+" to this file")
+	fs.StringVar(&f.prof.mem, "memprofile", "", "write allocation profiles before (FILE.base) and after "+profiled+": go tool pprof -diff_base FILE.base FILE")
+}
+
+// check refuses values out of range.
+func (f *loadFlags) check() error {
+	switch {
+	case f.duration <= 0 || f.warmup < 0:
+		return errors.New("-duration must be positive and -warmup not negative")
+	case f.rounds < 1:
+		return fmt.Errorf("-rounds must be at least 1, got %d", f.rounds)
+	case f.concurrency < 1:
+		return fmt.Errorf("-concurrency must be at least 1, got %d", f.concurrency)
+	case f.count < 100:
+		return fmt.Errorf("-count must be at least 100, got %d", f.count)
+	case f.first < 1 || f.first > incidentlib.MaxPageSize:
+		return fmt.Errorf("-first must be 1 to %d, got %d", incidentlib.MaxPageSize, f.first)
+	case f.gcPercent < server.MinGCPercent || f.gcPercent > server.MaxGCPercent:
+		return fmt.Errorf("-gc-percent must be %d to %d, got %d", server.MinGCPercent, server.MaxGCPercent, f.gcPercent)
+	}
+	return nil
+}
+
+// loadTarget is one thing the load generator drives.
+type loadTarget struct {
+	name   string
+	method string // GET or POST; POST when empty
+	url    string
+	body   []byte // a POST's body, sent as application/json
+	// want is the exact response expected, when known; without it any 200
+	// passes.
+	want []byte
+}
+
+// result is one measurement of one target.
+type result struct {
+	requests      int
+	errors        int
+	elapsed       time.Duration
+	p50, p99      time.Duration
+	cpu           time.Duration // process CPU time per request (servers and load generator), 0 if unknown
+	allocs, bytes float64       // per request, the whole process
+}
+
+func (r result) rps() float64 { return float64(r.requests) / r.elapsed.Seconds() }
+
+// newLoadClient is a client of concurrency keep-alive connections; close
+// its idle connections when done.
+func newLoadClient(concurrency int) (*http.Client, *http.Transport) {
+	transport := &http.Transport{
+		MaxIdleConns:        concurrency * 2,
+		MaxIdleConnsPerHost: concurrency,
+		MaxConnsPerHost:     concurrency,
+		IdleConnTimeout:     time.Minute,
+		DisableCompression:  true,
+	}
+	return &http.Client{Transport: transport, Timeout: 30 * time.Second}, transport
+}
+
+// do sends t's request once and returns the body of a 200 response, read
+// into buf.
+func (t loadTarget) do(ctx context.Context, client *http.Client, buf []byte) ([]byte, error) {
+	method := t.method
+	if method == "" {
+		method = http.MethodPost
+	}
+	var body io.Reader
+	if t.body != nil {
+		body = bytes.NewReader(t.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, t.url, body)
+	if err != nil {
+		return nil, err
+	}
+	if t.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	w := bytes.NewBuffer(buf[:0])
+	if _, err := w.ReadFrom(resp.Body); err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("status %d: %.200s", resp.StatusCode, w.Bytes())
+	}
+	return w.Bytes(), nil
+}
+
+// drive runs concurrency workers against t for d and measures them. It
+// returns the first error when any request failed or answered other bytes.
+func drive(ctx context.Context, client *http.Client, concurrency int, t loadTarget, d time.Duration) (result, error) {
+	var wg sync.WaitGroup
+	var errs atomic.Int64
+	var firstErr atomic.Pointer[error]
+	lat := make([][]time.Duration, concurrency)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	cpu0 := processCPU()
+	start := time.Now()
+	deadline := start.Add(d)
+	for w := 0; w < concurrency; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			buf := make([]byte, 0, len(t.want)+512)
+			for ctx.Err() == nil {
+				t0 := time.Now()
+				if t0.After(deadline) {
+					return
+				}
+				resp, err := t.do(ctx, client, buf)
+				lat[w] = append(lat[w], time.Since(t0))
+				if err == nil && t.want != nil && !bytes.Equal(resp, t.want) {
+					err = fmt.Errorf("the response differs from the reference: %.200s", resp)
+				}
+				if err != nil && errs.Add(1) == 1 {
+					firstErr.Store(&err)
+				}
+				if resp != nil {
+					buf = resp[:0]
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	cpu := processCPU() - cpu0 // the whole process: servers and load generator (cpu_unix.go)
+	runtime.ReadMemStats(&after)
+	if err := ctx.Err(); err != nil {
+		return result{}, err
+	}
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	if len(all) == 0 {
+		return result{}, errors.New("no request finished")
+	}
+	slices.Sort(all)
+	r := result{
+		requests: len(all),
+		errors:   int(errs.Load()),
+		elapsed:  elapsed,
+		p50:      all[len(all)*50/100],
+		p99:      all[min(len(all)-1, len(all)*99/100)],
+		cpu:      time.Duration(cpu / int64(len(all))),
+		allocs:   float64(after.Mallocs-before.Mallocs) / float64(len(all)),
+		bytes:    float64(after.TotalAlloc-before.TotalAlloc) / float64(len(all)),
+	}
+	if p := firstErr.Load(); p != nil {
+		return r, *p
+	}
+	return r, nil
+}
+
+// median returns the measurement with the median throughput.
+func median(rs []result) result {
+	s := slices.Clone(rs)
+	slices.SortFunc(s, func(a, b result) int {
+		switch {
+		case a.rps() < b.rps():
+			return -1
+		case a.rps() > b.rps():
+			return 1
+		}
+		return 0
+	})
+	return s[len(s)/2]
+}
+
+// medianCPU is the median of the CPU time per request of rs.
+func medianCPU(rs []result) time.Duration {
+	ds := make([]time.Duration, len(rs))
+	for i, r := range rs {
+		ds[i] = r.cpu
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}
+
+// profiles writes a CPU profile (to cpu) and allocation profiles before
+// (mem.base) and after (mem) one measurement; empty names write nothing.
+type profiles struct {
+	cpu, mem string
+	cpuFile  *os.File
+}
+
+func (p *profiles) start() error {
+	if p.mem != "" {
+		if err := writeAllocs(p.mem + ".base"); err != nil {
+			return err
+		}
+	}
+	if p.cpu == "" {
+		return nil
+	}
+	f, err := os.Create(p.cpu)
+	if err != nil {
+		return err
+	}
+	p.cpuFile = f
+	return pprof.StartCPUProfile(f)
+}
+
+func (p *profiles) stop() error {
+	if p.cpuFile != nil {
+		pprof.StopCPUProfile()
+		if err := p.cpuFile.Close(); err != nil {
+			return err
+		}
+		p.cpuFile = nil
+	}
+	if p.mem != "" {
+		return writeAllocs(p.mem)
+	}
+	return nil
+}
+
+func writeAllocs(name string) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// measure drives t for d, under p's profiles when p is not nil.
+func measure(ctx context.Context, client *http.Client, concurrency int, t loadTarget, d time.Duration, p *profiles) (result, error) {
+	if p != nil {
+		if err := p.start(); err != nil {
+			return result{}, err
+		}
+	}
+	r, err := drive(ctx, client, concurrency, t, d)
+	if p != nil {
+		if perr := p.stop(); perr != nil && err == nil {
+			err = perr
+		}
+	}
+	return r, err
+}
