@@ -74,6 +74,13 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return nil
 	})
 	queryCache := f.count("query-cache", 1000, 1, "parsed GraphQL documents kept, in documents")
+	executor := f.str("executor", "fast", "fast: read queries over the incident graph are answered in one pass (graph/fast.go), anything else by gqlgen's executor; gqlgen: every operation by gqlgen's executor")
+	f.checks = append(f.checks, func() error {
+		if *executor != "fast" && *executor != "gqlgen" {
+			return fmt.Errorf("--executor must be fast or gqlgen, got %q", *executor)
+		}
+		return nil
+	})
 	logLevel := f.str("log-level", "info", "debug, info, warn or error")
 	ef := addEdgeFlags(f) // response cache, HTTP caching, APQ, trusted documents, pprof (edgeflags.go)
 	// Request limits, rate limit, CORS, introspection, memory limit (limitflags.go).
@@ -143,7 +150,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	defer stopSearch()
 
 	reg := prometheus.NewRegistry()
-	srv, err := server.New(db, lf.config(ef.config(server.Config{Prod: *prod, QueryCacheSize: *queryCache, Logger: logger, Primary: of.primary(), AdminToken: *adminToken, Search: searchSvc}, upstreamMaxAge(of))), reg)
+	srv, err := server.New(db, lf.config(ef.config(server.Config{Prod: *prod, QueryCacheSize: *queryCache, Logger: logger, Primary: of.primary(), AdminToken: *adminToken, Search: searchSvc, GenericExecutor: *executor == "gqlgen"}, upstreamMaxAge(of))), reg)
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,7 @@ func TestEdgeFlagsNonsenseRefused(t *testing.T) {
 		"PprofNoPort":               {[]string{"serve", "--pprof-addr", "localhost"}, nil, "pprof-addr"},
 		"TrustedMissing":            {[]string{"serve", "--trusted-documents", filepath.Join(dir, "none.json")}, nil, "trusted-documents"},
 		"TrustedDocumentInvalid":    {[]string{"serve", "--db", db, "--addr", "127.0.0.1:0", "--trusted-documents", bad}, nil, "does not validate"},
+		"ExecutorUnknown":           {[]string{"serve", "--executor", "turbo"}, nil, "--executor must be fast or gqlgen"},
 		"TrustedDocumentsEnvAsFlag": {[]string{"serve"}, map[string]string{"INCIDENTLIB_TRUSTED_DOCUMENTS": filepath.Join(dir, "none.json")}, "trusted-documents"},
 	} {
 		t.Run(name, func(t *testing.T) {
