@@ -139,8 +139,9 @@ type plan struct {
 
 type pfield struct {
 	graphql.CollectedField
-	lang *model.Lang    // the lang argument, when the field has one
-	args map[string]any // other parsed arguments
+	index int            // its position in the plan
+	lang  *model.Lang    // the lang argument, when the field has one
+	args  map[string]any // other parsed arguments
 }
 
 type planKey struct {
@@ -194,6 +195,7 @@ func (x *fastExec) plan(sel ast.SelectionSet, typ string) *plan {
 			bail()
 		}
 		p.fields[i].CollectedField = f
+		p.fields[i].index = i
 		if len(f.Arguments) == 0 {
 			continue
 		}
@@ -220,7 +222,6 @@ func hasOtherDirective(ds ast.DirectiveList) bool {
 	}
 	return false
 }
-
 
 func (x *fastExec) query(sel ast.SelectionSet) {
 	p := x.plan(sel, "Query")
@@ -407,14 +408,8 @@ func argOrder(args map[string]any) *model.IncidentOrder {
 }
 
 func (x *fastExec) connection(c *model.IncidentConnection, sel ast.SelectionSet) {
-	p := x.plan(sel, "IncidentConnection")
-	x.buf.WriteByte('{')
-	for i := range p.fields {
-		f := &p.fields[i]
-		x.key(i, f.Alias)
+	x.object(x.plan(sel, "IncidentConnection"), "IncidentConnection", func(f *pfield) {
 		switch f.Name {
-		case "__typename":
-			x.str("IncidentConnection")
 		case "totalCount":
 			x.int(c.TotalCount)
 		case "nodes":
@@ -426,8 +421,7 @@ func (x *fastExec) connection(c *model.IncidentConnection, sel ast.SelectionSet)
 		default: // facets, years
 			bail()
 		}
-	}
-	x.buf.WriteByte('}')
+	})
 }
 
 func (x *fastExec) edges(c *model.IncidentConnection, sel ast.SelectionSet) {
@@ -439,40 +433,23 @@ func (x *fastExec) edges(c *model.IncidentConnection, sel ast.SelectionSet) {
 			nodes[i] = x.incidents(c.Nodes, p.fields[i].Selections)
 		}
 	}
-	x.buf.WriteByte('[')
-	for k, e := range c.Edges {
-		if k > 0 {
-			x.buf.WriteByte(',')
-		}
-		x.buf.WriteByte('{')
-		for i := range p.fields {
-			f := &p.fields[i]
-			x.key(i, f.Alias)
+	x.list(len(c.Edges), func(k int) {
+		x.object(p, "IncidentEdge", func(f *pfield) {
 			switch f.Name {
-			case "__typename":
-				x.str("IncidentEdge")
 			case "cursor":
-				x.str(e.Cursor)
+				x.str(c.Edges[k].Cursor)
 			case "node":
-				nodes[i].write(x, k)
+				nodes[f.index].write(x, k)
 			default:
 				bail()
 			}
-		}
-		x.buf.WriteByte('}')
-	}
-	x.buf.WriteByte(']')
+		})
+	})
 }
 
 func (x *fastExec) pageInfo(pi *model.PageInfo, sel ast.SelectionSet) {
-	p := x.plan(sel, "PageInfo")
-	x.buf.WriteByte('{')
-	for i := range p.fields {
-		f := &p.fields[i]
-		x.key(i, f.Alias)
+	x.object(x.plan(sel, "PageInfo"), "PageInfo", func(f *pfield) {
 		switch f.Name {
-		case "__typename":
-			x.str("PageInfo")
 		case "hasNextPage":
 			x.bool(pi.HasNextPage)
 		case "hasPreviousPage":
@@ -484,8 +461,7 @@ func (x *fastExec) pageInfo(pi *model.PageInfo, sel ast.SelectionSet) {
 		default:
 			bail()
 		}
-	}
-	x.buf.WriteByte('}')
+	})
 }
 
 // incidentList writes incs as a JSON array (list) or its only element.
@@ -653,14 +629,7 @@ func (x *fastExec) flatten(lists [][]*model.Incident, sel ast.SelectionSet) *inc
 }
 
 func (b *incidents) writeRange(x *fastExec, from, to int) {
-	x.buf.WriteByte('[')
-	for k := from; k < to; k++ {
-		if k > from {
-			x.buf.WriteByte(',')
-		}
-		b.write(x, k)
-	}
-	x.buf.WriteByte(']')
+	x.list(to-from, func(k int) { b.write(x, from+k) })
 }
 
 func (b *incidents) write(x *fastExec, k int) {
@@ -804,13 +773,8 @@ func (b *organizations) write(x *fastExec, k int) {
 	if o == nil || o.Organization == nil {
 		bail()
 	}
-	x.buf.WriteByte('{')
-	for i := range b.plan.fields {
-		f := &b.plan.fields[i]
-		x.key(i, f.Alias)
+	x.object(b.plan, "Organization", func(f *pfield) {
 		switch f.Name {
-		case "__typename":
-			x.str("Organization")
 		case "id":
 			x.str(o.ID())
 		case "slug":
@@ -822,8 +786,7 @@ func (b *organizations) write(x *fastExec, k int) {
 		default: // incidents
 			bail()
 		}
-	}
-	x.buf.WriteByte('}')
+	})
 }
 
 // terms is a list of taxonomy terms with their counts if asked.
@@ -853,14 +816,7 @@ func (x *fastExec) termList(objs []*model.TaxonomyTerm, sel ast.SelectionSet) {
 }
 
 func (b *terms) writeRange(x *fastExec, from, to int) {
-	x.buf.WriteByte('[')
-	for k := from; k < to; k++ {
-		if k > from {
-			x.buf.WriteByte(',')
-		}
-		b.write(x, k)
-	}
-	x.buf.WriteByte(']')
+	x.list(to-from, func(k int) { b.write(x, from+k) })
 }
 
 func (b *terms) write(x *fastExec, k int) {
@@ -868,13 +824,8 @@ func (b *terms) write(x *fastExec, k int) {
 	if t == nil {
 		bail()
 	}
-	x.buf.WriteByte('{')
-	for i := range b.plan.fields {
-		f := &b.plan.fields[i]
-		x.key(i, f.Alias)
+	x.object(b.plan, "TaxonomyTerm", func(f *pfield) {
 		switch f.Name {
-		case "__typename":
-			x.str("TaxonomyTerm")
 		case "id":
 			x.str(t.ID())
 		case "kind":
@@ -890,19 +841,12 @@ func (b *terms) write(x *fastExec, k int) {
 		default: // incidents
 			bail()
 		}
-	}
-	x.buf.WriteByte('}')
+	})
 }
 
 func (x *fastExec) impact(m *model.Impact, sel ast.SelectionSet) {
-	p := x.plan(sel, "Impact")
-	x.buf.WriteByte('{')
-	for i := range p.fields {
-		f := &p.fields[i]
-		x.key(i, f.Alias)
+	x.object(x.plan(sel, "Impact"), "Impact", func(f *pfield) {
 		switch f.Name {
-		case "__typename":
-			x.str("Impact")
 		case "scope":
 			x.optStr(m.Scope())
 		case "users":
@@ -912,19 +856,12 @@ func (x *fastExec) impact(m *model.Impact, sel ast.SelectionSet) {
 		default:
 			bail()
 		}
-	}
-	x.buf.WriteByte('}')
+	})
 }
 
 func (x *fastExec) timeline(t *model.Timeline, sel ast.SelectionSet) {
-	p := x.plan(sel, "Timeline")
-	x.buf.WriteByte('{')
-	for i := range p.fields {
-		f := &p.fields[i]
-		x.key(i, f.Alias)
+	x.object(x.plan(sel, "Timeline"), "Timeline", func(f *pfield) {
 		switch f.Name {
-		case "__typename":
-			x.str("Timeline")
 		case "detectedAfter":
 			x.optStr(t.DetectedAfter())
 		case "resolvedAfter":
@@ -936,49 +873,27 @@ func (x *fastExec) timeline(t *model.Timeline, sel ast.SelectionSet) {
 		default:
 			bail()
 		}
-	}
-	x.buf.WriteByte('}')
+	})
 }
 
 func (x *fastExec) items(items []*model.Item, sel ast.SelectionSet) {
 	p := x.plan(sel, "Item")
-	x.buf.WriteByte('[')
-	for k, it := range items {
-		if k > 0 {
-			x.buf.WriteByte(',')
-		}
-		x.buf.WriteByte('{')
-		for i := range p.fields {
-			f := &p.fields[i]
-			x.key(i, f.Alias)
-			switch f.Name {
-			case "__typename":
-				x.str("Item")
-			case "text":
-				x.optStr(it.Text(f.lang))
-			default:
+	x.list(len(items), func(k int) {
+		x.object(p, "Item", func(f *pfield) {
+			if f.Name != "text" {
 				bail()
 			}
-		}
-		x.buf.WriteByte('}')
-	}
-	x.buf.WriteByte(']')
+			x.optStr(items[k].Text(f.lang))
+		})
+	})
 }
 
 func (x *fastExec) sources(srcs []*model.Source, sel ast.SelectionSet) {
 	p := x.plan(sel, "Source")
-	x.buf.WriteByte('[')
-	for k, s := range srcs {
-		if k > 0 {
-			x.buf.WriteByte(',')
-		}
-		x.buf.WriteByte('{')
-		for i := range p.fields {
-			f := &p.fields[i]
-			x.key(i, f.Alias)
+	x.list(len(srcs), func(k int) {
+		s := srcs[k]
+		x.object(p, "Source", func(f *pfield) {
 			switch f.Name {
-			case "__typename":
-				x.str("Source")
 			case "url":
 				x.str(s.URL())
 			case "kind":
@@ -994,21 +909,13 @@ func (x *fastExec) sources(srcs []*model.Source, sel ast.SelectionSet) {
 			default:
 				bail()
 			}
-		}
-		x.buf.WriteByte('}')
-	}
-	x.buf.WriteByte(']')
+		})
+	})
 }
 
 func (x *fastExec) review(r *model.Review, sel ast.SelectionSet) {
-	p := x.plan(sel, "Review")
-	x.buf.WriteByte('{')
-	for i := range p.fields {
-		f := &p.fields[i]
-		x.key(i, f.Alias)
+	x.object(x.plan(sel, "Review"), "Review", func(f *pfield) {
 		switch f.Name {
-		case "__typename":
-			x.str("Review")
 		case "writtenBy":
 			x.optStr(r.WrittenBy())
 		case "reviewedAt":
@@ -1018,8 +925,34 @@ func (x *fastExec) review(r *model.Review, sel ast.SelectionSet) {
 		default:
 			bail()
 		}
+	})
+}
+
+// object writes one object: each field of p by value, __typename as typ.
+func (x *fastExec) object(p *plan, typ string, value func(f *pfield)) {
+	x.buf.WriteByte('{')
+	for i := range p.fields {
+		f := &p.fields[i]
+		x.key(i, f.Alias)
+		if f.Name == "__typename" {
+			x.str(typ)
+		} else {
+			value(f)
+		}
 	}
 	x.buf.WriteByte('}')
+}
+
+// list writes a JSON array of n elements, each by elem.
+func (x *fastExec) list(n int, elem func(k int)) {
+	x.buf.WriteByte('[')
+	for k := range n {
+		if k > 0 {
+			x.buf.WriteByte(',')
+		}
+		elem(k)
+	}
+	x.buf.WriteByte(']')
 }
 
 // JSON output, as gqlgen writes it.
