@@ -468,14 +468,10 @@ func (b *hostileBench) run(ctx context.Context, reqs []hostileRequest, stdout io
 		if attackErr != nil {
 			return hostilePhase{}, attackErr
 		}
-		var all []time.Duration
-		for _, l := range lat {
-			all = append(all, l...)
-		}
+		all := sortedLatencies(lat)
 		if len(all) == 0 {
 			return hostilePhase{}, errors.New("the normal client finished no request")
 		}
-		slices.Sort(all)
 		ph := hostilePhase{
 			p50: all[len(all)*50/100], p99: all[min(len(all)-1, len(all)*99/100)],
 			requests: len(all), errors: int(errs.Load()), hostileSent: int(hostileSent.Load()), heap: peak(),

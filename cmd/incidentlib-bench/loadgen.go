@@ -186,14 +186,10 @@ func drive(ctx context.Context, client *http.Client, concurrency int, t loadTarg
 	if err := ctx.Err(); err != nil {
 		return result{}, err
 	}
-	var all []time.Duration
-	for _, l := range lat {
-		all = append(all, l...)
-	}
+	all := sortedLatencies(lat)
 	if len(all) == 0 {
 		return result{}, errors.New("no request finished")
 	}
-	slices.Sort(all)
 	r := result{
 		requests: len(all),
 		errors:   int(errs.Load()),
@@ -299,4 +295,14 @@ func measure(ctx context.Context, client *http.Client, concurrency int, t loadTa
 		}
 	}
 	return r, err
+}
+
+// sortedLatencies is every worker's latencies in one sorted list.
+func sortedLatencies(lat [][]time.Duration) []time.Duration {
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	slices.Sort(all)
+	return all
 }
