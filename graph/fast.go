@@ -542,24 +542,7 @@ func (x *fastExec) incidents(objs []*model.Incident, sel ast.SelectionSet) *inci
 			offs := make([]int, 1, len(objs)+1)
 			var all []*model.TaxonomyTerm
 			for _, o := range objs {
-				switch f.Name {
-				case "domains":
-					all = append(all, o.Domains()...)
-				case "symptoms":
-					all = append(all, o.Symptoms()...)
-				case "components":
-					all = append(all, o.Components()...)
-				case "contributing":
-					all = append(all, o.Contributing()...)
-				case "rootCause":
-					if t := o.RootCause(); t != nil {
-						all = append(all, t)
-					}
-				case "severity":
-					if t := o.Severity(); t != nil {
-						all = append(all, t)
-					}
-				}
+				all = appendTerms(all, o, f.Name)
 				offs = append(offs, len(all))
 			}
 			b.rel[i] = &termsByParent{all: x.terms(all, f.Selections), offs: offs}
@@ -612,6 +595,39 @@ func (x *fastExec) readLinks(objs []*model.Incident, p *plan) error {
 	}
 	_, err := ls.Incidents.LoadAll(x.ctx, keys)
 	return err
+}
+
+// appendTerms appends the terms of o's field (domains, symptoms, ...) to
+// all, as the field's method gives them, without a slice per incident.
+func appendTerms(all []*model.TaxonomyTerm, o *model.Incident, field string) []*model.TaxonomyTerm {
+	var kind incidentlib.TermKind
+	var slugs []string
+	switch field {
+	case "domains":
+		kind, slugs = incidentlib.KindDomain, o.Inc.Domain
+	case "symptoms":
+		kind, slugs = incidentlib.KindSymptom, o.Inc.Symptoms
+	case "components":
+		kind, slugs = incidentlib.KindComponent, o.Inc.Components
+	case "contributing":
+		kind, slugs = incidentlib.KindContributing, o.Inc.Contributing
+	case "rootCause":
+		if t := o.RootCause(); t != nil {
+			all = append(all, t)
+		}
+		return all
+	case "severity":
+		if t := o.Severity(); t != nil {
+			all = append(all, t)
+		}
+		return all
+	}
+	for _, s := range slugs {
+		if t := o.View.Term(kind, s); t != nil {
+			all = append(all, t)
+		}
+	}
+	return all
 }
 
 func (x *fastExec) flatten(lists [][]*model.Incident, sel ast.SelectionSet) *incidentsByParent {

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -36,7 +37,7 @@ type Loader[K comparable, V any] struct {
 
 // newLoader makes a loader whose cache starts with room for size keys.
 func newLoader[K comparable, V any](name string, size int, m LoaderMetrics, fetch func(ctx context.Context, keys []K) ([]V, error)) *Loader[K, V] {
-	l := &Loader[K, V]{cache: &loaderCache[K, V]{m: make(map[K]dataloader.Thunk[V], size)}}
+	l := &Loader[K, V]{cache: newLoaderCache[K, V](size)}
 	l.fetch = func(ctx context.Context, keys []K) ([]V, error) {
 		if m != nil {
 			m.Batch(name, len(keys))
@@ -63,38 +64,79 @@ func newLoader[K comparable, V any](name string, size int, m LoaderMetrics, fetc
 	return l
 }
 
-// loaderCache is the dataloader's cache of one request: the library's
-// in-memory cache with room for a page's keys from the start, so that a
-// request does not regrow its maps level after level.
+// loaderCache is the cache of one request's loader. LoadAll keeps the
+// values it read as values, with room for a page's keys from the start; the
+// dataloader's own Load path keeps its thunks beside them and sees LoadAll's
+// values as resolved thunks. (The library's in-memory cache wraps every
+// value in a closure and regrows its map level after level.)
 type loaderCache[K comparable, V any] struct {
-	mu sync.RWMutex
-	m  map[K]dataloader.Thunk[V]
+	mu     sync.RWMutex
+	vals   map[K]V
+	thunks map[K]dataloader.Thunk[V]
+}
+
+func newLoaderCache[K comparable, V any](size int) *loaderCache[K, V] {
+	return &loaderCache[K, V]{vals: make(map[K]V, size), thunks: map[K]dataloader.Thunk[V]{}}
+}
+
+// value returns k's value if the request has read or is reading it.
+func (c *loaderCache[K, V]) value(k K) (v V, ok bool, err error) {
+	c.mu.RLock()
+	v, ok = c.vals[k]
+	if ok {
+		c.mu.RUnlock()
+		return v, true, nil
+	}
+	t, ok := c.thunks[k]
+	c.mu.RUnlock()
+	if !ok {
+		return v, false, nil
+	}
+	v, err = t()
+	return v, true, err
+}
+
+// put keeps the values read for keys.
+func (c *loaderCache[K, V]) put(keys []K, vals []V) {
+	c.mu.Lock()
+	for i, k := range keys {
+		c.vals[k] = vals[i]
+	}
+	c.mu.Unlock()
 }
 
 func (c *loaderCache[K, V]) Get(_ context.Context, k K) (dataloader.Thunk[V], bool) {
 	c.mu.RLock()
-	t, ok := c.m[k]
-	c.mu.RUnlock()
-	return t, ok
+	defer c.mu.RUnlock()
+	if t, ok := c.thunks[k]; ok {
+		return t, true
+	}
+	if v, ok := c.vals[k]; ok {
+		return func() (V, error) { return v, nil }, true
+	}
+	return nil, false
 }
 
 func (c *loaderCache[K, V]) Set(_ context.Context, k K, t dataloader.Thunk[V]) {
 	c.mu.Lock()
-	c.m[k] = t
+	c.thunks[k] = t
 	c.mu.Unlock()
 }
 
 func (c *loaderCache[K, V]) Delete(_ context.Context, k K) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, ok := c.m[k]
-	delete(c.m, k)
-	return ok
+	_, inVals := c.vals[k]
+	_, inThunks := c.thunks[k]
+	delete(c.vals, k)
+	delete(c.thunks, k)
+	return inVals || inThunks
 }
 
 func (c *loaderCache[K, V]) Clear() {
 	c.mu.Lock()
-	clear(c.m)
+	clear(c.vals)
+	clear(c.thunks)
 	c.mu.Unlock()
 }
 
@@ -111,14 +153,13 @@ func (l *Loader[K, V]) LoadAll(ctx context.Context, keys []K) ([]V, error) {
 	out := make([]V, len(keys))
 	var misses []int // positions in keys not in the cache
 	for i, k := range keys {
-		thunk, ok := l.cache.Get(ctx, k)
+		v, ok, err := l.cache.value(k)
+		if err != nil {
+			return nil, err
+		}
 		if !ok {
 			misses = append(misses, i)
 			continue
-		}
-		v, err := thunk()
-		if err != nil {
-			return nil, err
 		}
 		out[i] = v
 	}
@@ -126,10 +167,10 @@ func (l *Loader[K, V]) LoadAll(ctx context.Context, keys []K) ([]V, error) {
 		return out, nil
 	}
 	missing := make([]K, 0, len(misses))
-	seen := make(map[K]bool, len(misses))
+	at := make(map[K]int, len(misses)) // position in missing
 	for _, i := range misses {
-		if k := keys[i]; !seen[k] {
-			seen[k] = true
+		if k := keys[i]; !mapHas(at, k) {
+			at[k] = len(missing)
 			missing = append(missing, k)
 		}
 	}
@@ -137,21 +178,19 @@ func (l *Loader[K, V]) LoadAll(ctx context.Context, keys []K) ([]V, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i, k := range missing {
-		l.dl.Prime(ctx, k, vals[i])
+	if len(vals) != len(missing) {
+		return nil, fmt.Errorf("loader: %d values for %d keys", len(vals), len(missing))
 	}
+	l.cache.put(missing, vals)
 	for _, i := range misses {
-		thunk, ok := l.cache.Get(ctx, keys[i])
-		if !ok { // cleared meanwhile after a panic: load it the slow way
-			thunk = l.dl.Load(ctx, keys[i])
-		}
-		v, err := thunk()
-		if err != nil {
-			return nil, err
-		}
-		out[i] = v
+		out[i] = vals[at[keys[i]]]
 	}
 	return out, nil
+}
+
+func mapHas[K comparable, V any](m map[K]V, k K) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // Loaders are the dataloaders of one request.

@@ -22,11 +22,13 @@ func (r *incidentResolver) Organization(ctx context.Context, objs []*model.Incid
 		return nil, err
 	}
 	out := make([]*model.Organization, len(objs))
+	slab := make([]model.Organization, len(objs))
 	for i, o := range orgs {
 		if o == nil { // an incident always names its organization; keep the field non-null
 			o = &incidentlib.Organization{Slug: objs[i].Inc.OrgSlug, Name: objs[i].Inc.Org}
 		}
-		out[i] = &model.Organization{Organization: o}
+		slab[i].Organization = o
+		out[i] = &slab[i]
 	}
 	return out, nil
 }

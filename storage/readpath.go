@@ -71,15 +71,52 @@ func (r *linkReader) sources(target uint32) []uint32 {
 }
 
 // postingCardinality is readPosting(tx, name).GetCardinality() with the
-// postings bucket b opened once by the caller.
+// postings bucket b opened once by the caller. It reads the count from the
+// serialized bitmap's header, without building the bitmap.
 func postingCardinality(b *bolt.Bucket, name string) uint64 {
 	v := b.Get([]byte(name))
 	if v == nil {
 		return 0
+	}
+	if n, ok := serializedCardinality(v); ok {
+		return n
 	}
 	bm := roaring.New()
 	if _, err := bm.FromBuffer(v); err != nil {
 		return 0
 	}
 	return bm.GetCardinality()
+}
+
+// serializedCardinality sums the container cardinalities in the header of
+// a bitmap in the portable roaring format (a cookie, the number of
+// containers, a run-container bitset if any, then a key and cardinality-1,
+// 16 bits each, per container). ok is false for anything else.
+func serializedCardinality(v []byte) (n uint64, ok bool) {
+	const cookieRuns, cookieNoRuns = 12347, 12346
+	if len(v) < 4 {
+		return 0, false
+	}
+	cookie := binary.LittleEndian.Uint32(v)
+	var size, header int
+	switch {
+	case cookie&0xFFFF == cookieRuns:
+		size = int(cookie>>16) + 1
+		header = 4 + (size+7)/8
+	case cookie == cookieNoRuns:
+		if len(v) < 8 {
+			return 0, false
+		}
+		size = int(binary.LittleEndian.Uint32(v[4:]))
+		header = 8
+	default:
+		return 0, false
+	}
+	if size > 1<<16 || len(v) < header+4*size {
+		return 0, false
+	}
+	for c := range size {
+		n += uint64(binary.LittleEndian.Uint16(v[header+4*c+2:])) + 1
+	}
+	return n, true
 }
