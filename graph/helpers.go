@@ -147,3 +147,25 @@ func (r *Resolver) nodes(ctx context.Context, ids []string) ([]model.Node, error
 	}
 	return out, nil
 }
+
+// wrapGroups wraps incs cut into consecutive groups of the given sizes,
+// leaving out the nils (links to incidents not in the library), with four
+// allocations whatever the number of groups.
+func wrapGroups(v *model.View, incs []*incidentlib.Incident, sizes []int) [][]*model.Incident {
+	out := make([][]*model.Incident, len(sizes))
+	slab := make([]model.Incident, 0, len(incs))
+	ptrs := make([]*model.Incident, 0, len(incs))
+	k := 0
+	for i, n := range sizes {
+		start := len(ptrs)
+		for _, inc := range incs[k : k+n] {
+			if inc != nil {
+				slab = append(slab, model.Incident{Inc: inc, View: v})
+				ptrs = append(ptrs, &slab[len(slab)-1])
+			}
+		}
+		out[i] = ptrs[start:len(ptrs):len(ptrs)]
+		k += n
+	}
+	return out
+}

@@ -63,10 +63,6 @@ func LangFrom(ctx context.Context) incidentlib.Lang {
 // request, made with its loaders.
 func (r *Resolver) view(ctx context.Context) *model.View { return r.loaders(ctx).view }
 
-func (r *Resolver) wrapAll(ctx context.Context, incs []*incidentlib.Incident) []*model.Incident {
-	return r.view(ctx).NewIncidents(incs)
-}
-
 // group is a set of incidents and the selection asked of each of them.
 type group struct {
 	incs []*incidentlib.Incident

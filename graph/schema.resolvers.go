@@ -42,13 +42,11 @@ func (r *incidentResolver) Related(ctx context.Context, objs []*model.Incident) 
 	if err != nil {
 		return nil, err
 	}
-	out := make([][]*model.Incident, len(objs))
-	k := 0
+	sizes := make([]int, len(objs))
 	for i, o := range objs {
-		out[i] = r.wrapAll(ctx, incs[k:k+len(o.Inc.Related)])
-		k += len(o.Inc.Related)
+		sizes[i] = len(o.Inc.Related)
 	}
-	return out, nil
+	return wrapGroups(r.view(ctx), incs, sizes), nil
 }
 
 func (r *incidentResolver) RecurrenceOf(ctx context.Context, objs []*model.Incident) ([]*model.Incident, error) {
@@ -92,13 +90,11 @@ func (r *incidentResolver) Recurrences(ctx context.Context, objs []*model.Incide
 	if err != nil {
 		return nil, err
 	}
-	out := make([][]*model.Incident, len(objs))
-	k := 0
+	sizes := make([]int, len(recs))
 	for i, rs := range recs {
-		out[i] = r.wrapAll(ctx, incs[k:k+len(rs)])
-		k += len(rs)
+		sizes[i] = len(rs)
 	}
-	return out, nil
+	return wrapGroups(r.view(ctx), incs, sizes), nil
 }
 
 func (r *incidentResolver) Similar(ctx context.Context, obj *model.Incident, first *int) ([]*model.SimilarIncident, error) {

@@ -584,13 +584,13 @@ func (db *DB) RecurrenceIDs(ctx context.Context, ids []string) ([][]string, erro
 func (db *DB) CountIncidentsBy(ctx context.Context, keys []incidentlib.CountKey) ([]int, error) {
 	out := make([]int, len(keys))
 	err := db.view(ctx, func(tx *bolt.Tx) error {
-		pb := tx.Bucket(bucketPostings)
+		c := tx.Bucket(bucketPostings).Cursor()
 		for i, k := range keys {
 			name := postTerm(incidentlib.TermKind(k.Kind), k.Slug)
 			if k.Kind == incidentlib.CountKindOrganization {
 				name = postOrg(k.Slug)
 			}
-			out[i] = int(postingCardinality(pb, name))
+			out[i] = int(postingCardinality(c, name))
 		}
 		return nil
 	})
@@ -601,9 +601,9 @@ func (db *DB) CountIncidentsBy(ctx context.Context, keys []incidentlib.CountKey)
 func (db *DB) FindOrganizationsBySlugs(ctx context.Context, slugs []string) ([]*incidentlib.Organization, error) {
 	out := make([]*incidentlib.Organization, len(slugs))
 	err := db.view(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketOrgs)
+		c := tx.Bucket(bucketOrgs).Cursor()
 		for i, s := range slugs {
-			if v := b.Get([]byte(s)); v != nil {
+			if v := seekGet(c, []byte(s)); v != nil {
 				o, err := db.orgs.decode(s, v)
 				if err != nil {
 					return err

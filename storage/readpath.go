@@ -70,11 +70,21 @@ func (r *linkReader) sources(target uint32) []uint32 {
 	return out
 }
 
-// postingCardinality is readPosting(tx, name).GetCardinality() with the
-// postings bucket b opened once by the caller. It reads the count from the
-// serialized bitmap's header, without building the bitmap.
-func postingCardinality(b *bolt.Bucket, name string) uint64 {
-	v := b.Get([]byte(name))
+// seekGet is Bucket.Get through a cursor the caller opened once per
+// transaction (Get makes a cursor per call).
+func seekGet(c *bolt.Cursor, key []byte) []byte {
+	k, v := c.Seek(key)
+	if !bytes.Equal(k, key) {
+		return nil
+	}
+	return v
+}
+
+// postingCardinality is readPosting(tx, name).GetCardinality() through a
+// cursor on the postings bucket opened once by the caller. It reads the
+// count from the serialized bitmap's header, without building the bitmap.
+func postingCardinality(c *bolt.Cursor, name string) uint64 {
+	v := seekGet(c, []byte(name))
 	if v == nil {
 		return 0
 	}
