@@ -1,6 +1,8 @@
 package search
 
 import (
+	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -29,31 +31,302 @@ import (
 //     ideographs, and cjk_bigram only splits ideographs.
 //
 // Queries go through the same analyzer.
-var analyzer = newAnalyzer()
+//
+// It is bleve's analysis, made fast for the index: text made only of
+// ASCII, Hangul syllables and a few punctuation marks (nearly all of the
+// library's text) is split by a tokenizer of its own that applies the
+// UAX #29 rules those characters can meet, and each distinct word goes
+// through bleve's filter chain once and is then remembered; any other
+// text goes through bleve's analyzer. TestAnalyzerMatchesBleve holds the
+// two to the same tokens on the corpus and on edge cases.
+var bleveAnalyzer = newBleveAnalyzer()
 
-func newAnalyzer() analysis.Analyzer {
+func newBleveAnalyzer() *analysis.DefaultAnalyzer {
+	return &analysis.DefaultAnalyzer{
+		Tokenizer:    unicodetok.NewUnicodeTokenizer(),
+		TokenFilters: wordFilters(),
+	}
+}
+
+// wordFilters is the chain every word goes through before hangulBigram.
+func wordFilters() []analysis.TokenFilter {
 	cache := registry.NewCache()
 	stop, err := cache.TokenFilterNamed(en.StopName)
 	if err != nil {
 		panic("search: bleve's English stop word filter is missing: " + err.Error())
 	}
-	return &analysis.DefaultAnalyzer{
-		Tokenizer: unicodetok.NewUnicodeTokenizer(),
-		TokenFilters: []analysis.TokenFilter{
-			cjk.NewCJKWidthFilter(),
-			en.NewPossessiveFilter(),
-			lowercase.NewLowerCaseFilter(),
-			stop,
-			porter.NewPorterStemmer(),
-			hangulBigram{},
-		},
+	return []analysis.TokenFilter{
+		cjk.NewCJKWidthFilter(),
+		en.NewPossessiveFilter(),
+		lowercase.NewLowerCaseFilter(),
+		stop,
+		porter.NewPorterStemmer(),
+		hangulBigram{},
 	}
 }
 
-// analyze runs the library's analyzer over s.
-func analyze(s string) analysis.TokenStream { return analyzer.Analyze([]byte(s)) }
+// token is one term of analyzed text: its position (1-based; stop words
+// leave gaps) and its bytes in the text.
+type token struct {
+	Term       string
+	Position   int
+	Start, End int
+}
 
-func isHangul(r rune) bool { return unicode.Is(unicode.Hangul, r) }
+// analyzer analyzes text; it is not safe for concurrent use (it keeps a
+// cache of words). Get one from getAnalyzer.
+type analyzer struct {
+	words   map[string]string // raw word -> its term, "" for a stop word
+	intern  map[string]string
+	filters []analysis.TokenFilter // without hangulBigram
+	one     [1]*analysis.Token
+	raw     []token
+}
+
+const analyzerCacheSize = 1 << 17
+
+func newTextAnalyzer() *analyzer {
+	f := wordFilters()
+	return &analyzer{words: map[string]string{}, intern: map[string]string{}, filters: f[:len(f)-1]}
+}
+
+var analyzers = sync.Pool{New: func() any { return newTextAnalyzer() }}
+
+func getAnalyzer() *analyzer  { return analyzers.Get().(*analyzer) }
+func putAnalyzer(a *analyzer) { analyzers.Put(a) }
+
+// analyze runs the library's analyzer over s.
+func analyze(s string) []token {
+	a := getAnalyzer()
+	defer putAnalyzer(a)
+	return a.analyze(s, nil)
+}
+
+// analyze appends the tokens of text to out.
+func (a *analyzer) analyze(text string, out []token) []token {
+	return a.analyzeSome(text, out, nil)
+}
+
+// analyzeSome is analyze, leaving out (when want is set) the words of
+// ASCII alone whose first letter, case folded, is not in want: their
+// terms start with that letter, so callers that look for terms starting
+// with the letters of want lose nothing and skip most words. Positions
+// are those of analyze.
+func (a *analyzer) analyzeSome(text string, out []token, want *[256]bool) []token {
+	raw, ok := a.tokenize(text, a.raw[:0])
+	a.raw = raw
+	if !ok {
+		for _, t := range bleveAnalyzer.Analyze([]byte(text)) {
+			out = append(out, token{Term: a.internBytes(t.Term), Position: t.Position, Start: t.Start, End: t.End})
+		}
+		return out
+	}
+	shift := 0
+	for _, t := range raw {
+		w := text[t.Start:t.End]
+		if want != nil && !want[lowerASCII(w[0])] && isASCII(w) {
+			continue
+		}
+		term := a.word(w)
+		if term == "" {
+			continue // a stop word
+		}
+		if !hasHangulString(term) {
+			out = append(out, token{Term: term, Position: t.Position + shift, Start: t.Start, End: t.End})
+			continue
+		}
+		// hangulBigram, as below.
+		pos := t.Position + shift
+		first := pos
+		for off := 0; off < len(term); {
+			n := scriptRunLen(term[off:])
+			run := term[off : off+n]
+			at := t.Start + off
+			off += n
+			if r, _ := utf8.DecodeRuneInString(run); !isHangul(r) || utf8.RuneCountInString(run) == 1 {
+				out = append(out, token{Term: run, Position: pos, Start: at, End: at + n})
+				pos++
+				continue
+			}
+			for i := 0; ; {
+				_, s1 := utf8.DecodeRuneInString(run[i:])
+				if i+s1 >= len(run) {
+					break
+				}
+				_, s2 := utf8.DecodeRuneInString(run[i+s1:])
+				out = append(out, token{Term: run[i : i+s1+s2], Position: pos, Start: at + i, End: at + i + s1 + s2})
+				pos++
+				i += s1
+			}
+		}
+		shift += pos - first - 1
+	}
+	return out
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// word returns the term of one raw word, "" for a stop word, from the
+// cache or through bleve's filter chain. The offsets the bigrams are given
+// assume, as in hangulBigram, that the term has the bytes of the word.
+func (a *analyzer) word(w string) string {
+	if t, ok := a.words[w]; ok {
+		return t
+	}
+	tok := &analysis.Token{Term: []byte(w), Start: 0, End: len(w), Position: 1, Type: analysis.AlphaNumeric}
+	a.one[0] = tok
+	stream := analysis.TokenStream(a.one[:])
+	for _, f := range a.filters {
+		stream = f.Filter(stream)
+	}
+	term := ""
+	if len(stream) == 1 {
+		term = a.internBytes(stream[0].Term)
+	}
+	if len(a.words) >= analyzerCacheSize {
+		clear(a.words)
+		clear(a.intern)
+	}
+	a.words[strings.Clone(w)] = term
+	return term
+}
+
+func (a *analyzer) internBytes(b []byte) string {
+	if s, ok := a.intern[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	a.intern[s] = s
+	return s
+}
+
+// Word break classes of the characters the fast tokenizer knows.
+const (
+	wbUnknown = iota // not known: the text goes through bleve
+	wbOther          // breaks, not part of a word
+	wbLetter         // ALetter
+	wbNumeric
+	wbExtendNumLet // _
+	wbMidLetter    // : ·
+	wbMidNum       // , ;
+	wbMidNumLet    // . ' ‘ ’ ․
+)
+
+var asciiClass = func() (c [128]uint8) {
+	for i := range c {
+		c[i] = wbOther
+		switch {
+		case 'a' <= i && i <= 'z', 'A' <= i && i <= 'Z':
+			c[i] = wbLetter
+		case '0' <= i && i <= '9':
+			c[i] = wbNumeric
+		}
+	}
+	c['_'] = wbExtendNumLet
+	c[':'] = wbMidLetter
+	c[','], c[';'] = wbMidNum, wbMidNum
+	c['.'], c['\''] = wbMidNumLet, wbMidNumLet
+	return c
+}()
+
+func wbClass(r rune) uint8 {
+	switch {
+	case r < utf8.RuneSelf:
+		return asciiClass[r]
+	case 0xAC00 <= r && r <= 0xD7A3: // Hangul syllables
+		return wbLetter
+	case r == 0x00B7:
+		return wbMidLetter
+	case r == 0x2018 || r == 0x2019 || r == 0x2024:
+		return wbMidNumLet
+	case 0x2010 <= r && r <= 0x2015, r == 0x201C, r == 0x201D, r == 0x2026, r == 0x00D7, r == 0x2192, r == 0x2190, r == 0x00B0:
+		return wbOther
+	}
+	return wbUnknown
+}
+
+func isWordClass(c uint8) bool { return c == wbLetter || c == wbNumeric || c == wbExtendNumLet }
+
+// tokenize splits text at word boundaries into raw words (term unset but
+// for its length), or reports false if text has a character it does not
+// know.
+func (a *analyzer) tokenize(text string, out []token) ([]token, bool) {
+	pos := 1
+	class := func(i int) (uint8, int) {
+		if i >= len(text) {
+			return wbOther, 0
+		}
+		if c := text[i]; c < utf8.RuneSelf {
+			return asciiClass[c], 1
+		}
+		r, n := utf8.DecodeRuneInString(text[i:])
+		return wbClass(r), n
+	}
+	for i := 0; i < len(text); {
+		c, n := class(i)
+		if c == wbUnknown {
+			return out, false
+		}
+		if !isWordClass(c) {
+			i += n
+			continue
+		}
+		start := i
+		prev := c
+		i += n
+		for {
+			nc, nn := class(i)
+			if nc == wbUnknown {
+				return out, false
+			}
+			if isWordClass(nc) {
+				prev = nc
+				i += nn
+				continue
+			}
+			mid := (prev == wbLetter && (nc == wbMidLetter || nc == wbMidNumLet)) ||
+				(prev == wbNumeric && (nc == wbMidNum || nc == wbMidNumLet))
+			if mid {
+				c2, n2 := class(i + nn)
+				if c2 == wbUnknown {
+					return out, false
+				}
+				if c2 == prev {
+					i += nn + n2
+					continue
+				}
+			}
+			break
+		}
+		out = append(out, token{Term: text[start:i], Position: pos, Start: start, End: i})
+		pos++
+	}
+	return out, true
+}
+
+func isHangul(r rune) bool {
+	switch {
+	case r < 0x1100:
+		return false
+	case 0xAC00 <= r && r <= 0xD7A3: // syllables
+		return true
+	}
+	return unicode.Is(unicode.Hangul, r)
+}
 
 // hangulBigram replaces each run of Hangul inside a token by its
 // overlapping bigrams (a run of one syllable stays a unigram); the other
@@ -115,6 +388,37 @@ func hasHangul(b []byte) bool {
 		b = b[n:]
 	}
 	return false
+}
+
+func hasHangulString(s string) bool {
+	for i := 0; i < len(s); {
+		if s[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r >= 0x1100 && isHangul(r) {
+			return true
+		}
+		i += n
+	}
+	return false
+}
+
+// scriptRunLen is the length of the run of Hangul or of anything else
+// that starts s.
+func scriptRunLen(s string) int {
+	r, n := utf8.DecodeRuneInString(s)
+	h := isHangul(r)
+	i := n
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if isHangul(r) != h {
+			break
+		}
+		i += n
+	}
+	return i
 }
 
 type scriptRun struct {

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"sort"
 
-	"github.com/blevesearch/bleve/v2"
-
+	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
@@ -36,17 +34,12 @@ func Check(ctx context.Context, db *storage.DB, path string) (*Report, error) {
 		rep.Missing = true
 		return rep, nil
 	}
-	bi, err := openBleve(path, true)
-	if err != nil {
-		rep.Problems = append(rep.Problems, fmt.Sprintf("search index: does not open: %v", err))
-		return rep, nil
-	}
-	defer bi.Close()
-	seq, err := readMeta(bi, path)
+	m, err := load(path)
 	if err != nil {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("search index: %v", err))
 		return rep, nil
 	}
+	seq := m.seq
 	rep.IndexSeq = seq
 	if seq > rep.StoreSeq {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("search index: at store sequence %d, ahead of the store at %d (made from another store)", seq, rep.StoreSeq))
@@ -54,9 +47,11 @@ func Check(ctx context.Context, db *storage.DB, path string) (*Report, error) {
 	}
 
 	// What the index holds: id -> sequence of the record it was made from.
-	have, err := indexedSeqs(ctx, bi)
-	if err != nil {
-		return nil, err
+	have := make(map[string]uint64, m.live)
+	for _, sl := range m.slots {
+		if sl.seq != 0 {
+			have[incidentlib.FormatID(sl.num)] = sl.seq
+		}
 	}
 	// What it should hold: the latest change of every incident, as of seq.
 	const page = 10_000
@@ -96,35 +91,6 @@ func Check(ctx context.Context, db *storage.DB, path string) (*Report, error) {
 	}
 	sort.Strings(rep.Problems)
 	return rep, nil
-}
-
-// indexedSeqs reads every document's id and record sequence.
-func indexedSeqs(ctx context.Context, bi bleve.Index) (map[string]uint64, error) {
-	n, err := bi.DocCount()
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]uint64, n)
-	const page = 10_000
-	for from := 0; ; from += page {
-		req := bleve.NewSearchRequestOptions(bleve.NewMatchAllQuery(), page, from, false)
-		req.Fields = []string{fieldSeq}
-		req.SortBy([]string{"_id"})
-		res, err := bi.SearchInContext(ctx, req)
-		if err != nil {
-			return nil, err
-		}
-		for _, h := range res.Hits {
-			v, _ := h.Fields[fieldSeq].(float64)
-			if v < 0 || v > math.MaxInt64 {
-				v = 0
-			}
-			out[h.ID] = uint64(v)
-		}
-		if len(res.Hits) < page {
-			return out, nil
-		}
-	}
 }
 
 // CheckLines runs Check and says what it found in lines for the check

@@ -2,12 +2,11 @@ package search
 
 import (
 	"html"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	bsearch "github.com/blevesearch/bleve/v2/search"
 
 	"github.com/incidentlib/incidentlib"
 )
@@ -15,28 +14,47 @@ import (
 // snippetRunes is about how long a snippet is, marks and ellipses aside.
 const snippetRunes = 200
 
-// highlights cuts a snippet from every field of inc that the index says
-// matched, in field order. The offsets come from the index; the text from
-// the record the store holds now, and a match is marked only where that
-// text still analyzes to the matched term there, so a record changed
-// since the index read is never marked in the wrong place.
-func highlights(inc *incidentlib.Incident, locs bsearch.FieldTermLocationMap, lang incidentlib.Lang) []incidentlib.Highlight {
+// highlights cuts a snippet from every field of inc in which a word or
+// phrase of the query matches, in field order. The matches are found by
+// analyzing the record the store holds now, so they are always real; only
+// the texts of the index fields in mask (where the index found the
+// query's terms) are analyzed.
+func highlights(a *analyzer, inc *incidentlib.Incident, c *compiled, lang incidentlib.Lang, mask uint16) []incidentlib.Highlight {
 	out := []incidentlib.Highlight{}
+	var toks []token
 	for i := range fields {
 		f := &fields[i]
-		tl := locs[f.index]
-		if len(tl) == 0 || (lang != "" && f.lang != "" && f.lang != lang) {
+		if (lang != "" && f.lang != "" && f.lang != lang) || mask&(1<<f.index) == 0 {
 			continue
 		}
 		text := f.text(inc)
-		var spans [][2]int
-		for term, ls := range tl {
-			for _, l := range ls {
-				s, e := int(l.Start), int(l.End)
-				if matchesAt(text, s, e, term) {
-					spans = append(spans, [2]int{s, e})
+		if text == "" {
+			continue
+		}
+		var clauses []*clauseQ
+		for j := range c.must {
+			cl := &c.must[j]
+			if (cl.restrict != "" && cl.restrict != f.name) || !slices.Contains(cl.fields, f.index) || !mayHold(text, cl.terms) {
+				continue
+			}
+			clauses = append(clauses, cl)
+		}
+		if len(clauses) == 0 {
+			continue
+		}
+		// Only the words that may be a term of the clauses.
+		var want [256]bool
+		for _, cl := range clauses {
+			for _, t := range cl.terms {
+				if t != "" {
+					want[t[0]] = true
 				}
 			}
+		}
+		toks = a.analyzeSome(text, toks[:0], &want)
+		var spans [][2]int
+		for _, cl := range clauses {
+			spans = appendSpans(spans, toks, cl.terms)
 		}
 		if len(spans) == 0 {
 			continue
@@ -46,18 +64,71 @@ func highlights(inc *incidentlib.Incident, locs bsearch.FieldTermLocationMap, la
 	return out
 }
 
-// matchesAt reports whether text[s:e] is a whole term of the analyzer
-// equal to term.
-func matchesAt(text string, s, e int, term string) bool {
-	if s < 0 || e > len(text) || s >= e || !utf8.RuneStart(text[s]) || (e < len(text) && !utf8.RuneStart(text[e])) {
-		return false
-	}
-	for _, t := range analyze(text[s:e]) {
-		if string(t.Term) == term {
-			return true
+// mayHold is false when text cannot hold the phrase ts: a term of Hangul
+// alone stands in the analyzed text only as the same bytes (Hangul has no
+// case, stem or width to fold).
+func mayHold(text string, ts []string) bool {
+	for _, t := range ts {
+		if t != "" && isHangulOnly(t) && !strings.Contains(text, t) {
+			return false
 		}
 	}
-	return false
+	return true
+}
+
+func isHangulOnly(s string) bool {
+	for _, r := range s {
+		if !(0xAC00 <= r && r <= 0xD7A3) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// appendSpans appends the bytes of every match of the phrase ts (one
+// term or more, "" where any term may stand) in toks.
+func appendSpans(spans [][2]int, toks []token, ts []string) [][2]int {
+	first := 0
+	for first < len(ts) && ts[first] == "" {
+		first++
+	}
+	if first == len(ts) {
+		return spans
+	}
+	for i, t := range toks {
+		if t.Term != ts[first] {
+			continue
+		}
+		if len(ts) == 1 {
+			spans = append(spans, [2]int{t.Start, t.End})
+			continue
+		}
+		start := t.Position - first
+		at := len(spans)
+		ok := true
+		for k, want := range ts {
+			if want == "" {
+				continue
+			}
+			found := false
+			// Tokens are in position order: look around i.
+			for j := max(0, i-len(ts)-1); j < len(toks) && toks[j].Position <= start+k; j++ {
+				if toks[j].Position == start+k && toks[j].Term == want {
+					spans = append(spans, [2]int{toks[j].Start, toks[j].End})
+					found = true
+					break
+				}
+			}
+			if !found {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			spans = spans[:at]
+		}
+	}
+	return spans
 }
 
 // snippet returns the part of text around the first cluster of spans,

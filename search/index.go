@@ -1,16 +1,20 @@
 // Package search is the library's full-text index: English and Korean
 // text with BM25 ranking, highlights, and the store's filters.
 //
-// The index is derived from the store and never the other way round. It is
-// a bleve v2 index (scorch) in a directory next to the store's file. It
-// records, in the same bleve batch as the documents, the store sequence
-// (storage.DB.Seq) of the last change it applied, and catches up from the
-// store's change log (storage.DB.ChangesSince): at open, in the background
-// after commits (Follow), and before every search, so that a search that
-// starts after a write was acknowledged sees it. Deleted incidents are
-// removed by their tombstones. Should the process die between the store's
-// commit and the index update, or before bleve persisted a batch, the
-// index reopens at an earlier sequence and catches up.
+// The index is derived from the store and never the other way round. It
+// is an inverted index of its own (see the README for why it replaced
+// bleve): for every term of every indexed field, the incidents that hold
+// it, with the term's positions for phrases, held in memory and saved as
+// one file in a directory next to the store's file. The file records the
+// store sequence (storage.DB.Seq) of the last change the index applied,
+// and the index catches up from the store's change log
+// (storage.DB.ChangesSince): at open, in the background after commits
+// (Follow), and before every search, so that a search that starts after a
+// write was acknowledged sees it. Deleted incidents are removed by their
+// tombstones. The file is replaced whole (written aside, synced, renamed)
+// after a build, every saveEvery while following, and at Close; should
+// the process die in between, the index reopens at the sequence of the
+// last file and catches up.
 //
 // Filters are the store's own (storage.DB.MatchSet): a search with a
 // filter keeps the hits whose incident is in the store's set, so a filter
@@ -19,42 +23,26 @@ package search
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
 	"sync/atomic"
-
-	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/document"
-	"github.com/blevesearch/bleve/v2/index/scorch"
-	"github.com/blevesearch/bleve/v2/mapping"
-	bindex "github.com/blevesearch/bleve_index_api"
-	bolt "go.etcd.io/bbolt"
+	"time"
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
-// formatVersion names the analyzer and the document layout. An index
-// built with another one is rebuilt.
-const formatVersion = "incidentlib-search-1"
+// formatVersion names the analyzer and the file layout. An index built
+// with another one is rebuilt.
+const formatVersion = "incidentlib-search-2"
 
-// Internal keys of the bleve index.
-var (
-	keyFormat = []byte("format") // formatVersion
-	keySeq    = []byte("seq")    // u64 store sequence of the last change applied
-)
-
-// field is one indexed text field.
-type field struct {
-	name  Field            // the field as the API names it
-	lang  incidentlib.Lang // "" for fields in no language (org)
-	index string           // the field's name in the bleve index
-	boost float64
-	text  func(*incidentlib.Incident) string
-}
+// indexFile is the index's file inside its directory.
+const indexFile = "index.bin"
 
 // Field is a searchable field of an incident.
 type Field string
@@ -70,98 +58,95 @@ const (
 	FieldOrg          Field = "org"
 )
 
-// Boosts: a match in the title weighs most; summary and lessons are the
-// body; the shorter trigger, detection and symptom texts weigh a little
-// less so that they do not outrank the summary on length normalization.
+// ifield is a field of the index. The body of each language holds the
+// summary, trigger, detection and symptom texts as one field; title and
+// lessons have their own, for the title's weight and the lessons: prefix.
+type ifield uint8
+
 const (
-	boostTitle  = 4.0
-	boostOrg    = 2.0
-	boostBody   = 1.0
-	boostDetail = 0.8
+	ifTitleEn ifield = iota
+	ifTitleKo
+	ifBodyEn
+	ifBodyKo
+	ifLessonsEn
+	ifLessonsKo
+	ifOrg
+	numIFields
+)
+
+// Boosts: a match in the title weighs most, the organization's name next,
+// then the body and lessons.
+const (
+	boostTitle = 4.0
+	boostOrg   = 2.0
+	boostBody  = 1.0
 	// boostTitlePhrase is the bonus of a title that holds every word of
 	// the query as one exact phrase: such titles rank first.
 	boostTitlePhrase = 20.0
 )
 
+var ifieldBoost = [numIFields]float64{boostTitle, boostTitle, boostBody, boostBody, boostBody, boostBody, boostOrg}
+
+var ifieldLang = [numIFields]incidentlib.Lang{incidentlib.LangEn, incidentlib.LangKo, incidentlib.LangEn,
+	incidentlib.LangKo, incidentlib.LangEn, incidentlib.LangKo, ""}
+
+// field is one text field of an incident and the index field it goes to.
+type field struct {
+	name  Field            // the field as the API names it
+	lang  incidentlib.Lang // "" for fields in no language (org)
+	index ifield
+	text  func(*incidentlib.Incident) string
+}
+
 // fields lists every indexed text field, in the order highlights are
 // given.
 var fields = []field{
-	{FieldTitle, incidentlib.LangEn, "title_en", boostTitle, func(i *incidentlib.Incident) string { return i.Title.En }},
-	{FieldTitle, incidentlib.LangKo, "title_ko", boostTitle, func(i *incidentlib.Incident) string { return i.Title.Ko }},
-	{FieldSummary, incidentlib.LangEn, "summary_en", boostBody, func(i *incidentlib.Incident) string { return i.Summary.En }},
-	{FieldSummary, incidentlib.LangKo, "summary_ko", boostBody, func(i *incidentlib.Incident) string { return i.Summary.Ko }},
-	{FieldLessons, incidentlib.LangEn, "lessons_en", boostBody, func(i *incidentlib.Incident) string { return i.Lessons.En }},
-	{FieldLessons, incidentlib.LangKo, "lessons_ko", boostBody, func(i *incidentlib.Incident) string { return i.Lessons.Ko }},
-	{FieldTrigger, incidentlib.LangEn, "trigger_en", boostDetail, func(i *incidentlib.Incident) string { return i.Trigger.En }},
-	{FieldTrigger, incidentlib.LangKo, "trigger_ko", boostDetail, func(i *incidentlib.Incident) string { return i.Trigger.Ko }},
-	{FieldDetection, incidentlib.LangEn, "detection_en", boostDetail, func(i *incidentlib.Incident) string { return i.Detection.En }},
-	{FieldDetection, incidentlib.LangKo, "detection_ko", boostDetail, func(i *incidentlib.Incident) string { return i.Detection.Ko }},
-	{FieldSymptomsText, incidentlib.LangEn, "symptoms_en", boostDetail, func(i *incidentlib.Incident) string { return i.SymptomsText.En }},
-	{FieldSymptomsText, incidentlib.LangKo, "symptoms_ko", boostDetail, func(i *incidentlib.Incident) string { return i.SymptomsText.Ko }},
-	{FieldOrg, "", "org", boostOrg, func(i *incidentlib.Incident) string { return i.Org }},
+	{FieldTitle, incidentlib.LangEn, ifTitleEn, func(i *incidentlib.Incident) string { return i.Title.En }},
+	{FieldTitle, incidentlib.LangKo, ifTitleKo, func(i *incidentlib.Incident) string { return i.Title.Ko }},
+	{FieldSummary, incidentlib.LangEn, ifBodyEn, func(i *incidentlib.Incident) string { return i.Summary.En }},
+	{FieldSummary, incidentlib.LangKo, ifBodyKo, func(i *incidentlib.Incident) string { return i.Summary.Ko }},
+	{FieldLessons, incidentlib.LangEn, ifLessonsEn, func(i *incidentlib.Incident) string { return i.Lessons.En }},
+	{FieldLessons, incidentlib.LangKo, ifLessonsKo, func(i *incidentlib.Incident) string { return i.Lessons.Ko }},
+	{FieldTrigger, incidentlib.LangEn, ifBodyEn, func(i *incidentlib.Incident) string { return i.Trigger.En }},
+	{FieldTrigger, incidentlib.LangKo, ifBodyKo, func(i *incidentlib.Incident) string { return i.Trigger.Ko }},
+	{FieldDetection, incidentlib.LangEn, ifBodyEn, func(i *incidentlib.Incident) string { return i.Detection.En }},
+	{FieldDetection, incidentlib.LangKo, ifBodyKo, func(i *incidentlib.Incident) string { return i.Detection.Ko }},
+	{FieldSymptomsText, incidentlib.LangEn, ifBodyEn, func(i *incidentlib.Incident) string { return i.SymptomsText.En }},
+	{FieldSymptomsText, incidentlib.LangKo, ifBodyKo, func(i *incidentlib.Incident) string { return i.SymptomsText.Ko }},
+	{FieldOrg, "", ifOrg, func(i *incidentlib.Incident) string { return i.Org }},
 }
 
-var fieldByIndex = func() map[string]*field {
-	m := map[string]*field{}
-	for i := range fields {
-		m[fields[i].index] = &fields[i]
-	}
-	return m
-}()
-
-// fieldSeq holds, stored but not indexed, the store sequence of the
-// record a document was made from, for Check.
-const fieldSeq = "seq"
-
-// Text fields are indexed with positions and offsets (term vectors):
-// phrases need the positions, highlights the offsets. Nothing is stored:
-// highlights are cut from the store's record.
-const textOptions = bindex.IndexField | bindex.IncludeTermVectors
-
-// newDocument makes the index document of inc, stored at seq.
-func newDocument(inc *incidentlib.Incident, seq uint64) *document.Document {
-	d := document.NewDocument(inc.ID)
-	for i := range fields {
-		if t := fields[i].text(inc); t != "" {
-			d.AddField(document.NewTextFieldCustom(fields[i].index, nil, []byte(t), textOptions, analyzer))
-		}
-	}
-	d.AddField(document.NewNumericFieldWithIndexingOptions(fieldSeq, nil, float64(seq), bindex.StoreField))
-	return d
-}
-
-// indexMapping is the bleve mapping: documents are built by newDocument (and
-// analyzed by the library's analyzer) rather than mapped, so the mapping
-// only turns dynamic mapping off and chooses BM25 scoring.
-func indexMapping() *mapping.IndexMappingImpl {
-	m := bleve.NewIndexMapping()
-	m.ScoringModel = bindex.BM25Scoring
-	m.IndexDynamic = false
-	m.StoreDynamic = false
-	m.DocValuesDynamic = false
-	m.DefaultMapping = bleve.NewDocumentDisabledMapping()
-	return m
-}
+// fieldGap separates the texts that share an index field, so that no
+// phrase spans two of them.
+const fieldGap = 100
 
 // Options configure Open.
 type Options struct {
-	// BatchSize is how many changes one bleve batch applies. Default 2000.
+	// BatchSize is how many changes one catch-up step applies. Default
+	// 2000.
 	BatchSize int
 	// Logger receives catch-up progress and background errors; default
 	// slog.Default().
 	Logger *slog.Logger
 }
 
+// saveEvery is how often Follow saves an index that changed.
+const saveEvery = 30 * time.Second
+
 // Index is the search index of one store.
 type Index struct {
 	db    *storage.DB
-	bi    bleve.Index
 	path  string
 	opts  Options
 	seq   atomic.Uint64 // store sequence of the last change applied
-	lock  chan struct{} // held while applying changes
+	lock  chan struct{} // held while applying changes or saving
 	kick  chan struct{} // Notify -> Follow
 	cache *setCache
+
+	mu      sync.RWMutex // guards mem; writers also hold lock
+	mem     *memIndex
+	dirty   bool // mem differs from the file
+	savedAt time.Time
 }
 
 // ErrRebuild is returned by Open for an index that cannot be caught up:
@@ -170,9 +155,8 @@ type Index struct {
 var ErrRebuild = errors.New("the search index must be rebuilt")
 
 // Open opens the index at path for db, creating an empty one if there is
-// none, and catches it up with the store. It does not block on a large
-// catch-up beyond ctx. Returns an error wrapping ErrRebuild if the index
-// belongs to another store or program version.
+// none, and catches it up with the store. Returns an error wrapping
+// ErrRebuild if the index belongs to another store or program version.
 func Open(ctx context.Context, db *storage.DB, path string, opts Options) (*Index, error) {
 	if opts.BatchSize == 0 {
 		opts.BatchSize = 2000
@@ -183,94 +167,110 @@ func Open(ctx context.Context, db *storage.DB, path string, opts Options) (*Inde
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	bi, err := openBleve(path, false)
-	if err != nil {
-		return nil, err
-	}
-	x := &Index{db: db, bi: bi, path: path, opts: opts,
+	x := &Index{db: db, path: path, opts: opts,
 		lock: make(chan struct{}, 1), kick: make(chan struct{}, 1), cache: newSetCache(32)}
-	seq, err := x.readMeta()
-	if err == nil && seq > db.Seq() {
-		err = fmt.Errorf("%w: %s is at store sequence %d, but the store %s is at %d (the index was made from another store)",
-			ErrRebuild, path, seq, db.Path(), db.Seq())
+	_, statErr := os.Stat(path)
+	switch {
+	case errors.Is(statErr, os.ErrNotExist):
+		if err := os.MkdirAll(path, 0o755); err != nil {
+			return nil, fmt.Errorf("create the search index %s: %w", path, err)
+		}
+		x.mem = newMemIndex()
+		if err := x.save(); err != nil {
+			return nil, err
+		}
+	case statErr != nil:
+		return nil, fmt.Errorf("open the search index: %w", statErr)
+	default:
+		m, err := load(path)
+		if err != nil {
+			return nil, err
+		}
+		x.mem = m
 	}
-	if err != nil {
-		bi.Close()
-		return nil, err
+	seq := x.mem.seq
+	if seq > db.Seq() {
+		return nil, fmt.Errorf("%w: %s is at store sequence %d, but the store %s is at %d (the index was made from another store)",
+			ErrRebuild, path, seq, db.Path(), db.Seq())
 	}
 	x.seq.Store(seq)
 	if seq < db.Seq() {
 		opts.Logger.Info("search index catching up", "path", path, "index_seq", seq, "store_seq", db.Seq())
 	}
 	if err := x.CatchUp(ctx); err != nil {
-		bi.Close()
+		return nil, err
+	}
+	if err := x.saveIfDirty(); err != nil {
 		return nil, err
 	}
 	return x, nil
 }
 
-// lockTimeout is how long opening waits for an index another process
-// holds.
-const lockTimeout = "1s"
+// Close saves the index if it changed since it was last saved.
+func (x *Index) Close() error { return x.saveIfDirty() }
 
-// openBleve opens the bleve index at path, creating it if it does not
-// exist (unless readOnly).
-func openBleve(path string, readOnly bool) (bleve.Index, error) {
-	_, statErr := os.Stat(path)
-	if errors.Is(statErr, os.ErrNotExist) && !readOnly {
-		bi, err := bleve.NewUsing(path, indexMapping(), scorch.Name, scorch.Name, map[string]any{"bolt_timeout": lockTimeout})
-		if err != nil {
-			return nil, fmt.Errorf("create the search index %s: %w", path, err)
-		}
-		b := bi.NewBatch()
-		b.SetInternal(keyFormat, []byte(formatVersion))
-		b.SetInternal(keySeq, u64(0))
-		if err := bi.Batch(b); err != nil {
-			bi.Close()
-			return nil, fmt.Errorf("create the search index %s: %w", path, err)
-		}
-		return bi, nil
+// saveIfDirty saves the index if it changed since it was last saved.
+func (x *Index) saveIfDirty() error {
+	x.lock <- struct{}{}
+	defer func() { <-x.lock }()
+	x.mu.RLock()
+	dirty := x.dirty
+	x.mu.RUnlock()
+	if !dirty {
+		return nil
 	}
-	if statErr != nil {
-		return nil, fmt.Errorf("open the search index: %w", statErr)
-	}
-	// Batches wait until bleve persisted them (scorch's Close does not
-	// persist what is pending), so the sequence on disk is the one applied.
-	bi, err := bleve.OpenUsing(path, map[string]any{"read_only": readOnly, "bolt_timeout": lockTimeout})
-	if errors.Is(err, bolt.ErrTimeout) {
-		return nil, fmt.Errorf("open the search index %s: another process holds it (waited %s)", path, lockTimeout)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("open the search index %s: %w", path, err)
-	}
-	return bi, nil
+	return x.save()
 }
 
-// readMeta checks the format and returns the sequence of the index.
-func (x *Index) readMeta() (uint64, error) { return readMeta(x.bi, x.path) }
-
-func readMeta(bi bleve.Index, path string) (uint64, error) {
-	f, err := bi.GetInternal(keyFormat)
-	if err != nil {
-		return 0, err
+// save writes the index to its file: aside, synced, then renamed over
+// the old one. The caller holds x.lock (or is Open), so mem does not
+// change.
+func (x *Index) save() error {
+	x.mu.RLock()
+	m := x.mem
+	x.mu.RUnlock()
+	if m.dead > m.live/8 {
+		// Rewriting every posting holds searches up: only once dead
+		// entries are many. The file leaves them out in any case.
+		x.mu.Lock()
+		m.compact()
+		x.mu.Unlock()
 	}
-	if string(f) != formatVersion {
-		return 0, fmt.Errorf("%w: %s has format %q, this program writes %q", ErrRebuild, path, f, formatVersion)
+	file := filepath.Join(x.path, indexFile)
+	tmp := file + ".tmp"
+	if err := m.writeFile(tmp); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("search: save the index: %w", err)
 	}
-	v, err := bi.GetInternal(keySeq)
-	if err != nil {
-		return 0, err
+	if err := os.Rename(tmp, file); err != nil {
+		return fmt.Errorf("search: save the index: %w", err)
 	}
-	if len(v) != 8 {
-		return 0, fmt.Errorf("%w: %s has no store sequence", ErrRebuild, path)
+	if d, err := os.Open(x.path); err == nil {
+		d.Sync()
+		d.Close()
 	}
-	return binary.BigEndian.Uint64(v), nil
+	x.mu.Lock()
+	x.dirty = false
+	x.savedAt = time.Now()
+	x.mu.Unlock()
+	return nil
 }
 
-func u64(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
-
-// Close closes the index.
-func (x *Index) Close() error { return x.bi.Close() }
+// load reads the index file in dir.
+func load(dir string) (*memIndex, error) {
+	b, err := os.ReadFile(filepath.Join(dir, indexFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s holds no index of this program version (%s)", ErrRebuild, dir, formatVersion)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open the search index: %w", err)
+	}
+	m, err := decodeIndex(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrRebuild, dir, err)
+	}
+	return m, nil
+}
 
 // Path is the index's directory.
 func (x *Index) Path() string { return x.path }
@@ -279,7 +279,11 @@ func (x *Index) Path() string { return x.path }
 func (x *Index) Seq() uint64 { return x.seq.Load() }
 
 // DocCount is the number of incidents in the index.
-func (x *Index) DocCount() (uint64, error) { return x.bi.DocCount() }
+func (x *Index) DocCount() (uint64, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return uint64(x.mem.live), nil
+}
 
 // CatchUp applies every change the store committed before the call. It
 // costs one atomic load when the index is current. Concurrent callers
@@ -294,8 +298,8 @@ func (x *Index) CatchUp(ctx context.Context) error {
 		return incidentlib.Errorf(incidentlib.ETIMEOUT, "the search index was catching up when the request ran out of time")
 	}
 	defer func() { <-x.lock }()
-	// The next batch is read (and its records decoded) while bleve
-	// indexes the current one.
+	// The next batch is read and analyzed while the current one is
+	// applied.
 	var ahead chan changePage
 	for {
 		var pg changePage
@@ -314,13 +318,13 @@ func (x *Index) CatchUp(ctx context.Context) error {
 		// Fewer than a batch: the read saw every change up to target.
 		next := pg.target
 		if full := len(pg.changes) == x.opts.BatchSize; full {
-			next = pg.changes[len(pg.changes)-1].Seq
+			next = pg.changes[len(pg.changes)-1].seq
 			ahead = make(chan changePage, 1)
 			go func() { ahead <- x.readChanges(ctx, next) }()
 		} else if len(pg.changes) > 0 {
-			next = max(next, pg.changes[len(pg.changes)-1].Seq)
+			next = max(next, pg.changes[len(pg.changes)-1].seq)
 		}
-		if err := x.apply(pg.changes, next); err != nil {
+		if err := x.applyBatches(pg.changes, pg.batches, next); err != nil {
 			if ahead != nil {
 				<-ahead
 			}
@@ -329,36 +333,94 @@ func (x *Index) CatchUp(ctx context.Context) error {
 	}
 }
 
-// changePage is one read of the change log, with the store sequence read
-// before it.
+// changePage is one read of the change log, analyzed, with the store
+// sequence read before it.
 type changePage struct {
-	changes []storage.Change
+	changes []changeRef
+	batches []*batchIndex // the analyzed records
 	target  uint64
 	err     error
 }
 
+// readChanges reads the changes after from and analyzes their records, in
+// parallel.
 func (x *Index) readChanges(ctx context.Context, from uint64) changePage {
 	target := x.db.Seq()
-	changes, err := x.db.ChangesSince(ctx, from, x.opts.BatchSize)
-	return changePage{changes, target, err}
+	raw, err := x.db.RawChangesSince(ctx, from, x.opts.BatchSize)
+	if err != nil {
+		return changePage{err: err}
+	}
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(raw)/16))
+	batches := make([]*batchIndex, workers)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a := getAnalyzer()
+			defer putAnalyzer(a)
+			b := getBatch()
+			// Each worker takes a run of consecutive changes, so that the
+			// batches, applied in order, keep every posting in slot order.
+			for i := w * len(raw) / workers; i < (w+1)*len(raw)/workers; i++ {
+				if c := raw[i]; !c.Deleted {
+					inc, err := textsOf(c.Record)
+					if err != nil {
+						errs[w] = fmt.Errorf("search: the record of %s (change %d): %w", c.ID, c.Seq, err)
+						return
+					}
+					b.addIncident(a, i, inc)
+				}
+			}
+			batches[w] = b
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return changePage{err: err}
+	}
+	changes := make([]changeRef, len(raw))
+	for i, c := range raw {
+		n, ok := incidentlib.ParseID(c.ID)
+		if !ok {
+			return changePage{err: fmt.Errorf("search: change %d names a malformed id %q", c.Seq, c.ID)}
+		}
+		changes[i] = changeRef{num: n, seq: c.Seq, deleted: c.Deleted}
+	}
+	return changePage{changes: changes, batches: batches, target: target}
 }
 
-// apply writes changes and the new sequence in one bleve batch.
+// apply applies changes given with their records, and the new sequence,
+// at once.
 func (x *Index) apply(changes []storage.Change, seq uint64) error {
-	b := x.bi.NewBatch()
-	for _, c := range changes {
-		if c.Deleted {
-			b.Delete(c.ID)
-			continue
+	refs := make([]changeRef, len(changes))
+	b := getBatch()
+	a := getAnalyzer()
+	defer putAnalyzer(a)
+	for i, c := range changes {
+		n, ok := incidentlib.ParseID(c.ID)
+		if !ok {
+			return fmt.Errorf("search: change %d names a malformed id %q", c.Seq, c.ID)
 		}
-		if err := b.IndexAdvanced(newDocument(c.Incident, c.Seq)); err != nil {
-			return fmt.Errorf("search: index %s: %w", c.ID, err)
+		refs[i] = changeRef{num: n, seq: c.Seq, deleted: c.Deleted}
+		if !c.Deleted {
+			b.addIncident(a, i, c.Incident)
 		}
 	}
-	b.SetInternal(keySeq, u64(seq))
-	if err := x.bi.Batch(b); err != nil {
-		return fmt.Errorf("search: apply changes up to %d: %w", seq, err)
+	return x.applyBatches(refs, []*batchIndex{b}, seq)
+}
+
+// applyBatches applies analyzed changes and the new sequence at once.
+func (x *Index) applyBatches(changes []changeRef, batches []*batchIndex, seq uint64) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.mem.applyBatches(changes, batches)
+	for _, b := range batches {
+		b.release()
 	}
+	x.mem.seq = seq
+	x.dirty = true
 	x.seq.Store(seq)
 	return nil
 }
@@ -373,17 +435,29 @@ func (x *Index) Notify() {
 }
 
 // Follow catches the index up after every Notify until ctx is done, so
-// that searches rarely wait for a catch-up. Errors are logged; the next
-// search or notification retries.
+// that searches rarely wait for a catch-up, and saves it every saveEvery
+// when it changed. Errors are logged; the next search or notification
+// retries.
 func (x *Index) Follow(ctx context.Context) {
+	t := time.NewTicker(saveEvery)
+	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-x.kick:
-		}
-		if err := x.CatchUp(ctx); err != nil && ctx.Err() == nil {
-			x.opts.Logger.Error("search index catch-up failed", "err", err, "index_seq", x.Seq(), "store_seq", x.db.Seq())
+			if err := x.CatchUp(ctx); err != nil && ctx.Err() == nil {
+				x.opts.Logger.Error("search index catch-up failed", "err", err, "index_seq", x.Seq(), "store_seq", x.db.Seq())
+			}
+		case <-t.C:
+			x.mu.RLock()
+			due := x.dirty && time.Since(x.savedAt) >= saveEvery
+			x.mu.RUnlock()
+			if due {
+				if err := x.saveIfDirty(); err != nil {
+					x.opts.Logger.Error("saving the search index failed", "err", err)
+				}
+			}
 		}
 	}
 }

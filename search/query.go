@@ -1,11 +1,10 @@
 package search
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/blevesearch/bleve/v2/search/query"
 
 	"github.com/incidentlib/incidentlib"
 )
@@ -141,70 +140,64 @@ func terms(text string) []string {
 	first := toks[0].Position
 	out := make([]string, toks[len(toks)-1].Position-first+1)
 	for _, t := range toks {
-		out[t.Position-first] = string(t.Term)
+		out[t.Position-first] = t.Term
 	}
 	return out
 }
 
 // compiled is a parsed query ready to run.
 type compiled struct {
-	q       query.Query
-	matched []string // the terms of the positive clauses, for highlights
+	must    []clauseQ // every one must match
+	mustNot []clauseQ // none may match
+	bonus   *clauseQ  // adds to the score of what matches the rest
 }
 
-// compile turns clauses into a bleve query over the fields of lang (both
+// clauseQ is a term or a phrase in some fields of the index.
+type clauseQ struct {
+	terms  []string // a phrase: the terms at consecutive positions, "" where a stop word left a gap
+	fields []ifield
+	boost  float64
+	// restrict is the text field the clause was limited to ("" for
+	// every field), for highlights.
+	restrict Field
+}
+
+// compile turns clauses into a query over the fields of lang (both
 // languages when lang is empty).
 func compile(clauses []clause, lang incidentlib.Lang) (*compiled, error) {
-	var must, mustNot []query.Query
+	c := &compiled{}
 	var bonus []string // the words of the plain clauses, for the title phrase bonus
-	var matched []string
-	for _, c := range clauses {
-		ts := terms(c.text)
+	for _, cl := range clauses {
+		ts := terms(cl.text)
 		if len(ts) == 0 {
 			continue // only stop words or punctuation
 		}
-		q := fieldsQuery(ts, c.field, lang, 1)
-		if c.exclude {
-			mustNot = append(mustNot, q)
+		q := clauseQ{terms: ts, fields: indexFields(cl.field, lang), boost: 1, restrict: cl.field}
+		if cl.exclude {
+			c.mustNot = append(c.mustNot, q)
 			continue
 		}
-		must = append(must, q)
-		for _, t := range ts {
-			if t != "" {
-				matched = append(matched, t)
-			}
-		}
-		if c.field == "" {
-			bonus = append(bonus, c.text)
+		c.must = append(c.must, q)
+		if cl.field == "" {
+			bonus = append(bonus, cl.text)
 		}
 	}
-	if len(must) == 0 {
+	if len(c.must) == 0 {
 		return nil, badQuery("the query has no word to search for: words such as %q are too common to be indexed", clauses[0].text)
 	}
-	var should []query.Query
 	if ts := terms(strings.Join(bonus, " ")); len(bonus) > 1 && len(ts) > 1 {
 		// Every word of the query as one phrase in the title ranks first.
 		// (A single word or phrase needs no bonus: the title's boost ranks
 		// its matches first already.)
-		should = append(should, fieldsQuery(ts, FieldTitle, lang, boostTitlePhrase))
+		c.bonus = &clauseQ{terms: ts, fields: indexFields(FieldTitle, lang), boost: boostTitlePhrase, restrict: FieldTitle}
 	}
-	var top query.Query
-	if len(must) == 1 && len(should) == 0 && len(mustNot) == 0 {
-		top = must[0]
-	} else {
-		b := query.NewBooleanQuery(nil, nil, nil)
-		b.AddMust(must...)
-		b.AddShould(should...)
-		b.AddMustNot(mustNot...)
-		top = b
-	}
-	return &compiled{q: top, matched: matched}, nil
+	return c, nil
 }
 
-// fieldsQuery matches a term or phrase in every field of restrict (every
-// field when empty) in lang, each with its boost times boost.
-func fieldsQuery(ts []string, restrict Field, lang incidentlib.Lang, boost float64) query.Query {
-	var qs []query.Query
+// indexFields returns the index fields of the text fields named restrict
+// (every field when empty) in lang.
+func indexFields(restrict Field, lang incidentlib.Lang) []ifield {
+	var out []ifield
 	for i := range fields {
 		f := &fields[i]
 		if restrict != "" && f.name != restrict {
@@ -213,22 +206,9 @@ func fieldsQuery(ts []string, restrict Field, lang incidentlib.Lang, boost float
 		if lang != "" && f.lang != "" && f.lang != lang {
 			continue
 		}
-		qs = append(qs, termsQuery(ts, f.index, f.boost*boost))
+		if !slices.Contains(out, f.index) {
+			out = append(out, f.index)
+		}
 	}
-	if len(qs) == 1 {
-		return qs[0]
-	}
-	return query.NewDisjunctionQuery(qs)
-}
-
-func termsQuery(ts []string, field string, boost float64) query.Query {
-	if len(ts) == 1 {
-		q := query.NewTermQuery(ts[0])
-		q.SetField(field)
-		q.SetBoost(boost)
-		return q
-	}
-	q := query.NewPhraseQuery(ts, field)
-	q.SetBoost(boost)
-	return q
+	return out
 }

@@ -9,12 +9,6 @@ import (
 	"strconv"
 
 	"github.com/RoaringBitmap/roaring/v2"
-	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/mapping"
-	bsearch "github.com/blevesearch/bleve/v2/search"
-	"github.com/blevesearch/bleve/v2/search/query"
-	"github.com/blevesearch/bleve/v2/search/searcher"
-	bindex "github.com/blevesearch/bleve_index_api"
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/incidentlib/incidentlib"
@@ -22,8 +16,7 @@ import (
 
 var _ incidentlib.SearchService = (*Index)(nil)
 
-// maxOffset bounds how deep pages go: bleve ranks offset+size hits to
-// give a page.
+// maxOffset bounds how deep pages go: a page ranks offset+size hits.
 const maxOffset = 10_000
 
 // prepared is a validated search.
@@ -135,85 +128,57 @@ func (x *Index) Search(ctx context.Context, q incidentlib.SearchQuery, page inci
 	if err := x.CatchUp(ctx); err != nil {
 		return nil, err
 	}
-	bq := p.c.q
+	var keep *roaring.Bitmap
 	if p.filtered {
-		set, err := x.db.MatchSet(ctx, p.filter)
+		if keep, err = x.db.MatchSet(ctx, p.filter); err != nil {
+			return nil, err
+		}
+		if keep.IsEmpty() {
+			return &incidentlib.SearchPage{Hits: []incidentlib.SearchHit{}, HasPreviousPage: offset > 0}, nil
+		}
+	}
+	x.mu.RLock()
+	ev := eval(x.mem, p.c, keep)
+	hits := ev.top(offset, size)
+	total := ev.total
+	masks := make([]uint16, len(hits))
+	for i, h := range hits {
+		masks[i] = x.mem.fieldMask(p.c, h.slot)
+	}
+	ev.release()
+	x.mu.RUnlock()
+	out := &incidentlib.SearchPage{
+		Hits:            make([]incidentlib.SearchHit, 0, len(hits)),
+		TotalCount:      total,
+		HasNextPage:     offset+size < total,
+		HasPreviousPage: offset > 0,
+	}
+	nums := make([]uint32, len(hits))
+	for i, h := range hits {
+		nums[i] = h.num
+	}
+	recs, err := x.db.RawIncidents(ctx, nums)
+	if err != nil {
+		return nil, err
+	}
+	a := getAnalyzer()
+	defer putAnalyzer(a)
+	for i, h := range hits {
+		if recs[i] == nil { // deleted since the index read
+			continue
+		}
+		inc, err := textsOf(recs[i])
 		if err != nil {
 			return nil, err
 		}
-		if set.IsEmpty() {
-			return &incidentlib.SearchPage{Hits: []incidentlib.SearchHit{}, HasPreviousPage: offset > 0}, nil
-		}
-		bq = &filterQuery{q: bq, keep: set}
-	}
-	// Rank without term locations (reading them for every match of a
-	// common word costs more than the ranking), then read them for the
-	// page alone.
-	req := bleve.NewSearchRequestOptions(bq, size, offset, false)
-	res, err := x.bi.SearchInContext(ctx, req)
-	if err != nil {
-		return nil, searchError(ctx, err)
-	}
-	locs, err := x.locations(ctx, p.c.q, res.Hits)
-	if err != nil {
-		return nil, err
-	}
-	out := &incidentlib.SearchPage{
-		Hits:            make([]incidentlib.SearchHit, 0, len(res.Hits)),
-		TotalCount:      int(res.Total),
-		HasNextPage:     uint64(offset+size) < res.Total,
-		HasPreviousPage: offset > 0,
-	}
-	ids := make([]string, len(res.Hits))
-	for i, h := range res.Hits {
-		ids[i] = h.ID
-	}
-	incs, err := x.db.FindIncidentsByIDs(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	for i, h := range res.Hits {
-		if incs[i] == nil { // deleted since the index read
-			continue
-		}
 		out.Hits = append(out.Hits, incidentlib.SearchHit{
-			ID:         h.ID,
-			Score:      h.Score,
+			ID:         incidentlib.FormatID(h.num),
+			Score:      h.score,
 			Cursor:     encodeCursor(p.fingerprint, offset+i),
-			Highlights: highlights(incs[i], locs[h.ID], p.lang),
+			Highlights: highlights(a, inc, p.c, p.lang, masks[i]),
 		})
 	}
 	return out, nil
-}
-
-// locations returns where q matched each of hits, by id.
-func (x *Index) locations(ctx context.Context, q query.Query, hits bsearch.DocumentMatchCollection) (map[string]bsearch.FieldTermLocationMap, error) {
-	out := make(map[string]bsearch.FieldTermLocationMap, len(hits))
-	if len(hits) == 0 {
-		return out, nil
-	}
-	ids := make([]string, len(hits))
-	for i, h := range hits {
-		ids[i] = h.ID
-	}
-	req := bleve.NewSearchRequestOptions(query.NewConjunctionQuery([]query.Query{query.NewDocIDQuery(ids), q}), len(ids), 0, false)
-	req.IncludeLocations = true
-	req.Score = "none"
-	res, err := x.bi.SearchInContext(ctx, req)
-	if err != nil {
-		return nil, searchError(ctx, err)
-	}
-	for _, h := range res.Hits {
-		out[h.ID] = h.Locations
-	}
-	return out, nil
-}
-
-func searchError(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return incidentlib.Errorf(incidentlib.ETIMEOUT, "the request ran out of time")
-	}
-	return err
 }
 
 // SearchFacets counts terms over every match of q. See
@@ -256,19 +221,19 @@ func (x *Index) matchSet(ctx context.Context, q incidentlib.SearchQuery) (*roari
 	if set, ok := x.cache.Get(key); ok {
 		return set, nil
 	}
-	fq := &filterQuery{q: p.c.q, record: roaring.New()}
+	var keep *roaring.Bitmap
 	if p.filtered {
-		if fq.keep, err = x.db.MatchSet(ctx, p.filter); err != nil {
+		if keep, err = x.db.MatchSet(ctx, p.filter); err != nil {
 			return nil, err
 		}
 	}
-	req := bleve.NewSearchRequestOptions(fq, 0, 0, false)
-	req.Score = "none"
-	if _, err := x.bi.SearchInContext(ctx, req); err != nil {
-		return nil, searchError(ctx, err)
-	}
-	x.cache.Add(key, fq.record)
-	return fq.record, nil
+	x.mu.RLock()
+	ev := eval(x.mem, p.c, keep)
+	set := ev.set()
+	ev.release()
+	x.mu.RUnlock()
+	x.cache.Add(key, set)
+	return set, nil
 }
 
 // setCache keeps the match sets of recent searches, which facets and
@@ -278,35 +243,4 @@ type setCache = lru.Cache[string, *roaring.Bitmap]
 func newSetCache(n int) *setCache {
 	c, _ := lru.New[string, *roaring.Bitmap](n)
 	return c
-}
-
-// filterQuery passes on the hits of q whose incident is in keep (every hit
-// when keep is nil), adding their numbers to record if set. It is how the
-// store's filters apply to the index: a hit's id is read from the index
-// (cheap: bleve keeps it uncompressed) and looked up in the store's set.
-type filterQuery struct {
-	q      query.Query
-	keep   *roaring.Bitmap
-	record *roaring.Bitmap
-}
-
-func (f *filterQuery) Searcher(ctx context.Context, r bindex.IndexReader, m mapping.IndexMapping, o bsearch.SearcherOptions) (bsearch.Searcher, error) {
-	s, err := f.q.Searcher(ctx, r, m, o)
-	if err != nil {
-		return nil, err
-	}
-	return searcher.NewFilteringSearcher(ctx, s, func(_ *bsearch.SearchContext, d *bsearch.DocumentMatch) bool {
-		id, err := r.ExternalID(d.IndexInternalID)
-		if err != nil {
-			return false
-		}
-		n, ok := incidentlib.ParseID(id)
-		if !ok || (f.keep != nil && !f.keep.Contains(n)) {
-			return false
-		}
-		if f.record != nil {
-			f.record.Add(n)
-		}
-		return true
-	}), nil
 }

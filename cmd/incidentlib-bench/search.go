@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -37,6 +38,7 @@ type searchBench struct {
 	queries   int
 	batch     int
 	page      int
+	profile   string
 }
 
 func runSearchBench(ctx context.Context, args []string, stdout io.Writer) error {
@@ -50,6 +52,7 @@ func runSearchBench(ctx context.Context, args []string, stdout io.Writer) error 
 	fs.IntVar(&b.queries, "queries", 800, "queries per class, spread over the clients")
 	fs.IntVar(&b.batch, "batch", 2000, "changes per index batch while building")
 	fs.IntVar(&b.page, "first", 20, "hits per page (each with highlights)")
+	fs.StringVar(&b.profile, "cpuprofile", "", "write CPU profiles of the build and of the queries to PREFIX.build.pprof and PREFIX.query.pprof")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -99,6 +102,11 @@ func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) err
 
 	idxPath := dbPath + ".search"
 	os.RemoveAll(idxPath)
+	heap0 := searchHeap()
+	stopProfile, err := b.startProfile("build")
+	if err != nil {
+		return err
+	}
 	start = time.Now()
 	cpu0 := searchCPU()
 	x, err := search.Open(ctx, db, idxPath, search.Options{BatchSize: b.batch, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -108,6 +116,7 @@ func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) err
 	defer x.Close()
 	build := time.Since(start)
 	buildCPU := searchCPU() - cpu0
+	stopProfile()
 	n, err := x.DocCount()
 	if err != nil {
 		return err
@@ -117,8 +126,13 @@ func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) err
 		n, build.Round(time.Millisecond), float64(n)/build.Seconds(), float64(size)/(1<<20), float64(size)/float64(n))
 	fmt.Fprintf(stdout, "index build CPU: %.2f ms per incident (user+system, all threads): at most %.0f incidents/s on %d idle cores\n",
 		searchMs(buildCPU)/float64(n), float64(runtime.NumCPU())*float64(n)/buildCPU.Seconds(), runtime.NumCPU())
+	fmt.Fprintf(stdout, "index in memory: %.0f MiB of live heap\n", float64(searchHeap()-heap0)/(1<<20))
 
 	classes := b.queryClasses(ctx, x, incs)
+	if stopProfile, err = b.startProfile("query"); err != nil {
+		return err
+	}
+	defer stopProfile()
 	w := stdout // rows as they are measured
 	const row = "%8s %8s %8s %8s %8s %10s %13s\n"
 	fmt.Fprintf(w, row, "class", "filter", "p50 ms", "p99 ms", "max ms", "mean hits", "CPU ms/query")
@@ -140,6 +154,23 @@ func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) err
 	}
 	fmt.Fprintf(w, row, "target", "", "", "20.00", "", "", "")
 	return nil
+}
+
+// startProfile starts a CPU profile into PREFIX.name.pprof when
+// -cpuprofile is set; the function returned stops it.
+func (b *searchBench) startProfile(name string) (func(), error) {
+	if b.profile == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(b.profile + "." + name + ".pprof")
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 type benchQuery struct {
@@ -270,6 +301,16 @@ func searchDirSize(dir string) int64 {
 		return nil
 	})
 	return n
+}
+
+// searchHeap is the live heap after collections (two: the second empties
+// the pools of scratch memory).
+func searchHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }
 
 // searchCPU is the CPU time of the process so far.
