@@ -41,6 +41,9 @@ type FastReads struct {
 	// Observe, if set, is told of each query: answered (true) or handed
 	// to gqlgen's executor (false). Set it before serving.
 	Observe func(answered bool)
+	// OnPanic, if set, is told of a panic in FastReads (a bug): the query
+	// is then handed to gqlgen's executor.
+	OnPanic func(ctx context.Context, v any)
 }
 
 // NewFastReads returns the interceptor over the schema built by
@@ -85,7 +88,7 @@ func (f *FastReads) InterceptResponse(ctx context.Context, next graphql.Response
 		plans: map[planKey]*plan{},
 	}
 	x.buf.Grow(16 << 10)
-	if !x.run() {
+	if !x.run(f.OnPanic) {
 		f.fallback.Add(1)
 		if f.Observe != nil {
 			f.Observe(false)
@@ -114,11 +117,11 @@ type fastExec struct {
 func bail() { panic(errBail) }
 
 // run writes the data of the operation into buf, or reports false.
-func (x *fastExec) run() (ok bool) {
+func (x *fastExec) run(onPanic func(context.Context, any)) (ok bool) {
 	defer func() {
 		if v := recover(); v != nil {
-			if v != errBail { //nolint:errorlint // the sentinel itself
-				panic(v)
+			if v != errBail && onPanic != nil { //nolint:errorlint // the sentinel itself
+				onPanic(x.ctx, v)
 			}
 			ok = false
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -194,6 +195,9 @@ func (s *Server) useFastReads(gql *handler.Server, es graphql.ExecutableSchema) 
 	fr, err := graph.NewFastReads(es, s.Resolver)
 	if err != nil {
 		return err
+	}
+	fr.OnPanic = func(ctx context.Context, v any) {
+		s.cfg.Logger.ErrorContext(ctx, "panic in the read executor; the query went to gqlgen's", "panic", v, "stack", string(debug.Stack()))
 	}
 	gql.Use(fr)
 	s.fast = fr
