@@ -81,6 +81,9 @@ type analyzer struct {
 	filters []analysis.TokenFilter // without hangulBigram
 	one     [1]*analysis.Token
 	raw     []token
+	// Scratch of highlights.
+	hlToks  []token
+	hlSpans [][2]int
 }
 
 const analyzerCacheSize = 1 << 17

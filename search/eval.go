@@ -73,9 +73,11 @@ type evaluation struct {
 	total int
 }
 
-// eval runs c over m, keeping only incidents in keep when it is not nil.
-// The caller holds m's read lock until it has read the result, then calls
-// release.
+// eval runs c over m, keeping only incidents in keep when it is not nil,
+// and scores every match: the exhaustive ranking that topK (which serves
+// searches) and matchNums (facets and years) must agree with, kept as the
+// reference of TestTopKMatchesExhaustive. The caller holds m's read lock
+// until it has read the result, then calls release.
 //
 // The rarest clause runs first over its whole postings; every later one
 // only visits the slots still in the running (live, in slot order),
@@ -412,11 +414,20 @@ func (c *cursor) positions(buf []uint32) []uint32 {
 	end := off + int(n)
 	prev := uint32(0)
 	for off < end {
-		d, k := binary.Uvarint(data[off:])
-		off += k
-		prev += uint32(d)
+		var d uint32
+		if b := data[off]; b < 0x80 {
+			d = uint32(b)
+			off++
+		} else {
+			v, k := binary.Uvarint(data[off:])
+			d = uint32(v)
+			off += k
+		}
+		prev += d
 		buf = append(buf, prev)
 	}
+	// The next entry starts here.
+	c.offI, c.off = c.i+1, end
 	return buf
 }
 

@@ -21,7 +21,8 @@ const snippetRunes = 200
 // query's terms) are analyzed.
 func highlights(a *analyzer, inc *incidentlib.Incident, c *compiled, lang incidentlib.Lang, mask uint16) []incidentlib.Highlight {
 	out := []incidentlib.Highlight{}
-	var toks []token
+	toks, spans := a.hlToks[:0], a.hlSpans[:0]
+	defer func() { a.hlToks, a.hlSpans = toks[:0], spans[:0] }()
 	for i := range fields {
 		f := &fields[i]
 		if (lang != "" && f.lang != "" && f.lang != lang) || mask&(1<<f.index) == 0 {
@@ -31,7 +32,8 @@ func highlights(a *analyzer, inc *incidentlib.Incident, c *compiled, lang incide
 		if text == "" {
 			continue
 		}
-		var clauses []*clauseQ
+		var clBuf [8]*clauseQ
+		clauses := clBuf[:0]
 		for j := range c.must {
 			cl := &c.must[j]
 			if (cl.restrict != "" && cl.restrict != f.name) || !slices.Contains(cl.fields, f.index) || !mayHold(text, cl.terms) {
@@ -52,7 +54,7 @@ func highlights(a *analyzer, inc *incidentlib.Incident, c *compiled, lang incide
 			}
 		}
 		toks = a.analyzeSome(text, toks[:0], &want)
-		var spans [][2]int
+		spans = spans[:0]
 		for _, cl := range clauses {
 			spans = appendSpans(spans, toks, cl.terms)
 		}
@@ -156,6 +158,7 @@ func snippet(text string, spans [][2]int) string {
 		}
 	}
 	var b strings.Builder
+	b.Grow(to - from + len(merged)*len("<mark></mark>") + 2*len("…"))
 	if from > 0 {
 		b.WriteString("…")
 	}

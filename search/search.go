@@ -137,15 +137,16 @@ func (x *Index) Search(ctx context.Context, q incidentlib.SearchQuery, page inci
 			return &incidentlib.SearchPage{Hits: []incidentlib.SearchHit{}, HasPreviousPage: offset > 0}, nil
 		}
 	}
+	var keepBits []uint64
+	if keep != nil {
+		keepBits = keep.ToDense()
+	}
 	x.mu.RLock()
-	ev := eval(x.mem, p.c, keep)
-	hits := ev.top(offset, size)
-	total := ev.total
+	hits, total := topK(x.mem, p.c, keepBits, offset, size)
 	masks := make([]uint16, len(hits))
 	for i, h := range hits {
 		masks[i] = x.mem.fieldMask(p.c, h.slot)
 	}
-	ev.release()
 	x.mu.RUnlock()
 	out := &incidentlib.SearchPage{
 		Hits:            make([]incidentlib.SearchHit, 0, len(hits)),
@@ -227,10 +228,12 @@ func (x *Index) matchSet(ctx context.Context, q incidentlib.SearchQuery) (*roari
 			return nil, err
 		}
 	}
+	var keepBits []uint64
+	if keep != nil {
+		keepBits = keep.ToDense()
+	}
 	x.mu.RLock()
-	ev := eval(x.mem, p.c, keep)
-	set := ev.set()
-	ev.release()
+	set := roaring.BitmapOf(matchNums(x.mem, p.c, keepBits)...)
 	x.mu.RUnlock()
 	x.cache.Add(key, set)
 	return set, nil

@@ -1,0 +1,614 @@
+package search
+
+import (
+	"math"
+	bits64 "math/bits"
+	"slices"
+	"sort"
+	"sync"
+)
+
+// The page of a search is computed by topK, which gives the same hits,
+// scores and order as ranking every match (eval and top, which facets and
+// years still use, and which the tests compare it with), for less work:
+//
+//   - The matches are found with bitsets of slots: a word is the union of
+//     its postings over the clause's fields, the clauses are intersected,
+//     dead slots, the filter and the exclusions are cleared. No score is
+//     computed for that, and the count of matches is the bitset's.
+//   - A phrase that must match is checked by positions only for the slots
+//     still in the set (its count must be exact).
+//   - Scores are summed term at a time into a dense array, in the order
+//     eval sums them (clauses by cost, then fields), so they are equal to
+//     the last bit.
+//   - The title-phrase bonus only changes the order, not the set: it is
+//     checked only for the slots whose score plus an upper bound of the
+//     bonus (from the title's length and the smallest frequency of the
+//     phrase's terms there) can still enter the page, best bound first.
+
+// topState is the reusable scratch of topK.
+type topState struct {
+	set    []uint64 // the matches
+	tmp    []uint64 // one clause's slots
+	bonus  []uint64 // slots the bonus may apply to
+	score  []float64
+	ub     []float64 // upper bound of the bonus, by slot
+	ms     []match
+	hits   [][]match // phrase matches of must clauses, by clause and field
+	curs   []cursor
+	pos    [][]uint32
+	heap   []hit
+	cands  []bound
+	keep   []uint64
+	must   []clauseQ
+	fields []int // offsets into hits per clause
+}
+
+type bound struct {
+	ub   float64
+	slot uint32
+}
+
+var topStates = sync.Pool{New: func() any { return &topState{} }}
+
+// boundSlack makes float rounding of bounds harmless: a bound is raised
+// by this relative amount before it is compared.
+const boundSlack = 1e-9
+
+func (t *topState) resize(words, slots int) {
+	grow := func(b []uint64) []uint64 {
+		if cap(b) < words {
+			return make([]uint64, words, words+words/4)
+		}
+		b = b[:words]
+		clear(b)
+		return b
+	}
+	t.set, t.tmp, t.bonus = grow(t.set), grow(t.tmp), grow(t.bonus)
+	if cap(t.score) < slots {
+		t.score = make([]float64, slots, slots+slots/4)
+		t.ub = make([]float64, slots, slots+slots/4)
+	}
+	t.score, t.ub = t.score[:slots], t.ub[:slots]
+}
+
+func has(b []uint64, s uint32) bool { return b[s>>6]&(1<<(s&63)) != 0 }
+
+// bm25 holds what scoring a field needs.
+type bm25 struct {
+	norm, base float64
+	lens       []uint32
+}
+
+func (m *memIndex) bm25Of(f ifield) bm25 {
+	n := max(m.live, 1)
+	avg := float64(m.sumLen[f]) / float64(n)
+	if avg == 0 {
+		avg = 1
+	}
+	return bm25{norm: bm25K1 * bm25B / avg, base: bm25K1 * (1 - bm25B), lens: m.lens[f]}
+}
+
+// topK returns hits offset to offset+size of the ranking of c over m
+// (keep, when not nil, as for eval) and how many incidents match. The
+// caller holds m's read lock.
+func topK(m *memIndex, c *compiled, keep []uint64, offset, size int) ([]hit, int) {
+	t := topStates.Get().(*topState)
+	defer topStates.Put(t)
+	must, total := t.matches(m, c, keep)
+	set := t.set
+	n := max(m.live, 1)
+	k := offset + size
+	if k == 0 || total == 0 {
+		return nil, total
+	}
+
+	// Scores, summed as eval sums them.
+	score := t.score
+	for i := range must {
+		cl := &must[i]
+		for kf, f := range cl.fields {
+			bm := m.bm25Of(f)
+			if len(cl.terms) == 1 {
+				p := m.posting(f, cl.terms[0])
+				if p == nil {
+					continue
+				}
+				w := cl.boost * ifieldBoost[f] * idf(n, len(p.docs)) * (bm25K1 + 1)
+				tfs := p.tfs[:len(p.docs)]
+				for j, s := range p.docs {
+					if set[s>>6]&(1<<(s&63)) != 0 {
+						tf := float64(tfs[j])
+						score[s] += w * tf / (tf + bm.base + bm.norm*float64(bm.lens[s]))
+					}
+				}
+				continue
+			}
+			hs := t.hits[i*int(numIFields)+kf]
+			if len(hs) == 0 {
+				continue
+			}
+			w := cl.boost * ifieldBoost[f] * m.phraseIDF(cl.terms, f) * (bm25K1 + 1)
+			for _, mt := range hs {
+				if s := mt.slot; set[s>>6]&(1<<(s&63)) != 0 {
+					tf := mt.s
+					score[s] += w * tf / (tf + bm.base + bm.norm*float64(bm.lens[s]))
+				}
+			}
+		}
+	}
+
+	// Upper bounds of the bonus.
+	bon := t.bonus
+	if c.bonus != nil {
+		for _, f := range c.bonus.fields {
+			m.bonusBounds(t, c.bonus, f, set)
+		}
+	}
+
+	// The best k without the bonus, then the slots the bonus may lift.
+	better := func(a, b hit) bool {
+		if a.score != b.score {
+			return a.score > b.score
+		}
+		return a.num < b.num
+	}
+	h := t.heap[:0]
+	push := func(x hit) {
+		if len(h) < k {
+			h = append(h, x)
+			for i := len(h) - 1; i > 0; {
+				p := (i - 1) / 2
+				if !better(h[p], h[i]) {
+					break
+				}
+				h[p], h[i] = h[i], h[p]
+				i = p
+			}
+			return
+		}
+		if !better(x, h[0]) {
+			return
+		}
+		h[0] = x
+		for i := 0; ; {
+			l := 2*i + 1
+			if l >= len(h) {
+				return
+			}
+			if r := l + 1; r < len(h) && better(h[l], h[r]) {
+				l = r
+			}
+			if !better(h[i], h[l]) {
+				return
+			}
+			h[i], h[l] = h[l], h[i]
+			i = l
+		}
+	}
+	cands := t.cands[:0]
+	for w, b := range set {
+		for b != 0 {
+			s := uint32(w<<6 + bits64.TrailingZeros64(b))
+			b &= b - 1
+			if c.bonus != nil && has(bon, s) {
+				ub := score[s] + t.ub[s]
+				cands = append(cands, bound{ub: ub + math.Abs(ub)*boundSlack, slot: s})
+				continue
+			}
+			x := score[s]
+			score[s] = 0
+			if len(h) == k && x < h[0].score {
+				continue
+			}
+			push(hit{slot: s, num: m.slots[s].num, score: x})
+		}
+	}
+	if len(cands) > 0 {
+		// A max-heap of the bounds, popped while the best bound could
+		// still enter the page.
+		less := func(i, j int) bool { return cands[i].ub > cands[j].ub }
+		down := func(i int) {
+			for {
+				l := 2*i + 1
+				if l >= len(cands) {
+					return
+				}
+				if r := l + 1; r < len(cands) && less(r, l) {
+					l = r
+				}
+				if !less(l, i) {
+					return
+				}
+				cands[i], cands[l] = cands[l], cands[i]
+				i = l
+			}
+		}
+		for i := len(cands)/2 - 1; i >= 0; i-- {
+			down(i)
+		}
+		for len(cands) > 0 {
+			top := cands[0]
+			if len(h) == k && top.ub < h[0].score {
+				break
+			}
+			cands[0] = cands[len(cands)-1]
+			cands = cands[:len(cands)-1]
+			down(0)
+			s := top.slot
+			x := hit{slot: s, num: m.slots[s].num, score: score[s]}
+			for _, f := range c.bonus.fields {
+				if freq := m.phraseFreqAt(t, c.bonus.terms, f, s); freq > 0 {
+					bm := m.bm25Of(f)
+					w := c.bonus.boost * ifieldBoost[f] * m.phraseIDF(c.bonus.terms, f) * (bm25K1 + 1)
+					tf := float64(freq)
+					x.score += w * tf / (tf + bm.base + bm.norm*float64(bm.lens[s]))
+				}
+			}
+			push(x)
+		}
+	}
+	t.cands = cands[:0]
+	sort.Slice(h, func(i, j int) bool { return better(h[i], h[j]) })
+	var out []hit
+	if offset < len(h) {
+		out = slices.Clone(h[offset:])
+	}
+	t.heap = h[:0]
+	// The scores left are the bonus candidates'.
+	for w, b := range bon {
+		for b != 0 {
+			s := w<<6 + bits64.TrailingZeros64(b)
+			b &= b - 1
+			score[s], t.ub[s] = 0, 0
+		}
+	}
+	return out, total
+}
+
+// clauseSlots sets in dst the slots that hold the clause's term in one of
+// its fields, or, for a phrase, its rarest term in a field that holds
+// every term.
+func (m *memIndex) clauseSlots(c *clauseQ, dst []uint64) {
+	for _, f := range c.fields {
+		if len(c.terms) == 1 {
+			if p := m.posting(f, c.terms[0]); p != nil {
+				for _, s := range p.docs {
+					dst[s>>6] |= 1 << (s & 63)
+				}
+			}
+			continue
+		}
+		// A phrase: the slots of its rarest term, a superset that
+		// phraseIn narrows down.
+		var lead *posting
+		for _, t := range c.terms {
+			if t == "" {
+				continue
+			}
+			p := m.posting(f, t)
+			if p == nil {
+				lead = nil
+				break
+			}
+			if lead == nil || len(p.docs) < len(lead.docs) {
+				lead = p
+			}
+		}
+		if lead != nil {
+			for _, s := range lead.docs {
+				dst[s>>6] |= 1 << (s & 63)
+			}
+		}
+	}
+}
+
+// phraseIDF is the sum of the idfs of the phrase's terms in f, as
+// phraseMatches sums them.
+func (m *memIndex) phraseIDF(terms []string, f ifield) float64 {
+	n := max(m.live, 1)
+	sum := 0.0
+	for _, t := range terms {
+		if t == "" {
+			continue
+		}
+		p := m.posting(f, t)
+		if p == nil {
+			return 0
+		}
+		sum += idf(n, len(p.docs))
+	}
+	return sum
+}
+
+// phraseIn appends the slots of in where the phrase stands in f, with its
+// frequency, in slot order.
+func (m *memIndex) phraseIn(t *topState, terms []string, f ifield, in []uint64, out []match) ([]match, bool) {
+	curs := t.curs[:0]
+	defer func() { t.curs = curs[:0] }()
+	for rel, term := range terms {
+		if term == "" {
+			continue
+		}
+		p := m.posting(f, term)
+		if p == nil {
+			return out, false
+		}
+		curs = append(curs, cursor{p: p, rel: rel})
+	}
+	if len(curs) == 0 {
+		return out, false
+	}
+	sort.SliceStable(curs, func(i, j int) bool { return len(curs[i].p.docs) < len(curs[j].p.docs) })
+	for len(t.pos) < len(curs) {
+		t.pos = append(t.pos, nil)
+	}
+	lead := &curs[0]
+	for li, s := range lead.p.docs {
+		if in[s>>6]&(1<<(s&63)) == 0 {
+			continue
+		}
+		lead.i = li
+		all := true
+		for j := 1; j < len(curs); j++ {
+			if !curs[j].seek(s) {
+				return out, true
+			}
+			if curs[j].p.docs[curs[j].i] != s {
+				all = false
+				break
+			}
+		}
+		if !all {
+			continue
+		}
+		if freq := phraseFreq(t, curs); freq > 0 {
+			out = append(out, match{s, float64(freq)})
+		}
+	}
+	return out, true
+}
+
+// phraseFreq counts the phrase in the entries the cursors stand on.
+func phraseFreq(t *topState, curs []cursor) int {
+	for j := range curs {
+		t.pos[j] = curs[j].positions(t.pos[j][:0])
+	}
+	// Positions ascend: one pointer per term walks forward.
+	var at [8]int
+	if len(curs) > len(at) {
+		return phraseFreqSearch(t, curs)
+	}
+	freq := 0
+	rel0 := curs[0].rel
+next:
+	for _, p0 := range t.pos[0] {
+		start := int(p0) - rel0
+		for j := 1; j < len(curs); j++ {
+			want := start + curs[j].rel
+			if want < 0 {
+				continue next
+			}
+			ps := t.pos[j]
+			i := at[j]
+			for i < len(ps) && int(ps[i]) < want {
+				i++
+			}
+			at[j] = i
+			if i == len(ps) {
+				return freq
+			}
+			if int(ps[i]) != want {
+				continue next
+			}
+		}
+		freq++
+	}
+	return freq
+}
+
+func phraseFreqSearch(t *topState, curs []cursor) int {
+	freq := 0
+	for _, p0 := range t.pos[0] {
+		start := int(p0) - curs[0].rel
+		ok := true
+		for j := 1; j < len(curs) && ok; j++ {
+			want := start + curs[j].rel
+			if want < 0 {
+				ok = false
+				break
+			}
+			_, ok = slices.BinarySearch(t.pos[j], uint32(want))
+		}
+		if ok {
+			freq++
+		}
+	}
+	return freq
+}
+
+// phraseFreqAt counts the phrase in field f of slot s.
+func (m *memIndex) phraseFreqAt(t *topState, terms []string, f ifield, s uint32) int {
+	curs := t.curs[:0]
+	defer func() { t.curs = curs[:0] }()
+	for rel, term := range terms {
+		if term == "" {
+			continue
+		}
+		p := m.posting(f, term)
+		if p == nil {
+			return 0
+		}
+		c := cursor{p: p, rel: rel}
+		c.i, _ = slices.BinarySearch(p.docs, s)
+		if c.i == len(p.docs) || p.docs[c.i] != s {
+			return 0
+		}
+		curs = append(curs, c)
+	}
+	if len(curs) == 0 {
+		return 0
+	}
+	for len(t.pos) < len(curs) {
+		t.pos = append(t.pos, nil)
+	}
+	return phraseFreq(t, curs)
+}
+
+// bonusBounds marks in t.bonus the slots of set whose field f holds every
+// term of the bonus phrase, and adds to t.ub an upper bound of the
+// bonus's score there: the phrase occurs at most as often as its rarest
+// term in the slot.
+func (m *memIndex) bonusBounds(t *topState, c *clauseQ, f ifield, set []uint64) {
+	var ps []*posting
+	for _, term := range c.terms {
+		if term == "" {
+			continue
+		}
+		p := m.posting(f, term)
+		if p == nil {
+			return
+		}
+		ps = append(ps, p)
+	}
+	if len(ps) == 0 {
+		return
+	}
+	slices.SortStableFunc(ps, func(a, b *posting) int { return len(a.docs) - len(b.docs) })
+	bm := m.bm25Of(f)
+	w := c.boost * ifieldBoost[f] * m.phraseIDF(c.terms, f) * (bm25K1 + 1)
+	var idx [maxQueryClauses * 4]int
+	if len(ps) > len(idx) {
+		// Too many terms to track: bound every slot of the set that holds
+		// the rarest term by its frequency.
+		ps = ps[:1]
+	}
+lead:
+	for li, s := range ps[0].docs {
+		if set[s>>6]&(1<<(s&63)) == 0 {
+			continue
+		}
+		tf := ps[0].tfs[li]
+		for j := 1; j < len(ps); j++ {
+			idx[j] = gallop(ps[j].docs, idx[j], s)
+			if idx[j] == len(ps[j].docs) {
+				break lead
+			}
+			if ps[j].docs[idx[j]] != s {
+				continue lead
+			}
+			tf = min(tf, ps[j].tfs[idx[j]])
+		}
+		t.bonus[s>>6] |= 1 << (s & 63)
+		if tf == 255 || len(ps) == 1 && len(c.terms) > len(idx) {
+			// The frequency was capped (or not tracked): no bound.
+			t.ub[s] = math.Inf(1)
+			continue
+		}
+		x := float64(tf)
+		t.ub[s] += w * x / (x + bm.base + bm.norm*float64(bm.lens[s]))
+	}
+}
+
+// matches sets t.set to the slots that match c (keep as for topK) and
+// returns the must clauses in the order their scores are summed, and how
+// many slots match. The phrase matches of the must clauses stay in t.hits.
+func (t *topState) matches(m *memIndex, c *compiled, keep []uint64) ([]clauseQ, int) {
+	words := len(m.slots)/64 + 1
+	t.resize(words, len(m.slots))
+	set, tmp := t.set, t.tmp
+
+	t.must = append(t.must[:0], c.must...)
+	must := t.must
+	sort.SliceStable(must, func(i, j int) bool { return m.clauseCost(&must[i]) < m.clauseCost(&must[j]) })
+
+	// Candidates: every clause (a phrase: its rarest term, for now).
+	for i := range must {
+		dst := set
+		if i > 0 {
+			dst = tmp
+			clear(tmp)
+		}
+		m.clauseSlots(&must[i], dst)
+		if i > 0 {
+			for w := range set {
+				set[w] &= tmp[w]
+			}
+		}
+	}
+	// Dead slots and the filter.
+	for w, b := range set {
+		if m.dead == 0 && keep == nil {
+			break
+		}
+		for b != 0 {
+			s := uint32(w<<6 + bits64.TrailingZeros64(b))
+			b &= b - 1
+			sl := &m.slots[s]
+			if sl.seq == 0 || (keep != nil && (int(sl.num>>6) >= len(keep) || keep[sl.num>>6]&(1<<(sl.num&63)) == 0)) {
+				set[w] &^= 1 << (s & 63)
+			}
+		}
+	}
+	// Exclusions.
+	for i := range c.mustNot {
+		cl := &c.mustNot[i]
+		for _, f := range cl.fields {
+			if len(cl.terms) == 1 {
+				if p := m.posting(f, cl.terms[0]); p != nil {
+					for _, s := range p.docs {
+						set[s>>6] &^= 1 << (s & 63)
+					}
+				}
+				continue
+			}
+			t.ms, _ = m.phraseIn(t, cl.terms, f, set, t.ms[:0])
+			for _, mt := range t.ms {
+				set[mt.slot>>6] &^= 1 << (mt.slot & 63)
+			}
+		}
+	}
+	// Phrases that must match, by positions, only in the set.
+	for len(t.hits) < len(must)*int(numIFields) {
+		t.hits = append(t.hits, nil)
+	}
+	for i := range must {
+		cl := &must[i]
+		if len(cl.terms) == 1 {
+			continue
+		}
+		clear(tmp)
+		for k, f := range cl.fields {
+			h := &t.hits[i*int(numIFields)+k]
+			*h, _ = m.phraseIn(t, cl.terms, f, set, (*h)[:0])
+			for _, mt := range *h {
+				tmp[mt.slot>>6] |= 1 << (mt.slot & 63)
+			}
+		}
+		for w := range set {
+			set[w] &= tmp[w]
+		}
+	}
+	total := 0
+	for _, b := range set {
+		total += bits64.OnesCount64(b)
+	}
+	return must, total
+}
+
+// matchNums returns the incident numbers of every match of c, ascending.
+func matchNums(m *memIndex, c *compiled, keep []uint64) []uint32 {
+	t := topStates.Get().(*topState)
+	defer topStates.Put(t)
+	_, total := t.matches(m, c, keep)
+	nums := make([]uint32, 0, total)
+	for w, b := range t.set {
+		for b != 0 {
+			s := w<<6 + bits64.TrailingZeros64(b)
+			b &= b - 1
+			nums = append(nums, m.slots[s].num)
+		}
+	}
+	slices.Sort(nums)
+	return nums
+}

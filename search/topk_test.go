@@ -1,0 +1,174 @@
+package search
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/gen"
+	"github.com/incidentlib/incidentlib/seeds"
+)
+
+// TestTopKMatchesExhaustive compares the pruned page (topK) with ranking
+// every match (eval, then top) on random queries over a generated corpus
+// with replaced and deleted incidents: the same slots, in the same order,
+// with bit-equal scores, and the same count and match set (facets').
+func TestTopKMatchesExhaustive(t *testing.T) {
+	ctx := context.Background()
+	incs, err := gen.Generate(gen.Options{Count: 1500, Seed: 3, Taxonomy: seeds.MustTaxonomy()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, inc := range incs {
+		inc.Related, inc.RecurrenceOf = nil, ""
+	}
+	db := searchStore(t, incs)
+	x := mustOpen(t, db)
+	// Dead slots: some incidents replaced by another's text, some deleted.
+	r := rand.New(rand.NewPCG(3, 9))
+	var changed []*incidentlib.Incident
+	seen := map[string]bool{}
+	for i := 0; i < 60; i++ {
+		a, b := incs[r.IntN(len(incs))], incs[r.IntN(len(incs))]
+		if seen[a.ID] {
+			continue
+		}
+		seen[a.ID] = true
+		c := *a
+		c.Title, c.Summary = b.Title, b.Summary
+		changed = append(changed, &c)
+	}
+	if _, err := db.ImportIncidents(ctx, changed, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		db.DeleteIncident(ctx, incs[r.IntN(len(incs))].ID, incidentlib.WriteOptions{})
+	}
+	if err := x.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if x.mem.dead == 0 {
+		t.Fatal("no dead slots to test with")
+	}
+
+	words := func(s string) []string {
+		return strings.FieldsFunc(s, func(c rune) bool { return !unicode.IsLetter(c) && !unicode.IsDigit(c) })
+	}
+	pick := func() string {
+		inc := incs[r.IntN(len(incs))]
+		var ws []string
+		switch r.IntN(5) {
+		case 0, 4:
+			ws = words(inc.Title.En)
+		case 1:
+			ws = words(inc.Summary.En + " " + inc.Lessons.En)
+		case 2:
+			ws = words(inc.Title.Ko + " " + inc.Summary.Ko)
+		default:
+			ws = words(inc.Org + " " + inc.Trigger.En)
+		}
+		if len(ws) == 0 {
+			return "outage"
+		}
+		i := r.IntN(len(ws))
+		switch r.IntN(6) {
+		case 0, 1:
+			if i+1 < len(ws) {
+				return `"` + ws[i] + " " + ws[i+1] + `"`
+			}
+		case 2:
+			if i+2 < len(ws) {
+				return `"` + ws[i] + " " + ws[i+1] + " " + ws[i+2] + `"`
+			}
+		case 3:
+			if i+1 < len(ws) && r.IntN(2) == 0 {
+				// Adjacent words of a title, unquoted: the title-phrase
+				// bonus decides the order.
+				return ws[i] + " " + ws[i+1]
+			}
+			w := []rune(ws[i])
+			if len(w) > 2 {
+				return string(w[:2+r.IntN(len(w)-1)])
+			}
+		}
+		return ws[i]
+	}
+	prefixes := []string{"", "", "", "", "title:", "lessons:", "org:"}
+	langs := []incidentlib.Lang{"", "", incidentlib.LangEn, incidentlib.LangKo}
+	tried, nonEmpty, withBonus := 0, 0, 0
+	for tried < 1500 {
+		var parts []string
+		for n := 1 + r.IntN(4); n > 0; n-- {
+			p := pick()
+			if r.IntN(8) == 0 {
+				p = prefixes[4+r.IntN(3)] + p
+			}
+			if r.IntN(10) == 0 {
+				p = "-" + p
+			}
+			parts = append(parts, p)
+		}
+		clauses, err := parse(strings.Join(parts, " "))
+		if err != nil {
+			continue
+		}
+		c, err := compile(clauses, langs[r.IntN(len(langs))])
+		if err != nil {
+			continue
+		}
+		tried++
+		var keep *roaring.Bitmap
+		var keepBits []uint64
+		if r.IntN(3) == 0 {
+			keep = roaring.New()
+			for range 1 + r.IntN(600) {
+				keep.Add(uint32(1 + r.IntN(len(incs)+10)))
+			}
+			keepBits = keep.ToDense()
+		}
+		offset, size := 0, 1+r.IntN(25)
+		if r.IntN(3) == 0 {
+			size = 1 + r.IntN(incidentlib.MaxPageSize)
+		}
+		if r.IntN(4) == 0 {
+			offset = r.IntN(200)
+		}
+		ev := eval(x.mem, c, keep)
+		want := ev.top(offset, size)
+		wantTotal := ev.total
+		wantSet := ev.set()
+		ev.release()
+		if got := roaring.BitmapOf(matchNums(x.mem, c, keepBits)...); !got.Equals(wantSet) {
+			t.Fatalf("%q: the match set has %d incidents, exhaustive %d", strings.Join(parts, " "), got.GetCardinality(), wantSet.GetCardinality())
+		}
+		got, total := topK(x.mem, c, keepBits, offset, size)
+		q := strings.Join(parts, " ")
+		if total != wantTotal {
+			t.Fatalf("%q (offset %d, size %d): count %d, exhaustive %d", q, offset, size, total, wantTotal)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%q (offset %d, size %d): %d hits, exhaustive %d", q, offset, size, len(got), len(want))
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("%q (offset %d, size %d): hit %d is %+v, exhaustive %+v", q, offset, size, i, got[i], want[i])
+			}
+		}
+		if total > 0 {
+			nonEmpty++
+		}
+		if c.bonus != nil && total > 0 {
+			withBonus++
+		}
+	}
+	// The test must exercise what it claims to.
+	if nonEmpty < 300 || withBonus < 50 {
+		t.Fatalf("only %d queries found something, %d with the title-phrase bonus", nonEmpty, withBonus)
+	}
+	t.Logf("%d queries, %d found something, %d with the title-phrase bonus", tried, nonEmpty, withBonus)
+}
