@@ -30,38 +30,50 @@ type LoaderMetrics interface {
 // in one batch, without waiting on the batch window: the number of batches
 // then depends on the query, not on scheduling.
 type Loader[K comparable, V any] struct {
+	name  string
+	size  int
+	m     LoaderMetrics
+	read  func(ctx context.Context, keys []K) ([]V, error)
+	once  sync.Once // a request makes only the loaders it uses
 	dl    *dataloader.Loader[K, V]
 	cache *loaderCache[K, V]
-	fetch func(ctx context.Context, keys []K) ([]V, error)
 }
 
-// newLoader makes a loader whose cache starts with room for size keys.
-func newLoader[K comparable, V any](name string, size int, m LoaderMetrics, fetch func(ctx context.Context, keys []K) ([]V, error)) *Loader[K, V] {
-	l := &Loader[K, V]{cache: newLoaderCache[K, V](size)}
-	l.fetch = func(ctx context.Context, keys []K) ([]V, error) {
-		if m != nil {
-			m.Batch(name, len(keys))
-		}
-		return fetch(ctx, keys)
-	}
-	batch := func(ctx context.Context, keys []K) []*dataloader.Result[V] {
-		vals, err := l.fetch(ctx, keys)
-		out := make([]*dataloader.Result[V], len(keys))
-		for i := range keys {
-			if err != nil {
-				out[i] = &dataloader.Result[V]{Error: err}
-			} else {
-				out[i] = &dataloader.Result[V]{Data: vals[i]}
+// newLoader describes a loader whose cache starts with room for size keys;
+// its cache and dataloader are made at its first use.
+func newLoader[K comparable, V any](name string, size int, m LoaderMetrics, read func(ctx context.Context, keys []K) ([]V, error)) *Loader[K, V] {
+	return &Loader[K, V]{name: name, size: size, m: m, read: read}
+}
+
+func (l *Loader[K, V]) init() {
+	l.once.Do(func() {
+		l.cache = newLoaderCache[K, V](l.size)
+		batch := func(ctx context.Context, keys []K) []*dataloader.Result[V] {
+			vals, err := l.fetch(ctx, keys)
+			out := make([]*dataloader.Result[V], len(keys))
+			for i := range keys {
+				if err != nil {
+					out[i] = &dataloader.Result[V]{Error: err}
+				} else {
+					out[i] = &dataloader.Result[V]{Data: vals[i]}
+				}
 			}
+			return out
 		}
-		return out
+		l.dl = dataloader.NewBatchedLoader(batch,
+			dataloader.WithWait[K, V](LoaderWait),
+			dataloader.WithCache[K, V](l.cache),
+			dataloader.WithBatchCapacity[K, V](1000),
+		)
+	})
+}
+
+// fetch reads keys in one batch and counts it.
+func (l *Loader[K, V]) fetch(ctx context.Context, keys []K) ([]V, error) {
+	if l.m != nil {
+		l.m.Batch(l.name, len(keys))
 	}
-	l.dl = dataloader.NewBatchedLoader(batch,
-		dataloader.WithWait[K, V](LoaderWait),
-		dataloader.WithCache[K, V](l.cache),
-		dataloader.WithBatchCapacity[K, V](1000),
-	)
-	return l
+	return l.read(ctx, keys)
 }
 
 // loaderCache is the cache of one request's loader. LoadAll keeps the
@@ -142,6 +154,7 @@ func (c *loaderCache[K, V]) Clear() {
 
 // Load loads one key through the batch window.
 func (l *Loader[K, V]) Load(ctx context.Context, key K) (V, error) {
+	l.init()
 	return l.dl.Load(ctx, key)()
 }
 
@@ -150,6 +163,7 @@ func (l *Loader[K, V]) Load(ctx context.Context, key K) (V, error) {
 // When every key is cached (the batch resolvers after a prefetch) it
 // allocates only the result.
 func (l *Loader[K, V]) LoadAll(ctx context.Context, keys []K) ([]V, error) {
+	l.init()
 	out := make([]V, len(keys))
 	var misses []int // positions in keys not in the cache
 	for i, k := range keys {
