@@ -100,7 +100,7 @@ func TestTopKMatchesExhaustive(t *testing.T) {
 	}
 	prefixes := []string{"", "", "", "", "title:", "lessons:", "org:"}
 	langs := []incidentlib.Lang{"", "", incidentlib.LangEn, incidentlib.LangKo}
-	tried, nonEmpty, withBonus := 0, 0, 0
+	tried, nonEmpty, withBonus, bounded := 0, 0, 0, 0
 	for tried < 1500 {
 		var parts []string
 		for n := 1 + r.IntN(4); n > 0; n-- {
@@ -164,11 +164,50 @@ func TestTopKMatchesExhaustive(t *testing.T) {
 		}
 		if c.bonus != nil && total > 0 {
 			withBonus++
+			bounded += checkBonusBounds(t, x.mem, c, keepBits, q)
 		}
 	}
 	// The test must exercise what it claims to.
-	if nonEmpty < 300 || withBonus < 50 {
-		t.Fatalf("only %d queries found something, %d with the title-phrase bonus", nonEmpty, withBonus)
+	if nonEmpty < 300 || withBonus < 50 || bounded < 100 {
+		t.Fatalf("only %d queries found something, %d with the title-phrase bonus, %d slots with a bonus checked against its bound", nonEmpty, withBonus, bounded)
 	}
 	t.Logf("%d queries, %d found something, %d with the title-phrase bonus", tried, nonEmpty, withBonus)
+}
+
+// checkBonusBounds: for every match of c, the title-phrase bonus it gets
+// is at most the upper bound topK prunes with, and only marked slots get
+// one. It returns how many slots had a bonus.
+func checkBonusBounds(t *testing.T, m *memIndex, c *compiled, keep []uint64, q string) int {
+	t.Helper()
+	st := &topState{}
+	st.matches(m, c, keep)
+	for _, f := range c.bonus.fields {
+		m.bonusBounds(st, c.bonus, f, st.set)
+	}
+	checked := 0
+	for s := range uint32(len(m.slots)) {
+		if !has(st.set, s) {
+			continue
+		}
+		actual := 0.0
+		for _, f := range c.bonus.fields {
+			if freq := m.phraseFreqAt(st, c.bonus.terms, f, s); freq > 0 {
+				bm := m.bm25Of(f)
+				w := c.bonus.boost * ifieldBoost[f] * m.phraseIDF(c.bonus.terms, f) * (bm25K1 + 1)
+				tf := float64(freq)
+				actual += w * tf / (tf + bm.base + bm.norm*float64(bm.lens[s]))
+			}
+		}
+		if actual == 0 {
+			continue
+		}
+		checked++
+		if !has(st.bonus, s) {
+			t.Fatalf("%q: slot %d gets a bonus of %g but is not marked", q, s, actual)
+		}
+		if ub := st.ub[s]; actual > ub+ub*boundSlack {
+			t.Fatalf("%q: slot %d gets a bonus of %g over its bound %g", q, s, actual, ub)
+		}
+	}
+	return checked
 }
