@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"sync/atomic"
 
@@ -155,18 +156,21 @@ type planKey struct {
 
 // satisfies lists what each object type is, for fragment type conditions.
 var satisfies = map[string][]string{
-	"Query":              {"Query"},
-	"Incident":           {"Incident", "Node"},
-	"Organization":       {"Organization", "Node"},
-	"TaxonomyTerm":       {"TaxonomyTerm", "Node"},
-	"IncidentConnection": {"IncidentConnection"},
-	"IncidentEdge":       {"IncidentEdge"},
-	"PageInfo":           {"PageInfo"},
-	"Impact":             {"Impact"},
-	"Timeline":           {"Timeline"},
-	"Item":               {"Item"},
-	"Source":             {"Source"},
-	"Review":             {"Review"},
+	"Query":                    {"Query"},
+	"Incident":                 {"Incident", "Node"},
+	"Organization":             {"Organization", "Node"},
+	"TaxonomyTerm":             {"TaxonomyTerm", "Node"},
+	"IncidentConnection":       {"IncidentConnection"},
+	"IncidentEdge":             {"IncidentEdge"},
+	"IncidentSearchConnection": {"IncidentSearchConnection"},
+	"IncidentSearchEdge":       {"IncidentSearchEdge"},
+	"Highlight":                {"Highlight"},
+	"PageInfo":                 {"PageInfo"},
+	"Impact":                   {"Impact"},
+	"Timeline":                 {"Timeline"},
+	"Item":                     {"Item"},
+	"Source":                   {"Source"},
+	"Review":                   {"Review"},
 }
 
 // langArgs are the fields whose only argument is lang, with the generated
@@ -326,7 +330,21 @@ func (x *fastExec) query(sel ast.SelectionSet) {
 				bail()
 			}
 			x.nodes(nodes, f.Selections, f.Name == "nodes")
-		default: // organizations, search, introspection
+		case "search":
+			args, err := x.ec.field_Query_search_args(x.ctx, f.args)
+			if err != nil {
+				bail()
+			}
+			filter, _ := args["filter"].(*incidentlib.IncidentFilter)
+			lang, _ := args["lang"].(*model.Lang)
+			first, _ := args["first"].(*int)
+			after, _ := args["after"].(*string)
+			conn, err := qr.Search(x.ctx, args["query"].(string), filter, lang, first, after)
+			if err != nil {
+				bail()
+			}
+			x.searchConnection(conn, f.Selections)
+		default: // organizations, introspection
 			bail()
 		}
 	}
@@ -424,6 +442,69 @@ func (x *fastExec) connection(c *model.IncidentConnection, sel ast.SelectionSet)
 		default: // facets, years
 			bail()
 		}
+	})
+}
+
+func (x *fastExec) searchConnection(c *model.IncidentSearchConnection, sel ast.SelectionSet) {
+	x.object(x.plan(sel, "IncidentSearchConnection"), "IncidentSearchConnection", func(f *pfield) {
+		switch f.Name {
+		case "totalCount":
+			x.int(c.TotalCount)
+		case "nodes":
+			x.incidentList(c.Nodes, f.Selections, true)
+		case "edges":
+			x.searchEdges(c, f.Selections)
+		case "pageInfo":
+			x.pageInfo(c.PageInfo, f.Selections)
+		default: // facets, years
+			bail()
+		}
+	})
+}
+
+func (x *fastExec) searchEdges(c *model.IncidentSearchConnection, sel ast.SelectionSet) {
+	p := x.plan(sel, "IncidentSearchEdge")
+	nodes := make([]*incidents, len(p.fields))
+	for i := range p.fields {
+		if p.fields[i].Name == "node" {
+			nodes[i] = x.incidents(c.Nodes, p.fields[i].Selections)
+		}
+	}
+	x.list(len(c.Edges), func(k int) {
+		e := c.Edges[k]
+		x.object(p, "IncidentSearchEdge", func(f *pfield) {
+			switch f.Name {
+			case "cursor":
+				x.str(e.Cursor)
+			case "node":
+				nodes[f.index].write(x, k)
+			case "score":
+				x.float(e.Score)
+			case "highlights":
+				hp := x.plan(f.Selections, "Highlight")
+				x.list(len(e.Highlights), func(j int) {
+					h := e.Highlights[j]
+					x.object(hp, "Highlight", func(f *pfield) {
+						switch f.Name {
+						case "field":
+							x.str(string(h.Field))
+						case "lang":
+							if h.Lang == nil {
+								x.null()
+							} else {
+								x.str(string(*h.Lang))
+							}
+						case "snippet":
+							x.str(h.Snippet)
+						default:
+							bail()
+						}
+					})
+				})
+			default:
+				bail()
+			}
+		})
 	})
 }
 
@@ -997,6 +1078,16 @@ func (x *fastExec) bool(b bool) {
 func (x *fastExec) int(n int) {
 	var a [20]byte
 	x.buf.Write(strconv.AppendInt(a[:0], int64(n), 10))
+}
+
+// float writes f as gqlgen's Float marshaler does (%g); what JSON cannot
+// hold goes to gqlgen.
+func (x *fastExec) float(f float64) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		bail()
+	}
+	var a [32]byte
+	x.buf.Write(strconv.AppendFloat(a[:0], f, 'g', -1, 64))
 }
 
 func (x *fastExec) optInt(n *int) {

@@ -2,18 +2,21 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/search"
 	"github.com/incidentlib/incidentlib/server"
 )
 
@@ -29,8 +32,13 @@ func newFastPair(t *testing.T, incs []*incidentlib.Incident) *fastPair {
 	t.Helper()
 	ts := newTestServer(t, incs)
 	p := &fastPair{db: ts}
+	idx, err := search.Open(context.Background(), ts.DB, filepath.Join(t.TempDir(), "search"), search.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { idx.Close() })
 	for _, generic := range []bool{false, true} {
-		srv, err := server.New(ts.DB, server.Config{ResponseCacheBytes: -1, GenericExecutor: generic}, prometheus.NewRegistry())
+		srv, err := server.New(ts.DB, server.Config{ResponseCacheBytes: -1, GenericExecutor: generic, Search: idx}, prometheus.NewRegistry())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +158,13 @@ func TestFastReadsDifferential(t *testing.T) {
 		{`query($after: String) { incidents(first: 3, after: $after, filter: {symptoms: ["partial-outage"], reviewed: false}) { totalCount nodes { id } } }`, map[string]any{"after": nil}, ""},
 		{`query($s: Boolean!, $l: Lang) { incidents(first: 10) { nodes { id title(lang: $l) ...F related @skip(if: $s) { id } ... on Incident @include(if: $s) { org } } } } fragment F on Node { id ... on Incident { orgSlug title } }`, map[string]any{"s": true, "l": "KO"}, ""},
 		{`query($s: Boolean!, $l: Lang) { incidents(first: 10) { nodes { id title(lang: $l) ...F related @skip(if: $s) { id } ... on Incident @include(if: $s) { org } } } } fragment F on Node { id ... on Incident { orgSlug title } }`, map[string]any{"s": false, "l": nil}, ""},
+		{`query($q: String!, $l: Lang) { search(query: $q, lang: $l, first: 5) { totalCount pageInfo { hasNextPage endCursor } edges { cursor score highlights { field lang snippet __typename } node { id title organization { name incidentCount } related { id } } __typename } nodes { id } __typename } }`, map[string]any{"q": "outage", "l": nil}, ""},
+		{`{ search(query: "커넥션 풀", first: 3) { totalCount edges { score highlights { field lang snippet } node { title } } } }`, nil, "ko"},
+		{`{ search(query: "\"leader election\" -kubernetes", filter: {symptoms: ["partial-outage"]}, lang: EN) { totalCount edges { node { id } highlights { snippet } } } }`, nil, ""},
+		{`{ a: search(query: "freelist") { totalCount } b: search(query: "title:consul") { edges { score } } }`, nil, ""},
 		// Handed to gqlgen: the bytes must still agree.
+		{`{ search(query: "\"unclosed") { totalCount } }`, nil, ""},
+		{`{ search(query: "outage") { facets { kind counts { count } } years { year count } } }`, nil, ""},
 		{`{ incidents(first: 5) { facets { kind counts { count term { slug } } } years { year count } nodes { similar { score incident { id } } } } }`, nil, ""},
 		{`{ node(id: "IL-9990") { id __typename ... on Incident { title related { id } } } nodes(ids: ["org:roblox", "IL-0213", "term:symptom:partial-outage", "IL-0000", "bogus", "IL-9990"]) { id __typename ... on Organization { name incidentCount } ... on TaxonomyTerm { label incidentCount } ... on Incident { title organization { name } recurrenceOf { id } } } }`, nil, ""},
 		{`{ n: node(id: "org:roblox") { id } t: node(id: "term:component:storage-engine") { ... on TaxonomyTerm { slug kind } } x: node(id: "nope") { id } }`, nil, ""},
@@ -187,7 +201,10 @@ func TestFastReadsDifferential(t *testing.T) {
 func randomQuery(rng *rand.Rand) (string, map[string]any) {
 	g := &queryGen{rng: rng, vars: map[string]any{}}
 	var root string
-	switch rng.IntN(5) {
+	switch rng.IntN(6) {
+	case 5:
+		word := []string{"outage", "database", "timeout", "cache", "deploy", "network", "클러스터", "장애", "\"connection pool\"", "incident -kubernetes"}[rng.IntN(10)]
+		root = fmt.Sprintf(`search(query: %q, first: %d) { totalCount pageInfo { hasNextPage } edges { score cursor highlights { field lang snippet } node { %s } } }`, word, 1+rng.IntN(20), g.incident(1))
 	case 4:
 		root = fmt.Sprintf(`nodes(ids: ["IL-%04d", "org:roblox", "IL-%04d", "term:symptom:partial-outage"]) { id ... on Incident { %s } ... on Organization { name } }`, 1000+rng.IntN(320), 1000+rng.IntN(320), g.incident(1))
 	case 0:

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -19,10 +22,13 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/gen"
 	"github.com/incidentlib/incidentlib/search"
 	"github.com/incidentlib/incidentlib/seeds"
+	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
@@ -38,6 +44,7 @@ type searchBench struct {
 	queries   int
 	batch     int
 	page      int
+	http      bool
 	profile   string
 }
 
@@ -52,6 +59,7 @@ func runSearchBench(ctx context.Context, args []string, stdout io.Writer) error 
 	fs.IntVar(&b.queries, "queries", 800, "queries per class, spread over the clients")
 	fs.IntVar(&b.batch, "batch", 2000, "changes per index batch while building")
 	fs.IntVar(&b.page, "first", 20, "hits per page (each with highlights)")
+	fs.BoolVar(&b.http, "http", true, "also send the queries through the GraphQL API over loopback")
 	fs.StringVar(&b.profile, "cpuprofile", "", "write CPU profiles of the build and of the queries to PREFIX.build.pprof and PREFIX.query.pprof")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -83,7 +91,9 @@ func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) err
 	}
 	dbPath := filepath.Join(dir, "search.db")
 	os.Remove(dbPath)
-	db, err := storage.Open(dbPath, storage.Options{Taxonomy: tax, NoSync: true, RecordCache: 10_000})
+	// A record cache that holds the store, as a server of this size would
+	// be configured (--record-cache), warmed before the HTTP measurement.
+	db, err := storage.Open(dbPath, storage.Options{Taxonomy: tax, NoSync: true, RecordCache: max(10_000, b.incidents)})
 	if err != nil {
 		return err
 	}
@@ -153,7 +163,122 @@ func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) err
 		}
 	}
 	fmt.Fprintf(w, row, "target", "", "", "20.00", "", "", "")
+	if !b.http {
+		return nil
+	}
+
+	// The same queries through the GraphQL API over loopback: each client
+	// a keep-alive connection, the latency counted from the request's
+	// sending, so the wait for a core is part of it, as it is for a user.
+	ids := make([]string, 0, 1000)
+	for i, inc := range incs {
+		ids = append(ids, inc.ID)
+		if len(ids) == cap(ids) || i == len(incs)-1 {
+			if _, err := db.FindIncidentsByIDs(ctx, ids); err != nil {
+				return err
+			}
+			ids = ids[:0]
+		}
+	}
+	srv, err := server.New(db, server.Config{Prod: true, ResponseCacheBytes: -1, Search: x}, prometheus.NewRegistry())
+	if err != nil {
+		return err
+	}
+	srv.SetReady(true)
+	url, stop, err := listen(srv)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	transport := &http.Transport{MaxIdleConnsPerHost: b.clients, MaxConnsPerHost: b.clients, IdleConnTimeout: time.Minute, DisableCompression: true}
+	defer transport.CloseIdleConnections()
+	client := &http.Client{Transport: transport, Timeout: 30 * time.Second}
+	fmt.Fprintf(w, "\nover HTTP: search(query:, filter:, first: %d) { totalCount edges { score highlights { field lang snippet } node { id title } } } through the GraphQL API, %d keep-alive connections\n", b.page, b.clients)
+	fmt.Fprintf(w, row, "class", "filter", "p50 ms", "p99 ms", "max ms", "mean hits", "CPU ms/query")
+	for _, c := range classes {
+		for _, filtered := range []bool{false, true} {
+			cpu0 := searchCPU()
+			lat, hits, err := b.measureHTTP(ctx, client, url+"/graphql", c.queries, filtered)
+			cpu := searchCPU() - cpu0
+			if err != nil {
+				return fmt.Errorf("%s over HTTP: %w", c.name, err)
+			}
+			f := "none"
+			if filtered {
+				f = "domain"
+			}
+			fmt.Fprintf(w, row, c.name, f, fmt.Sprintf("%.2f", searchMs(searchPct(lat, 50))), fmt.Sprintf("%.2f", searchMs(searchPct(lat, 99))),
+				fmt.Sprintf("%.2f", searchMs(lat[len(lat)-1])), fmt.Sprintf("%.0f", hits), fmt.Sprintf("%.2f", searchMs(cpu)/float64(len(lat))))
+		}
+	}
+	fmt.Fprintf(w, row, "target", "", "", "20.00", "", "", "")
+	fmt.Fprintf(w, "CPU per query over HTTP counts the whole process: server, GraphQL and the clients.\n")
 	return nil
+}
+
+const searchPageQuery = `query Search($q: String!, $f: IncidentFilter, $n: Int) { search(query: $q, filter: $f, first: $n) { totalCount edges { score highlights { field lang snippet } node { id title } } } }`
+
+// measureHTTP sends the queries through the GraphQL API over b.clients
+// keep-alive connections and returns the sorted latencies and the mean
+// total count.
+func (b *searchBench) measureHTTP(ctx context.Context, client *http.Client, url string, qs []benchQuery, filtered bool) ([]time.Duration, float64, error) {
+	lat := make([]time.Duration, len(qs))
+	hits := make([]int, len(qs))
+	var wg sync.WaitGroup
+	errs := make(chan error, b.clients)
+	for c := range b.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := c; i < len(qs); i += b.clients {
+				vars := map[string]any{"q": qs[i].q, "n": b.page}
+				if filtered {
+					vars["f"] = map[string]any{"domains": []string{qs[i].domain}}
+				}
+				body, _ := json.Marshal(map[string]any{"query": searchPageQuery, "variables": vars})
+				req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+				if err != nil {
+					errs <- err
+					return
+				}
+				req.Header.Set("Content-Type", "application/json")
+				t := time.Now()
+				resp, err := client.Do(req)
+				if err != nil {
+					errs <- fmt.Errorf("%q: %w", qs[i].q, err)
+					return
+				}
+				raw, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				lat[i] = time.Since(t)
+				var out struct {
+					Data struct {
+						Search struct{ TotalCount int }
+					}
+					Errors []struct{ Message string }
+				}
+				if err == nil {
+					err = json.Unmarshal(raw, &out)
+				}
+				if err != nil || resp.StatusCode != http.StatusOK || len(out.Errors) > 0 {
+					errs <- fmt.Errorf("%q: status %d, %v: %.200s", qs[i].q, resp.StatusCode, err, raw)
+					return
+				}
+				hits[i] = out.Data.Search.TotalCount
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return nil, 0, err
+	}
+	slices.Sort(lat)
+	sum := 0
+	for _, h := range hits {
+		sum += h
+	}
+	return lat, float64(sum) / float64(len(hits)), nil
 }
 
 // startProfile starts a CPU profile into PREFIX.name.pprof when
