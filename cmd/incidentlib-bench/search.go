@@ -144,25 +144,12 @@ func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) err
 	}
 	defer stopProfile()
 	w := stdout // rows as they are measured
-	const row = "%8s %8s %8s %8s %8s %10s %13s\n"
-	fmt.Fprintf(w, row, "class", "filter", "p50 ms", "p99 ms", "max ms", "mean hits", "CPU ms/query")
-	for _, c := range classes {
-		for _, filtered := range []bool{false, true} {
-			cpu0 := searchCPU()
-			lat, hits, err := b.measure(ctx, x, c.queries, filtered)
-			cpu := searchCPU() - cpu0
-			if err != nil {
-				return fmt.Errorf("%s: %w", c.name, err)
-			}
-			f := "none"
-			if filtered {
-				f = "domain"
-			}
-			fmt.Fprintf(w, row, c.name, f, fmt.Sprintf("%.2f", searchMs(searchPct(lat, 50))), fmt.Sprintf("%.2f", searchMs(searchPct(lat, 99))),
-				fmt.Sprintf("%.2f", searchMs(lat[len(lat)-1])), fmt.Sprintf("%.0f", hits), fmt.Sprintf("%.2f", searchMs(cpu)/float64(len(lat))))
-		}
+	err = searchTable(w, classes, func(qs []benchQuery, filtered bool) ([]time.Duration, float64, error) {
+		return b.measure(ctx, x, qs, filtered)
+	})
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(w, row, "target", "", "", "20.00", "", "", "")
 	if !b.http {
 		return nil
 	}
@@ -194,14 +181,28 @@ func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) err
 	defer transport.CloseIdleConnections()
 	client := &http.Client{Transport: transport, Timeout: 30 * time.Second}
 	fmt.Fprintf(w, "\nover HTTP: search(query:, filter:, first: %d) { totalCount edges { score highlights { field lang snippet } node { id title } } } through the GraphQL API, %d keep-alive connections\n", b.page, b.clients)
+	err = searchTable(w, classes, func(qs []benchQuery, filtered bool) ([]time.Duration, float64, error) {
+		return b.measureHTTP(ctx, client, url+"/graphql", qs, filtered)
+	})
+	if err != nil {
+		return fmt.Errorf("over HTTP: %w", err)
+	}
+	fmt.Fprintf(w, "CPU per query over HTTP counts the whole process: server, GraphQL and the clients.\n")
+	return nil
+}
+
+// searchTable measures every class without and with a filter and prints
+// a row for each as it is measured.
+func searchTable(w io.Writer, classes []queryClass, measure func(qs []benchQuery, filtered bool) ([]time.Duration, float64, error)) error {
+	const row = "%8s %8s %8s %8s %8s %10s %13s\n"
 	fmt.Fprintf(w, row, "class", "filter", "p50 ms", "p99 ms", "max ms", "mean hits", "CPU ms/query")
 	for _, c := range classes {
 		for _, filtered := range []bool{false, true} {
 			cpu0 := searchCPU()
-			lat, hits, err := b.measureHTTP(ctx, client, url+"/graphql", c.queries, filtered)
+			lat, hits, err := measure(c.queries, filtered)
 			cpu := searchCPU() - cpu0
 			if err != nil {
-				return fmt.Errorf("%s over HTTP: %w", c.name, err)
+				return fmt.Errorf("%s: %w", c.name, err)
 			}
 			f := "none"
 			if filtered {
@@ -212,7 +213,6 @@ func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) err
 		}
 	}
 	fmt.Fprintf(w, row, "target", "", "", "20.00", "", "", "")
-	fmt.Fprintf(w, "CPU per query over HTTP counts the whole process: server, GraphQL and the clients.\n")
 	return nil
 }
 
