@@ -6,7 +6,6 @@ import (
 	"errors"
 	"math"
 	"strconv"
-	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -29,16 +28,14 @@ import (
 // parsing, validation, complexity and cost limits, timeouts, metrics and
 // logging around it are gqlgen's and the server's as for any operation.
 // Whatever it does not cover (mutations, introspection, facets, years,
-// similar, search, @defer, any field error or null in a non-null position)
-// it hands to gqlgen's executor unchanged: it bails out before writing a
-// response, and everything it read stays in the request's loaders, so the
-// executor reads nothing twice. TestFastReadsDifferential compares its
+// similar, organizations, @defer, any field error or null in a non-null
+// position) it hands to gqlgen's executor unchanged: it bails out before
+// writing a response, and the records it read stay in the request's
+// loaders for the executor. TestFastReadsDifferential compares its
 // bytes with gqlgen's over generated queries.
 type FastReads struct {
-	es       *executableSchema
-	r        *Resolver
-	served   atomic.Int64
-	fallback atomic.Int64
+	es *executableSchema
+	r  *Resolver
 	// Observe, if set, is told of each query: answered (true) or handed
 	// to gqlgen's executor (false). Set it before serving.
 	Observe func(answered bool)
@@ -68,12 +65,6 @@ func (*FastReads) ExtensionName() string { return "FastReads" }
 // Validate accepts any schema: NewFastReads checked it.
 func (*FastReads) Validate(graphql.ExecutableSchema) error { return nil }
 
-// Counts returns how many operations were answered by FastReads and how
-// many were handed to gqlgen's executor.
-func (f *FastReads) Counts() (served, fallback int64) {
-	return f.served.Load(), f.fallback.Load()
-}
-
 // InterceptResponse answers the operation if it can, or calls next.
 func (f *FastReads) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
 	oc := graphql.GetOperationContext(ctx)
@@ -90,13 +81,11 @@ func (f *FastReads) InterceptResponse(ctx context.Context, next graphql.Response
 	}
 	x.buf.Grow(16 << 10)
 	if !x.run(f.OnPanic) {
-		f.fallback.Add(1)
 		if f.Observe != nil {
 			f.Observe(false)
 		}
 		return next(ctx)
 	}
-	f.served.Add(1)
 	if f.Observe != nil {
 		f.Observe(true)
 	}

@@ -369,6 +369,7 @@ func TestFastReadsListPageReads(t *testing.T) {
 		postRaw(t, url, listPageQuery, map[string]any{"n": n}, "")
 		return p.db.DB.Stats().TxN - before
 	}
+	answered := executorCount(t, p.fast, "fast")
 	for _, n := range []int{100, 20} {
 		if fast, generic := tx(p.fast.URL, n), tx(p.generic.URL, n); fast > generic || fast == 0 {
 			t.Errorf("first: %d: %d read transactions through FastReads, %d through gqlgen", n, fast, generic)
@@ -376,5 +377,8 @@ func TestFastReadsListPageReads(t *testing.T) {
 	}
 	if a, b := tx(p.fast.URL, 100), tx(p.fast.URL, 20); a != b {
 		t.Errorf("read transactions: %d for first: 100, %d for first: 20", a, b)
+	}
+	if got := executorCount(t, p.fast, "fast") - answered; got != 4 {
+		t.Errorf("FastReads answered %v of the 4 list pages", got)
 	}
 }

@@ -97,7 +97,6 @@ type Server struct {
 
 	admin   *adminAuth    // the admin token (auth.go)
 	backups chan struct{} // one backup at a time (backup.go)
-	fast    *graph.FastReads
 }
 
 // New builds the handler over an open store. reg receives the metrics.
@@ -200,7 +199,6 @@ func (s *Server) useFastReads(gql *handler.Server, es graphql.ExecutableSchema) 
 		s.cfg.Logger.ErrorContext(ctx, "panic in the read executor; the query went to gqlgen's", "panic", v, "stack", string(debug.Stack()))
 	}
 	gql.Use(fr)
-	s.fast = fr
 	s.Metrics.observeFastReads(fr)
 	return nil
 }
