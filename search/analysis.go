@@ -1,6 +1,7 @@
 package search
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -82,8 +83,9 @@ type analyzer struct {
 	one     [1]*analysis.Token
 	raw     []token
 	// Scratch of highlights.
-	hlToks  []token
-	hlSpans [][2]int
+	hlToks   []token
+	hlHangul []string
+	hlSpans  [][2]int
 }
 
 const analyzerCacheSize = 1 << 17
@@ -110,12 +112,40 @@ func (a *analyzer) analyze(text string, out []token) []token {
 	return a.analyzeSome(text, out, nil)
 }
 
-// analyzeSome is analyze, leaving out (when want is set) the words of
-// ASCII alone whose first letter, case folded, is not in want: their
-// terms start with that letter, so callers that look for terms starting
-// with the letters of want lose nothing and skip most words. Positions
-// are those of analyze.
-func (a *analyzer) analyzeSome(text string, out []token, want *[256]bool) []token {
+// termFilter names the terms a caller of analyzeSome looks for.
+type termFilter struct {
+	// first holds the first byte of every term looked for.
+	first [256]bool
+	// hangul holds the terms of Hangul syllables alone looked for; with
+	// anyHangul, a term that holds Hangul but not syllables alone is.
+	hangul    []string
+	anyHangul bool
+}
+
+// add looks for term too.
+func (f *termFilter) add(term string) {
+	if term == "" {
+		return
+	}
+	f.first[term[0]] = true
+	switch {
+	case isHangulOnly(term):
+		if !slices.Contains(f.hangul, term) {
+			f.hangul = append(f.hangul, term)
+		}
+	case hasHangulString(term):
+		f.anyHangul = true
+	}
+}
+
+// analyzeSome is analyze, leaving out (when want is set) words that make
+// no term want looks for: a word of ASCII alone whose first letter, case
+// folded, no such term starts with (its terms start with that letter),
+// and a word of Hangul syllables alone that holds none of want's Hangul
+// terms (its terms are its bigrams, or itself). Callers that look for
+// those terms lose nothing and skip most words. Positions are those of
+// analyze.
+func (a *analyzer) analyzeSome(text string, out []token, want *termFilter) []token {
 	raw, ok := a.tokenize(text, a.raw[:0])
 	a.raw = raw
 	if !ok {
@@ -127,7 +157,7 @@ func (a *analyzer) analyzeSome(text string, out []token, want *[256]bool) []toke
 	shift := 0
 	for _, t := range raw {
 		w := text[t.Start:t.End]
-		if want != nil && !want[lowerASCII(w[0])] && isASCII(w) {
+		if want != nil && !want.first[lowerASCII(w[0])] && isASCII(w) {
 			continue
 		}
 		term := a.word(w)
@@ -136,6 +166,12 @@ func (a *analyzer) analyzeSome(text string, out []token, want *[256]bool) []toke
 		}
 		if !hasHangulString(term) {
 			out = append(out, token{Term: term, Position: t.Position + shift, Start: t.Start, End: t.End})
+			continue
+		}
+		if want != nil && !want.anyHangul && isHangulOnly(term) && !containsAny(term, want.hangul) {
+			// Its bigrams (one token for a single syllable) take the
+			// positions they would have taken.
+			shift += max(utf8.RuneCountInString(term)-1, 1) - 1
 			continue
 		}
 		// hangulBigram, as below.
@@ -165,6 +201,15 @@ func (a *analyzer) analyzeSome(text string, out []token, want *[256]bool) []toke
 		shift += pos - first - 1
 	}
 	return out
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
 }
 
 func lowerASCII(c byte) byte {

@@ -39,20 +39,36 @@ func TestAnalyzerMatchesBleve(t *testing.T) {
 		}
 	}
 	a := newTextAnalyzer()
-	var letters [256]bool
-	letters['c'], letters['l'], letters['9'] = true, true, true
+	// Terms that start with c, l or 9, and Korean terms (bigrams and a
+	// single syllable) that the seeds and the generated texts hold.
+	var letters termFilter
+	letters.first['c'], letters.first['l'], letters.first['9'] = true, true, true
+	hangul := []string{"리더", "클러", "러스", "장애", "서비", "비스", "의"}
+	for _, h := range hangul {
+		letters.add(h)
+	}
+	wanted := func(term string) bool {
+		if isHangulOnly(term) {
+			return slices.Contains(hangul, term)
+		}
+		return letters.first[term[0]]
+	}
+	kept := 0
 	for _, s := range texts {
 		got := a.analyze(s, nil)
 		want := bleveTokens(s)
 		if !slices.Equal(got, want) {
 			t.Errorf("analyze(%q):\n got  %v\n want %v", s, got, want)
 		}
-		// analyzeSome keeps every token whose term starts with one of
-		// the letters, as analyze makes it.
+		// analyzeSome keeps every token of a wanted term, as analyze
+		// makes it (position included), and makes no other token.
 		some := a.analyzeSome(s, nil, &letters)
 		for _, tok := range got {
-			if letters[tok.Term[0]] && !slices.Contains(some, tok) {
+			if wanted(tok.Term) && !slices.Contains(some, tok) {
 				t.Errorf("analyzeSome(%q) lost %v", s, tok)
+			}
+			if isHangulOnly(tok.Term) && slices.Contains(hangul, tok.Term) {
+				kept++
 			}
 		}
 		for _, tok := range some {
@@ -60,6 +76,9 @@ func TestAnalyzerMatchesBleve(t *testing.T) {
 				t.Errorf("analyzeSome(%q) made %v", s, tok)
 			}
 		}
+	}
+	if kept < 100 {
+		t.Errorf("only %d tokens of the Korean terms in the texts: the test needs other terms", kept)
 	}
 }
 

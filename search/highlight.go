@@ -44,16 +44,16 @@ func highlights(a *analyzer, inc *incidentlib.Incident, c *compiled, lang incide
 		if len(clauses) == 0 {
 			continue
 		}
-		// Only the words that may be a term of the clauses.
-		var want [256]bool
+		// Only the words that may make a term of the clauses.
+		var want termFilter
+		want.hangul = a.hlHangul[:0]
 		for _, cl := range clauses {
 			for _, t := range cl.terms {
-				if t != "" {
-					want[t[0]] = true
-				}
+				want.add(t)
 			}
 		}
 		toks = a.analyzeSome(text, toks[:0], &want)
+		a.hlHangul = want.hangul[:0]
 		spans = spans[:0]
 		for _, cl := range clauses {
 			spans = appendSpans(spans, toks, cl.terms)

@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/sync/semaphore"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -128,6 +129,11 @@ type Options struct {
 	// Logger receives catch-up progress and background errors; default
 	// slog.Default().
 	Logger *slog.Logger
+	// Concurrency is how many searches run at once; the others wait their
+	// turn in arrival order. Default GOMAXPROCS: a search is CPU work, and
+	// running more at once than there are cores only makes each one wait
+	// in the Go scheduler, in no fair order, instead of in line.
+	Concurrency int
 }
 
 // saveEvery is how often Follow saves an index that changed.
@@ -135,13 +141,15 @@ const saveEvery = 30 * time.Second
 
 // Index is the search index of one store.
 type Index struct {
-	db    *storage.DB
-	path  string
-	opts  Options
-	seq   atomic.Uint64 // store sequence of the last change applied
-	lock  chan struct{} // held while applying changes or saving
-	kick  chan struct{} // Notify -> Follow
-	cache *setCache
+	db      *storage.DB
+	path    string
+	opts    Options
+	seq     atomic.Uint64 // store sequence of the last change applied
+	lock    chan struct{} // held while applying changes or saving
+	kick    chan struct{} // Notify -> Follow
+	cache   *setCache
+	turns   *semaphore.Weighted // Options.Concurrency, first come first served
+	waiting atomic.Int64        // searches waiting for a turn
 
 	mu      sync.RWMutex // guards mem; writers also hold lock
 	mem     *memIndex
@@ -167,7 +175,13 @@ func Open(ctx context.Context, db *storage.DB, path string, opts Options) (*Inde
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	x := &Index{db: db, path: path, opts: opts,
+	if opts.Concurrency < 0 {
+		return nil, fmt.Errorf("search: concurrency must be positive, got %d", opts.Concurrency)
+	}
+	if opts.Concurrency == 0 {
+		opts.Concurrency = runtime.GOMAXPROCS(0)
+	}
+	x := &Index{db: db, path: path, opts: opts, turns: semaphore.NewWeighted(int64(opts.Concurrency)),
 		lock: make(chan struct{}, 1), kick: make(chan struct{}, 1), cache: newSetCache(32)}
 	_, statErr := os.Stat(path)
 	switch {

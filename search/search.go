@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"strconv"
 
@@ -125,6 +126,10 @@ func (x *Index) Search(ctx context.Context, q incidentlib.SearchQuery, page inci
 	if err != nil {
 		return nil, err
 	}
+	if err := x.turn(ctx); err != nil {
+		return nil, err
+	}
+	defer x.turns.Release(1)
 	if err := x.CatchUp(ctx); err != nil {
 		return nil, err
 	}
@@ -158,19 +163,21 @@ func (x *Index) Search(ctx context.Context, q incidentlib.SearchQuery, page inci
 	for i, h := range hits {
 		nums[i] = h.num
 	}
-	recs, err := x.db.RawIncidents(ctx, nums)
+	recs, err := x.db.HitRecords(ctx, nums)
 	if err != nil {
 		return nil, err
 	}
 	a := getAnalyzer()
 	defer putAnalyzer(a)
 	for i, h := range hits {
-		if recs[i] == nil { // deleted since the index read
-			continue
-		}
-		inc, err := textsOf(recs[i])
-		if err != nil {
-			return nil, err
+		inc := recs[i].Decoded
+		if inc == nil {
+			if recs[i].Raw == nil { // deleted since the index read
+				continue
+			}
+			if inc, err = textsOf(recs[i].Raw); err != nil {
+				return nil, err
+			}
 		}
 		out.Hits = append(out.Hits, incidentlib.SearchHit{
 			ID:         incidentlib.FormatID(h.num),
@@ -181,6 +188,20 @@ func (x *Index) Search(ctx context.Context, q incidentlib.SearchQuery, page inci
 	}
 	return out, nil
 }
+
+// turn waits until fewer than Options.Concurrency searches run, first
+// come first served, or ctx ends; the caller releases x.turns.
+func (x *Index) turn(ctx context.Context) error {
+	x.waiting.Add(1)
+	defer x.waiting.Add(-1)
+	if err := x.turns.Acquire(ctx, 1); err != nil {
+		return fmt.Errorf("search: waiting for a turn: %w", err)
+	}
+	return nil
+}
+
+// Waiting is how many searches wait for their turn now.
+func (x *Index) Waiting() int { return int(x.waiting.Load()) }
 
 // SearchFacets counts terms over every match of q. See
 // incidentlib.SearchService.

@@ -608,6 +608,18 @@ func TestConsistency(t *testing.T) {
 		if got := ids(t, x, "nomad"); !slices.Equal(got, []string{"IL-0100"}) {
 			t.Errorf("the new text finds %v", got)
 		}
+		// Highlights are cut from the text stored now, also when the
+		// record cache held the earlier version.
+		if _, err := db.FindIncidentsByIDs(ctx, []string{"IL-0100"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ImportIncidents(ctx, []*incidentlib.Incident{inc("IL-0100", "Acme", "Nomad upgrade drained every rack", "", "")}, incidentlib.ImportOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p := run(t, x, "nomad")
+		if len(p.Hits) != 1 || len(p.Hits[0].Highlights) == 0 || !strings.Contains(p.Hits[0].Highlights[0].Snippet, "every rack") {
+			t.Errorf("the highlight is not cut from the stored text: %+v", p.Hits)
+		}
 	})
 	t.Run("DeleteThenSearch", func(t *testing.T) {
 		db := searchStore(t, handMade())
@@ -682,6 +694,60 @@ func TestConsistency(t *testing.T) {
 		cancel()
 		<-done
 	})
+}
+
+// TestSearchTurns: no more searches run at once than Options.Concurrency;
+// the others wait in line, and one whose request ends while it waits
+// gives up with the request's error.
+func TestSearchTurns(t *testing.T) {
+	ctx := context.Background()
+	db := searchStore(t, handMade())
+	if _, err := Open(ctx, db, indexPath(db), Options{Concurrency: -1}); err == nil {
+		t.Fatal("a negative concurrency was accepted")
+	}
+	x, err := Open(ctx, db, indexPath(db), Options{Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	waitFor := func(n int) {
+		t.Helper()
+		for x.Waiting() != n {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	search := func(ctx context.Context, out chan<- error) {
+		_, err := x.Search(ctx, incidentlib.SearchQuery{Query: "certificate"}, incidentlib.PageArgs{})
+		out <- err
+	}
+	// The only turn is taken, as by a running search.
+	if err := x.turns.Acquire(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan error, 1)
+	go search(ctx, waiting)
+	waitFor(1)
+	canceled := make(chan error, 1)
+	cctx, cancel := context.WithCancel(ctx)
+	go search(cctx, canceled)
+	waitFor(2)
+	select {
+	case err := <-waiting:
+		t.Fatalf("a search ran while the only turn was taken (err %v)", err)
+	default:
+	}
+	cancel()
+	if err := <-canceled; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a search whose request ended while it waited returned %v", err)
+	}
+	waitFor(1)
+	x.turns.Release(1)
+	if err := <-waiting; err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(t, x, "certificate"); !slices.Equal(got, []string{"IL-0004"}) {
+		t.Fatalf("after the line emptied found %v", got)
+	}
 }
 
 func TestCheck(t *testing.T) {

@@ -6,12 +6,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/graph"
 	"github.com/incidentlib/incidentlib/storage"
 )
@@ -33,6 +35,9 @@ type Metrics struct {
 	// Operations per executor (graph.FastReads or gqlgen's).
 	executor                      *prometheus.CounterVec
 	executorFast, executorGeneric prometheus.Counter
+
+	// searchWaiting reads the search service's queue (SetSearch).
+	searchWaiting atomic.Pointer[func() int]
 
 	mu  sync.Mutex
 	ops map[string]bool
@@ -94,7 +99,16 @@ func NewMetrics(db *storage.DB, reg prometheus.Registerer) (*Metrics, error) {
 		Name: "incidentlib_store_writes_in_flight",
 		Help: "Mutations waiting for or running their write transaction (more than one share a commit through bbolt's Batch).",
 	}, func() float64 { return float64(db.WritesInFlight()) })
-	for _, c := range []prometheus.Collector{m.opDuration, m.opErrors, m.httpRequests, m.loaderBatch, m.loaderKeys, m.executor, m.commit, newStoreCollector(db), writesInFlight} {
+	searchWaiting := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "incidentlib_search_waiting",
+		Help: "Searches waiting for their turn: no more than serve --search-concurrency run at once.",
+	}, func() float64 {
+		if f := m.searchWaiting.Load(); f != nil {
+			return float64((*f)())
+		}
+		return 0
+	})
+	for _, c := range []prometheus.Collector{m.opDuration, m.opErrors, m.httpRequests, m.loaderBatch, m.loaderKeys, m.executor, m.commit, newStoreCollector(db), writesInFlight, searchWaiting} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -103,6 +117,15 @@ func NewMetrics(db *storage.DB, reg prometheus.Registerer) (*Metrics, error) {
 	_ = reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	db.Observe = func(d time.Duration) { m.commit.Observe(d.Seconds()) }
 	return m, nil
+}
+
+// observeSearch reads the queue of svc, when it has one, for
+// incidentlib_search_waiting.
+func (m *Metrics) observeSearch(svc incidentlib.SearchService) {
+	if q, ok := svc.(interface{ Waiting() int }); ok {
+		f := q.Waiting
+		m.searchWaiting.Store(&f)
+	}
 }
 
 // observeFastReads counts the operations fr answers and hands on.

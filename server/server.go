@@ -116,6 +116,7 @@ func New(db *storage.DB, cfg Config, reg prometheus.Registerer) (*Server, error)
 		return nil, err
 	}
 	s := &Server{DB: db, Metrics: m, cfg: cfg, backups: make(chan struct{}, 1)}
+	m.observeSearch(cfg.Search)
 	s.Resolver = &graph.Resolver{Incidents: db, Organizations: db, Taxonomy: db.Taxonomy(), LoaderMetrics: m, Search: cfg.Search}
 	es := graph.NewExecutableSchema(graph.Config{Resolvers: s.Resolver, Complexity: graph.Complexity()})
 	gql := handler.New(es)

@@ -81,7 +81,8 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 	srv.SetReady(true)
-	gqlURL, stopGQL, err := listen(srv)
+	timer := &handlerTimer{h: srv}
+	gqlURL, stopGQL, err := listen(timer)
 	if err != nil {
 		return err
 	}
@@ -161,8 +162,8 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	defer stopStatic()
 
 	targets := []loadTarget{
-		{name: fmt.Sprintf("list page (first: %d)", b.first), url: gqlURL + "/graphql", body: listBody, want: listResp},
-		{name: "incident page (" + id + ")", url: gqlURL + "/graphql", body: incBody, want: incResp},
+		{name: fmt.Sprintf("list page (first: %d)", b.first), url: gqlURL + "/graphql", body: listBody, want: listResp, timer: timer},
+		{name: "incident page (" + id + ")", url: gqlURL + "/graphql", body: incBody, want: incResp, timer: timer},
 		{name: "static handler, same bytes as the list page", url: staticURL + "/graphql", body: listBody, want: listResp},
 		{name: "list page, gqlgen's executor only", url: genericURL + "/graphql", body: listBody, want: listResp},
 	}
@@ -202,17 +203,27 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "\nmedian of %d interleaved rounds of %s, %d connections, gc-percent %d, nproc %d:\n",
 		b.rounds, b.duration, b.concurrency, b.gcPercent, runtime.NumCPU())
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "target\treq/s\tp50\tp99\tCPU/req\tallocs/req\tB/req\terrors\t")
+	fmt.Fprintln(tw, "target\treq/s\tp50\tp99\tin handler p50\tp99\tCPU/req\tallocs/req\tB/req\terrors\t")
 	med := make([]result, len(targets))
 	for i, t := range targets {
 		med[i] = median(results[i])
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%.0f\t%.0f\t%d\t\n", t.name, med[i].rps(), round3(med[i].p50), round3(med[i].p99), round3(med[i].cpu), med[i].allocs, med[i].bytes, med[i].errors)
+		inP50, inP99 := "-", "-"
+		if t.timer != nil {
+			inP50, inP99 = round3(med[i].inHandlerP50), round3(med[i].inHandlerP99)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%.0f\t%.0f\t%d\t\n", t.name, med[i].rps(), round3(med[i].p50), round3(med[i].p99),
+			inP50, inP99, round3(med[i].cpu), med[i].allocs, med[i].bytes, med[i].errors)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	ratio := med[0].rps() / med[2].rps()
 	fmt.Fprintf(stdout, "ratio list page / static handler: %.3f (target at least 0.25); list page p99 %s (target at most 10ms)\n", ratio, round3(med[0].p99))
+	// Little's law: with every connection always waiting for its answer,
+	// the mean latency is the connections over the rate.
+	fmt.Fprintf(stdout, "mean latency = connections / rate: list page %s, static handler %s; time in the handler: p50 %s, p99 %s (the rest is waiting for a core, in the server and in the load generator)\n",
+		round3(time.Duration(float64(b.concurrency)/med[0].rps()*float64(time.Second))), round3(time.Duration(float64(b.concurrency)/med[2].rps()*float64(time.Second))),
+		round3(med[0].inHandlerP50), round3(med[0].inHandlerP99))
 	if med[0].cpu > 0 {
 		fmt.Fprintf(stdout, "CPU ratio static / list page per request: %.3f (the same ratio measured in CPU time, which moves less when the machine is busy)\n",
 			float64(med[2].cpu)/float64(med[0].cpu))

@@ -82,16 +82,49 @@ type loadTarget struct {
 	// want is the exact response expected, when known; without it any 200
 	// passes.
 	want []byte
+	// timer, when set, times the requests inside the target's handler.
+	timer *handlerTimer
+}
+
+// handlerTimer times each request inside a handler, from the call to its
+// return: the server's own part of the latency the load generator sees,
+// without the waits for a core before the handler runs and after it.
+type handlerTimer struct {
+	h  http.Handler
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (t *handlerTimer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	t.h.ServeHTTP(w, r)
+	d := time.Since(start)
+	t.mu.Lock()
+	t.d = append(t.d, d)
+	t.mu.Unlock()
+}
+
+// take returns the times since the last take, sorted, and forgets them.
+func (t *handlerTimer) take() []time.Duration {
+	t.mu.Lock()
+	d := t.d
+	t.d = nil
+	t.mu.Unlock()
+	slices.Sort(d)
+	return d
 }
 
 // result is one measurement of one target.
 type result struct {
-	requests      int
-	errors        int
-	elapsed       time.Duration
-	p50, p99      time.Duration
-	cpu           time.Duration // process CPU time per request (servers and load generator), 0 if unknown
-	allocs, bytes float64       // per request, the whole process
+	requests int
+	errors   int
+	elapsed  time.Duration
+	p50, p99 time.Duration
+	// inHandler: p50 and p99 of the time inside the handler (with a
+	// timer), 0 without.
+	inHandlerP50, inHandlerP99 time.Duration
+	cpu                        time.Duration // process CPU time per request (servers and load generator), 0 if unknown
+	allocs, bytes              float64       // per request, the whole process
 }
 
 func (r result) rps() float64 { return float64(r.requests) / r.elapsed.Seconds() }
@@ -150,6 +183,9 @@ func drive(ctx context.Context, client *http.Client, concurrency int, t loadTarg
 	var firstErr atomic.Pointer[error]
 	lat := make([][]time.Duration, concurrency)
 	runtime.GC()
+	if t.timer != nil {
+		t.timer.take() // the requests of earlier measurements
+	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	cpu0 := processCPU()
@@ -199,6 +235,11 @@ func drive(ctx context.Context, client *http.Client, concurrency int, t loadTarg
 		cpu:      time.Duration(cpu / int64(len(all))),
 		allocs:   float64(after.Mallocs-before.Mallocs) / float64(len(all)),
 		bytes:    float64(after.TotalAlloc-before.TotalAlloc) / float64(len(all)),
+	}
+	if t.timer != nil {
+		if in := t.timer.take(); len(in) > 0 {
+			r.inHandlerP50, r.inHandlerP99 = in[len(in)*50/100], in[min(len(in)-1, len(in)*99/100)]
+		}
 	}
 	if p := firstErr.Load(); p != nil {
 		return r, *p

@@ -63,6 +63,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	addr := f.str("addr", "127.0.0.1:8080", "address to listen on")
 	sf := addStoreFlags(f)
 	xf := addSearchFlags(f, sf) // the full-text index (search.go)
+	xf.addServing(f)
 	of := addOutboundFlags(f, sf)
 	seed := f.str("seed", "auto", "auto: load the seed incidents into a new, empty store; none: taxonomy only")
 	prod := f.boolean("prod", false, "production mode: no playground, no introspection")

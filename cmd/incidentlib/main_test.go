@@ -145,6 +145,7 @@ func TestNonsenseConfigurationIsRefused(t *testing.T) {
 		"UnitlessEnv":     {[]string{"serve"}, map[string]string{"INCIDENTLIB_WRITE_TIMEOUT": "30"}, "INCIDENTLIB_WRITE_TIMEOUT"},
 		"BadSeedMode":     {[]string{"serve", "--seed", "sometimes"}, nil, "--seed"},
 		"NegativeCache":   {[]string{"serve", "--record-cache", "-5"}, nil, "record-cache"},
+		"NoSearchTurns":   {[]string{"serve", "--search-concurrency", "0"}, nil, "search-concurrency"},
 		"GenZeroCount":    {[]string{"gen", "--count", "0"}, nil, "count"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/incidentlib/incidentlib"
@@ -17,8 +18,9 @@ import (
 
 // searchFlags locate the search index of the store.
 type searchFlags struct {
-	path  *string
-	store storeFlags
+	path        *string
+	concurrency *int
+	store       storeFlags
 }
 
 func addSearchFlags(f *flags, sf storeFlags) searchFlags {
@@ -26,6 +28,12 @@ func addSearchFlags(f *flags, sf storeFlags) searchFlags {
 		path:  f.str("search-index", "", "directory of the full-text search index; empty: the --db path with .search appended; off: no search"),
 		store: sf,
 	}
+}
+
+// addServing adds the flags of the index serve runs.
+func (s *searchFlags) addServing(f *flags) {
+	s.concurrency = f.count("search-concurrency", runtime.GOMAXPROCS(0), 1,
+		"searches run at once, in searches; the others wait their turn in arrival order (default: the cores Go uses, GOMAXPROCS)")
 }
 
 // indexPath is the index's directory, "" when search is off.
@@ -50,6 +58,9 @@ func (s searchFlags) start(ctx context.Context, db *storage.DB, logger *slog.Log
 	}
 	began := time.Now()
 	opts := search.Options{Logger: logger}
+	if s.concurrency != nil {
+		opts.Concurrency = *s.concurrency
+	}
 	x, err := search.Open(ctx, db, path, opts)
 	if errors.Is(err, search.ErrRebuild) {
 		logger.Warn("rebuilding the search index", "reason", err.Error())
