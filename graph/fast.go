@@ -78,8 +78,8 @@ func (f *FastReads) InterceptResponse(ctx context.Context, next graphql.Response
 		ec:    newExecutionContext(oc, f.es, nil),
 		r:     f.r,
 		plans: map[planKey]*plan{},
+		buf:   responseBuffer(ctx),
 	}
-	x.buf.Grow(16 << 10)
 	if !x.run(f.OnPanic) {
 		if f.Observe != nil {
 			f.Observe(false)
@@ -100,7 +100,7 @@ type fastExec struct {
 	oc    *graphql.OperationContext
 	ec    *executionContext
 	r     *Resolver
-	buf   bytes.Buffer
+	buf   *bytes.Buffer
 	plans map[planKey]*plan
 }
 
@@ -784,7 +784,7 @@ func (b *incidents) write(x *fastExec, k int) {
 				if n > 0 {
 					x.buf.WriteByte(',')
 				}
-				model.MarshalJSON(d).MarshalGQL(&x.buf)
+				model.MarshalJSON(d).MarshalGQL(x.buf)
 			}
 			x.buf.WriteByte(']')
 		case "relatedIds":
@@ -805,7 +805,7 @@ func (b *incidents) write(x *fastExec, k int) {
 		case "url":
 			x.optStr(o.URL())
 		case "extra":
-			model.MarshalJSON(o.Extra()).MarshalGQL(&x.buf)
+			model.MarshalJSON(o.Extra()).MarshalGQL(x.buf)
 		case "organization":
 			b.rel[i].(*organizations).write(x, k)
 		case "related", "recurrences":
@@ -1100,7 +1100,7 @@ const hexDigits = "0123456789ABCDEF"
 // str writes s quoted as gqlgen's string marshaler does: it escapes the
 // quote, the backslash and control characters and nothing else.
 func (x *fastExec) str(s string) {
-	b := &x.buf
+	b := x.buf
 	b.WriteByte('"')
 	start := 0
 	for i := 0; i < len(s); i++ {

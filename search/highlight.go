@@ -3,7 +3,6 @@ package search
 import (
 	"html"
 	"slices"
-	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -137,7 +136,7 @@ func appendSpans(spans [][2]int, toks []token, ts []string) [][2]int {
 // HTML-escaped, with the spans in <mark>: the whole text when it is short,
 // otherwise about snippetRunes runes cut at spaces, with "…" where cut.
 func snippet(text string, spans [][2]int) string {
-	sort.Slice(spans, func(i, j int) bool { return spans[i][0] < spans[j][0] })
+	slices.SortFunc(spans, func(a, b [2]int) int { return a[0] - b[0] })
 	// Merge overlapping and touching spans (the bigrams of one Hangul word).
 	merged := spans[:1]
 	for _, s := range spans[1:] {

@@ -382,3 +382,58 @@ func TestFastReadsListPageReads(t *testing.T) {
 		t.Errorf("FastReads answered %v of the 4 list pages", got)
 	}
 }
+
+// TestResponseBuffersConcurrently: FastReads writes responses into pooled
+// buffers that go back to the pool once the response is written, and so
+// does the capture of the response cache. Many clients at once, each with
+// other queries (list pages of other sizes, searches), must each get
+// exactly the bytes of their query as answered alone by gqlgen.
+func TestResponseBuffersConcurrently(t *testing.T) {
+	p := newFastPair(t, corpus(t, 300, 5))
+	type req struct {
+		query string
+		vars  map[string]any
+	}
+	var reqs []req
+	for n := 1; n <= 12; n++ {
+		reqs = append(reqs, req{listPageQuery, map[string]any{"n": n * 7}})
+	}
+	for _, q := range []string{"outage", "leader election", "클러스터", "keepalive"} {
+		reqs = append(reqs, req{`query($q: String!) { search(query: $q, first: 10) { totalCount edges { score highlights { field snippet } node { id title } } } }`, map[string]any{"q": q}})
+	}
+	want := make([][]byte, len(reqs))
+	for i, r := range reqs {
+		want[i] = postRaw(t, p.generic.URL, r.query, r.vars, "")
+	}
+	before := executorCount(t, p.fast, "fast")
+	const clients, rounds = 8, 20
+	errs := make(chan error, clients)
+	for c := range clients {
+		go func() {
+			for k := range rounds {
+				i := (c*rounds + k) % len(reqs)
+				body, _ := json.Marshal(map[string]any{"query": reqs[i].query, "variables": reqs[i].vars})
+				resp, err := http.Post(p.fast.URL+"/graphql", "application/json", bytes.NewReader(body))
+				if err != nil {
+					errs <- err
+					return
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if got := []byte(fmt.Sprintf("%d %s", resp.StatusCode, b)); err != nil || !bytes.Equal(got, want[i]) {
+					errs <- fmt.Errorf("query %d: got %.200s\nwant %.200s (%v)", i, got, want[i], err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range clients {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := executorCount(t, p.fast, "fast") - before; got != clients*rounds {
+		t.Errorf("FastReads answered %v of %d queries", got, clients*rounds)
+	}
+}

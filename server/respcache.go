@@ -494,7 +494,7 @@ func requestLang(r *http.Request) incidentlib.Lang {
 type captureWriter struct {
 	header http.Header
 	status int
-	body   bytes.Buffer
+	body   *bytes.Buffer // pooled (graph.PooledBuffer)
 }
 
 func (c *captureWriter) Header() http.Header { return c.header }
@@ -615,7 +615,8 @@ func (h *cachingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	st.slot = &cacheSlot{}
-	cw := &captureWriter{header: http.Header{}}
+	cw := &captureWriter{header: http.Header{}, body: graph.PooledBuffer()}
+	defer graph.PutBuffer(cw.body) // written by then, and a stored body is a copy
 	next.ServeHTTP(cw, r)
 	slot := st.slot
 	st.slot = nil
@@ -648,6 +649,7 @@ func (h *cachingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e.size = int64(len(e.body)) + headerSize(hdr) + entryOverhead
 	o.finish(e)
 	if o.cache.enabled() && store {
+		e.body = bytes.Clone(e.body) // the capture's buffer goes back to the pool
 		e.hitDuration = o.reqMetrics.duration.WithLabelValues(o.m.operationLabel(e.op), cacheHit)
 		o.cache.put(e, o.db.Seq())
 	}

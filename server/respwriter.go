@@ -17,6 +17,8 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/incidentlib/incidentlib/graph"
 )
 
 // The GraphQL HTTP transports. They behave as gqlgen's transport.POST and
@@ -73,6 +75,8 @@ func (h postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 		writeJSON(w, exec.DispatchError(graphql.WithOperationContext(ctx, rc), opErr))
 		return
 	}
+	ctx, bufs := graph.WithResponseBuffers(ctx)
+	defer bufs.Release()
 	responses, ctx := exec.DispatchOperation(ctx, rc)
 	writeResponse(w, responses(ctx))
 }
@@ -120,7 +124,9 @@ func (h getTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 		writeJSONError(w, "GET requests only allow query operations")
 		return
 	}
-	responses, ctx := exec.DispatchOperation(r.Context(), opCtx)
+	ctx, bufs := graph.WithResponseBuffers(r.Context())
+	defer bufs.Release()
+	responses, ctx := exec.DispatchOperation(ctx, opCtx)
 	writeResponse(w, responses(ctx))
 }
 

@@ -19,23 +19,32 @@ type HitRecord struct {
 }
 
 // HitRecords returns incidents nums in their order, read in one
-// transaction. A record the cache holds costs a lookup of its version;
-// the others are returned as bytes, because the search index reads only
-// their texts, which costs a fraction of decoding the whole record.
+// transaction. A record the cache holds costs a lookup of its version,
+// or none when it was seen at the store's current sequence (as
+// recordReader.get); the others are returned as bytes, because the
+// search index reads only their texts, which costs a fraction of
+// decoding the whole record.
 func (db *DB) HitRecords(ctx context.Context, nums []uint32) ([]HitRecord, error) {
 	out := make([]HitRecord, len(nums))
 	err := db.view(ctx, func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketIncidents).Cursor()
-		var key [4]byte
+		rr := db.recordReader(tx)
 		for i, n := range nums {
-			binary.BigEndian.PutUint32(key[:], n)
-			rec := seekGet(c, key[:])
+			if rr.snap != 0 {
+				// Seen at this sequence: nothing has changed it since.
+				if c, ok := db.cache.Peek(n); ok && c.seenAt.Load() == rr.snap {
+					out[i].Decoded = c.inc
+					continue
+				}
+			}
+			binary.BigEndian.PutUint32(rr.key[:], n)
+			rec := seekGet(rr.c, rr.key[:])
 			if len(rec) < 8 {
 				continue
 			}
-			if db.cache != nil {
-				if ci, ok := db.cache.Peek(n); ok && ci.version == binary.BigEndian.Uint64(rec) {
-					out[i].Decoded = ci.inc
+			if rr.snap != 0 {
+				if c, ok := db.cache.Peek(n); ok && c.version == binary.BigEndian.Uint64(rec) {
+					c.seenAt.Store(rr.snap)
+					out[i].Decoded = c.inc
 					continue
 				}
 			}
