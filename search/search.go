@@ -243,6 +243,10 @@ func (x *Index) matchSet(ctx context.Context, q incidentlib.SearchQuery) (*roari
 	if set, ok := x.cache.Get(key); ok {
 		return set, nil
 	}
+	if err := x.turn(ctx); err != nil {
+		return nil, err
+	}
+	defer x.turns.Release(1)
 	var keep *roaring.Bitmap
 	if p.filtered {
 		if keep, err = x.db.MatchSet(ctx, p.filter); err != nil {
