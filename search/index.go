@@ -25,7 +25,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"golang.org/x/sync/semaphore"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -33,6 +32,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/storage"
