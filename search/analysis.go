@@ -160,18 +160,19 @@ func (a *analyzer) analyzeSome(text string, out []token, want *termFilter) []tok
 		if want != nil && !want.first[lowerASCII(w[0])] && isASCII(w) {
 			continue
 		}
+		if want != nil && !want.anyHangul && isHangulOnly(w) && !containsAny(w, want.hangul) {
+			// Hangul syllables are their own term (no case, stem, width
+			// or stop word), cut into bigrams that take the positions
+			// they would have taken (one token for a single syllable).
+			shift += max(utf8.RuneCountInString(w)-1, 1) - 1
+			continue
+		}
 		term := a.word(w)
 		if term == "" {
 			continue // a stop word
 		}
 		if !hasHangulString(term) {
 			out = append(out, token{Term: term, Position: t.Position + shift, Start: t.Start, End: t.End})
-			continue
-		}
-		if want != nil && !want.anyHangul && isHangulOnly(term) && !containsAny(term, want.hangul) {
-			// Its bigrams (one token for a single syllable) take the
-			// positions they would have taken.
-			shift += max(utf8.RuneCountInString(term)-1, 1) - 1
 			continue
 		}
 		// hangulBigram, as below.
