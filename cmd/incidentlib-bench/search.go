@@ -47,6 +47,7 @@ type searchBench struct {
 	http      bool
 	profile   string
 	gcPercent int
+	turns     int
 }
 
 func runSearchBench(ctx context.Context, args []string, stdout io.Writer) error {
@@ -61,13 +62,14 @@ func runSearchBench(ctx context.Context, args []string, stdout io.Writer) error 
 	fs.IntVar(&b.batch, "batch", 2000, "changes per index batch while building")
 	fs.IntVar(&b.page, "first", 20, "hits per page (each with highlights)")
 	fs.BoolVar(&b.http, "http", true, "also send the queries through the GraphQL API over loopback")
+	fs.IntVar(&b.turns, "search-concurrency", runtime.GOMAXPROCS(0), "searches run at once, as serve --search-concurrency (the others wait in line)")
 	fs.IntVar(&b.gcPercent, "gc-percent", server.DefaultGCPercent, "garbage collector budget in percent of the live heap, as serve --gc-percent")
 	fs.StringVar(&b.profile, "cpuprofile", "", "write CPU profiles of the build and of the queries to PREFIX.build.pprof and PREFIX.query.pprof")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if b.incidents < 100 || b.clients < 1 || b.queries < b.clients || b.batch < 1 || b.page < 1 || b.page > incidentlib.MaxPageSize {
-		return errors.New("-incidents at least 100, -clients at least 1, -queries at least -clients, -batch at least 1, -first 1 to 100")
+	if b.incidents < 100 || b.clients < 1 || b.queries < b.clients || b.batch < 1 || b.page < 1 || b.page > incidentlib.MaxPageSize || b.turns < 1 {
+		return errors.New("-incidents at least 100, -clients at least 1, -queries at least -clients, -batch at least 1, -first 1 to 100, -search-concurrency at least 1")
 	}
 	if _, err := server.SetGCPercent(b.gcPercent); err != nil {
 		return fmt.Errorf("-gc-percent: %w", err)
@@ -88,7 +90,7 @@ func runSearchBench(ctx context.Context, args []string, stdout io.Writer) error 
 
 func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) error {
 	tax := seeds.MustTaxonomy()
-	fmt.Fprintf(stdout, "search: %d incidents, %d clients, %d queries per class, GOMAXPROCS %d, gc-percent %d\n", b.incidents, b.clients, b.queries, runtime.GOMAXPROCS(0), b.gcPercent)
+	fmt.Fprintf(stdout, "search: %d incidents, %d clients, %d queries per class, GOMAXPROCS %d, gc-percent %d, search-concurrency %d\n", b.incidents, b.clients, b.queries, runtime.GOMAXPROCS(0), b.gcPercent, b.turns)
 	start := time.Now()
 	incs, err := gen.Generate(gen.Options{Count: b.incidents, Seed: b.seed, Taxonomy: tax})
 	if err != nil {
@@ -124,7 +126,7 @@ func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) err
 	}
 	start = time.Now()
 	cpu0 := searchCPU()
-	x, err := search.Open(ctx, db, idxPath, search.Options{BatchSize: b.batch, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	x, err := search.Open(ctx, db, idxPath, search.Options{BatchSize: b.batch, Concurrency: b.turns, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return err
 	}
