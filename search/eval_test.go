@@ -317,23 +317,15 @@ func (m *memIndex) matches(e *evalState, c *clauseQ, lead []uint32, score bool) 
 // terms of c stand at their relative positions in field f, with how
 // often.
 func (m *memIndex) phraseMatches(e *evalState, c *clauseQ, f ifield, lead []uint32, out []match) ([]match, float64) {
-	curs := e.curs[:0]
+	curs, ok := m.phraseCursors(e.curs[:0], c.terms, f)
 	defer func() { e.curs = curs[:0] }()
+	if !ok {
+		return out, 0
+	}
 	idfSum := 0.0
 	n := max(m.live, 1)
-	for rel, t := range c.terms {
-		if t == "" {
-			continue
-		}
-		p := m.posting(f, t)
-		if p == nil {
-			return out, 0
-		}
-		curs = append(curs, cursor{p: p, rel: rel})
-		idfSum += idf(n, len(p.docs))
-	}
-	if len(curs) == 0 {
-		return out, 0
+	for _, cur := range curs {
+		idfSum += idf(n, len(cur.p.docs))
 	}
 	// Drive by the shortest list of slots.
 	sort.SliceStable(curs, func(i, j int) bool { return len(curs[i].p.docs) < len(curs[j].p.docs) })
@@ -363,23 +355,8 @@ func (m *memIndex) phraseMatches(e *evalState, c *clauseQ, f ifield, lead []uint
 		for j := range curs {
 			e.pos[j] = curs[j].positions(e.pos[j][:0])
 		}
-		freq := 0
-		for _, p0 := range e.pos[0] {
-			start := int(p0) - curs[0].rel
-			ok := true
-			for j := 1; j < len(curs) && ok; j++ {
-				want := start + curs[j].rel
-				if want < 0 {
-					ok = false
-					break
-				}
-				_, ok = slices.BinarySearch(e.pos[j], uint32(want))
-			}
-			if ok {
-				freq++
-			}
-		}
-		if freq > 0 {
+		// Counted by binary search, not by phraseFreq's pointer walk.
+		if freq := phraseFreqSearch(e.pos, curs); freq > 0 {
 			out = append(out, match{slot, float64(freq)})
 		}
 	}

@@ -712,8 +712,10 @@ func TestSearchTurns(t *testing.T) {
 	defer x.Close()
 	waitFor := func(n int) {
 		t.Helper()
-		for x.Waiting() != n {
-			time.Sleep(time.Millisecond)
+		for give := time.Now().Add(time.Minute); x.Waiting() != n; time.Sleep(time.Millisecond) {
+			if time.Now().After(give) {
+				t.Fatalf("%d searches wait for their turn, want %d", x.Waiting(), n)
+			}
 		}
 	}
 	search := func(ctx context.Context, out chan<- error) {
@@ -741,9 +743,18 @@ func TestSearchTurns(t *testing.T) {
 		t.Fatalf("a search whose request ended while it waited returned %v", err)
 	}
 	waitFor(1)
+	// The match set of facets waits its turn too.
+	facets := make(chan error, 1)
+	go func() {
+		_, err := x.SearchFacets(ctx, incidentlib.SearchQuery{Query: "outage"}, []incidentlib.TermKind{incidentlib.KindDomain})
+		facets <- err
+	}()
+	waitFor(2)
 	x.turns.Release(1)
-	if err := <-waiting; err != nil {
-		t.Fatal(err)
+	for _, c := range []chan error{waiting, facets} {
+		if err := <-c; err != nil {
+			t.Fatal(err)
+		}
 	}
 	if got := ids(t, x, "certificate"); !slices.Equal(got, []string{"IL-0004"}) {
 		t.Fatalf("after the line emptied found %v", got)

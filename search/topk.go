@@ -321,22 +321,29 @@ func (m *memIndex) phraseIDF(terms []string, f ifield) float64 {
 	return sum
 }
 
-// phraseIn appends the slots of in where the phrase stands in f, with its
-// frequency, in slot order.
-func (m *memIndex) phraseIn(t *topState, terms []string, f ifield, in []uint64, out []match) ([]match, bool) {
-	curs := t.curs[:0]
-	defer func() { t.curs = curs[:0] }()
+// phraseCursors appends to curs a cursor on the posting in f of each term
+// of the phrase ("" where any term may stand is skipped, its place kept in
+// rel); false when a term is not in f or the phrase has no term.
+func (m *memIndex) phraseCursors(curs []cursor, terms []string, f ifield) ([]cursor, bool) {
 	for rel, term := range terms {
 		if term == "" {
 			continue
 		}
 		p := m.posting(f, term)
 		if p == nil {
-			return out, false
+			return curs, false
 		}
 		curs = append(curs, cursor{p: p, rel: rel})
 	}
-	if len(curs) == 0 {
+	return curs, len(curs) > 0
+}
+
+// phraseIn appends the slots of in where the phrase stands in f, with its
+// frequency, in slot order.
+func (m *memIndex) phraseIn(t *topState, terms []string, f ifield, in []uint64, out []match) ([]match, bool) {
+	curs, ok := m.phraseCursors(t.curs[:0], terms, f)
+	defer func() { t.curs = curs[:0] }()
+	if !ok {
 		return out, false
 	}
 	sort.SliceStable(curs, func(i, j int) bool { return len(curs[i].p.docs) < len(curs[j].p.docs) })
@@ -377,7 +384,7 @@ func phraseFreq(t *topState, curs []cursor) int {
 	// Positions ascend: one pointer per term walks forward.
 	var at [8]int
 	if len(curs) > len(at) {
-		return phraseFreqSearch(t, curs)
+		return phraseFreqSearch(t.pos, curs)
 	}
 	freq := 0
 	rel0 := curs[0].rel
@@ -407,9 +414,11 @@ next:
 	return freq
 }
 
-func phraseFreqSearch(t *topState, curs []cursor) int {
+// phraseFreqSearch counts the phrase in the positions pos of its terms
+// (as phraseFreq, by binary search: for any number of terms).
+func phraseFreqSearch(pos [][]uint32, curs []cursor) int {
 	freq := 0
-	for _, p0 := range t.pos[0] {
+	for _, p0 := range pos[0] {
 		start := int(p0) - curs[0].rel
 		ok := true
 		for j := 1; j < len(curs) && ok; j++ {
@@ -418,7 +427,7 @@ func phraseFreqSearch(t *topState, curs []cursor) int {
 				ok = false
 				break
 			}
-			_, ok = slices.BinarySearch(t.pos[j], uint32(want))
+			_, ok = slices.BinarySearch(pos[j], uint32(want))
 		}
 		if ok {
 			freq++
@@ -429,25 +438,17 @@ func phraseFreqSearch(t *topState, curs []cursor) int {
 
 // phraseFreqAt counts the phrase in field f of slot s.
 func (m *memIndex) phraseFreqAt(t *topState, terms []string, f ifield, s uint32) int {
-	curs := t.curs[:0]
+	curs, ok := m.phraseCursors(t.curs[:0], terms, f)
 	defer func() { t.curs = curs[:0] }()
-	for rel, term := range terms {
-		if term == "" {
-			continue
-		}
-		p := m.posting(f, term)
-		if p == nil {
-			return 0
-		}
-		c := cursor{p: p, rel: rel}
-		c.i, _ = slices.BinarySearch(p.docs, s)
-		if c.i == len(p.docs) || p.docs[c.i] != s {
-			return 0
-		}
-		curs = append(curs, c)
-	}
-	if len(curs) == 0 {
+	if !ok {
 		return 0
+	}
+	for j := range curs {
+		c := &curs[j]
+		c.i, _ = slices.BinarySearch(c.p.docs, s)
+		if c.i == len(c.p.docs) || c.p.docs[c.i] != s {
+			return 0
+		}
 	}
 	for len(t.pos) < len(curs) {
 		t.pos = append(t.pos, nil)

@@ -242,54 +242,30 @@ func (b *searchBench) measureHTTP(ctx context.Context, client *http.Client, url 
 		}
 		bodies[i], _ = json.Marshal(map[string]any{"query": searchPageQuery, "variables": vars})
 	}
-	lat := make([]time.Duration, len(qs))
-	hits := make([]int, len(qs))
-	var wg sync.WaitGroup
-	errs := make(chan error, b.clients)
-	for c := range b.clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf := make([]byte, 0, 64<<10)
-			for i := c; i < len(qs); i += b.clients {
-				req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(bodies[i]))
-				if err != nil {
-					errs <- err
-					return
-				}
-				req.Header.Set("Content-Type", "application/json")
-				t := time.Now()
-				resp, err := client.Do(req)
-				if err != nil {
-					errs <- fmt.Errorf("%q: %w", qs[i].q, err)
-					return
-				}
-				w := bytes.NewBuffer(buf[:0])
-				_, err = io.Copy(w, resp.Body)
-				resp.Body.Close()
-				lat[i] = time.Since(t)
-				raw := w.Bytes()
-				n, ok := totalCountOf(raw)
-				if err != nil || resp.StatusCode != http.StatusOK || !ok || bytes.Contains(raw, []byte(`"errors"`)) {
-					errs <- fmt.Errorf("%q: status %d, %v: %.200s", qs[i].q, resp.StatusCode, err, raw)
-					return
-				}
-				hits[i] = n
-				buf = raw[:0]
+	return b.runClients(qs, func() func(i int) (int, error) {
+		buf := make([]byte, 0, 64<<10) // one client's, reused
+		return func(i int) (int, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(bodies[i]))
+			if err != nil {
+				return 0, err
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return nil, 0, err
-	}
-	slices.Sort(lat)
-	sum := 0
-	for _, h := range hits {
-		sum += h
-	}
-	return lat, float64(sum) / float64(len(hits)), nil
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := client.Do(req)
+			if err != nil {
+				return 0, err
+			}
+			w := bytes.NewBuffer(buf[:0])
+			_, err = io.Copy(w, resp.Body)
+			resp.Body.Close()
+			raw := w.Bytes()
+			buf = raw[:0]
+			n, ok := totalCountOf(raw)
+			if err != nil || resp.StatusCode != http.StatusOK || !ok || bytes.Contains(raw, []byte(`"errors"`)) {
+				return 0, fmt.Errorf("status %d, %v: %.200s", resp.StatusCode, err, raw)
+			}
+			return n, nil
+		}
+	})
 }
 
 // totalCountOf finds the totalCount in a search response.
@@ -398,28 +374,44 @@ func searchIsHangul(r rune) bool { return unicode.Is(unicode.Hangul, r) }
 // measure runs the queries over b.clients goroutines and returns the
 // sorted latencies and the mean total count.
 func (b *searchBench) measure(ctx context.Context, x *search.Index, qs []benchQuery, filtered bool) ([]time.Duration, float64, error) {
+	first := b.page
+	return b.runClients(qs, func() func(i int) (int, error) {
+		return func(i int) (int, error) {
+			q := incidentlib.SearchQuery{Query: qs[i].q}
+			if filtered {
+				q.Filter.Domains = []string{qs[i].domain}
+			}
+			p, err := x.Search(ctx, q, incidentlib.PageArgs{First: &first})
+			if err != nil {
+				return 0, err
+			}
+			return p.TotalCount, nil
+		}
+	})
+}
+
+// runClients sends the queries from b.clients goroutines, each its share
+// in turn through the function newClient makes for it (which returns the
+// total count), and returns the sorted latencies and the mean count.
+func (b *searchBench) runClients(qs []benchQuery, newClient func() func(i int) (int, error)) ([]time.Duration, float64, error) {
 	lat := make([]time.Duration, len(qs))
 	hits := make([]int, len(qs))
 	var wg sync.WaitGroup
 	errs := make(chan error, b.clients)
-	first := b.page
 	for c := range b.clients {
 		wg.Add(1)
+		query := newClient()
 		go func() {
 			defer wg.Done()
 			for i := c; i < len(qs); i += b.clients {
-				q := incidentlib.SearchQuery{Query: qs[i].q}
-				if filtered {
-					q.Filter.Domains = []string{qs[i].domain}
-				}
 				t := time.Now()
-				p, err := x.Search(ctx, q, incidentlib.PageArgs{First: &first})
+				n, err := query(i)
 				lat[i] = time.Since(t)
 				if err != nil {
 					errs <- fmt.Errorf("%q: %w", qs[i].q, err)
 					return
 				}
-				hits[i] = p.TotalCount
+				hits[i] = n
 			}
 		}()
 	}
