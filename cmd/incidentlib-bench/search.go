@@ -207,15 +207,22 @@ func searchTable(w io.Writer, classes []queryClass, measure func(qs []benchQuery
 	fmt.Fprintf(w, row, "class", "filter", "p50 ms", "p99 ms", "max ms", "mean hits", "CPU ms/query")
 	for _, c := range classes {
 		for _, filtered := range []bool{false, true} {
-			cpu0 := searchCPU()
-			lat, hits, err := measure(c.queries, filtered)
-			cpu := searchCPU() - cpu0
-			if err != nil {
-				return fmt.Errorf("%s: %w", c.name, err)
-			}
 			f := "none"
 			if filtered {
 				f = "domain"
+			}
+			cpu0 := searchCPU()
+			var lat []time.Duration
+			var hits float64
+			var err error
+			// Labelled, so that a profile can be cut by class
+			// (go tool pprof -tagfocus class=Korean,filter=none).
+			pprof.Do(context.Background(), pprof.Labels("class", c.name, "filter", f), func(context.Context) {
+				lat, hits, err = measure(c.queries, filtered)
+			})
+			cpu := searchCPU() - cpu0
+			if err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
 			}
 			fmt.Fprintf(w, row, c.name, f, fmt.Sprintf("%.2f", searchMs(searchPct(lat, 50))), fmt.Sprintf("%.2f", searchMs(searchPct(lat, 99))),
 				fmt.Sprintf("%.2f", searchMs(lat[len(lat)-1])), fmt.Sprintf("%.0f", hits), fmt.Sprintf("%.2f", searchMs(cpu)/float64(len(lat))))
