@@ -22,6 +22,7 @@ type batchIndex struct {
 
 	toks    []token
 	touched []*batchList // lists of the record being added
+	tri     []byte       // a trigram term being made
 }
 
 type batchUse struct {
@@ -77,32 +78,57 @@ func (b *batchIndex) addIncident(a *analyzer, i int, inc *incidentlib.Incident) 
 		}
 		at := base[f.index]
 		last := 0
-		for _, t := range b.toks {
-			bt := b.terms[t.Term]
-			if bt == nil {
-				bt = &[numIFields]*batchList{}
-				b.terms[t.Term] = bt
-			}
-			bl := bt[f.index]
-			if bl == nil {
-				bl = &batchList{}
-				bt[f.index] = bl
-			}
-			if bl.in != k {
-				if len(bl.docs) == 0 && bl.in == 0 {
-					b.usedT = append(b.usedT, batchUse{t.Term, f.index, bl})
-				}
-				bl.in = k
-				bl.cur = bl.cur[:0]
-				b.touched = append(b.touched, bl)
-			}
-			bl.cur = append(bl.cur, at+uint32(t.Position))
+		for i, t := range b.toks {
+			b.add(b.terms[t.Term], t.Term, f.index, k, at+uint32(t.Position))
 			last = max(last, t.Position)
+			// The trigram of this bigram and the next (see trigramMark).
+			if i+1 < len(b.toks) && b.toks[i+1].Position == t.Position+1 {
+				var ok bool
+				if b.tri, ok = appendTrigram(b.tri[:0], t.Term, b.toks[i+1].Term); ok {
+					b.add(b.terms[string(b.tri)], "", f.index, k, at+uint32(t.Position))
+				}
+			}
 		}
 		lens[f.index] += uint32(len(b.toks))
 		base[f.index] = at + uint32(last) + fieldGap
 	}
 	b.lens = append(b.lens, lens)
+	b.encode()
+}
+
+// add records that term stands at pos in field f of record k; bt is
+// b.terms[term] (nil when the batch has not met term; term "" means
+// b.tri's).
+func (b *batchIndex) add(bt *[numIFields]*batchList, term string, f ifield, k int32, pos uint32) {
+	if bt == nil {
+		if term == "" {
+			term = string(b.tri)
+		}
+		bt = &[numIFields]*batchList{}
+		b.terms[term] = bt
+	}
+	bl := bt[f]
+	if bl == nil {
+		bl = &batchList{}
+		bt[f] = bl
+	}
+	if bl.in != k {
+		if len(bl.docs) == 0 && bl.in == 0 {
+			if term == "" {
+				term = string(b.tri)
+			}
+			b.usedT = append(b.usedT, batchUse{term, f, bl})
+		}
+		bl.in = k
+		bl.cur = bl.cur[:0]
+		b.touched = append(b.touched, bl)
+	}
+	bl.cur = append(bl.cur, pos)
+}
+
+// encode appends to their lists the entries of the record just added.
+func (b *batchIndex) encode() {
+	k := int32(len(b.idx))
 	for _, bl := range b.touched {
 		pos := bl.cur
 		bl.docs = append(bl.docs, k-1)

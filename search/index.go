@@ -41,7 +41,7 @@ import (
 
 // formatVersion names the analyzer and the file layout. An index built
 // with another one is rebuilt.
-const formatVersion = "incidentlib-search-2"
+const formatVersion = "incidentlib-search-3"
 
 // indexFile is the index's file inside its directory.
 const indexFile = "index.bin"

@@ -24,7 +24,7 @@ func (m *memIndex) clauseCost(c *clauseQ) int {
 	n := 0
 	for _, f := range c.fields {
 		best := math.MaxInt
-		for _, t := range c.terms {
+		for _, t := range c.find {
 			if t == "" {
 				continue
 			}
@@ -137,7 +137,7 @@ func (m *memIndex) fieldMask(c *compiled, slot uint32) uint16 {
 				continue
 			}
 			all := true
-			for _, t := range cl.terms {
+			for _, t := range cl.find {
 				if t == "" {
 					continue
 				}

@@ -154,7 +154,11 @@ type compiled struct {
 
 // clauseQ is a term or a phrase in some fields of the index.
 type clauseQ struct {
-	terms  []string // a phrase: the terms at consecutive positions, "" where a stop word left a gap
+	terms []string // a phrase: the terms at consecutive positions, "" where a stop word left a gap
+	// find are the terms the postings are read with: terms, its Hangul
+	// bigrams made trigrams (findTerms). Scores, highlights and the title
+	// bonus use terms.
+	find   []string
 	fields []ifield
 	boost  float64
 	// restrict is the text field the clause was limited to ("" for
@@ -172,7 +176,7 @@ func compile(clauses []clause, lang incidentlib.Lang) (*compiled, error) {
 		if len(ts) == 0 {
 			continue // only stop words or punctuation
 		}
-		q := clauseQ{terms: ts, fields: indexFields(cl.field, lang), boost: 1, restrict: cl.field}
+		q := clauseQ{terms: ts, find: findTerms(ts), fields: indexFields(cl.field, lang), boost: 1, restrict: cl.field}
 		if cl.exclude {
 			c.mustNot = append(c.mustNot, q)
 			continue
@@ -189,7 +193,7 @@ func compile(clauses []clause, lang incidentlib.Lang) (*compiled, error) {
 		// Every word of the query as one phrase in the title ranks first.
 		// (A single word or phrase needs no bonus: the title's boost ranks
 		// its matches first already.)
-		c.bonus = &clauseQ{terms: ts, fields: indexFields(FieldTitle, lang), boost: boostTitlePhrase, restrict: FieldTitle}
+		c.bonus = &clauseQ{terms: ts, find: ts, fields: indexFields(FieldTitle, lang), boost: boostTitlePhrase, restrict: FieldTitle}
 	}
 	return c, nil
 }

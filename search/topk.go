@@ -97,7 +97,6 @@ func topK(m *memIndex, c *compiled, keep []uint64, offset, size int) ([]hit, int
 	defer topStates.Put(t)
 	must, total := t.matches(m, c, keep)
 	set := t.set
-	n := max(m.live, 1)
 	k := offset + size
 	if k == 0 || total == 0 {
 		return nil, total
@@ -109,12 +108,14 @@ func topK(m *memIndex, c *compiled, keep []uint64, offset, size int) ([]hit, int
 		cl := &must[i]
 		for kf, f := range cl.fields {
 			bm := m.bm25Of(f)
-			if len(cl.terms) == 1 {
-				p := m.posting(f, cl.terms[0])
+			if len(cl.find) == 1 {
+				p := m.posting(f, cl.find[0])
 				if p == nil {
 					continue
 				}
-				w := cl.boost * ifieldBoost[f] * idf(n, len(p.docs)) * (bm25K1 + 1)
+				// A trigram's frequency is its bigram phrase's; the idf
+				// is the phrase's (for a word, idf(n, len(p.docs))).
+				w := cl.boost * ifieldBoost[f] * m.phraseIDF(cl.terms, f) * (bm25K1 + 1)
 				tfs := p.tfs[:len(p.docs)]
 				for j, s := range p.docs {
 					if set[s>>6]&(1<<(s&63)) != 0 {
@@ -271,8 +272,8 @@ func topK(m *memIndex, c *compiled, keep []uint64, offset, size int) ([]hit, int
 // every term.
 func (m *memIndex) clauseSlots(c *clauseQ, dst []uint64) {
 	for _, f := range c.fields {
-		if len(c.terms) == 1 {
-			if p := m.posting(f, c.terms[0]); p != nil {
+		if len(c.find) == 1 {
+			if p := m.posting(f, c.find[0]); p != nil {
 				for _, s := range p.docs {
 					dst[s>>6] |= 1 << (s & 63)
 				}
@@ -282,7 +283,7 @@ func (m *memIndex) clauseSlots(c *clauseQ, dst []uint64) {
 		// A phrase: the slots of its rarest term, a superset that
 		// phraseIn narrows down.
 		var lead *posting
-		for _, t := range c.terms {
+		for _, t := range c.find {
 			if t == "" {
 				continue
 			}
@@ -555,15 +556,15 @@ func (t *topState) matches(m *memIndex, c *compiled, keep []uint64) ([]clauseQ, 
 	for i := range c.mustNot {
 		cl := &c.mustNot[i]
 		for _, f := range cl.fields {
-			if len(cl.terms) == 1 {
-				if p := m.posting(f, cl.terms[0]); p != nil {
+			if len(cl.find) == 1 {
+				if p := m.posting(f, cl.find[0]); p != nil {
 					for _, s := range p.docs {
 						set[s>>6] &^= 1 << (s & 63)
 					}
 				}
 				continue
 			}
-			t.ms, _ = m.phraseIn(t, cl.terms, f, set, t.ms[:0])
+			t.ms, _ = m.phraseIn(t, cl.find, f, set, t.ms[:0])
 			for _, mt := range t.ms {
 				set[mt.slot>>6] &^= 1 << (mt.slot & 63)
 			}
@@ -575,13 +576,13 @@ func (t *topState) matches(m *memIndex, c *compiled, keep []uint64) ([]clauseQ, 
 	}
 	for i := range must {
 		cl := &must[i]
-		if len(cl.terms) == 1 {
+		if len(cl.find) == 1 {
 			continue
 		}
 		clear(tmp)
 		for k, f := range cl.fields {
 			h := &t.hits[i*int(numIFields)+k]
-			*h, _ = m.phraseIn(t, cl.terms, f, set, (*h)[:0])
+			*h, _ = m.phraseIn(t, cl.find, f, set, (*h)[:0])
 			for _, mt := range *h {
 				tmp[mt.slot>>6] |= 1 << (mt.slot & 63)
 			}

@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -100,7 +101,7 @@ func TestTopKMatchesExhaustive(t *testing.T) {
 	}
 	prefixes := []string{"", "", "", "", "title:", "lessons:", "org:"}
 	langs := []incidentlib.Lang{"", "", incidentlib.LangEn, incidentlib.LangKo}
-	tried, nonEmpty, withBonus, bounded := 0, 0, 0, 0
+	tried, nonEmpty, withBonus, bounded, trigrams := 0, 0, 0, 0, 0
 	for tried < 1500 {
 		var parts []string
 		for n := 1 + r.IntN(4); n > 0; n-- {
@@ -161,6 +162,12 @@ func TestTopKMatchesExhaustive(t *testing.T) {
 		}
 		if total > 0 {
 			nonEmpty++
+			for _, cl := range c.must {
+				if !slices.Equal(cl.find, cl.terms) {
+					trigrams++ // read with trigrams, compared with eval's bigrams
+					break
+				}
+			}
 		}
 		if c.bonus != nil && total > 0 {
 			withBonus++
@@ -168,10 +175,10 @@ func TestTopKMatchesExhaustive(t *testing.T) {
 		}
 	}
 	// The test must exercise what it claims to.
-	if nonEmpty < 300 || withBonus < 50 || bounded < 100 {
-		t.Fatalf("only %d queries found something, %d with the title-phrase bonus, %d slots with a bonus checked against its bound", nonEmpty, withBonus, bounded)
+	if nonEmpty < 300 || withBonus < 50 || bounded < 100 || trigrams < 50 {
+		t.Fatalf("only %d queries found something, %d with the title-phrase bonus, %d slots with a bonus checked against its bound, %d read with Hangul trigrams", nonEmpty, withBonus, bounded, trigrams)
 	}
-	t.Logf("%d queries, %d found something, %d with the title-phrase bonus", tried, nonEmpty, withBonus)
+	t.Logf("%d queries, %d found something, %d with the title-phrase bonus, %d read with Hangul trigrams", tried, nonEmpty, withBonus, trigrams)
 }
 
 // checkBonusBounds: for every match of c, the title-phrase bonus it gets
