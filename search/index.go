@@ -149,6 +149,7 @@ type Index struct {
 	lock    chan struct{} // held while applying changes or saving
 	kick    chan struct{} // Notify -> Follow
 	cache   *setCache
+	filters *filterCache
 	turns   *semaphore.Weighted // Options.Concurrency, first come first served
 	waiting atomic.Int64        // searches waiting for a turn
 
@@ -183,7 +184,7 @@ func Open(ctx context.Context, db *storage.DB, path string, opts Options) (*Inde
 		opts.Concurrency = runtime.GOMAXPROCS(0)
 	}
 	x := &Index{db: db, path: path, opts: opts, turns: semaphore.NewWeighted(int64(opts.Concurrency)),
-		lock: make(chan struct{}, 1), kick: make(chan struct{}, 1), cache: newSetCache(32)}
+		lock: make(chan struct{}, 1), kick: make(chan struct{}, 1), cache: newSetCache(32), filters: newFilterCache()}
 	_, statErr := os.Stat(path)
 	switch {
 	case errors.Is(statErr, os.ErrNotExist):

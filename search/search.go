@@ -25,6 +25,7 @@ type prepared struct {
 	c           *compiled
 	lang        incidentlib.Lang
 	filter      incidentlib.IncidentFilter
+	filterJSON  string
 	filtered    bool
 	fingerprint uint32
 }
@@ -52,7 +53,7 @@ func (x *Index) prepare(q incidentlib.SearchQuery) (*prepared, error) {
 	h.Write([]byte(lang))
 	h.Write([]byte{0})
 	h.Write(filterJSON)
-	return &prepared{c: c, lang: lang, filter: q.Filter, filtered: string(filterJSON) != emptyFilterJSON,
+	return &prepared{c: c, lang: lang, filter: q.Filter, filterJSON: string(filterJSON), filtered: string(filterJSON) != emptyFilterJSON,
 		fingerprint: h.Sum32()}, nil
 }
 
@@ -133,18 +134,12 @@ func (x *Index) Search(ctx context.Context, q incidentlib.SearchQuery, page inci
 	if err := x.CatchUp(ctx); err != nil {
 		return nil, err
 	}
-	var keep *roaring.Bitmap
-	if p.filtered {
-		if keep, err = x.db.MatchSet(ctx, p.filter); err != nil {
-			return nil, err
-		}
-		if keep.IsEmpty() {
-			return &incidentlib.SearchPage{Hits: []incidentlib.SearchHit{}, HasPreviousPage: offset > 0}, nil
-		}
+	keepBits, err := x.filterBits(ctx, p)
+	if err != nil {
+		return nil, err
 	}
-	var keepBits []uint64
-	if keep != nil {
-		keepBits = keep.ToDense()
+	if keepBits != nil && len(keepBits) == 0 {
+		return &incidentlib.SearchPage{Hits: []incidentlib.SearchHit{}, HasPreviousPage: offset > 0}, nil
 	}
 	x.mu.RLock()
 	hits, total := topK(x.mem, p.c, keepBits, offset, size)
@@ -247,15 +242,9 @@ func (x *Index) matchSet(ctx context.Context, q incidentlib.SearchQuery) (*roari
 		return nil, err
 	}
 	defer x.turns.Release(1)
-	var keep *roaring.Bitmap
-	if p.filtered {
-		if keep, err = x.db.MatchSet(ctx, p.filter); err != nil {
-			return nil, err
-		}
-	}
-	var keepBits []uint64
-	if keep != nil {
-		keepBits = keep.ToDense()
+	keepBits, err := x.filterBits(ctx, p)
+	if err != nil {
+		return nil, err
 	}
 	x.mu.RLock()
 	set := roaring.BitmapOf(matchNums(x.mem, p.c, keepBits)...)
@@ -264,11 +253,47 @@ func (x *Index) matchSet(ctx context.Context, q incidentlib.SearchQuery) (*roari
 	return set, nil
 }
 
+// filterBits returns the incidents p's filter selects, as a bitset by
+// incident number (nil without a filter, empty when it selects none). The
+// bitsets of recent filters are kept, keyed by the filter and the store's
+// sequence, so a filter is read from the store once between two writes;
+// they are shared, read only.
+func (x *Index) filterBits(ctx context.Context, p *prepared) ([]uint64, error) {
+	if !p.filtered {
+		return nil, nil
+	}
+	key := strconv.FormatUint(x.db.Seq(), 10) + "/" + p.filterJSON
+	if bits, ok := x.filters.Get(key); ok {
+		return bits, nil
+	}
+	keep, err := x.db.MatchSet(ctx, p.filter)
+	if err != nil {
+		return nil, err
+	}
+	bits := []uint64{}
+	if !keep.IsEmpty() {
+		bits = keep.ToDense()
+	}
+	x.filters.Add(key, bits)
+	return bits, nil
+}
+
 // setCache keeps the match sets of recent searches, which facets and
 // years of one result share.
 type setCache = lru.Cache[string, *roaring.Bitmap]
 
 func newSetCache(n int) *setCache {
 	c, _ := lru.New[string, *roaring.Bitmap](n)
+	return c
+}
+
+// filterCacheSize is how many filters' bitsets filterBits keeps (each one
+// bit per incident number: 12.5 kB for 100,000 incidents).
+const filterCacheSize = 64
+
+type filterCache = lru.Cache[string, []uint64]
+
+func newFilterCache() *filterCache {
+	c, _ := lru.New[string, []uint64](filterCacheSize)
 	return c
 }

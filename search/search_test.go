@@ -525,6 +525,47 @@ func TestFilterWithQuery(t *testing.T) {
 			t.Errorf("%d hits, totalCount %d", len(p.Hits), p.TotalCount)
 		}
 	})
+	t.Run("FilterFollowsWrites", func(t *testing.T) {
+		// A filter's incidents are kept between searches (filterBits):
+		// a write that moves an incident into the filter, or deletes
+		// one, is seen by the next search.
+		f := incidentlib.IncidentFilter{Severities: []string{"sev1"}}
+		all := everything("retries")
+		var in, out *incidentlib.Incident
+		for _, id := range all {
+			for _, c := range incs {
+				if c.ID == id && c.Severity == "sev1" && in == nil {
+					in = c
+				}
+				if c.ID == id && c.Severity != "sev1" && out == nil {
+					out = c
+				}
+			}
+		}
+		if in == nil || out == nil {
+			t.Fatal("the corpus has no hit of each kind")
+		}
+		count := func() int { return run(t, x, "retries", withFilter(f)).TotalCount }
+		before := count()
+		if count() != before { // the second from the kept bitset
+			t.Fatal("the same search counted twice differs")
+		}
+		moved := *out
+		moved.Severity = "sev1"
+		moved.Review.ReviewedAt, moved.Review.ReviewedBy = "", "" // set by reviewing only
+		if _, err := db.UpsertIncident(ctx, &moved, incidentlib.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := count(); got != before+1 {
+			t.Errorf("after %s became sev1, the filtered search counts %d, want %d", out.ID, got, before+1)
+		}
+		if _, err := db.DeleteIncident(ctx, in.ID, incidentlib.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := count(); got != before {
+			t.Errorf("after %s was deleted, the filtered search counts %d, want %d", in.ID, got, before)
+		}
+	})
 	t.Run("BadFilter", func(t *testing.T) {
 		_, err := x.Search(ctx, incidentlib.SearchQuery{Query: "redis", Filter: incidentlib.IncidentFilter{DateFrom: ptr("2019-02-30")}}, incidentlib.PageArgs{})
 		if code := incidentlib.ErrorCode(err); code != incidentlib.EINVALID {

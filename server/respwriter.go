@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
@@ -233,7 +234,14 @@ func writeResponse(w http.ResponseWriter, resp *graphql.Response) {
 			return
 		}
 	}
-	esc := escapes(resp.Data)
+	ep := escapePool.Get().(*[]escape)
+	esc := escapes(resp.Data, (*ep)[:0])
+	defer func() {
+		if cap(esc) <= 1<<16 {
+			*ep = esc[:0]
+			escapePool.Put(ep)
+		}
+	}()
 	n := len(dataOpen) + len(resp.Data) + len(responseClose)
 	for _, e := range esc {
 		n += 6 - e.size
@@ -259,14 +267,16 @@ type escape struct{ at, size int }
 
 var escapeStarts = [...]byte{'<', '>', '&', 0xE2}
 
-// escapes finds the sequences of b to escape, in order. It allocates only
-// when there are some.
-func escapes(b []byte) []escape {
+// escapePool holds the lists escapes appends to: a page of search hits
+// has hundreds (the <mark>s of its snippets).
+var escapePool = sync.Pool{New: func() any { return new([]escape) }}
+
+// escapes appends to out the sequences of b to escape, in order.
+func escapes(b []byte, out []escape) []escape {
 	var next [len(escapeStarts)]int
 	for k, c := range escapeStarts {
 		next[k] = bytes.IndexByte(b, c)
 	}
-	var out []escape
 	for {
 		k := -1
 		for j, at := range next {

@@ -64,7 +64,7 @@ func runSearchBench(ctx context.Context, args []string, stdout io.Writer) error 
 	fs.BoolVar(&b.http, "http", true, "also send the queries through the GraphQL API over loopback")
 	fs.IntVar(&b.turns, "search-concurrency", runtime.GOMAXPROCS(0), "searches run at once, as serve --search-concurrency (the others wait in line)")
 	fs.IntVar(&b.gcPercent, "gc-percent", server.DefaultGCPercent, "garbage collector budget in percent of the live heap, as serve --gc-percent")
-	fs.StringVar(&b.profile, "cpuprofile", "", "write CPU profiles of the build and of the queries to PREFIX.build.pprof and PREFIX.query.pprof")
+	fs.StringVar(&b.profile, "cpuprofile", "", "write CPU profiles of the build, of the queries and of the queries over HTTP to PREFIX.build.pprof, PREFIX.query.pprof and PREFIX.http.pprof")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -161,11 +161,11 @@ func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) err
 	if stopProfile, err = b.startProfile("query"); err != nil {
 		return err
 	}
-	defer stopProfile()
 	w := stdout // rows as they are measured
 	err = searchTable(w, classes, func(qs []benchQuery, filtered bool) ([]time.Duration, float64, error) {
 		return b.measure(ctx, x, qs, filtered)
 	})
+	stopProfile()
 	if err != nil {
 		return err
 	}
@@ -189,6 +189,10 @@ func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) err
 	transport := &http.Transport{MaxIdleConnsPerHost: b.clients, MaxConnsPerHost: b.clients, IdleConnTimeout: time.Minute, DisableCompression: true}
 	defer transport.CloseIdleConnections()
 	client := &http.Client{Transport: transport, Timeout: 30 * time.Second}
+	if stopProfile, err = b.startProfile("http"); err != nil {
+		return err
+	}
+	defer stopProfile()
 	fmt.Fprintf(w, "\nover HTTP: search(query:, filter:, first: %d) { totalCount edges { score highlights { field lang snippet } node { id title } } } through the GraphQL API, %d keep-alive connections\n", b.page, b.clients)
 	err = searchTable(w, classes, func(qs []benchQuery, filtered bool) ([]time.Duration, float64, error) {
 		return b.measureHTTP(ctx, client, url+"/graphql", qs, filtered)
