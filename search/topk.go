@@ -145,6 +145,31 @@ func topK(m *memIndex, c *compiled, keep []uint64, offset, size int) ([]hit, int
 		for _, f := range c.bonus.fields {
 			m.bonusBounds(t, c.bonus, f, set)
 		}
+		if m.bonusExactly(t, c.bonus) {
+			// Too many slots may get the bonus for checking them one at a
+			// time: the phrase is found in all of them in one pass, its
+			// bonus added as the loop below would add it, and no slot
+			// is left to bound.
+			for _, f := range c.bonus.fields {
+				var ok bool
+				if t.ms, ok = m.phraseIn(t, c.bonus.terms, f, bon, t.ms[:0]); !ok {
+					continue
+				}
+				bm := m.bm25Of(f)
+				w := c.bonus.boost * ifieldBoost[f] * m.phraseIDF(c.bonus.terms, f) * (bm25K1 + 1)
+				for _, mt := range t.ms {
+					tf := mt.s
+					score[mt.slot] += w * tf / (tf + bm.base + bm.norm*float64(bm.lens[mt.slot]))
+				}
+			}
+			for w, b := range bon {
+				for b != 0 {
+					t.ub[w<<6+bits64.TrailingZeros64(b)] = 0
+					b &= b - 1
+				}
+				bon[w] = 0
+			}
+		}
 	}
 
 	// The best k without the bonus, then the slots the bonus may lift.
@@ -455,6 +480,36 @@ func (m *memIndex) phraseFreqAt(t *topState, terms []string, f ifield, s uint32)
 		t.pos = append(t.pos, nil)
 	}
 	return phraseFreq(t, curs)
+}
+
+// bonusPassRatio decides how the title-phrase bonus is checked: one slot
+// at a time, best bound first (a few binary searches each, stopping once
+// no bound can reach the page), unless the slots that may get it are more
+// than 1/bonusPassRatio of the rarest term's postings, which one pass
+// through the postings reads faster. Tests set it to force either way.
+var bonusPassRatio = 8
+
+// bonusExactly says whether topK checks the bonus c in one pass over
+// every slot of t.bonus rather than one slot at a time.
+func (m *memIndex) bonusExactly(t *topState, c *clauseQ) bool {
+	n := 0
+	for _, b := range t.bonus {
+		n += bits64.OnesCount64(b)
+	}
+	if n == 0 {
+		return false
+	}
+	lead := 0
+	for _, f := range c.fields {
+		best := 0
+		for _, term := range c.find {
+			if p := m.posting(f, term); term != "" && p != nil && (best == 0 || len(p.docs) < best) {
+				best = len(p.docs)
+			}
+		}
+		lead += best
+	}
+	return n*bonusPassRatio >= lead
 }
 
 // bonusBounds marks in t.bonus the slots of set whose field f holds every

@@ -102,6 +102,8 @@ func TestTopKMatchesExhaustive(t *testing.T) {
 	prefixes := []string{"", "", "", "", "title:", "lessons:", "org:"}
 	langs := []incidentlib.Lang{"", "", incidentlib.LangEn, incidentlib.LangKo}
 	tried, nonEmpty, withBonus, bounded, trigrams := 0, 0, 0, 0, 0
+	defaultRatio := bonusPassRatio
+	defer func() { bonusPassRatio = defaultRatio }()
 	for tried < 1500 {
 		var parts []string
 		for n := 1 + r.IntN(4); n > 0; n-- {
@@ -147,20 +149,25 @@ func TestTopKMatchesExhaustive(t *testing.T) {
 		if got := roaring.BitmapOf(matchNums(x.mem, c, keepBits)...); !got.Equals(wantSet) {
 			t.Fatalf("%q: the match set has %d incidents, exhaustive %d", strings.Join(parts, " "), got.GetCardinality(), wantSet.GetCardinality())
 		}
-		got, total := topK(x.mem, c, keepBits, offset, size)
 		q := strings.Join(parts, " ")
-		if total != wantTotal {
-			t.Fatalf("%q (offset %d, size %d): count %d, exhaustive %d", q, offset, size, total, wantTotal)
-		}
-		if len(got) != len(want) {
-			t.Fatalf("%q (offset %d, size %d): %d hits, exhaustive %d", q, offset, size, len(got), len(want))
-		}
-		for i := range got {
-			if got[i] != want[i] {
-				t.Fatalf("%q (offset %d, size %d): hit %d is %+v, exhaustive %+v", q, offset, size, i, got[i], want[i])
+		// The title-phrase bonus checked one slot at a time (ratio 0),
+		// in one pass (a huge ratio), and as the index chooses.
+		for _, ratio := range []int{0, 1 << 30, defaultRatio} {
+			bonusPassRatio = ratio
+			got, total := topK(x.mem, c, keepBits, offset, size)
+			if total != wantTotal {
+				t.Fatalf("%q (offset %d, size %d, bonus pass ratio %d): count %d, exhaustive %d", q, offset, size, ratio, total, wantTotal)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%q (offset %d, size %d, bonus pass ratio %d): %d hits, exhaustive %d", q, offset, size, ratio, len(got), len(want))
+			}
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("%q (offset %d, size %d, bonus pass ratio %d): hit %d is %+v, exhaustive %+v", q, offset, size, ratio, i, got[i], want[i])
+				}
 			}
 		}
-		if total > 0 {
+		if wantTotal > 0 {
 			nonEmpty++
 			for _, cl := range c.must {
 				if !slices.Equal(cl.find, cl.terms) {
@@ -169,7 +176,7 @@ func TestTopKMatchesExhaustive(t *testing.T) {
 				}
 			}
 		}
-		if c.bonus != nil && total > 0 {
+		if c.bonus != nil && wantTotal > 0 {
 			withBonus++
 			bounded += checkBonusBounds(t, x.mem, c, keepBits, q)
 		}
