@@ -67,10 +67,10 @@ var emptyFilterJSON = func() string {
 const cursorVersion = 1
 
 func encodeCursor(fp uint32, offset int) string {
-	b := []byte{cursorVersion}
-	b = binary.BigEndian.AppendUint32(b, fp)
-	b = binary.BigEndian.AppendUint32(b, uint32(offset))
-	return base64.RawURLEncoding.EncodeToString(b)
+	b := [9]byte{cursorVersion}
+	binary.BigEndian.PutUint32(b[1:], fp)
+	binary.BigEndian.PutUint32(b[5:], uint32(offset))
+	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 func decodeCursor(fp uint32, s string) (int, error) {

@@ -67,7 +67,7 @@ func TestTrigramsFindWhatBigramsFind(t *testing.T) {
 	x := mustOpen(t, db)
 	m := x.mem
 
-	for _, q := range []string{"커넥션", "커넥션풀", `"커넥션 풀"`, "넥션", "데이터베이스", "데이터베", "가나다", "가나다라마", "나다", "title:커넥션", "lessons:데이터베이스", "커넥션 -고갈", "Redis 커넥션"} {
+	for _, q := range []string{"커넥션", "커넥션풀", `"커넥션 풀"`, "넥션", "데이터베이스", "데이터베", "가나다", "가나다라마", "나다", "title:커넥션", "lessons:데이터베이스", "커넥션 -고갈", "풀 -커넥션", "풀 -\"커넥션풀\"", "Redis 커넥션"} {
 		clauses, err := parse(q)
 		if err != nil {
 			t.Fatal(err)
