@@ -16,7 +16,7 @@ import (
 type batchIndex struct {
 	idx   []int // the changes analyzed (not tombstones), ascending
 	lens  [][numIFields]uint32
-	terms map[string]*[numIFields]*batchList
+	terms map[string]*termLists
 	used  []*batchList // the lists holding entries, in first use order
 	usedT []batchUse
 
@@ -41,7 +41,7 @@ type batchList struct {
 	in   int32    // 1 + the record cur belongs to
 }
 
-var batchPool = sync.Pool{New: func() any { return &batchIndex{terms: map[string]*[numIFields]*batchList{}} }}
+var batchPool = sync.Pool{New: func() any { return &batchIndex{terms: map[string]*termLists{}} }}
 
 func getBatch() *batchIndex { return batchPool.Get().(*batchIndex) }
 
@@ -79,13 +79,21 @@ func (b *batchIndex) addIncident(a *analyzer, i int, inc *incidentlib.Incident) 
 		at := base[f.index]
 		last := 0
 		for i, t := range b.toks {
-			b.add(b.terms[t.Term], t.Term, f.index, k, at+uint32(t.Position))
+			tl := b.terms[t.Term]
+			if tl == nil {
+				tl = b.newTerm(t.Term)
+			}
+			b.add(tl, f.index, k, at+uint32(t.Position))
 			last = max(last, t.Position)
 			// The trigram of this bigram and the next (see trigramMark).
 			if i+1 < len(b.toks) && b.toks[i+1].Position == t.Position+1 {
 				var ok bool
 				if b.tri, ok = appendTrigram(b.tri[:0], t.Term, b.toks[i+1].Term); ok {
-					b.add(b.terms[string(b.tri)], "", f.index, k, at+uint32(t.Position))
+					tl := b.terms[string(b.tri)]
+					if tl == nil {
+						tl = b.newTerm(string(b.tri))
+					}
+					b.add(tl, f.index, k, at+uint32(t.Position))
 				}
 			}
 		}
@@ -96,28 +104,28 @@ func (b *batchIndex) addIncident(a *analyzer, i int, inc *incidentlib.Incident) 
 	b.encode()
 }
 
-// add records that term stands at pos in field f of record k; bt is
-// b.terms[term] (nil when the batch has not met term; term "" means
-// b.tri's).
-func (b *batchIndex) add(bt *[numIFields]*batchList, term string, f ifield, k int32, pos uint32) {
-	if bt == nil {
-		if term == "" {
-			term = string(b.tri)
-		}
-		bt = &[numIFields]*batchList{}
-		b.terms[term] = bt
-	}
-	bl := bt[f]
+// termLists are a term's lists in a batch, by field.
+type termLists struct {
+	term  string
+	lists [numIFields]*batchList
+}
+
+func (b *batchIndex) newTerm(term string) *termLists {
+	tl := &termLists{term: term}
+	b.terms[term] = tl
+	return tl
+}
+
+// add records that tl's term stands at pos in field f of record k.
+func (b *batchIndex) add(tl *termLists, f ifield, k int32, pos uint32) {
+	bl := tl.lists[f]
 	if bl == nil {
 		bl = &batchList{}
-		bt[f] = bl
+		tl.lists[f] = bl
 	}
 	if bl.in != k {
 		if len(bl.docs) == 0 && bl.in == 0 {
-			if term == "" {
-				term = string(b.tri)
-			}
-			b.usedT = append(b.usedT, batchUse{term, f, bl})
+			b.usedT = append(b.usedT, batchUse{tl.term, f, bl})
 		}
 		bl.in = k
 		bl.cur = bl.cur[:0]
