@@ -1,0 +1,66 @@
+package search
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/gen"
+	"github.com/incidentlib/incidentlib/seeds"
+	"github.com/incidentlib/incidentlib/storage"
+)
+
+// BenchmarkSearch runs pages of 20 hits with highlights over 10,000
+// generated incidents, by class of query (compare the classes, or a class
+// before and after a change, within one run:
+// go test -run '^$' -bench Search -benchmem ./search). The records are
+// decoded in the record cache, as a server's are once read.
+func BenchmarkSearch(b *testing.B) {
+	ctx := context.Background()
+	incs, err := gen.Generate(gen.Options{Count: 10_000, Seed: 1, Taxonomy: seeds.MustTaxonomy()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, inc := range incs {
+		inc.Related, inc.RecurrenceOf = nil, ""
+	}
+	db, err := storage.Open(filepath.Join(b.TempDir(), "bench.db"), storage.Options{Taxonomy: seeds.MustTaxonomy(), RecordCache: len(incs), NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	for i := 0; i < len(incs); i += 2_000 {
+		if _, err := db.ImportIncidents(ctx, incs[i:i+2_000], incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ids := make([]string, len(incs))
+	for i, inc := range incs {
+		ids[i] = inc.ID
+	}
+	if _, err := db.FindIncidentsByIDs(ctx, ids); err != nil { // the record cache, as a server's
+		b.Fatal(err)
+	}
+	x := mustOpen(b, db)
+	classes := []struct {
+		name    string
+		queries []string
+	}{
+		{"1-word", []string{"outage", "leader", "certificate", "memory", "retries"}},
+		{"3-word", []string{"service outage caused", "leader election failure", "data corruption problem", "request timeout client"}},
+		{"phrase", []string{`"service discovery"`, `"leader election"`, `"restored service"`, `"connection pool"`}},
+		{"Korean", []string{"장애", "커넥션", "데이터베이스", "리더 선출", "인증서"}},
+	}
+	first := 20
+	for _, c := range classes {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if _, err := x.Search(ctx, incidentlib.SearchQuery{Query: c.queries[i%len(c.queries)]}, incidentlib.PageArgs{First: &first}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
