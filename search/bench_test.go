@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/incidentlib/incidentlib"
-	"github.com/incidentlib/incidentlib/gen"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/storage"
 )
@@ -18,13 +17,7 @@ import (
 // decoded in the record cache, as a server's are once read.
 func BenchmarkSearch(b *testing.B) {
 	ctx := context.Background()
-	incs, err := gen.Generate(gen.Options{Count: 10_000, Seed: 1, Taxonomy: seeds.MustTaxonomy()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, inc := range incs {
-		inc.Related, inc.RecurrenceOf = nil, ""
-	}
+	incs := generated(b, 10_000, 1)
 	db, err := storage.Open(filepath.Join(b.TempDir(), "bench.db"), storage.Options{Taxonomy: seeds.MustTaxonomy(), RecordCache: len(incs), NoSync: true})
 	if err != nil {
 		b.Fatal(err)

@@ -34,6 +34,20 @@ func searchStore(tb testing.TB, incs []*incidentlib.Incident) *storage.DB {
 	return db
 }
 
+// generated returns count generated incidents without links (search
+// reads none, and a store takes them in any order then).
+func generated(tb testing.TB, count int, seed int64) []*incidentlib.Incident {
+	tb.Helper()
+	incs, err := gen.Generate(gen.Options{Count: count, Seed: seed, Taxonomy: seeds.MustTaxonomy()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, inc := range incs {
+		inc.Related, inc.RecurrenceOf = nil, ""
+	}
+	return incs
+}
+
 // indexPath is where the tests keep the index of db.
 func indexPath(db *storage.DB) string { return db.Path() + ".search" }
 

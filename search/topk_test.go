@@ -11,8 +11,6 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/incidentlib/incidentlib"
-	"github.com/incidentlib/incidentlib/gen"
-	"github.com/incidentlib/incidentlib/seeds"
 )
 
 // TestTopKMatchesExhaustive compares the pruned page (topK) with ranking
@@ -21,13 +19,7 @@ import (
 // with bit-equal scores, and the same count and match set (facets').
 func TestTopKMatchesExhaustive(t *testing.T) {
 	ctx := context.Background()
-	incs, err := gen.Generate(gen.Options{Count: 1500, Seed: 3, Taxonomy: seeds.MustTaxonomy()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, inc := range incs {
-		inc.Related, inc.RecurrenceOf = nil, ""
-	}
+	incs := generated(t, 1500, 3)
 	db := searchStore(t, incs)
 	x := mustOpen(t, db)
 	// Dead slots: some incidents replaced by another's text, some deleted.
