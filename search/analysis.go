@@ -315,18 +315,8 @@ func isWordClass(c uint8) bool { return c == wbLetter || c == wbNumeric || c == 
 // know.
 func (a *analyzer) tokenize(text string, out []token) ([]token, bool) {
 	pos := 1
-	class := func(i int) (uint8, int) {
-		if i >= len(text) {
-			return wbOther, 0
-		}
-		if c := text[i]; c < utf8.RuneSelf {
-			return asciiClass[c], 1
-		}
-		r, n := utf8.DecodeRuneInString(text[i:])
-		return wbClass(r), n
-	}
 	for i := 0; i < len(text); {
-		c, n := class(i)
+		c, n := classAt(text, i)
 		if c == wbUnknown {
 			return out, false
 		}
@@ -334,37 +324,102 @@ func (a *analyzer) tokenize(text string, out []token) ([]token, bool) {
 			i += n
 			continue
 		}
-		start := i
-		prev := c
-		i += n
-		for {
-			nc, nn := class(i)
-			if nc == wbUnknown {
-				return out, false
-			}
-			if isWordClass(nc) {
-				prev = nc
-				i += nn
-				continue
-			}
-			mid := (prev == wbLetter && (nc == wbMidLetter || nc == wbMidNumLet)) ||
-				(prev == wbNumeric && (nc == wbMidNum || nc == wbMidNumLet))
-			if mid {
-				c2, n2 := class(i + nn)
-				if c2 == wbUnknown {
-					return out, false
-				}
-				if c2 == prev {
-					i += nn + n2
-					continue
-				}
-			}
-			break
+		end, ok := wordEnd(text, i, c, n)
+		if !ok {
+			return out, false
 		}
-		out = append(out, token{Term: text[start:i], Position: pos, Start: start, End: i})
+		out = append(out, token{Term: text[i:end], Position: pos, Start: i, End: end})
 		pos++
+		i = end
 	}
 	return out, true
+}
+
+// classAt returns the word-break class of the character at i of text and
+// its length in bytes (wbOther and 0 at the end).
+func classAt(text string, i int) (uint8, int) {
+	if i >= len(text) {
+		return wbOther, 0
+	}
+	if c := text[i]; c < utf8.RuneSelf {
+		return asciiClass[c], 1
+	}
+	r, n := utf8.DecodeRuneInString(text[i:])
+	return wbClass(r), n
+}
+
+// wordEnd returns the end of the word that starts at i with a character
+// of class c, n bytes long; false if the text has a character tokenize
+// does not know.
+func wordEnd(text string, i int, c uint8, n int) (int, bool) {
+	prev := c
+	i += n
+	for {
+		nc, nn := classAt(text, i)
+		if nc == wbUnknown {
+			return i, false
+		}
+		if isWordClass(nc) {
+			prev = nc
+			i += nn
+			continue
+		}
+		if joins(prev, nc) {
+			c2, n2 := classAt(text, i+nn)
+			if c2 == wbUnknown {
+				return i, false
+			}
+			if c2 == prev {
+				i += nn + n2
+				continue
+			}
+		}
+		return i, true
+	}
+}
+
+// joins says whether a character of class mid after one of class prev
+// may join it to what follows (if that is of class prev too).
+func joins(prev, mid uint8) bool {
+	return (prev == wbLetter && (mid == wbMidLetter || mid == wbMidNumLet)) ||
+		(prev == wbNumeric && (mid == wbMidNum || mid == wbMidNumLet))
+}
+
+// asciiWordStart says whether tokenize starts a word at byte i of text,
+// which is ASCII alone: a word character not continuing the word before
+// it, directly or across a joining character.
+func asciiWordStart(text string, i int) bool {
+	c := asciiClass[text[i]]
+	if !isWordClass(c) {
+		return false
+	}
+	if i == 0 {
+		return true
+	}
+	before := asciiClass[text[i-1]]
+	if isWordClass(before) {
+		return false
+	}
+	return i < 2 || !joins(asciiClass[text[i-2]], before) || asciiClass[text[i-2]] != c
+}
+
+// asciiWords appends the terms of the words of text, which is ASCII
+// alone, that want may look for (by their first letter), with their
+// bytes but no positions: for highlights of words, which need no phrase.
+// Only those words are cut out; the others are passed over a byte at a
+// time.
+func (a *analyzer) asciiWords(text string, out []token, want *termFilter) []token {
+	for i := 0; i < len(text); i++ {
+		if !want.first[lowerASCII(text[i])] || !asciiWordStart(text, i) {
+			continue
+		}
+		end, _ := wordEnd(text, i, asciiClass[text[i]], 1)
+		if term := a.word(text[i:end]); term != "" {
+			out = append(out, token{Term: term, Start: i, End: end})
+		}
+		i = end - 1
+	}
+	return out
 }
 
 func isHangul(r rune) bool {

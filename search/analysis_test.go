@@ -53,7 +53,11 @@ func TestAnalyzerMatchesBleve(t *testing.T) {
 		}
 		return letters.first[term[0]]
 	}
-	kept := 0
+	var every termFilter
+	for c := range every.first {
+		every.first[c] = true
+	}
+	kept, asciiTexts := 0, 0
 	for _, s := range texts {
 		got := a.analyze(s, nil)
 		want := bleveTokens(s)
@@ -76,9 +80,47 @@ func TestAnalyzerMatchesBleve(t *testing.T) {
 				t.Errorf("analyzeSome(%q) made %v", s, tok)
 			}
 		}
+		if isASCII(s) {
+			checkASCIIWords(t, a, s, got, &letters)
+			checkASCIIWords(t, a, s, got, &every)
+			asciiTexts++
+		}
+	}
+	if asciiTexts < 1000 {
+		t.Errorf("only %d ASCII texts to hold asciiWords to", asciiTexts)
 	}
 	if kept < 100 {
 		t.Errorf("only %d tokens of the Korean terms in the texts: the test needs other terms", kept)
+	}
+}
+
+// checkASCIIWords holds asciiWords to analyze, whose tokens of s are
+// toks: the same words with the same terms and bytes, those want may look
+// for, and every word start it finds is one tokenize finds.
+func checkASCIIWords(t *testing.T, a *analyzer, s string, toks []token, want *termFilter) {
+	t.Helper()
+	var exp []token
+	for _, tok := range toks {
+		if want.first[tok.Term[0]] {
+			exp = append(exp, token{Term: tok.Term, Start: tok.Start, End: tok.End})
+		}
+	}
+	if got := a.asciiWords(s, nil, want); !slices.Equal(got, exp) {
+		t.Errorf("asciiWords(%q):\n got  %v\n want %v", s, got, exp)
+	}
+	raw, _ := a.tokenize(s, nil)
+	var starts []int
+	for i := range len(s) {
+		if asciiWordStart(s, i) {
+			starts = append(starts, i)
+		}
+	}
+	var rawStarts []int
+	for _, r := range raw {
+		rawStarts = append(rawStarts, r.Start)
+	}
+	if !slices.Equal(starts, rawStarts) {
+		t.Errorf("word starts of %q: %v, tokenize's %v", s, starts, rawStarts)
 	}
 }
 

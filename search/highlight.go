@@ -46,12 +46,18 @@ func highlights(a *analyzer, inc *incidentlib.Incident, c *compiled, lang incide
 		// Only the words that may make a term of the clauses.
 		var want termFilter
 		want.hangul = a.hlHangul[:0]
+		words := true // no phrase: the tokens need no positions
 		for _, cl := range clauses {
 			for _, t := range cl.terms {
 				want.add(t)
 			}
+			words = words && len(cl.terms) == 1
 		}
-		toks = a.analyzeSome(text, toks[:0], &want)
+		if words && isASCII(text) {
+			toks = a.asciiWords(text, toks[:0], &want)
+		} else {
+			toks = a.analyzeSome(text, toks[:0], &want)
+		}
 		a.hlHangul = want.hangul[:0]
 		spans = spans[:0]
 		for _, cl := range clauses {
