@@ -425,7 +425,7 @@ func TestBadQueries(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"leader", `"a b" -c title:d org:"e f"`, `-"`, "lessons:", "클러스터 -풀"} {
+	for _, s := range []string{"leader", `"a b" -c title:d org:"e f"`, `-"`, "lessons:", "클러스터 -풀", `"커넥션풀 데이터베이스" 가나다라마바`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, q string) {
@@ -436,8 +436,19 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if _, err := compile(clauses, ""); err != nil && incidentlib.ErrorCode(err) != incidentlib.EBADQUERY {
-			t.Fatalf("%q: %v", q, err)
+		c, err := compile(clauses, "")
+		if err != nil {
+			if incidentlib.ErrorCode(err) != incidentlib.EBADQUERY {
+				t.Fatalf("%q: %v", q, err)
+			}
+			return
+		}
+		// What the postings are read with is a phrase too: a term at
+		// each end, and no more places than the clause's terms.
+		for _, cl := range append(slices.Clone(c.must), c.mustNot...) {
+			if f := cl.find; len(f) == 0 || f[0] == "" || f[len(f)-1] == "" || len(f) > len(cl.terms) {
+				t.Fatalf("%q: terms %q read as %q", q, cl.terms, f)
+			}
 		}
 	})
 }
