@@ -304,18 +304,30 @@ func escapes(b []byte, out []escape) []escape {
 
 const hexDigits = "0123456789abcdef"
 
+// writeEscaped writes b with the sequences esc escaped. With any to
+// escape, the whole is made in a pooled buffer and written once: a page
+// of search hits has hundreds (the <mark>s of its snippets), and each
+// write goes through the server's layers of response writers.
 func writeEscaped(w io.Writer, b []byte, esc []escape) {
+	if len(esc) == 0 {
+		_, _ = w.Write(b)
+		return
+	}
+	out := graph.PooledBuffer()
+	defer graph.PutBuffer(out)
+	out.Grow(len(b) + 5*len(esc))
 	i := 0
 	for _, e := range esc {
-		_, _ = w.Write(b[i:e.at])
+		out.Write(b[i:e.at])
 		var u [6]byte
 		if e.size == 1 {
 			u = [6]byte{'\\', 'u', '0', '0', hexDigits[b[e.at]>>4], hexDigits[b[e.at]&0xF]}
 		} else {
 			u = [6]byte{'\\', 'u', '2', '0', '2', hexDigits[b[e.at+2]&0xF]}
 		}
-		_, _ = w.Write(u[:])
+		out.Write(u[:])
 		i = e.at + e.size
 	}
-	_, _ = w.Write(b[i:])
+	out.Write(b[i:])
+	_, _ = w.Write(out.Bytes())
 }
