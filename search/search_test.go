@@ -1,9 +1,13 @@
 package search
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -891,6 +895,44 @@ func TestCheck(t *testing.T) {
 			}
 		})
 	}
+	t.Run("IndexOfAnotherVersion", func(t *testing.T) {
+		// An index written with an older analysis or layout (format 2 had
+		// no Hangul trigrams) is rebuilt, never read.
+		db := searchStore(t, handMade())
+		x, err := Open(ctx, db, indexPath(db), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.Close()
+		file := filepath.Join(indexPath(db), indexFile)
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := []byte("incidentlib-search-2")
+		if len(old) != len(formatVersion) || !bytes.Contains(b, []byte(formatVersion)) {
+			t.Fatalf("the file does not hold %q where the test expects it", formatVersion)
+		}
+		b = bytes.Replace(b, []byte(formatVersion), old, 1)
+		binary.BigEndian.PutUint32(b[len(b)-4:], crc32.ChecksumIEEE(b[:len(b)-4]))
+		if err := os.WriteFile(file, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(ctx, db, indexPath(db), Options{}); !errors.Is(err, ErrRebuild) || !strings.Contains(err.Error(), "incidentlib-search-2") {
+			t.Fatalf("open: %v, want ErrRebuild naming the old format", err)
+		}
+		if rep, err := Check(ctx, db, indexPath(db)); err != nil || len(rep.Problems) != 1 {
+			t.Errorf("check: %+v, %v", rep, err)
+		}
+		x, err = Rebuild(ctx, db, indexPath(db), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Close()
+		if got := ids(t, x, "커넥션"); len(got) == 0 {
+			t.Error("the rebuilt index finds no 커넥션")
+		}
+	})
 	t.Run("IndexOfAnotherStore", func(t *testing.T) {
 		big := searchStore(t, handMade())
 		x, err := Open(ctx, big, indexPath(big), Options{})
