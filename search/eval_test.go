@@ -186,54 +186,22 @@ func (ev *evaluation) top(offset, size int) []hit {
 		return nil
 	}
 	e, m := ev.e, ev.m
+	// Every match sorted: the reference keeps no heap of its own.
+	h := make([]hit, 0, len(e.live))
+	for _, s := range e.live {
+		h = append(h, hit{slot: s, num: m.slots[s].num, score: e.score[s]})
+	}
 	better := func(a, b hit) bool {
 		if a.score != b.score {
 			return a.score > b.score
 		}
 		return a.num < b.num
 	}
-	// A min-heap of the best k.
-	h := make([]hit, 0, min(k, ev.total))
-	down := func(i int) {
-		for {
-			l := 2*i + 1
-			if l >= len(h) {
-				return
-			}
-			if r := l + 1; r < len(h) && better(h[l], h[r]) {
-				l = r
-			}
-			if !better(h[i], h[l]) {
-				return
-			}
-			h[i], h[l] = h[l], h[i]
-			i = l
-		}
-	}
-	for _, s := range e.live {
-		x := hit{slot: s, num: m.slots[s].num, score: e.score[s]}
-		if len(h) < k {
-			h = append(h, x)
-			for i := len(h) - 1; i > 0; {
-				p := (i - 1) / 2
-				if !better(h[p], h[i]) {
-					break
-				}
-				h[p], h[i] = h[i], h[p]
-				i = p
-			}
-			continue
-		}
-		if better(x, h[0]) {
-			h[0] = x
-			down(0)
-		}
-	}
 	sort.Slice(h, func(i, j int) bool { return better(h[i], h[j]) })
 	if offset >= len(h) {
 		return nil
 	}
-	return h[offset:]
+	return h[offset:min(k, len(h))]
 }
 
 // set returns the incident numbers of every match.
@@ -271,25 +239,10 @@ func (m *memIndex) matches(e *evalState, c *clauseQ, lead []uint32, score bool) 
 			w := c.boost * ifieldBoost[f] * idf(n, len(p.docs)) * (bm25K1 + 1)
 			docs := p.docs
 			tfs := p.tfs[:len(docs)]
-			if lead != nil && len(lead)*8 < len(docs) {
-				j := 0
-				for _, slot := range lead {
-					j = gallop(docs, j, slot)
-					if j == len(docs) {
-						break
-					}
-					if docs[j] == slot {
-						s := 0.0
-						if score {
-							t := float64(tfs[j])
-							s = w * t / (t + base + norm*float64(lens[slot]))
-						}
-						out = append(out, match{slot, s})
-					}
-				}
-				continue
-			}
 			for i, slot := range docs {
+				if _, in := slices.BinarySearch(lead, slot); lead != nil && !in {
+					continue
+				}
 				s := 0.0
 				if score {
 					t := float64(tfs[i])

@@ -23,20 +23,8 @@ type hit struct {
 func (m *memIndex) clauseCost(c *clauseQ) int {
 	n := 0
 	for _, f := range c.fields {
-		best := math.MaxInt
-		for _, t := range c.find {
-			if t == "" {
-				continue
-			}
-			p := m.posting(f, t)
-			if p == nil {
-				best = 0
-				break
-			}
-			best = min(best, len(p.docs))
-		}
-		if best != math.MaxInt {
-			n += best
+		if p := m.rarest(c.find, f); p != nil {
+			n += len(p.docs)
 		}
 	}
 	return n

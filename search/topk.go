@@ -294,39 +294,34 @@ func topK(m *memIndex, c *compiled, keep []uint64, offset, size int) ([]hit, int
 
 // clauseSlots sets in dst the slots that hold the clause's term in one of
 // its fields, or, for a phrase, its rarest term in a field that holds
-// every term.
+// every term (a superset that phraseIn narrows down).
 func (m *memIndex) clauseSlots(c *clauseQ, dst []uint64) {
 	for _, f := range c.fields {
-		if len(c.find) == 1 {
-			if p := m.posting(f, c.find[0]); p != nil {
-				for _, s := range p.docs {
-					dst[s>>6] |= 1 << (s & 63)
-				}
-			}
-			continue
-		}
-		// A phrase: the slots of its rarest term, a superset that
-		// phraseIn narrows down.
-		var lead *posting
-		for _, t := range c.find {
-			if t == "" {
-				continue
-			}
-			p := m.posting(f, t)
-			if p == nil {
-				lead = nil
-				break
-			}
-			if lead == nil || len(p.docs) < len(lead.docs) {
-				lead = p
-			}
-		}
-		if lead != nil {
+		if lead := m.rarest(c.find, f); lead != nil {
 			for _, s := range lead.docs {
 				dst[s>>6] |= 1 << (s & 63)
 			}
 		}
 	}
+}
+
+// rarest returns the shortest posting in f of the terms ("" skipped), nil
+// if one of them is not in f (or none is given).
+func (m *memIndex) rarest(terms []string, f ifield) *posting {
+	var lead *posting
+	for _, t := range terms {
+		if t == "" {
+			continue
+		}
+		p := m.posting(f, t)
+		if p == nil {
+			return nil
+		}
+		if lead == nil || len(p.docs) < len(lead.docs) {
+			lead = p
+		}
+	}
+	return lead
 }
 
 // phraseIDF is the sum of the idfs of the phrase's terms in f, as
@@ -501,13 +496,9 @@ func (m *memIndex) bonusExactly(t *topState, c *clauseQ) bool {
 	}
 	lead := 0
 	for _, f := range c.fields {
-		best := 0
-		for _, term := range c.find {
-			if p := m.posting(f, term); term != "" && p != nil && (best == 0 || len(p.docs) < best) {
-				best = len(p.docs)
-			}
+		if p := m.rarest(c.find, f); p != nil {
+			lead += len(p.docs)
 		}
-		lead += best
 	}
 	return n*bonusPassRatio >= lead
 }

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
@@ -234,24 +233,23 @@ func writeResponse(w http.ResponseWriter, resp *graphql.Response) {
 			return
 		}
 	}
-	ep := escapePool.Get().(*[]escape)
-	esc := escapes(resp.Data, (*ep)[:0])
-	defer func() {
-		if cap(esc) <= 1<<16 {
-			*ep = esc[:0]
-			escapePool.Put(ep)
-		}
-	}()
-	n := len(dataOpen) + len(resp.Data) + len(responseClose)
-	for _, e := range esc {
-		n += 6 - e.size
+	// A page of search hits has hundreds of characters to escape (the
+	// <mark>s of its snippets): the escaped data is made in a pooled
+	// buffer and written at once, not a write per escape through the
+	// server's layers of response writers.
+	data := resp.Data
+	buf := graph.PooledBuffer()
+	defer graph.PutBuffer(buf)
+	if appendEscaped(buf, data) {
+		data = buf.Bytes()
 	}
+	n := len(dataOpen) + len(data) + len(responseClose)
 	if ext != nil {
 		n += len(extensionsOpen) + len(ext)
 	}
 	w.Header().Set("Content-Length", strconv.Itoa(n))
 	_, _ = w.Write(dataOpen)
-	writeEscaped(w, resp.Data, esc)
+	_, _ = w.Write(data)
 	if ext != nil {
 		_, _ = w.Write(extensionsOpen)
 		_, _ = w.Write(ext)
@@ -259,24 +257,23 @@ func writeResponse(w http.ResponseWriter, resp *graphql.Response) {
 	_, _ = w.Write(responseClose)
 }
 
-// escape is a byte sequence of compact JSON that encoding/json escapes:
-// <, > and & become \u003c, \u003e and \u0026; U+2028 and U+2029 (E2 80
-// A8, E2 80 A9) become \u2028 and \u2029. In JSON they only occur inside
-// strings.
-type escape struct{ at, size int }
-
+// escapeStarts are the first bytes of what encoding/json escapes in
+// compact JSON: <, > and & become \u003c, \u003e and \u0026; U+2028 and
+// U+2029 (E2 80 A8, E2 80 A9) become \u2028 and \u2029. In JSON they only
+// occur inside strings.
 var escapeStarts = [...]byte{'<', '>', '&', 0xE2}
 
-// escapePool holds the lists escapes appends to: a page of search hits
-// has hundreds (the <mark>s of its snippets).
-var escapePool = sync.Pool{New: func() any { return new([]escape) }}
+const hexDigits = "0123456789abcdef"
 
-// escapes appends to out the sequences of b to escape, in order.
-func escapes(b []byte, out []escape) []escape {
+// appendEscaped appends b to out with what encoding/json escapes escaped,
+// and reports true; when b has nothing to escape it appends nothing and
+// reports false.
+func appendEscaped(out *bytes.Buffer, b []byte) bool {
 	var next [len(escapeStarts)]int
 	for k, c := range escapeStarts {
 		next[k] = bytes.IndexByte(b, c)
 	}
+	i, found := 0, false
 	for {
 		k := -1
 		for j, at := range next {
@@ -285,7 +282,7 @@ func escapes(b []byte, out []escape) []escape {
 			}
 		}
 		if k < 0 {
-			return out
+			break
 		}
 		at := next[k]
 		if j := bytes.IndexByte(b[at+1:], escapeStarts[k]); j >= 0 {
@@ -293,41 +290,23 @@ func escapes(b []byte, out []escape) []escape {
 		} else {
 			next[k] = -1
 		}
+		var u [6]byte
+		size := 1
 		switch {
 		case escapeStarts[k] != 0xE2:
-			out = append(out, escape{at, 1})
+			u = [6]byte{'\\', 'u', '0', '0', hexDigits[b[at]>>4], hexDigits[b[at]&0xF]}
 		case at+2 < len(b) && b[at+1] == 0x80 && (b[at+2] == 0xA8 || b[at+2] == 0xA9):
-			out = append(out, escape{at, 3})
+			u = [6]byte{'\\', 'u', '2', '0', '2', hexDigits[b[at+2]&0xF]}
+			size = 3
+		default:
+			continue
 		}
-	}
-}
-
-const hexDigits = "0123456789abcdef"
-
-// writeEscaped writes b with the sequences esc escaped. With any to
-// escape, the whole is made in a pooled buffer and written once: a page
-// of search hits has hundreds (the <mark>s of its snippets), and each
-// write goes through the server's layers of response writers.
-func writeEscaped(w io.Writer, b []byte, esc []escape) {
-	if len(esc) == 0 {
-		_, _ = w.Write(b)
-		return
-	}
-	out := graph.PooledBuffer()
-	defer graph.PutBuffer(out)
-	out.Grow(len(b) + 5*len(esc))
-	i := 0
-	for _, e := range esc {
-		out.Write(b[i:e.at])
-		var u [6]byte
-		if e.size == 1 {
-			u = [6]byte{'\\', 'u', '0', '0', hexDigits[b[e.at]>>4], hexDigits[b[e.at]&0xF]}
-		} else {
-			u = [6]byte{'\\', 'u', '2', '0', '2', hexDigits[b[e.at+2]&0xF]}
-		}
+		out.Write(b[i:at])
 		out.Write(u[:])
-		i = e.at + e.size
+		i, found = at+size, true
 	}
-	out.Write(b[i:])
-	_, _ = w.Write(out.Bytes())
+	if found {
+		out.Write(b[i:])
+	}
+	return found
 }
