@@ -418,47 +418,47 @@ func argOrder(args map[string]any) *model.IncidentOrder {
 }
 
 func (x *fastExec) connection(c *model.IncidentConnection, sel ast.SelectionSet) {
-	x.object(x.plan(sel, "IncidentConnection"), "IncidentConnection", func(f *pfield) {
+	x.incidentConnection("IncidentConnection", sel, c.TotalCount, c.Nodes, c.PageInfo, func(sel ast.SelectionSet) { x.edges(c, sel) })
+}
+
+func (x *fastExec) searchConnection(c *model.IncidentSearchConnection, sel ast.SelectionSet) {
+	x.incidentConnection("IncidentSearchConnection", sel, c.TotalCount, c.Nodes, c.PageInfo, func(sel ast.SelectionSet) { x.searchEdges(c, sel) })
+}
+
+// incidentConnection writes a connection of incidents of type typ; its
+// edges are written by edges.
+func (x *fastExec) incidentConnection(typ string, sel ast.SelectionSet, total int, nodes []*model.Incident, pi *model.PageInfo, edges func(ast.SelectionSet)) {
+	x.object(x.plan(sel, typ), typ, func(f *pfield) {
 		switch f.Name {
 		case "totalCount":
-			x.int(c.TotalCount)
+			x.int(total)
 		case "nodes":
-			x.incidentList(c.Nodes, f.Selections, true)
+			x.incidentList(nodes, f.Selections, true)
 		case "edges":
-			x.edges(c, f.Selections)
+			edges(f.Selections)
 		case "pageInfo":
-			x.pageInfo(c.PageInfo, f.Selections)
+			x.pageInfo(pi, f.Selections)
 		default: // facets, years
 			bail()
 		}
 	})
 }
 
-func (x *fastExec) searchConnection(c *model.IncidentSearchConnection, sel ast.SelectionSet) {
-	x.object(x.plan(sel, "IncidentSearchConnection"), "IncidentSearchConnection", func(f *pfield) {
-		switch f.Name {
-		case "totalCount":
-			x.int(c.TotalCount)
-		case "nodes":
-			x.incidentList(c.Nodes, f.Selections, true)
-		case "edges":
-			x.searchEdges(c, f.Selections)
-		case "pageInfo":
-			x.pageInfo(c.PageInfo, f.Selections)
-		default: // facets, years
-			bail()
+// edgeNodes reads the nodes of a connection's edges, one list per node
+// selection of the edges' plan p.
+func (x *fastExec) edgeNodes(p *plan, nodes []*model.Incident) []*incidents {
+	out := make([]*incidents, len(p.fields))
+	for i := range p.fields {
+		if p.fields[i].Name == "node" {
+			out[i] = x.incidents(nodes, p.fields[i].Selections)
 		}
-	})
+	}
+	return out
 }
 
 func (x *fastExec) searchEdges(c *model.IncidentSearchConnection, sel ast.SelectionSet) {
 	p := x.plan(sel, "IncidentSearchEdge")
-	nodes := make([]*incidents, len(p.fields))
-	for i := range p.fields {
-		if p.fields[i].Name == "node" {
-			nodes[i] = x.incidents(c.Nodes, p.fields[i].Selections)
-		}
-	}
+	nodes := x.edgeNodes(p, c.Nodes)
 	x.list(len(c.Edges), func(k int) {
 		e := c.Edges[k]
 		x.object(p, "IncidentSearchEdge", func(f *pfield) {
@@ -499,13 +499,7 @@ func (x *fastExec) searchEdges(c *model.IncidentSearchConnection, sel ast.Select
 
 func (x *fastExec) edges(c *model.IncidentConnection, sel ast.SelectionSet) {
 	p := x.plan(sel, "IncidentEdge")
-	// The nodes of the edges, read as one list per node selection.
-	nodes := make([]*incidents, len(p.fields))
-	for i := range p.fields {
-		if p.fields[i].Name == "node" {
-			nodes[i] = x.incidents(c.Nodes, p.fields[i].Selections)
-		}
-	}
+	nodes := x.edgeNodes(p, c.Nodes)
 	x.list(len(c.Edges), func(k int) {
 		x.object(p, "IncidentEdge", func(f *pfield) {
 			switch f.Name {
