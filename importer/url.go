@@ -10,7 +10,7 @@ import (
 // postmortem in several collections:
 //
 //   - http and https are the same: the result always says https;
-//   - scheme and host are lower case, a leading "www." and a trailing dot of
+//   - scheme and host are lower case, leading "www." and trailing dots of
 //     the host are dropped, and so are the default ports 80 and 443;
 //   - the fragment is dropped, except a "#!" hashbang fragment, which on
 //     sites such as groups.google.com names the page itself;
@@ -33,8 +33,13 @@ func NormalizeURL(u string) string {
 	}
 	host := strings.ToLower(p.Hostname())
 	port := p.Port()
-	host = strings.TrimSuffix(host, ".")
-	host = strings.TrimPrefix(host, "www.")
+	host = strings.TrimRight(host, ".")
+	for strings.HasPrefix(host, "www.") {
+		host = strings.TrimPrefix(host, "www.")
+	}
+	if host == "" {
+		return u // dots alone make no host
+	}
 	if port == "80" || port == "443" {
 		port = ""
 	}
