@@ -43,11 +43,16 @@ func ParseID(id string) (n uint32, ok bool) {
 // digits, zero-padded.
 func FormatID(n uint32) string {
 	var b [3 + 10]byte
-	out := append(b[:0], "IL-"...)
+	return string(AppendID(b[:0], n))
+}
+
+// AppendID appends the id of number n (FormatID) to dst.
+func AppendID(dst []byte, n uint32) []byte {
+	dst = append(dst, "IL-"...)
 	for d := uint32(1000); d > 1 && n < d; d /= 10 {
-		out = append(out, '0')
+		dst = append(dst, '0')
 	}
-	return string(strconv.AppendUint(out, uint64(n), 10))
+	return strconv.AppendUint(dst, uint64(n), 10)
 }
 
 // ParseDate parses a YYYY-MM-DD calendar date.

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/99designs/gqlgen/graphql"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/incidentlib/incidentlib"
@@ -42,7 +44,15 @@ type FastReads struct {
 	// OnPanic, if set, is told of a panic in FastReads (a bug): the query
 	// is then handed to gqlgen's executor.
 	OnPanic func(ctx context.Context, v any)
+	// plans keeps, across requests, the plans of selection sets whose
+	// fields use no variables (sharedPlans).
+	plans *lru.Cache[planKey, *plan]
 }
+
+// sharedPlans is how many plans FastReads keeps across requests. A list
+// page uses about ten; a plan holds its document, which gqlgen's query
+// cache holds as well.
+const sharedPlans = 4096
 
 // NewFastReads returns the interceptor over the schema built by
 // NewExecutableSchema with r as its resolvers.
@@ -51,7 +61,11 @@ func NewFastReads(es graphql.ExecutableSchema, r *Resolver) (*FastReads, error) 
 	if !ok {
 		return nil, errors.New("fast reads: schema is not this package's executable schema")
 	}
-	return &FastReads{es: s, r: r}, nil
+	plans, err := lru.New[planKey, *plan](sharedPlans)
+	if err != nil {
+		return nil, err
+	}
+	return &FastReads{es: s, r: r, plans: plans}, nil
 }
 
 var (
@@ -73,12 +87,12 @@ func (f *FastReads) InterceptResponse(ctx context.Context, next graphql.Response
 		return next(ctx)
 	}
 	x := &fastExec{
-		ctx:   ctx,
-		oc:    oc,
-		ec:    newExecutionContext(oc, f.es, nil),
-		r:     f.r,
-		plans: map[planKey]*plan{},
-		buf:   responseBuffer(ctx),
+		ctx:    ctx,
+		oc:     oc,
+		ec:     newExecutionContext(oc, f.es, nil),
+		r:      f.r,
+		shared: f.plans,
+		buf:    responseBuffer(ctx),
 	}
 	if !x.run(f.OnPanic) {
 		if f.Observe != nil {
@@ -96,12 +110,15 @@ func (f *FastReads) InterceptResponse(ctx context.Context, next graphql.Response
 var errBail = errors.New("fast reads: not covered")
 
 type fastExec struct {
-	ctx   context.Context
-	oc    *graphql.OperationContext
-	ec    *executionContext
-	r     *Resolver
-	buf   *bytes.Buffer
-	plans map[planKey]*plan
+	ctx context.Context
+	oc  *graphql.OperationContext
+	ec  *executionContext
+	r   *Resolver
+	buf *bytes.Buffer
+	// shared holds the plans that no variable changes, for every request;
+	// plans those of this request that use its variables.
+	shared *lru.Cache[planKey, *plan]
+	plans  map[planKey]*plan
 }
 
 func bail() { panic(errBail) }
@@ -124,9 +141,11 @@ func (x *fastExec) run(onPanic func(context.Context, any)) (ok bool) {
 }
 
 // A plan is a selection set collected for one object type: its fields in
-// response order with their arguments parsed, made once per request and
-// selection set whatever the number of objects.
+// response order with their arguments parsed, made once per selection set
+// whatever the number of objects, and kept across requests unless a
+// variable can change it. A plan is not changed once made.
 type plan struct {
+	sel    ast.SelectionSet // what it was made from
 	fields []pfield
 }
 
@@ -137,10 +156,16 @@ type pfield struct {
 	args  map[string]any // other parsed arguments
 }
 
+// planKey names a selection set by its first and last selections, which
+// are nodes of a document gqlgen has parsed and does not change (a kept
+// plan holds them, so no other node can take their addresses). gqlgen
+// collects a field's selections into a new slice (merging fields of the
+// same name), so the slice's own address names nothing; a plan found by
+// its key is used only if all its selections are the same (samePlan).
 type planKey struct {
-	first *ast.Selection // selection sets are identified by their first element
-	n     int
-	typ   string
+	first, last ast.Selection
+	n           int
+	typ         string
 }
 
 // satisfies lists what each object type is, for fragment type conditions.
@@ -180,12 +205,15 @@ func (x *fastExec) plan(sel ast.SelectionSet, typ string) *plan {
 	if len(sel) == 0 {
 		return &plan{}
 	}
-	key := planKey{&sel[0], len(sel), typ}
-	if p := x.plans[key]; p != nil {
+	key := planKey{sel[0], sel[len(sel)-1], len(sel), typ}
+	if p, ok := x.shared.Get(key); ok && slices.Equal(p.sel, sel) {
+		return p
+	}
+	if p := x.plans[key]; p != nil && slices.Equal(p.sel, sel) {
 		return p
 	}
 	cfs := graphql.CollectFields(x.oc, sel, satisfies[typ])
-	p := &plan{fields: make([]pfield, len(cfs))}
+	p := &plan{sel: sel, fields: make([]pfield, len(cfs))}
 	for i, f := range cfs {
 		if len(f.Deferrables) > 0 || hasOtherDirective(f.Directives) {
 			bail()
@@ -206,8 +234,78 @@ func (x *fastExec) plan(sel ast.SelectionSet, typ string) *plan {
 		}
 		p.fields[i].args = raw // parsed by the field's own code
 	}
-	x.plans[key] = p
+	if usesVariables(sel, x.oc.Doc.Fragments) {
+		if x.plans == nil {
+			x.plans = map[planKey]*plan{}
+		}
+		x.plans[key] = p
+	} else {
+		x.shared.Add(key, p)
+	}
 	return p
+}
+
+// usesVariables tells whether a variable can change how the selection set
+// collects: an argument or a directive of its fields, or a directive or
+// field of the fragments it spreads, refers to one. (The selections of its
+// fields have plans of their own.)
+func usesVariables(sel ast.SelectionSet, frags ast.FragmentDefinitionList) bool {
+	for _, s := range sel {
+		switch s := s.(type) {
+		case *ast.Field:
+			if argumentsUseVariables(s.Arguments) || directivesUseVariables(s.Directives) {
+				return true
+			}
+		case *ast.InlineFragment:
+			if directivesUseVariables(s.Directives) || usesVariables(s.SelectionSet, frags) {
+				return true
+			}
+		case *ast.FragmentSpread:
+			if directivesUseVariables(s.Directives) {
+				return true
+			}
+			def := frags.ForName(s.Name)
+			if def == nil || directivesUseVariables(def.Directives) || usesVariables(def.SelectionSet, frags) {
+				return true // (validation refuses unknown fragments; a cycle too)
+			}
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+func directivesUseVariables(ds ast.DirectiveList) bool {
+	for _, d := range ds {
+		if argumentsUseVariables(d.Arguments) {
+			return true
+		}
+	}
+	return false
+}
+
+func argumentsUseVariables(args ast.ArgumentList) bool {
+	for _, a := range args {
+		if valueUsesVariable(a.Value) {
+			return true
+		}
+	}
+	return false
+}
+
+func valueUsesVariable(v *ast.Value) bool {
+	if v == nil {
+		return false
+	}
+	if v.Kind == ast.Variable {
+		return true
+	}
+	for _, c := range v.Children {
+		if valueUsesVariable(c.Value) {
+			return true
+		}
+	}
+	return false
 }
 
 func hasOtherDirective(ds ast.DirectiveList) bool {

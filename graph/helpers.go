@@ -33,21 +33,21 @@ func (r *Resolver) connection(ctx context.Context, filter *incidentlib.IncidentF
 	}
 	conn := &model.IncidentConnection{
 		Edges:      make([]*model.IncidentEdge, 0, len(incs)),
-		Nodes:      make([]*model.Incident, 0, len(incs)),
 		PageInfo:   &model.PageInfo{HasNextPage: p.HasNextPage, HasPreviousPage: p.HasPreviousPage},
 		TotalCount: p.TotalCount,
 		Filter:     f,
 	}
-	present := make([]*incidentlib.Incident, 0, len(incs))
-	v := r.view(ctx)
+	// The nodes and edges in one slab each, whatever their number.
+	conn.Nodes = r.view(ctx).NewIncidents(incs) // those not deleted between the two reads
+	present := make([]*incidentlib.Incident, 0, len(conn.Nodes))
+	edges := make([]model.IncidentEdge, 0, len(conn.Nodes))
 	for i, inc := range incs {
-		if inc == nil { // deleted between the two reads
+		if inc == nil {
 			continue
 		}
 		present = append(present, inc)
-		n := v.NewIncident(inc)
-		conn.Nodes = append(conn.Nodes, n)
-		conn.Edges = append(conn.Edges, &model.IncidentEdge{Cursor: p.Cursors[i], Node: n})
+		edges = append(edges, model.IncidentEdge{Cursor: p.Cursors[i], Node: conn.Nodes[len(edges)]})
+		conn.Edges = append(conn.Edges, &edges[len(edges)-1])
 	}
 	if len(conn.Edges) > 0 {
 		conn.PageInfo.StartCursor = &conn.Edges[0].Cursor

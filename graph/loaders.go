@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,13 +31,14 @@ type LoaderMetrics interface {
 // in one batch, without waiting on the batch window: the number of batches
 // then depends on the query, not on scheduling.
 type Loader[K comparable, V any] struct {
-	name  string
-	size  int
-	m     LoaderMetrics
-	read  func(ctx context.Context, keys []K) ([]V, error)
-	once  sync.Once // a request makes only the loaders it uses
-	dl    *dataloader.Loader[K, V]
-	cache *loaderCache[K, V]
+	name   string
+	size   int
+	m      LoaderMetrics
+	read   func(ctx context.Context, keys []K) ([]V, error)
+	once   sync.Once // a request makes only the loaders it uses
+	cache  *loaderCache[K, V]
+	dlOnce sync.Once // and the dataloader only if a resolver loads one key
+	dl     *dataloader.Loader[K, V]
 }
 
 // newLoader describes a loader whose cache starts with room for size keys;
@@ -46,8 +48,13 @@ func newLoader[K comparable, V any](name string, size int, m LoaderMetrics, read
 }
 
 func (l *Loader[K, V]) init() {
-	l.once.Do(func() {
-		l.cache = newLoaderCache[K, V](l.size)
+	l.once.Do(func() { l.cache = newLoaderCache[K, V](l.size) })
+}
+
+// initLoad makes the dataloader of Load, over the cache LoadAll fills.
+func (l *Loader[K, V]) initLoad() {
+	l.init()
+	l.dlOnce.Do(func() {
 		batch := func(ctx context.Context, keys []K) []*dataloader.Result[V] {
 			vals, err := l.fetch(ctx, keys)
 			out := make([]*dataloader.Result[V], len(keys))
@@ -154,7 +161,7 @@ func (c *loaderCache[K, V]) Clear() {
 
 // Load loads one key through the batch window.
 func (l *Loader[K, V]) Load(ctx context.Context, key K) (V, error) {
-	l.init()
+	l.initLoad()
 	return l.dl.Load(ctx, key)()
 }
 
@@ -180,13 +187,33 @@ func (l *Loader[K, V]) LoadAll(ctx context.Context, keys []K) ([]V, error) {
 	if len(misses) == 0 {
 		return out, nil
 	}
+	// Each missing key once, in the order first seen; from[j] is the
+	// position in missing of keys[misses[j]]. A few keys are compared
+	// directly, more go through a map.
 	missing := make([]K, 0, len(misses))
-	at := make(map[K]int, len(misses)) // position in missing
-	for _, i := range misses {
-		if k := keys[i]; !mapHas(at, k) {
-			at[k] = len(missing)
-			missing = append(missing, k)
+	from := make([]int, len(misses))
+	var at map[K]int
+	if len(misses) > dedupeScan {
+		at = make(map[K]int, len(misses))
+	}
+	for j, i := range misses {
+		k := keys[i]
+		pos := -1
+		if at != nil {
+			if p, ok := at[k]; ok {
+				pos = p
+			}
+		} else {
+			pos = slices.Index(missing, k)
 		}
+		if pos < 0 {
+			pos = len(missing)
+			missing = append(missing, k)
+			if at != nil {
+				at[k] = pos
+			}
+		}
+		from[j] = pos
 	}
 	vals, err := l.fetch(ctx, missing)
 	if err != nil {
@@ -196,16 +223,15 @@ func (l *Loader[K, V]) LoadAll(ctx context.Context, keys []K) ([]V, error) {
 		return nil, fmt.Errorf("loader: %d values for %d keys", len(vals), len(missing))
 	}
 	l.cache.put(missing, vals)
-	for _, i := range misses {
-		out[i] = vals[at[keys[i]]]
+	for j, i := range misses {
+		out[i] = vals[from[j]]
 	}
 	return out, nil
 }
 
-func mapHas[K comparable, V any](m map[K]V, k K) bool {
-	_, ok := m[k]
-	return ok
-}
+// dedupeScan is how many missing keys LoadAll dedupes by comparing them
+// with each other (cheaper than a map's hashing at this size).
+const dedupeScan = 16
 
 // Loaders are the dataloaders of one request.
 type Loaders struct {

@@ -195,6 +195,58 @@ func TestFastReadsDifferential(t *testing.T) {
 	}
 }
 
+// TestFastReadsPlansFollowVariables: FastReads keeps the plan of a
+// selection set across requests unless a variable can change it. One
+// document is sent again with other variables, which reach the plans
+// through nested argument values, directives on fields, inline fragments,
+// fragment spreads and inside fragments, and lang arguments below the top
+// level; each answer must be gqlgen's. The last document collects two
+// selection sets that begin and end with the same fields and differ in the
+// middle: a plan must not be taken for the other's.
+func TestFastReadsPlansFollowVariables(t *testing.T) {
+	incs := append(seedIncidents(t), corpus(t, 60, 3)...)
+	p := newFastPair(t, incs)
+	// Each selection set below reaches a variable one way only.
+	const doc = `query($sym: String!, $a: Boolean!, $b: Boolean!, $l: Lang) {
+		viaFragment: incidents(first: 4, filter: {symptoms: [$sym]}) { nodes { id ...G } }
+		viaInline: incidents(first: 4, filter: {symptoms: [$sym]}) { nodes { id ... on Incident { orgSlug @skip(if: $a) } } }
+		onSpread: incidents(first: 4, filter: {symptoms: [$sym]}) { nodes { id ...F @skip(if: $b) } }
+		onInline: incidents(first: 4, filter: {symptoms: [$sym]}) { nodes { id ... on Incident @include(if: $b) { date } } }
+		onField: incidents(first: 4, filter: {symptoms: [$sym]}) { nodes { id organization { name @skip(if: $b) } } }
+		langBelow: incidents(first: 4, filter: {symptoms: [$sym]}) { nodes { id symptoms { label(lang: $l) } related { id summary(lang: $l) } } }
+	}
+	fragment F on Incident { orgSlug }
+	fragment G on Incident { dateKind @include(if: $a) }`
+	answers := map[string]bool{}
+	for _, sym := range []string{"partial-outage", "data-loss"} {
+		for _, a := range []bool{false, true} {
+			for _, b := range []bool{false, true} {
+				for _, l := range []any{nil, "KO"} {
+					vars := map[string]any{"sym": sym, "a": a, "b": b, "l": l}
+					answers[string(p.compare(t, doc, vars, ""))] = true
+				}
+			}
+		}
+	}
+	if len(answers) != 16 {
+		t.Fatalf("16 sets of variables gave %d different answers: the document does not test them", len(answers))
+	}
+	const merged = `{
+		a: incidents(first: 5) { nodes { ...R related { title } ...D } }
+		b: incidents(first: 5) { nodes { ...R related { summary } ...D } }
+	}
+	fragment R on Incident { related { id } }
+	fragment D on Incident { related { date } }`
+	for range 2 {
+		if b := p.compare(t, merged, nil, ""); !bytes.Contains(b, []byte(`"summary"`)) || !bytes.Contains(b, []byte(`"title"`)) {
+			t.Fatalf("the merged selections lost a field: %.300s", b)
+		}
+	}
+	if n := executorCount(t, p.fast, "fast"); n < 18 {
+		t.Errorf("FastReads answered %v of the 18 queries: the test compares gqlgen with itself", n)
+	}
+}
+
 // randomQuery builds a query over the fields FastReads answers, with
 // aliases, repeated fields, fragments, directives, variables and language
 // arguments; now and then a field it hands to gqlgen.

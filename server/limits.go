@@ -408,25 +408,31 @@ func (g *guard) serveOne(w http.ResponseWriter, r *http.Request, next http.Handl
 	ctx := context.WithValue(r.Context(), replyKey{}, rp)
 	r = r.WithContext(ctx)
 	var p struct {
-		Query         string          `json:"query"`
-		OperationName string          `json:"operationName"`
-		Variables     json.RawMessage `json:"variables"`
+		Query, OperationName string
+		Variables            func() string // for the debug log
 	}
 	decoded := false
 	if r.Method == http.MethodPost {
-		decoded = json.Unmarshal(body, &p) == nil
+		// As the POST transport decodes it, once for both (decodeParams).
+		if params, err := sharedParams(&g.s.params, body); err == nil {
+			p.Query, p.OperationName, decoded = params.Query, params.OperationName, true
+			p.Variables = func() string {
+				b, _ := json.Marshal(params.Variables)
+				return string(b)
+			}
+		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 	} else {
 		q := r.URL.Query()
 		p.Query, p.OperationName, decoded = q.Get("query"), q.Get("operationName"), true
-		p.Variables = json.RawMessage(q.Get("variables"))
+		p.Variables = func() string { return q.Get("variables") }
 	}
 	if decoded && p.Query != "" {
 		if e := g.checkDocument(ctx, p.Query, p.OperationName, requestFrom(ctx), rp); e != nil {
 			if st := stateOf(ctx); st != nil && st.debug { // the request log, as the response cache sets it
 				st.queryPrefix = truncate(p.Query, logPrefixBytes)
-				st.varsPrefix = truncate(string(p.Variables), logPrefixBytes)
+				st.varsPrefix = truncate(p.Variables(), logPrefixBytes)
 			}
 			g.refuseEarly(w, r, rp, p.OperationName, e)
 			return

@@ -51,7 +51,7 @@ import (
 //
 // The request is read before gqlgen reads it (and given back to it
 // unchanged); what a body or GET query string says is memoized by its exact
-// bytes (requestMemo), so a page's repeated requests are not decoded again.
+// bytes (memo), so a page's repeated requests are not decoded again.
 //
 // A hit is answered before the guard decodes the document (serveHit, called
 // from the guard in limits.go once its HTTP checks have passed): see there
@@ -286,7 +286,7 @@ func (o *ops) readGraphQLRequest(r *http.Request) (req gqlRequest, ok bool) {
 		}
 		defer func() {
 			if ok {
-				o.getMemo.put(r.URL.RawQuery, req)
+				o.getMemo.put(r.URL.RawQuery, req.memoized())
 			}
 		}()
 		q, err := url.ParseQuery(r.URL.RawQuery)
@@ -317,7 +317,7 @@ func (o *ops) readGraphQLRequest(r *http.Request) (req gqlRequest, ok bool) {
 		}
 		defer func() {
 			if ok {
-				o.postMemo.put(string(body), req)
+				o.postMemo.put(string(body), req.memoized())
 			}
 		}()
 		if json.Unmarshal(body, &pb) != nil {
@@ -369,17 +369,19 @@ func (o *ops) parseRequest(pb *postBody) (req gqlRequest, ok bool) {
 	return req, true
 }
 
-// requestMemo remembers what recent request bodies (or GET query strings:
-// each method has its own memo) say (document hash, operation, variables),
+// memo remembers what recent request bodies (or GET query strings) say,
 // so that the requests a page sends again and again are not decoded again:
-// the raw bytes are the map key, so a hit is exactly the same request. Only
-// requests that reached the cache are remembered, which is to say requests
-// whose HTTP form the guard accepted (the guard is the only way to the
-// cache; limits.go). Bounded in entries and in the size of what it keeps;
-// emptied when full.
-type requestMemo struct {
+// the raw bytes are the map key, so a hit is exactly the same request.
+// Bounded in entries and in the size of what it keeps; emptied when full.
+//
+// The response cache keeps one per method (getMemo, postMemo: document
+// hash, operation, variables) for requests that reached it, which is to
+// say requests whose HTTP form the guard accepted (the guard is the only
+// way to the cache; limits.go); the POST transport keeps the parameters it
+// decodes (Server.params).
+type memo[V any] struct {
 	mu sync.RWMutex
-	m  map[string]gqlRequest
+	m  map[string]V
 }
 
 const (
@@ -387,37 +389,43 @@ const (
 	memoMaxBytes = 4 << 10 // larger requests are decoded every time
 )
 
-func (m *requestMemo) get(raw string) (gqlRequest, bool) {
+func (m *memo[V]) get(raw string) (v V, ok bool) {
 	if len(raw) > memoMaxBytes {
-		return gqlRequest{}, false
+		return v, false
 	}
 	m.mu.RLock()
-	req, ok := m.m[raw]
+	v, ok = m.m[raw]
 	m.mu.RUnlock()
-	return req, ok
+	return v, ok
 }
 
-func (m *requestMemo) getBytes(raw []byte) (gqlRequest, bool) {
+func (m *memo[V]) getBytes(raw []byte) (v V, ok bool) {
 	if len(raw) > memoMaxBytes {
-		return gqlRequest{}, false
+		return v, false
 	}
 	m.mu.RLock()
-	req, ok := m.m[string(raw)] // no copy: the compiler converts in place for a lookup
+	v, ok = m.m[string(raw)] // no copy: the compiler converts in place for a lookup
 	m.mu.RUnlock()
-	return req, ok
+	return v, ok
 }
 
-func (m *requestMemo) put(raw string, req gqlRequest) {
+func (m *memo[V]) put(raw string, v V) {
 	if len(raw) > memoMaxBytes {
 		return
 	}
-	req.query = truncate(req.query, logPrefixBytes) // for debug logs; the hash says which document
 	m.mu.Lock()
 	if m.m == nil || len(m.m) >= memoEntries {
-		m.m = make(map[string]gqlRequest, 64)
+		m.m = make(map[string]V, 64)
 	}
-	m.m[raw] = req
+	m.m[raw] = v
 	m.mu.Unlock()
+}
+
+// memoized is req as a memo keeps it: the document's text only as far as
+// debug logs show it (the hash says which document).
+func (req gqlRequest) memoized() gqlRequest {
+	req.query = truncate(req.query, logPrefixBytes)
+	return req
 }
 
 // readRequestBody reads up to maxCachedRequestBody+1 bytes of the body,
@@ -775,7 +783,7 @@ type ops struct {
 	upstream     func() bool   // an upstream library is configured
 	maxAge       time.Duration // how long entries live when it is
 
-	getMemo, postMemo requestMemo // what GET query strings and POST bodies say
+	getMemo, postMemo memo[gqlRequest] // what GET query strings and POST bodies say
 }
 
 // dbSeq is what the edge needs of the store: its change sequence.

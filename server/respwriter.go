@@ -36,8 +36,12 @@ import (
 // no whitespace between tokens (the JSON scalar compacts what it writes,
 // see model.MarshalJSON). TestResponseBytes holds both transports to that.
 
-// postTransport is transport.POST with the one-pass response writer.
-type postTransport struct{ transport.POST }
+// postTransport is transport.POST with the one-pass response writer, and
+// the parameters of the bodies it has seen kept in params (decodeParams).
+type postTransport struct {
+	transport.POST
+	params *memo[*graphql.RawParams]
+}
 
 // getTransport is transport.GET with the one-pass response writer.
 type getTransport struct{ transport.GET }
@@ -51,7 +55,6 @@ func (h postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	ctx := r.Context()
 	contentType := responseContentType(h.ResponseHeaders, r, h.UseGrapQLResponseJsonByDefault)
 	writeHeaders(w, contentType, h.ResponseHeaders)
-	params := &graphql.RawParams{}
 	start := graphql.Now()
 
 	body, err := io.ReadAll(r.Body)
@@ -60,7 +63,8 @@ func (h postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 		writeJSON(w, exec.DispatchError(ctx, gqlerror.List{gqlErr}))
 		return
 	}
-	if err := jsonDecode(bytes.NewReader(body), params); err != nil {
+	params, err := decodeParams(h.params, body)
+	if err != nil {
 		w.WriteHeader(http.StatusBadRequest)
 		gqlErr := gqlerror.Errorf("json request body could not be decoded: %+v body:%s", err, string(body))
 		writeJSON(w, exec.DispatchError(ctx, gqlerror.List{gqlErr}))
@@ -176,6 +180,62 @@ func writeHeaders(w http.ResponseWriter, contentType string, extra map[string][]
 			h.Add(key, v)
 		}
 	}
+}
+
+// decodeParams returns the GraphQL parameters of a JSON POST body, decoded
+// once per distinct body (m) and copied for each request, variables and
+// extensions included: gqlgen's coercion of variables writes into the maps
+// of input objects, so no request is given the memo's own maps.
+func decodeParams(m *memo[*graphql.RawParams], body []byte) (*graphql.RawParams, error) {
+	p, err := sharedParams(m, body)
+	if err != nil {
+		return nil, err
+	}
+	c := *p
+	c.Variables = cloneJSONMap(p.Variables)
+	c.Extensions = cloneJSONMap(p.Extensions)
+	return &c, nil
+}
+
+// sharedParams is decodeParams without the copy, for readers that change
+// nothing (the guard).
+func sharedParams(m *memo[*graphql.RawParams], body []byte) (*graphql.RawParams, error) {
+	p, ok := m.getBytes(body)
+	if !ok {
+		p = &graphql.RawParams{}
+		if err := jsonDecode(bytes.NewReader(body), p); err != nil {
+			return nil, err
+		}
+		m.put(string(body), p)
+	}
+	return p, nil
+}
+
+// cloneJSONMap copies a decoded JSON object and every object and array in
+// it; other values are immutable.
+func cloneJSONMap(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	c := make(map[string]any, len(m))
+	for k, v := range m {
+		c[k] = cloneJSON(v)
+	}
+	return c
+}
+
+func cloneJSON(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		return cloneJSONMap(v)
+	case []any:
+		c := make([]any, len(v))
+		for i, e := range v {
+			c[i] = cloneJSON(e)
+		}
+		return c
+	}
+	return v
 }
 
 func jsonDecode(r io.Reader, v any) error {

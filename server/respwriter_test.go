@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,7 +63,7 @@ func TestResponseBytes(t *testing.T) {
 	}
 	ours := map[string]http.Handler{
 		http.MethodGet:  through(getTransport{transport.GET{UseGrapQLResponseJsonByDefault: true}}),
-		http.MethodPost: through(postTransport{transport.POST{UseGrapQLResponseJsonByDefault: true}}),
+		http.MethodPost: through(postTransport{POST: transport.POST{UseGrapQLResponseJsonByDefault: true}, params: &memo[*graphql.RawParams]{}}),
 	}
 	gqlgens := map[string]http.Handler{
 		http.MethodGet:  through(transport.GET{UseGrapQLResponseJsonByDefault: true}),
@@ -204,4 +205,44 @@ func FuzzWriteResponse(f *testing.F) {
 			t.Fatalf("Content-Length %s, body %d bytes", cl, len(want))
 		}
 	})
+}
+
+// TestDecodeParamsCopies: the POST transport decodes a body once
+// (Server.params) and gives each request its own variables and extensions:
+// gqlgen's coercion of variables writes into the maps of input objects, so
+// a shared map would carry one request's writes into the next and race
+// between concurrent requests.
+func TestDecodeParamsCopies(t *testing.T) {
+	m := &memo[*graphql.RawParams]{}
+	body := []byte(`{"query":"query($f: IncidentFilter) { incidents(filter: $f) { totalCount } }","variables":{"f":{"symptoms":["a"],"dateFrom":"2020-01-01","n":1}},"extensions":{"persistedQuery":{"version":1}}}`)
+	want := map[string]any{"f": map[string]any{"symptoms": []any{"a"}, "dateFrom": "2020-01-01", "n": json.Number("1")}}
+	a, err := decodeParams(m, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.getBytes(body); !ok {
+		t.Fatal("the decoded body is not kept")
+	}
+	if !reflect.DeepEqual(a.Variables, want) {
+		t.Fatalf("variables %#v, want %#v", a.Variables, want)
+	}
+	f := a.Variables["f"].(map[string]any)
+	f["dateFrom"] = "changed"
+	f["symptoms"].([]any)[0] = "changed"
+	a.Extensions["persistedQuery"].(map[string]any)["version"] = 2
+	a.Query = "changed"
+	b, err := decodeParams(m, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(b.Variables, want) || b.Extensions["persistedQuery"].(map[string]any)["version"] != json.Number("1") || b.Query == "changed" {
+		t.Fatalf("one request's changes reached the next: %#v %#v %q", b.Variables, b.Extensions, b.Query)
+	}
+	bad := []byte(`{"query": 1}`)
+	if _, err := decodeParams(m, bad); err == nil {
+		t.Fatal("a body whose query is not a string was decoded")
+	}
+	if _, ok := m.getBytes(bad); ok {
+		t.Fatal("a body that does not decode was kept")
+	}
 }

@@ -97,6 +97,9 @@ type Server struct {
 
 	admin   *adminAuth    // the admin token (auth.go)
 	backups chan struct{} // one backup at a time (backup.go)
+	// params are the GraphQL parameters of recent POST bodies, decoded
+	// once for the guard and the POST transport (decodeParams).
+	params memo[*graphql.RawParams]
 }
 
 // New builds the handler over an open store. reg receives the metrics.
@@ -123,7 +126,7 @@ func New(db *storage.DB, cfg Config, reg prometheus.Registerer) (*Server, error)
 	gql.AddTransport(transport.Options{})
 	// gqlgen's GET and POST, writing responses in one pass (respwriter.go).
 	gql.AddTransport(getTransport{transport.GET{UseGrapQLResponseJsonByDefault: true}})
-	gql.AddTransport(postTransport{transport.POST{UseGrapQLResponseJsonByDefault: true}})
+	gql.AddTransport(postTransport{POST: transport.POST{UseGrapQLResponseJsonByDefault: true}, params: &s.params})
 	queryCache := lru.New[*ast.QueryDocument](cfg.QueryCacheSize)
 	gql.SetQueryCache(queryCache)
 	if !cfg.Prod || cfg.Introspection {

@@ -143,10 +143,43 @@ func numberOfOrderKey(ord byte, key []byte) uint32 {
 const cursorVersion = 1
 
 func encodeCursor(ord byte, key []byte) string {
-	b := make([]byte, 0, 2+len(key))
-	b = append(b, cursorVersion, ord)
-	b = append(b, key...)
-	return base64.RawURLEncoding.EncodeToString(b)
+	return string(appendCursor(nil, ord, key))
+}
+
+func appendCursor(dst []byte, ord byte, key []byte) []byte {
+	var a [64]byte
+	return base64.RawURLEncoding.AppendEncode(dst, append(append(a[:0], cursorVersion, ord), key...))
+}
+
+// pageStrings returns the ids and the cursors of a page's order keys, each
+// list cut from one string: a page takes four allocations for them, not
+// three per incident.
+func pageStrings(ord byte, keys [][]byte) (ids, cursors []string) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	idEnds := make([]int, 2*len(keys)) // then the cursors' ends
+	var idb, cb []byte
+	for i, k := range keys {
+		idb = incidentlib.AppendID(idb, numberOfOrderKey(ord, k))
+		idEnds[i] = len(idb)
+		cb = appendCursor(cb, ord, k)
+		idEnds[len(keys)+i] = len(cb)
+	}
+	ids = cut(string(idb), idEnds[:len(keys)])
+	cursors = cut(string(cb), idEnds[len(keys):])
+	return ids, cursors
+}
+
+// cut returns the pieces of s that end at ends.
+func cut(s string, ends []int) []string {
+	out := make([]string, len(ends))
+	start := 0
+	for i, e := range ends {
+		out[i] = s[start:e]
+		start = e
+	}
+	return out
 }
 
 func decodeCursorRaw(s string) ([]byte, error) {

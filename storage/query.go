@@ -297,10 +297,7 @@ func (db *DB) FindIncidents(ctx context.Context, f incidentlib.IncidentFilter, o
 		} else {
 			page.HasNextPage, page.HasPreviousPage = hasMore, hasBeyond
 		}
-		for _, k := range keys {
-			page.IDs = append(page.IDs, incidentlib.FormatID(numberOfOrderKey(ord, k)))
-			page.Cursors = append(page.Cursors, encodeCursor(ord, k))
-		}
+		page.IDs, page.Cursors = pageStrings(ord, keys)
 		return nil
 	})
 	if err != nil {
@@ -340,12 +337,18 @@ func collect(seq orderedSeq, after, before []byte, n int, backward bool) (keys [
 	if k != nil && start != nil && bytes.Equal(k, start) {
 		k = seq.next()
 	}
+	var arena []byte // the keys' copies, in one allocation while they are of one length
 	for ; k != nil && inRange(k); k = seq.next() {
 		if len(keys) == n {
 			hasMore = true
 			break
 		}
-		keys = append(keys, append([]byte(nil), k...))
+		if keys == nil {
+			keys = make([][]byte, 0, min(n, 128))
+			arena = make([]byte, 0, min(n, 128)*len(k))
+		}
+		arena = append(arena, k...) // a longer key moves the rest: the earlier copies stay valid
+		keys = append(keys, arena[len(arena)-len(k):len(arena):len(arena)])
 	}
 	if start != nil {
 		// Anything at or beyond the starting cursor, looking the other way?

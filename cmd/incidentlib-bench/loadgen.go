@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -51,6 +52,7 @@ func (f *loadFlags) register(fs *flag.FlagSet, profiled string) {
 	fs.IntVar(&f.first, "first", 20, "page size of the list page, 1 to 100")
 	fs.IntVar(&f.gcPercent, "gc-percent", server.DefaultGCPercent, "garbage collector budget in percent of the live heap, as serve --gc-percent")
 	fs.StringVar(&f.prof.cpu, "cpuprofile", "", "write a CPU profile of "+profiled+" to this file")
+	fs.StringVar(&f.prof.trace, "trace", "", "write an execution trace of "+profiled+" to this file (scheduler waits: go tool trace -pprof=sched FILE)")
 	fs.StringVar(&f.prof.mem, "memprofile", "", "write allocation profiles before (FILE.base) and after "+profiled+": go tool pprof -diff_base FILE.base FILE")
 }
 
@@ -275,13 +277,23 @@ func medianCPU(rs []result) time.Duration {
 // profiles writes a CPU profile (to cpu) and allocation profiles before
 // (mem.base) and after (mem) one measurement; empty names write nothing.
 type profiles struct {
-	cpu, mem string
-	cpuFile  *os.File
+	cpu, mem, trace    string
+	cpuFile, traceFile *os.File
 }
 
 func (p *profiles) start() error {
 	if p.mem != "" {
 		if err := writeAllocs(p.mem + ".base"); err != nil {
+			return err
+		}
+	}
+	if p.trace != "" {
+		f, err := os.Create(p.trace)
+		if err != nil {
+			return err
+		}
+		p.traceFile = f
+		if err := trace.Start(f); err != nil {
 			return err
 		}
 	}
@@ -303,6 +315,13 @@ func (p *profiles) stop() error {
 			return err
 		}
 		p.cpuFile = nil
+	}
+	if p.traceFile != nil {
+		trace.Stop()
+		if err := p.traceFile.Close(); err != nil {
+			return err
+		}
+		p.traceFile = nil
 	}
 	if p.mem != "" {
 		return writeAllocs(p.mem)

@@ -22,7 +22,7 @@ type View struct {
 	Lang incidentlib.Lang
 	Tax  *incidentlib.Taxonomy
 
-	terms map[incidentlib.TermKey]*TaxonomyTerm
+	terms map[incidentlib.TermKind]map[string]*TaxonomyTerm // by kind, then slug: one string hashed per lookup
 }
 
 // NewView returns the view of lang over tax, with a wrapper for each term.
@@ -30,9 +30,14 @@ type View struct {
 func NewView(lang incidentlib.Lang, tax *incidentlib.Taxonomy) *View {
 	v := &View{Lang: lang, Tax: tax}
 	if tax != nil {
-		v.terms = make(map[incidentlib.TermKey]*TaxonomyTerm, len(tax.Terms))
+		v.terms = make(map[incidentlib.TermKind]map[string]*TaxonomyTerm, len(incidentlib.TermKinds))
 		for _, t := range tax.Terms {
-			v.terms[incidentlib.TermKey{Kind: t.Kind, Slug: t.Slug}] = &TaxonomyTerm{Term: t, View: v}
+			bySlug := v.terms[t.Kind]
+			if bySlug == nil {
+				bySlug = map[string]*TaxonomyTerm{}
+				v.terms[t.Kind] = bySlug
+			}
+			bySlug[t.Slug] = &TaxonomyTerm{Term: t, View: v}
 		}
 	}
 	return v
@@ -41,7 +46,7 @@ func NewView(lang incidentlib.Lang, tax *incidentlib.Taxonomy) *View {
 // Term returns the wrapper of the term of kind with slug, or nil.
 func (v *View) Term(kind incidentlib.TermKind, slug string) *TaxonomyTerm {
 	if v.terms != nil {
-		return v.terms[incidentlib.TermKey{Kind: kind, Slug: slug}]
+		return v.terms[kind][slug]
 	}
 	return v.NewTerm(v.Tax.Term(kind, slug))
 }
@@ -315,7 +320,7 @@ func (v *View) NewTerm(t *incidentlib.Term) *TaxonomyTerm {
 	if t == nil {
 		return nil
 	}
-	if w := v.terms[incidentlib.TermKey{Kind: t.Kind, Slug: t.Slug}]; w != nil && w.Term == t {
+	if w := v.terms[t.Kind][t.Slug]; w != nil && w.Term == t {
 		return w
 	}
 	return &TaxonomyTerm{Term: t, View: v}
