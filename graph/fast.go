@@ -86,15 +86,25 @@ func (f *FastReads) InterceptResponse(ctx context.Context, next graphql.Response
 		// Upstream links report errors beside data; gqlgen places them.
 		return next(ctx)
 	}
+	// Every level is read in one read transaction (storage.DB.Snapshot),
+	// released before gqlgen's executor, which reads concurrently, runs.
+	readCtx, release := ctx, func() {}
+	if s, ok := f.r.Incidents.(snapshotter); ok {
+		if sctx, rel, err := s.Snapshot(ctx); err == nil {
+			readCtx, release = sctx, rel
+		}
+	}
 	x := &fastExec{
-		ctx:    ctx,
+		ctx:    readCtx,
 		oc:     oc,
 		ec:     newExecutionContext(oc, f.es, nil),
 		r:      f.r,
 		shared: f.plans,
 		buf:    responseBuffer(ctx),
 	}
-	if !x.run(f.OnPanic) {
+	answered := x.run(f.OnPanic)
+	release()
+	if !answered {
 		if f.Observe != nil {
 			f.Observe(false)
 		}
@@ -104,6 +114,11 @@ func (f *FastReads) InterceptResponse(ctx context.Context, next graphql.Response
 		f.Observe(true)
 	}
 	return &graphql.Response{Data: x.buf.Bytes(), Extensions: graphql.GetExtensions(ctx)}
+}
+
+// snapshotter is a store whose reads can share one transaction.
+type snapshotter interface {
+	Snapshot(ctx context.Context) (context.Context, func(), error)
 }
 
 // errBail stops FastReads: gqlgen's executor answers instead.
@@ -152,6 +167,7 @@ type plan struct {
 type pfield struct {
 	graphql.CollectedField
 	index int            // its position in the plan
+	key   string         // its response key, quoted, with the colon
 	lang  *model.Lang    // the lang argument, when the field has one
 	args  map[string]any // other parsed arguments
 }
@@ -220,6 +236,7 @@ func (x *fastExec) plan(sel ast.SelectionSet, typ string) *plan {
 		}
 		p.fields[i].CollectedField = f
 		p.fields[i].index = i
+		p.fields[i].key = quotedKey(f.Alias)
 		if len(f.Arguments) == 0 {
 			continue
 		}
@@ -323,7 +340,7 @@ func (x *fastExec) query(sel ast.SelectionSet) {
 	x.buf.WriteByte('{')
 	for i := range p.fields {
 		f := &p.fields[i]
-		x.key(i, f.Alias)
+		x.key(i, f)
 		switch f.Name {
 		case "__typename":
 			x.str("Query")
@@ -822,7 +839,7 @@ func (b *incidents) write(x *fastExec, k int) {
 	x.buf.WriteByte('{')
 	for i := range b.plan.fields {
 		f := &b.plan.fields[i]
-		x.key(i, f.Alias)
+		x.key(i, f)
 		switch f.Name {
 		case "__typename":
 			x.str("Incident")
@@ -1114,7 +1131,7 @@ func (x *fastExec) object(p *plan, typ string, value func(f *pfield)) {
 	x.buf.WriteByte('{')
 	for i := range p.fields {
 		f := &p.fields[i]
-		x.key(i, f.Alias)
+		x.key(i, f)
 		if f.Name == "__typename" {
 			x.str(typ)
 		} else {
@@ -1138,12 +1155,20 @@ func (x *fastExec) list(n int, elem func(k int)) {
 
 // JSON output, as gqlgen writes it.
 
-func (x *fastExec) key(i int, name string) {
+func (x *fastExec) key(i int, f *pfield) {
 	if i > 0 {
 		x.buf.WriteByte(',')
 	}
-	x.str(name)
-	x.buf.WriteByte(':')
+	x.buf.WriteString(f.key)
+}
+
+// quotedKey is the response key name as key writes it, quoted, with its
+// colon.
+func quotedKey(name string) string {
+	var b bytes.Buffer
+	(&fastExec{buf: &b}).str(name)
+	b.WriteByte(':')
+	return b.String()
 }
 
 func (x *fastExec) null() { x.buf.WriteString("null") }
@@ -1189,6 +1214,18 @@ func (x *fastExec) optStr(s *string) {
 
 const hexDigits = "0123456789ABCDEF"
 
+// escapeIn8 tells whether one of the 8 bytes of s is a control character,
+// a quote or a backslash (what str escapes), testing them as one word.
+func escapeIn8(s string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	// A byte below 0x20, or zero after xor with '"' or '\\', leaves its
+	// high bit in (b - k) &^ b; no byte does unless one of them is there.
+	quote, backslash := w^(ones*'"'), w^(ones*'\\')
+	return ((w-ones*0x20)&^w|(quote-ones)&^quote|(backslash-ones)&^backslash)&highs != 0
+}
+
 // str writes s quoted as gqlgen's string marshaler does: it escapes the
 // quote, the backslash and control characters and nothing else.
 func (x *fastExec) str(s string) {
@@ -1196,6 +1233,13 @@ func (x *fastExec) str(s string) {
 	b.WriteByte('"')
 	start := 0
 	for i := 0; i < len(s); i++ {
+		// Eight bytes at a time while none needs escaping.
+		for i+8 <= len(s) && !escapeIn8(s[i:i+8]) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c >= 0x20 && c != '\\' && c != '"' {
 			continue

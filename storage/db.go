@@ -250,10 +250,17 @@ func (db *DB) Seq() uint64 { return db.seq.Load() }
 // Bolt exposes the bbolt handle for statistics and backups.
 func (db *DB) Bolt() *bolt.DB { return db.bolt }
 
-// view runs fn in a read transaction, failing early if ctx is done.
+// view runs fn in a read transaction, failing early if ctx is done: the
+// snapshot's of ctx if it has one of db's (Snapshot), else its own.
 func (db *DB) view(ctx context.Context, fn func(*bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return ctxError(err)
+	}
+	if s, ok := ctx.Value(snapshotKey{}).(*snapshot); ok && s.db == db {
+		if s.tx == nil {
+			return errors.New("storage: read through a snapshot already released")
+		}
+		return fn(s.tx)
 	}
 	tx, err := db.bolt.Begin(false)
 	if err != nil {
@@ -261,6 +268,37 @@ func (db *DB) view(ctx context.Context, fn func(*bolt.Tx) error) error {
 	}
 	defer tx.Rollback()
 	return fn(tx)
+}
+
+type snapshotKey struct{}
+
+type snapshot struct {
+	db *DB
+	tx *bolt.Tx
+}
+
+// Snapshot opens one read transaction that every read made with the
+// returned context shares until release is called: a request that reads
+// the store level by level (graph.FastReads) sees one state of it and
+// begins one transaction, not one per batch. The context is for one
+// goroutine at a time (a read transaction is not safe for concurrent
+// use) and for reads only; release must be called, and soon: an open read
+// transaction keeps the pages it sees from being reused.
+func (db *DB) Snapshot(ctx context.Context) (_ context.Context, release func(), _ error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, ctxError(err)
+	}
+	tx, err := db.bolt.Begin(false)
+	if err != nil {
+		return nil, nil, err
+	}
+	s := &snapshot{db: db, tx: tx}
+	return context.WithValue(ctx, snapshotKey{}, s), func() {
+		if s.tx != nil {
+			_ = s.tx.Rollback()
+			s.tx = nil
+		}
+	}, nil
 }
 
 func ctxError(err error) error {
