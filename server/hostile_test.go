@@ -560,6 +560,37 @@ func TestCostExtension(t *testing.T) {
 	})
 }
 
+// TestCostOfABodyKept: a POST body's cost is computed once and kept with
+// the decoded body: the same document with other variables costs its own,
+// a body sent again costs what it cost the first time, and an expensive
+// one is refused every time it is sent.
+func TestCostOfABodyKept(t *testing.T) {
+	// Without the response cache, which would answer the bodies sent again.
+	hs := newHostileServer(t, seedIncidents(t), server.Config{Limits: server.Limits{MaxCost: 500}, ResponseCacheBytes: -1})
+	const q = `query($n: Int) { incidents(first: $n) { nodes { id related { id title } } } }`
+	want := map[int]int{}
+	for round := range 3 {
+		for _, n := range []int{20, 1, 10} {
+			r := hs.post(t, q, map[string]any{"n": n})
+			if round == 0 {
+				want[n] = r.cost()
+			}
+			if got := r.cost(); got <= 0 || got != want[n] {
+				t.Fatalf("round %d, first: %d: cost %d, first sent %d: %s", round, n, got, want[n], r.raw)
+			}
+		}
+	}
+	if want[20] <= want[10] || want[10] <= want[1] {
+		t.Fatalf("costs by page size: %v", want)
+	}
+	for range 2 {
+		r := hs.post(t, q, map[string]any{"n": 100})
+		if r.code() != server.CodeCostLimit || r.cost() <= 500 {
+			t.Fatalf("an operation over the cost limit: %d %s", r.status, r.raw)
+		}
+	}
+}
+
 func TestGraphQLOverHTTP(t *testing.T) {
 	hs := newHostileServer(t, seedIncidents(t), server.Config{})
 	const q = `{ incident(id: "IL-0213") { id } }`

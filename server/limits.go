@@ -186,6 +186,8 @@ type reply struct {
 	// checked: the HTTP guard checked query already.
 	checked bool
 	query   string
+	// body is the decoded POST body, which keeps its operation's cost.
+	body *decodedBody
 }
 
 type requestKey struct{}
@@ -414,7 +416,8 @@ func (g *guard) serveOne(w http.ResponseWriter, r *http.Request, next http.Handl
 	decoded := false
 	if r.Method == http.MethodPost {
 		// As the POST transport decodes it, once for both (decodeParams).
-		if params, err := sharedParams(&g.s.params, body); err == nil {
+		if d, err := sharedParams(&g.s.params, body); err == nil {
+			params := &d.params
 			p.Query, p.OperationName, decoded = params.Query, params.OperationName, true
 			p.Variables = func() string {
 				b, _ := json.Marshal(params.Variables)
@@ -750,9 +753,19 @@ func (l *limitsExtension) MutateOperationContext(ctx context.Context, opCtx *gra
 	if opCtx.DisableIntrospection && introspects(opCtx.Operation.SelectionSet, map[string]bool{}) {
 		return refusal(CodeIntrospectionOff, "introspection is off on this server; the schema is published at /schema.graphql", nil)
 	}
-	cost := complexity.Calculate(ctx, l.g.es, opCtx.Operation, opCtx.Variables)
-	opCtx.Stats.SetExtension("ComplexityLimit", &extension.ComplexityStats{Complexity: cost, ComplexityLimit: lim.MaxCost})
 	rq, rp := requestFrom(ctx), replyFrom(ctx)
+	// The body says the document, the operation and the variables, so its
+	// operation's cost is computed once per body.
+	var cost int
+	if rp != nil && rp.body != nil && rp.body.costPlus1.Load() > 0 {
+		cost = int(rp.body.costPlus1.Load() - 1)
+	} else {
+		cost = complexity.Calculate(ctx, l.g.es, opCtx.Operation, opCtx.Variables)
+		if rp != nil && rp.body != nil {
+			rp.body.costPlus1.Store(int64(cost) + 1)
+		}
+	}
+	opCtx.Stats.SetExtension("ComplexityLimit", &extension.ComplexityStats{Complexity: cost, ComplexityLimit: lim.MaxCost})
 	if rp != nil {
 		rp.cost = cost
 	}

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
@@ -40,7 +41,7 @@ import (
 // the parameters of the bodies it has seen kept in params (decodeParams).
 type postTransport struct {
 	transport.POST
-	params *memo[*graphql.RawParams]
+	params *memo[*decodedBody]
 }
 
 // getTransport is transport.GET with the one-pass response writer.
@@ -63,7 +64,10 @@ func (h postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 		writeJSON(w, exec.DispatchError(ctx, gqlerror.List{gqlErr}))
 		return
 	}
-	params, err := decodeParams(h.params, body)
+	params, decoded, err := decodeParams(h.params, body)
+	if rp := replyFrom(ctx); rp != nil {
+		rp.body = decoded // for the limits extension's cost
+	}
 	if err != nil {
 		w.WriteHeader(http.StatusBadRequest)
 		gqlErr := gqlerror.Errorf("json request body could not be decoded: %+v body:%s", err, string(body))
@@ -182,33 +186,41 @@ func writeHeaders(w http.ResponseWriter, contentType string, extra map[string][]
 	}
 }
 
+// decodedBody is what a POST body says, decoded once (Server.params), and
+// what follows from the body alone: the cost of its operation, which the
+// limits extension computes the first time (0 until then, else cost + 1).
+type decodedBody struct {
+	params    graphql.RawParams
+	costPlus1 atomic.Int64
+}
+
 // decodeParams returns the GraphQL parameters of a JSON POST body, decoded
 // once per distinct body (m) and copied for each request, variables and
 // extensions included: gqlgen's coercion of variables writes into the maps
 // of input objects, so no request is given the memo's own maps.
-func decodeParams(m *memo[*graphql.RawParams], body []byte) (*graphql.RawParams, error) {
-	p, err := sharedParams(m, body)
+func decodeParams(m *memo[*decodedBody], body []byte) (*graphql.RawParams, *decodedBody, error) {
+	d, err := sharedParams(m, body)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	c := *p
-	c.Variables = cloneJSONMap(p.Variables)
-	c.Extensions = cloneJSONMap(p.Extensions)
-	return &c, nil
+	c := d.params
+	c.Variables = cloneJSONMap(d.params.Variables)
+	c.Extensions = cloneJSONMap(d.params.Extensions)
+	return &c, d, nil
 }
 
 // sharedParams is decodeParams without the copy, for readers that change
 // nothing (the guard).
-func sharedParams(m *memo[*graphql.RawParams], body []byte) (*graphql.RawParams, error) {
-	p, ok := m.getBytes(body)
+func sharedParams(m *memo[*decodedBody], body []byte) (*decodedBody, error) {
+	d, ok := m.getBytes(body)
 	if !ok {
-		p = &graphql.RawParams{}
-		if err := jsonDecode(bytes.NewReader(body), p); err != nil {
+		d = &decodedBody{}
+		if err := jsonDecode(bytes.NewReader(body), &d.params); err != nil {
 			return nil, err
 		}
-		m.put(string(body), p)
+		m.put(string(body), d)
 	}
-	return p, nil
+	return d, nil
 }
 
 // cloneJSONMap copies a decoded JSON object and every object and array in

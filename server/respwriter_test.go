@@ -63,7 +63,7 @@ func TestResponseBytes(t *testing.T) {
 	}
 	ours := map[string]http.Handler{
 		http.MethodGet:  through(getTransport{transport.GET{UseGrapQLResponseJsonByDefault: true}}),
-		http.MethodPost: through(postTransport{POST: transport.POST{UseGrapQLResponseJsonByDefault: true}, params: &memo[*graphql.RawParams]{}}),
+		http.MethodPost: through(postTransport{POST: transport.POST{UseGrapQLResponseJsonByDefault: true}, params: &memo[*decodedBody]{}}),
 	}
 	gqlgens := map[string]http.Handler{
 		http.MethodGet:  through(transport.GET{UseGrapQLResponseJsonByDefault: true}),
@@ -213,10 +213,10 @@ func FuzzWriteResponse(f *testing.F) {
 // a shared map would carry one request's writes into the next and race
 // between concurrent requests.
 func TestDecodeParamsCopies(t *testing.T) {
-	m := &memo[*graphql.RawParams]{}
+	m := &memo[*decodedBody]{}
 	body := []byte(`{"query":"query($f: IncidentFilter) { incidents(filter: $f) { totalCount } }","variables":{"f":{"symptoms":["a"],"dateFrom":"2020-01-01","n":1}},"extensions":{"persistedQuery":{"version":1}}}`)
 	want := map[string]any{"f": map[string]any{"symptoms": []any{"a"}, "dateFrom": "2020-01-01", "n": json.Number("1")}}
-	a, err := decodeParams(m, body)
+	a, _, err := decodeParams(m, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestDecodeParamsCopies(t *testing.T) {
 	f["symptoms"].([]any)[0] = "changed"
 	a.Extensions["persistedQuery"].(map[string]any)["version"] = 2
 	a.Query = "changed"
-	b, err := decodeParams(m, body)
+	b, _, err := decodeParams(m, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestDecodeParamsCopies(t *testing.T) {
 		t.Fatalf("one request's changes reached the next: %#v %#v %q", b.Variables, b.Extensions, b.Query)
 	}
 	bad := []byte(`{"query": 1}`)
-	if _, err := decodeParams(m, bad); err == nil {
+	if _, _, err := decodeParams(m, bad); err == nil {
 		t.Fatal("a body whose query is not a string was decoded")
 	}
 	if _, ok := m.getBytes(bad); ok {

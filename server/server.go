@@ -99,7 +99,7 @@ type Server struct {
 	backups chan struct{} // one backup at a time (backup.go)
 	// params are the GraphQL parameters of recent POST bodies, decoded
 	// once for the guard and the POST transport (decodeParams).
-	params memo[*graphql.RawParams]
+	params memo[*decodedBody]
 }
 
 // New builds the handler over an open store. reg receives the metrics.
