@@ -86,24 +86,19 @@ func (f *FastReads) InterceptResponse(ctx context.Context, next graphql.Response
 		// Upstream links report errors beside data; gqlgen places them.
 		return next(ctx)
 	}
-	// Every level is read in one read transaction (storage.DB.Snapshot),
-	// released before gqlgen's executor, which reads concurrently, runs.
-	readCtx, release := ctx, func() {}
-	if s, ok := f.r.Incidents.(snapshotter); ok {
-		if sctx, rel, err := s.Snapshot(ctx); err == nil {
-			readCtx, release = sctx, rel
-		}
-	}
 	x := &fastExec{
-		ctx:    readCtx,
+		base:   ctx,
 		oc:     oc,
 		ec:     newExecutionContext(oc, f.es, nil),
 		r:      f.r,
 		shared: f.plans,
 		buf:    responseBuffer(ctx),
 	}
+	// Every level is read in one read transaction, released before
+	// gqlgen's executor, which reads concurrently, runs.
+	x.snapshot()
 	answered := x.run(f.OnPanic)
-	release()
+	x.release()
 	if !answered {
 		if f.Observe != nil {
 			f.Observe(false)
@@ -116,20 +111,43 @@ func (f *FastReads) InterceptResponse(ctx context.Context, next graphql.Response
 	return &graphql.Response{Data: x.buf.Bytes(), Extensions: graphql.GetExtensions(ctx)}
 }
 
-// snapshotter is a store whose reads can share one transaction.
+// snapshotter is a store whose reads can share one transaction
+// (storage.DB.Snapshot).
 type snapshotter interface {
-	Snapshot(ctx context.Context) (context.Context, func(), error)
+	Snapshot(ctx context.Context) (context.Context, func())
+}
+
+// snapshot makes x.ctx a context whose store reads share one transaction,
+// begun by the first of them; x.release ends it.
+func (x *fastExec) snapshot() {
+	x.ctx, x.release = x.base, func() {}
+	if s, ok := x.r.Incidents.(snapshotter); ok {
+		x.ctx, x.release = s.Snapshot(x.base)
+	}
+}
+
+// outsideSnapshot runs fn with the request's own context, the snapshot
+// released before and a new one taken after: the search index reads the
+// store in transactions of its own (it catches up with every committed
+// change), and a goroutine holding a read transaction must not begin
+// another.
+func (x *fastExec) outsideSnapshot(fn func(ctx context.Context)) {
+	x.release()
+	fn(x.base)
+	x.snapshot()
 }
 
 // errBail stops FastReads: gqlgen's executor answers instead.
 var errBail = errors.New("fast reads: not covered")
 
 type fastExec struct {
-	ctx context.Context
-	oc  *graphql.OperationContext
-	ec  *executionContext
-	r   *Resolver
-	buf *bytes.Buffer
+	base    context.Context // the request's
+	ctx     context.Context // base with the snapshot (snapshot)
+	release func()
+	oc      *graphql.OperationContext
+	ec      *executionContext
+	r       *Resolver
+	buf     *bytes.Buffer
 	// shared holds the plans that no variable changes, for every request;
 	// plans those of this request that use its variables.
 	shared *lru.Cache[planKey, *plan]
@@ -443,7 +461,10 @@ func (x *fastExec) query(sel ast.SelectionSet) {
 			lang, _ := args["lang"].(*model.Lang)
 			first, _ := args["first"].(*int)
 			after, _ := args["after"].(*string)
-			conn, err := qr.Search(x.ctx, args["query"].(string), filter, lang, first, after)
+			var conn *model.IncidentSearchConnection
+			x.outsideSnapshot(func(ctx context.Context) {
+				conn, err = qr.Search(ctx, args["query"].(string), filter, lang, first, after)
+			})
 			if err != nil {
 				bail()
 			}

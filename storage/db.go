@@ -257,10 +257,27 @@ func (db *DB) view(ctx context.Context, fn func(*bolt.Tx) error) error {
 		return ctxError(err)
 	}
 	if s, ok := ctx.Value(snapshotKey{}).(*snapshot); ok && s.db == db {
-		if s.tx == nil {
+		if s.released {
 			return errors.New("storage: read through a snapshot already released")
 		}
+		if s.tx == nil {
+			tx, err := db.bolt.Begin(false)
+			if err != nil {
+				return err
+			}
+			s.tx = tx
+		}
 		return fn(s.tx)
+	}
+	return db.viewLatest(ctx, fn)
+}
+
+// viewLatest runs fn in a read transaction of its own, whatever snapshot
+// ctx has: for reads that must see every committed change (the search
+// index catching up with the store).
+func (db *DB) viewLatest(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return ctxError(err)
 	}
 	tx, err := db.bolt.Begin(false)
 	if err != nil {
@@ -273,32 +290,30 @@ func (db *DB) view(ctx context.Context, fn func(*bolt.Tx) error) error {
 type snapshotKey struct{}
 
 type snapshot struct {
-	db *DB
-	tx *bolt.Tx
+	db       *DB
+	tx       *bolt.Tx // begun by the first read
+	released bool
 }
 
-// Snapshot opens one read transaction that every read made with the
-// returned context shares until release is called: a request that reads
-// the store level by level (graph.FastReads) sees one state of it and
-// begins one transaction, not one per batch. The context is for one
-// goroutine at a time (a read transaction is not safe for concurrent
-// use) and for reads only; release must be called, and soon: an open read
-// transaction keeps the pages it sees from being reused.
-func (db *DB) Snapshot(ctx context.Context) (_ context.Context, release func(), _ error) {
-	if err := ctx.Err(); err != nil {
-		return nil, nil, ctxError(err)
-	}
-	tx, err := db.bolt.Begin(false)
-	if err != nil {
-		return nil, nil, err
-	}
-	s := &snapshot{db: db, tx: tx}
+// Snapshot returns a context whose reads share one read transaction, begun
+// by the first of them, until release is called: a request that reads the
+// store level by level (graph.FastReads) sees one state of it and begins
+// one transaction, not one per batch. The context is for one goroutine at
+// a time (a read transaction is not safe for concurrent use) and for
+// reads only; and while the transaction is open, that goroutine must not
+// begin another (a writer waiting to grow the file's mapping would wait
+// for the first while the second waits for it). Release must be called,
+// and soon: an open read transaction keeps the pages it sees from being
+// reused. RawChangesSince reads outside any snapshot.
+func (db *DB) Snapshot(ctx context.Context) (_ context.Context, release func()) {
+	s := &snapshot{db: db}
 	return context.WithValue(ctx, snapshotKey{}, s), func() {
 		if s.tx != nil {
 			_ = s.tx.Rollback()
 			s.tx = nil
 		}
-	}, nil
+		s.released = true
+	}
 }
 
 func ctxError(err error) error {

@@ -233,13 +233,14 @@ type RawChange struct {
 
 // RawChangesSince is ChangesSince with the stored bytes of each record
 // instead of the decoded record: the change feed serves them as they are,
-// without decoding and encoding every record again.
+// without decoding and encoding every record again. It reads in a
+// transaction of its own, outside any snapshot of ctx (Snapshot).
 func (db *DB) RawChangesSince(ctx context.Context, seq uint64, limit int) ([]RawChange, error) {
 	if limit <= 0 {
 		return nil, incidentlib.Errorf(incidentlib.EINVALID, "limit must be positive, got %d", limit)
 	}
 	var out []RawChange
-	err := db.view(ctx, func(tx *bolt.Tx) error {
+	err := db.viewLatest(ctx, func(tx *bolt.Tx) error { // every committed change, snapshot or not
 		c := tx.Bucket(bucketChanges).Cursor()
 		ib := tx.Bucket(bucketIncidents)
 		for k, v := c.Seek(u64key(seq + 1)); k != nil && len(out) < limit; k, v = c.Next() {
