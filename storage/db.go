@@ -275,9 +275,16 @@ func (db *DB) view(ctx context.Context, fn func(*bolt.Tx) error) error {
 // viewLatest runs fn in a read transaction of its own, whatever snapshot
 // ctx has: for reads that must see every committed change (the search
 // index catching up with the store).
+//
+// It refuses while ctx's snapshot of db holds a transaction: one goroutine
+// holding two read transactions can deadlock against a writer that waits
+// for the first to grow the file's mapping (the second waits behind it).
 func (db *DB) viewLatest(ctx context.Context, fn func(*bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return ctxError(err)
+	}
+	if s, ok := ctx.Value(snapshotKey{}).(*snapshot); ok && s.db == db && s.tx != nil {
+		return errSnapshotOpen
 	}
 	tx, err := db.bolt.Begin(false)
 	if err != nil {
@@ -288,6 +295,8 @@ func (db *DB) viewLatest(ctx context.Context, fn func(*bolt.Tx) error) error {
 }
 
 type snapshotKey struct{}
+
+var errSnapshotOpen = errors.New("storage: a read of its own was asked while this context's snapshot holds a transaction (release it first)")
 
 type snapshot struct {
 	db       *DB
