@@ -195,7 +195,7 @@ type pfield struct {
 // plan holds them, so no other node can take their addresses). gqlgen
 // collects a field's selections into a new slice (merging fields of the
 // same name), so the slice's own address names nothing; a plan found by
-// its key is used only if all its selections are the same (samePlan).
+// its key is used only if all its selections are the same.
 type planKey struct {
 	first, last ast.Selection
 	n           int

@@ -2,12 +2,9 @@ package search
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/incidentlib/incidentlib"
-	"github.com/incidentlib/incidentlib/seeds"
-	"github.com/incidentlib/incidentlib/storage"
 )
 
 // BenchmarkSearch runs pages of 20 hits with highlights over 10,000
@@ -18,16 +15,7 @@ import (
 func BenchmarkSearch(b *testing.B) {
 	ctx := context.Background()
 	incs := generated(b, 10_000, 1)
-	db, err := storage.Open(filepath.Join(b.TempDir(), "bench.db"), storage.Options{Taxonomy: seeds.MustTaxonomy(), RecordCache: len(incs), NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	for i := 0; i < len(incs); i += 2_000 {
-		if _, err := db.ImportIncidents(ctx, incs[i:i+2_000], incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	db := searchStore(b, incs)
 	ids := make([]string, len(incs))
 	for i, inc := range incs {
 		ids[i] = inc.ID

@@ -25,7 +25,7 @@ import (
 // incidents, closed at the end of the test.
 func searchStore(tb testing.TB, incs []*incidentlib.Incident) *storage.DB {
 	tb.Helper()
-	db, err := storage.Open(filepath.Join(tb.TempDir(), "test.db"), storage.Options{Taxonomy: seeds.MustTaxonomy(), RecordCache: 1000})
+	db, err := storage.Open(filepath.Join(tb.TempDir(), "test.db"), storage.Options{Taxonomy: seeds.MustTaxonomy(), RecordCache: max(1000, len(incs))})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -835,11 +835,7 @@ func TestCheck(t *testing.T) {
 	ctx := context.Background()
 	t.Run("Consistent", func(t *testing.T) {
 		db := searchStore(t, handMade())
-		x, err := Open(ctx, db, indexPath(db), Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		x.Close()
+		mustOpen(t, db).Close()
 		rep, err := Check(ctx, db, indexPath(db))
 		if err != nil {
 			t.Fatal(err)
@@ -899,11 +895,7 @@ func TestCheck(t *testing.T) {
 		// An index written with an older analysis or layout (format 2 had
 		// no Hangul trigrams) is rebuilt, never read.
 		db := searchStore(t, handMade())
-		x, err := Open(ctx, db, indexPath(db), Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		x.Close()
+		mustOpen(t, db).Close()
 		file := filepath.Join(indexPath(db), indexFile)
 		b, err := os.ReadFile(file)
 		if err != nil {
@@ -924,7 +916,7 @@ func TestCheck(t *testing.T) {
 		if rep, err := Check(ctx, db, indexPath(db)); err != nil || len(rep.Problems) != 1 {
 			t.Errorf("check: %+v, %v", rep, err)
 		}
-		x, err = Rebuild(ctx, db, indexPath(db), Options{})
+		x, err := Rebuild(ctx, db, indexPath(db), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
