@@ -95,8 +95,8 @@ func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
 		urls[i] = u + "/graphql"
 	}
 
-	client, transport := newLoadClient(b.concurrency)
-	defer transport.CloseIdleConnections()
+	client := newLoadClient(b.concurrency, b.client)
+	defer client.close()
 
 	vars := map[string]any{"first": b.first}
 	varsJSON, _ := json.Marshal(vars)
@@ -110,14 +110,14 @@ func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
 	// The reference bytes come from the uncached server; every target must
 	// answer exactly them. Registering the hash by POST is what an APQ
 	// client does once.
-	want, err := loadTarget{method: http.MethodPost, url: urls[1], body: postBody}.do(ctx, client, nil)
+	want, err := loadTarget{method: http.MethodPost, url: urls[1], body: postBody}.do(ctx, client.http, nil)
 	if err != nil {
 		return fmt.Errorf("list page: %w", err)
 	}
 	if bytes.Contains(want, []byte(`"errors"`)) {
 		return fmt.Errorf("the list page has errors: %.300s", want)
 	}
-	if _, err := (loadTarget{method: http.MethodPost, url: urls[0], body: registerBody}).do(ctx, client, nil); err != nil {
+	if _, err := (loadTarget{method: http.MethodPost, url: urls[0], body: registerBody}).do(ctx, client.http, nil); err != nil {
 		return fmt.Errorf("register the persisted query: %w", err)
 	}
 	contentType := "application/graphql-response+json"
@@ -139,8 +139,8 @@ func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
 		{name: "response cache, persisted GET", method: http.MethodGet, url: urls[0] + getQuery, want: want},
 		{name: "uncached, POST", method: http.MethodPost, url: urls[1], body: postBody, want: want},
 	}
-	fmt.Fprintf(stdout, "cache: GOMAXPROCS=%d NumCPU=%d %s gc-percent=%d concurrency=%d duration=%s rounds=%d\n",
-		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.gcPercent, b.concurrency, b.duration, b.rounds)
+	fmt.Fprintf(stdout, "cache: GOMAXPROCS=%d NumCPU=%d %s gc-percent=%d concurrency=%d client=%s duration=%s rounds=%d\n",
+		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.gcPercent, b.concurrency, b.client, b.duration, b.rounds)
 	fmt.Fprintf(stdout, "cache: list page (first: %d) response %d bytes sha256 %s; persisted GET %s\n", b.first, len(want), sha(want), strings.TrimPrefix(getQuery, "?")[:60]+"…")
 
 	for _, t := range targets {
@@ -167,7 +167,7 @@ func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
 	}
 	hits, misses := cacheOutcomes(reg)
 
-	fmt.Fprintf(stdout, "\nmedian of %d interleaved rounds of %s, %d connections, nproc %d:\n", b.rounds, b.duration, b.concurrency, runtime.NumCPU())
+	fmt.Fprintf(stdout, "\nmedian of %d interleaved rounds of %s, %d connections (client %s), nproc %d:\n", b.rounds, b.duration, b.concurrency, b.client, runtime.NumCPU())
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "target\treq/s\tp50\tp99\tCPU/req\tallocs/req\tB/req\terrors\t")
 	med := make([]result, len(targets))

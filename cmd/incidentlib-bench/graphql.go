@@ -100,8 +100,8 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	}
 	defer stopGeneric()
 
-	client, transport := newLoadClient(b.concurrency)
-	defer transport.CloseIdleConnections()
+	client := newLoadClient(b.concurrency, b.client)
+	defer client.close()
 
 	listBody, _ := json.Marshal(map[string]any{"query": ListPageQuery, "variables": map[string]any{"first": b.first}})
 	id := richIncident(incs)
@@ -120,11 +120,11 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	incs, ids = nil, nil // the server's own memory only, from here on
 	incBody, _ := json.Marshal(map[string]any{"query": IncidentPageQuery, "variables": map[string]any{"id": id}})
 
-	listResp, listHeader, err := fetch(ctx, client, gqlURL+"/graphql", listBody)
+	listResp, listHeader, err := fetch(ctx, client.http, gqlURL+"/graphql", listBody)
 	if err != nil {
 		return fmt.Errorf("list page: %w", err)
 	}
-	incResp, _, err := fetch(ctx, client, gqlURL+"/graphql", incBody)
+	incResp, _, err := fetch(ctx, client.http, gqlURL+"/graphql", incBody)
 	if err != nil {
 		return fmt.Errorf("incident page: %w", err)
 	}
@@ -168,8 +168,8 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 		{name: "list page, gqlgen's executor only", url: genericURL + "/graphql", body: listBody, want: listResp},
 	}
 
-	fmt.Fprintf(stdout, "graphql: GOMAXPROCS=%d NumCPU=%d %s gc-percent=%d concurrency=%d duration=%s rounds=%d\n",
-		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.gcPercent, b.concurrency, b.duration, b.rounds)
+	fmt.Fprintf(stdout, "graphql: GOMAXPROCS=%d NumCPU=%d %s gc-percent=%d concurrency=%d client=%s duration=%s rounds=%d\n",
+		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.gcPercent, b.concurrency, b.client, b.duration, b.rounds)
 	fmt.Fprintf(stdout, "graphql: list page response %d bytes sha256 %s; incident page %d bytes sha256 %s\n",
 		len(listResp), sha(listResp), len(incResp), sha(incResp))
 	runtime.GC()
@@ -200,8 +200,8 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 		}
 	}
 
-	fmt.Fprintf(stdout, "\nmedian of %d interleaved rounds of %s, %d connections, gc-percent %d, nproc %d:\n",
-		b.rounds, b.duration, b.concurrency, b.gcPercent, runtime.NumCPU())
+	fmt.Fprintf(stdout, "\nmedian of %d interleaved rounds of %s, %d connections (client %s), gc-percent %d, nproc %d:\n",
+		b.rounds, b.duration, b.concurrency, b.client, b.gcPercent, runtime.NumCPU())
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "target\treq/s\tp50\tp99\tin handler p50\tp99\tCPU/req\tallocs/req\tB/req\terrors\t")
 	med := make([]result, len(targets))

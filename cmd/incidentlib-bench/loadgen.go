@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -37,8 +40,15 @@ type loadFlags struct {
 	seed        int64
 	first       int
 	gcPercent   int
+	client      string
 	prof        profiles
 }
+
+// The load generator's clients (-client).
+const (
+	clientTransport = "transport"
+	clientConn      = "conn"
+)
 
 // register defines the flags on fs; profiled names the measurement
 // -cpuprofile and -memprofile profile.
@@ -51,6 +61,8 @@ func (f *loadFlags) register(fs *flag.FlagSet, profiled string) {
 	fs.Int64Var(&f.seed, "seed", 1, "generator seed")
 	fs.IntVar(&f.first, "first", 20, "page size of the list page, 1 to 100")
 	fs.IntVar(&f.gcPercent, "gc-percent", server.DefaultGCPercent, "garbage collector budget in percent of the live heap, as serve --gc-percent")
+	fs.StringVar(&f.client, "client", clientTransport, clientTransport+": each worker sends through one net/http client (its connection pool, a reader and a writer goroutine per connection); "+
+		clientConn+": each worker writes its requests to a connection of its own and reads the answers with http.ReadResponse, in its own goroutine (less of the load generator's CPU in every figure)")
 	fs.StringVar(&f.prof.cpu, "cpuprofile", "", "write a CPU profile of "+profiled+" to this file")
 	fs.StringVar(&f.prof.trace, "trace", "", "write an execution trace of "+profiled+" to this file (scheduler waits: go tool trace -pprof=sched FILE)")
 	fs.StringVar(&f.prof.mem, "memprofile", "", "write allocation profiles before (FILE.base) and after "+profiled+": go tool pprof -diff_base FILE.base FILE")
@@ -69,6 +81,8 @@ func (f *loadFlags) check() error {
 		return fmt.Errorf("-count must be at least 100, got %d", f.count)
 	case f.first < 1 || f.first > incidentlib.MaxPageSize:
 		return fmt.Errorf("-first must be 1 to %d, got %d", incidentlib.MaxPageSize, f.first)
+	case f.client != clientTransport && f.client != clientConn:
+		return fmt.Errorf("-client must be %s or %s, got %q", clientTransport, clientConn, f.client)
 	case f.gcPercent < server.MinGCPercent || f.gcPercent > server.MaxGCPercent:
 		return fmt.Errorf("-gc-percent must be %d to %d, got %d", server.MinGCPercent, server.MaxGCPercent, f.gcPercent)
 	}
@@ -131,9 +145,17 @@ type result struct {
 
 func (r result) rps() float64 { return float64(r.requests) / r.elapsed.Seconds() }
 
-// newLoadClient is a client of concurrency keep-alive connections; close
-// its idle connections when done.
-func newLoadClient(concurrency int) (*http.Client, *http.Transport) {
+// loadClient is how the workers send their requests (-client).
+type loadClient struct {
+	http      *http.Client
+	transport *http.Transport
+	// ownConns: each worker dials a connection of its own for a target
+	// and sends on it without http.Client.
+	ownConns bool
+}
+
+// newLoadClient is a client for concurrency workers; close it when done.
+func newLoadClient(concurrency int, kind string) *loadClient {
 	transport := &http.Transport{
 		MaxIdleConns:        concurrency * 2,
 		MaxIdleConnsPerHost: concurrency,
@@ -141,7 +163,73 @@ func newLoadClient(concurrency int) (*http.Client, *http.Transport) {
 		IdleConnTimeout:     time.Minute,
 		DisableCompression:  true,
 	}
-	return &http.Client{Transport: transport, Timeout: 30 * time.Second}, transport
+	return &loadClient{
+		http:      &http.Client{Transport: transport, Timeout: 30 * time.Second},
+		transport: transport,
+		ownConns:  kind == clientConn,
+	}
+}
+
+func (c *loadClient) close() { c.transport.CloseIdleConnections() }
+
+// connSender sends one target's request over one keep-alive connection,
+// one request after the other, in the caller's goroutine.
+type connSender struct {
+	conn net.Conn
+	br   *bufio.Reader
+	req  []byte // the whole request, headers and body
+}
+
+func dialTarget(ctx context.Context, t loadTarget) (*connSender, error) {
+	u, err := url.Parse(t.url)
+	if err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", u.Host)
+	if err != nil {
+		return nil, err
+	}
+	method := t.method
+	if method == "" {
+		method = http.MethodPost
+	}
+	req := fmt.Appendf(nil, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, u.RequestURI(), u.Host)
+	if t.body != nil {
+		req = fmt.Appendf(req, "Content-Type: application/json\r\nContent-Length: %d\r\n", len(t.body))
+	}
+	req = append(append(req, "\r\n"...), t.body...)
+	return &connSender{conn: conn, br: bufio.NewReaderSize(conn, 16<<10), req: req}, nil
+}
+
+// send sends the request once and returns the body of a 200 response,
+// read into buf. After an error the connection is not usable.
+func (s *connSender) send(buf []byte) ([]byte, error) {
+	if _, err := s.conn.Write(s.req); err != nil {
+		return nil, err
+	}
+	resp, err := http.ReadResponse(s.br, nil)
+	if err != nil {
+		return nil, err
+	}
+	return readOK(resp, buf)
+}
+
+// readOK reads resp's body into buf and closes it; any status but 200 is an
+// error quoting the body.
+func readOK(resp *http.Response, buf []byte) ([]byte, error) {
+	defer resp.Body.Close()
+	w := bytes.NewBuffer(buf[:0])
+	if _, err := w.ReadFrom(resp.Body); err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("status %d: %.200s", resp.StatusCode, w.Bytes())
+	}
+	if resp.Close {
+		return nil, errors.New("the server closed the connection")
+	}
+	return w.Bytes(), nil
 }
 
 // do sends t's request once and returns the body of a 200 response, read
@@ -166,20 +254,12 @@ func (t loadTarget) do(ctx context.Context, client *http.Client, buf []byte) ([]
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	w := bytes.NewBuffer(buf[:0])
-	if _, err := w.ReadFrom(resp.Body); err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("status %d: %.200s", resp.StatusCode, w.Bytes())
-	}
-	return w.Bytes(), nil
+	return readOK(resp, buf)
 }
 
 // drive runs concurrency workers against t for d and measures them. It
 // returns the first error when any request failed or answered other bytes.
-func drive(ctx context.Context, client *http.Client, concurrency int, t loadTarget, d time.Duration) (result, error) {
+func drive(ctx context.Context, client *loadClient, concurrency int, t loadTarget, d time.Duration) (result, error) {
 	var wg sync.WaitGroup
 	var errs atomic.Int64
 	var firstErr atomic.Pointer[error]
@@ -198,12 +278,24 @@ func drive(ctx context.Context, client *http.Client, concurrency int, t loadTarg
 		go func(w int) {
 			defer wg.Done()
 			buf := make([]byte, 0, len(t.want)+512)
+			send := func() ([]byte, error) { return t.do(ctx, client.http, buf) }
+			if client.ownConns {
+				s, err := dialTarget(ctx, t)
+				if err != nil {
+					if errs.Add(1) == 1 {
+						firstErr.Store(&err)
+					}
+					return
+				}
+				defer s.conn.Close()
+				send = func() ([]byte, error) { return s.send(buf) }
+			}
 			for ctx.Err() == nil {
 				t0 := time.Now()
 				if t0.After(deadline) {
 					return
 				}
-				resp, err := t.do(ctx, client, buf)
+				resp, err := send()
 				lat[w] = append(lat[w], time.Since(t0))
 				if err == nil && t.want != nil && !bytes.Equal(resp, t.want) {
 					err = fmt.Errorf("the response differs from the reference: %.200s", resp)
@@ -342,7 +434,7 @@ func writeAllocs(name string) error {
 }
 
 // measure drives t for d, under p's profiles when p is not nil.
-func measure(ctx context.Context, client *http.Client, concurrency int, t loadTarget, d time.Duration, p *profiles) (result, error) {
+func measure(ctx context.Context, client *loadClient, concurrency int, t loadTarget, d time.Duration, p *profiles) (result, error) {
 	if p != nil {
 		if err := p.start(); err != nil {
 			return result{}, err
