@@ -85,17 +85,18 @@ func (l *Loader[K, V]) fetch(ctx context.Context, keys []K) ([]V, error) {
 
 // loaderCache is the cache of one request's loader. LoadAll keeps the
 // values it read as values, with room for a page's keys from the start; the
-// dataloader's own Load path keeps its thunks beside them and sees LoadAll's
-// values as resolved thunks. (The library's in-memory cache wraps every
-// value in a closure and regrows its map level after level.)
+// dataloader's own Load path keeps its thunks beside them (made at its
+// first Set) and sees LoadAll's values as resolved thunks. (The library's
+// in-memory cache wraps every value in a closure and regrows its map level
+// after level.)
 type loaderCache[K comparable, V any] struct {
 	mu     sync.RWMutex
 	vals   map[K]V
-	thunks map[K]dataloader.Thunk[V]
+	thunks map[K]dataloader.Thunk[V] // nil until the Load path sets one
 }
 
 func newLoaderCache[K comparable, V any](size int) *loaderCache[K, V] {
-	return &loaderCache[K, V]{vals: make(map[K]V, size), thunks: map[K]dataloader.Thunk[V]{}}
+	return &loaderCache[K, V]{vals: make(map[K]V, size)}
 }
 
 // value returns k's value if the request has read or is reading it.
@@ -113,6 +114,26 @@ func (c *loaderCache[K, V]) value(k K) (v V, ok bool, err error) {
 	}
 	v, err = t()
 	return v, true, err
+}
+
+// values puts the cached values of keys into out and appends the
+// positions of the others to misses, under one lock. It reports false,
+// doing nothing, when the Load path has thunks in the cache: their values
+// may still be coming (see value).
+func (c *loaderCache[K, V]) values(keys []K, out []V, misses []int) ([]int, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if len(c.thunks) > 0 {
+		return misses, false
+	}
+	for i, k := range keys {
+		if v, ok := c.vals[k]; ok {
+			out[i] = v
+		} else {
+			misses = append(misses, i)
+		}
+	}
+	return misses, true
 }
 
 // put keeps the values read for keys.
@@ -138,6 +159,9 @@ func (c *loaderCache[K, V]) Get(_ context.Context, k K) (dataloader.Thunk[V], bo
 
 func (c *loaderCache[K, V]) Set(_ context.Context, k K, t dataloader.Thunk[V]) {
 	c.mu.Lock()
+	if c.thunks == nil {
+		c.thunks = make(map[K]dataloader.Thunk[V])
+	}
 	c.thunks[k] = t
 	c.mu.Unlock()
 }
@@ -172,17 +196,20 @@ func (l *Loader[K, V]) Load(ctx context.Context, key K) (V, error) {
 func (l *Loader[K, V]) LoadAll(ctx context.Context, keys []K) ([]V, error) {
 	l.init()
 	out := make([]V, len(keys))
-	var misses []int // positions in keys not in the cache
-	for i, k := range keys {
-		v, ok, err := l.cache.value(k)
-		if err != nil {
-			return nil, err
+	var buf [2 * stackKeys]int
+	misses, ok := l.cache.values(keys, out, buf[:0:stackKeys]) // positions in keys not in the cache
+	if !ok {
+		for i, k := range keys {
+			v, ok, err := l.cache.value(k)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				misses = append(misses, i)
+				continue
+			}
+			out[i] = v
 		}
-		if !ok {
-			misses = append(misses, i)
-			continue
-		}
-		out[i] = v
 	}
 	if len(misses) == 0 {
 		return out, nil
@@ -191,7 +218,10 @@ func (l *Loader[K, V]) LoadAll(ctx context.Context, keys []K) ([]V, error) {
 	// position in missing of keys[misses[j]]. A few keys are compared
 	// directly, more go through a map.
 	missing := make([]K, 0, len(misses))
-	from := make([]int, len(misses))
+	from := buf[stackKeys:]
+	if len(misses) > len(from) {
+		from = make([]int, len(misses))
+	}
 	var at map[K]int
 	if len(misses) > dedupeScan {
 		at = make(map[K]int, len(misses))
@@ -229,6 +259,9 @@ func (l *Loader[K, V]) LoadAll(ctx context.Context, keys []K) ([]V, error) {
 	return out, nil
 }
 
+// stackKeys is how many keys LoadAll tracks without allocating.
+const stackKeys = 128
+
 // dedupeScan is how many missing keys LoadAll dedupes by comparing them
 // with each other (cheaper than a map's hashing at this size).
 const dedupeScan = 16
@@ -250,7 +283,8 @@ func NewLoaders(ctx context.Context, r *Resolver) *Loaders {
 	m := r.LoaderMetrics
 	return &Loaders{
 		view: r.viewFor(LangFrom(ctx)),
-		Incidents: newLoader("incident", 128, m, func(ctx context.Context, ids []string) ([]*incidentlib.Incident, error) {
+		// 112 keys: the most a map of 128 slots holds; 128 would take 256.
+		Incidents: newLoader("incident", 112, m, func(ctx context.Context, ids []string) ([]*incidentlib.Incident, error) {
 			return r.findIncidents(ctx, ids) // the store, then any upstream (upstream.go)
 		}),
 		Recurrences: newLoader("recurrences", 32, m, func(ctx context.Context, ids []string) ([][]string, error) {

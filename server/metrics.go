@@ -31,7 +31,9 @@ type Metrics struct {
 	httpRequests *prometheus.CounterVec
 	loaderBatch  *prometheus.CounterVec
 	loaderKeys   *prometheus.CounterVec
-	commit       prometheus.Histogram
+	// loaders holds each loader's two counters, looked up once.
+	loaders map[string]loaderCounters
+	commit  prometheus.Histogram
 	// Operations per executor (graph.FastReads or gqlgen's).
 	executor                      *prometheus.CounterVec
 	executorFast, executorGeneric prometheus.Counter
@@ -91,9 +93,9 @@ func NewMetrics(db *storage.DB, reg prometheus.Registerer) (*Metrics, error) {
 		}),
 	}
 	m.executorFast, m.executorGeneric = m.executor.WithLabelValues("fast"), m.executor.WithLabelValues("gqlgen")
+	m.loaders = make(map[string]loaderCounters, len(graph.LoaderNames))
 	for _, name := range graph.LoaderNames {
-		m.loaderBatch.WithLabelValues(name)
-		m.loaderKeys.WithLabelValues(name)
+		m.loaders[name] = loaderCounters{m.loaderBatch.WithLabelValues(name), m.loaderKeys.WithLabelValues(name)}
 	}
 	writesInFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "incidentlib_store_writes_in_flight",
@@ -141,9 +143,16 @@ func (m *Metrics) observeFastReads(fr *graph.FastReads) {
 
 // Batch counts one dataloader batch.
 func (m *Metrics) Batch(loader string, keys int) {
-	m.loaderBatch.WithLabelValues(loader).Inc()
-	m.loaderKeys.WithLabelValues(loader).Add(float64(keys))
+	c, ok := m.loaders[loader]
+	if !ok { // a loader missing from graph.LoaderNames
+		c = loaderCounters{m.loaderBatch.WithLabelValues(loader), m.loaderKeys.WithLabelValues(loader)}
+	}
+	c.batches.Inc()
+	c.keys.Add(float64(keys))
 }
+
+// loaderCounters are one loader's series of loaderBatch and loaderKeys.
+type loaderCounters struct{ batches, keys prometheus.Counter }
 
 func (m *Metrics) operationLabel(name string) string {
 	if name == "" {

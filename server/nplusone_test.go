@@ -100,6 +100,7 @@ func linkTop(incs []*incidentlib.Incident) {
 // loader batches bounded by the query's depth, not by the page size, and
 // that batched results equal one-by-one lookups.
 func TestNoNPlusOne(t *testing.T) {
+	const incidentKeys = `incidentlib_dataloader_keys_total{loader="incident"}`
 	n := 10_000
 	if testing.Short() {
 		n = 2000
@@ -110,16 +111,19 @@ func TestNoNPlusOne(t *testing.T) {
 	type cost struct {
 		tx      uint64
 		batches map[string]float64
+		keys    float64 // of the incident loader
 	}
 	costs := map[int]cost{}
 	for _, size := range []int{100, 20, 1} {
 		batchesBefore := metricValues(t, ts, "incidentlib_dataloader_batches_total")
+		keysBefore := metricValues(t, ts, incidentKeys)[incidentKeys]
 		txBefore := ts.DB.Stats().TxN
 		var page listPage
 		ts.data(t, listPageQuery, map[string]any{"n": size}, &page)
 		txAfter := ts.DB.Stats().TxN
 		batchesAfter := metricValues(t, ts, "incidentlib_dataloader_batches_total")
 		c := cost{tx: uint64(txAfter - txBefore), batches: map[string]float64{}}
+		c.keys = metricValues(t, ts, incidentKeys)[incidentKeys] - keysBefore
 		for k, v := range batchesAfter {
 			c.batches[k] = v - batchesBefore[k]
 		}
@@ -128,7 +132,18 @@ func TestNoNPlusOne(t *testing.T) {
 			t.Fatalf("first: %d gave %d nodes", size, len(page.Incidents.Nodes))
 		}
 		checkAgainstLookups(t, ts, page.Incidents.Nodes)
-		t.Logf("first: %d: %d read transactions, batches %v", size, c.tx, c.batches)
+		t.Logf("first: %d: %d read transactions, %.0f incident keys, batches %v", size, c.tx, c.keys, c.batches)
+	}
+	// The batches are counted: every loader the query uses read at least
+	// once, and the incident loader's keys grow with the page while its
+	// batches do not.
+	for _, l := range []string{"incident", "organization", "recurrences", "count"} {
+		if b := costs[100].batches[`incidentlib_dataloader_batches_total{loader="`+l+`"}`]; b < 1 {
+			t.Errorf("loader %s: %v batches counted for the list page", l, b)
+		}
+	}
+	if costs[1].keys < 1 || costs[100].keys < 100 || costs[100].keys <= costs[20].keys || costs[20].keys <= costs[1].keys {
+		t.Errorf("incident loader keys for first 1, 20, 100: %v, %v, %v", costs[1].keys, costs[20].keys, costs[100].keys)
 	}
 	for _, size := range []int{20, 1} {
 		if costs[size].tx != costs[100].tx {
