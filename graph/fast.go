@@ -743,7 +743,7 @@ func (x *fastExec) incidents(objs []*model.Incident, sel ast.SelectionSet) *inci
 			b.rel[i] = x.flatten(lists, f.Selections)
 		case "domains", "symptoms", "components", "contributing", "rootCause", "severity":
 			offs := make([]int, 1, len(objs)+1)
-			var all []*model.TaxonomyTerm
+			all := make([]*model.TaxonomyTerm, 0, termCount(objs, f.Name))
 			for _, o := range objs {
 				all = appendTerms(all, o, f.Name)
 				offs = append(offs, len(all))
@@ -771,7 +771,16 @@ func (x *fastExec) readLinks(objs []*model.Incident, p *plan) error {
 		}
 	}
 	ls := x.r.loaders(x.ctx)
-	var keys []string
+	n := 0
+	for _, o := range objs {
+		if want.related {
+			n += len(o.Inc.Related)
+		}
+		if want.recurrenceOf && o.Inc.RecurrenceOf != "" {
+			n++
+		}
+	}
+	keys := make([]string, 0, n)
 	if want.recurrences {
 		ids := make([]string, len(objs))
 		for k, o := range objs {
@@ -800,27 +809,49 @@ func (x *fastExec) readLinks(objs []*model.Incident, p *plan) error {
 	return err
 }
 
+// termCount is how many terms appendTerms may append for objs' field: room
+// for them all, made at once.
+func termCount(objs []*model.Incident, field string) int {
+	n := 0
+	for _, o := range objs {
+		if _, slugs, list := termSlugs(o, field); list {
+			n += len(slugs)
+		} else {
+			n++ // rootCause, severity: one or none
+		}
+	}
+	return n
+}
+
+// termSlugs is the kind and slugs of o's term list field (domains,
+// symptoms, components, contributing); list is false for the others.
+func termSlugs(o *model.Incident, field string) (kind incidentlib.TermKind, slugs []string, list bool) {
+	switch field {
+	case "domains":
+		return incidentlib.KindDomain, o.Inc.Domain, true
+	case "symptoms":
+		return incidentlib.KindSymptom, o.Inc.Symptoms, true
+	case "components":
+		return incidentlib.KindComponent, o.Inc.Components, true
+	case "contributing":
+		return incidentlib.KindContributing, o.Inc.Contributing, true
+	}
+	return "", nil, false
+}
+
 // appendTerms appends the terms of o's field (domains, symptoms, ...) to
 // all, as the field's method gives them, without a slice per incident.
 func appendTerms(all []*model.TaxonomyTerm, o *model.Incident, field string) []*model.TaxonomyTerm {
-	var kind incidentlib.TermKind
-	var slugs []string
-	switch field {
-	case "domains":
-		kind, slugs = incidentlib.KindDomain, o.Inc.Domain
-	case "symptoms":
-		kind, slugs = incidentlib.KindSymptom, o.Inc.Symptoms
-	case "components":
-		kind, slugs = incidentlib.KindComponent, o.Inc.Components
-	case "contributing":
-		kind, slugs = incidentlib.KindContributing, o.Inc.Contributing
-	case "rootCause":
-		if t := o.RootCause(); t != nil {
-			all = append(all, t)
+	kind, slugs, list := termSlugs(o, field)
+	if !list {
+		var t *model.TaxonomyTerm
+		switch field {
+		case "rootCause":
+			t = o.RootCause()
+		case "severity":
+			t = o.Severity()
 		}
-		return all
-	case "severity":
-		if t := o.Severity(); t != nil {
+		if t != nil {
 			all = append(all, t)
 		}
 		return all

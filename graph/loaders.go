@@ -283,14 +283,15 @@ func NewLoaders(ctx context.Context, r *Resolver) *Loaders {
 	m := r.LoaderMetrics
 	return &Loaders{
 		view: r.viewFor(LangFrom(ctx)),
-		// 112 keys: the most a map of 128 slots holds; 128 would take 256.
+		// Sizes are what a map of a power of two slots holds (7/8 of them):
+		// 112 keys take 128 slots where 128 would take 256; 28 take 32.
 		Incidents: newLoader("incident", 112, m, func(ctx context.Context, ids []string) ([]*incidentlib.Incident, error) {
 			return r.findIncidents(ctx, ids) // the store, then any upstream (upstream.go)
 		}),
-		Recurrences: newLoader("recurrences", 32, m, func(ctx context.Context, ids []string) ([][]string, error) {
+		Recurrences: newLoader("recurrences", 28, m, func(ctx context.Context, ids []string) ([][]string, error) {
 			return r.Incidents.RecurrenceIDs(ctx, ids)
 		}),
-		Organizations: newLoader("organization", 32, m, func(ctx context.Context, slugs []string) ([]*incidentlib.Organization, error) {
+		Organizations: newLoader("organization", 28, m, func(ctx context.Context, slugs []string) ([]*incidentlib.Organization, error) {
 			return r.Organizations.FindOrganizationsBySlugs(ctx, slugs)
 		}),
 		Terms: newLoader("term", 0, m, func(ctx context.Context, keys []incidentlib.TermKey) ([]*incidentlib.Term, error) {
@@ -300,7 +301,7 @@ func NewLoaders(ctx context.Context, r *Resolver) *Loaders {
 			}
 			return out, nil
 		}),
-		Counts: newLoader("count", 32, m, func(ctx context.Context, keys []incidentlib.CountKey) ([]int, error) {
+		Counts: newLoader("count", 28, m, func(ctx context.Context, keys []incidentlib.CountKey) ([]int, error) {
 			return r.Incidents.CountIncidentsBy(ctx, keys)
 		}),
 	}

@@ -34,7 +34,11 @@ func (r *incidentResolver) Organization(ctx context.Context, objs []*model.Incid
 }
 
 func (r *incidentResolver) Related(ctx context.Context, objs []*model.Incident) ([][]*model.Incident, error) {
-	var keys []string
+	n := 0
+	for _, o := range objs {
+		n += len(o.Inc.Related)
+	}
+	keys := make([]string, 0, n)
 	for _, o := range objs {
 		keys = append(keys, o.Inc.Related...)
 	}
