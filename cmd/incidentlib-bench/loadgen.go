@@ -212,6 +212,10 @@ func (s *connSender) send(buf []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if resp.Close { // the next request would find the connection gone
+		resp.Body.Close()
+		return nil, fmt.Errorf("status %d: the server closed the connection", resp.StatusCode)
+	}
 	return readOK(resp, buf)
 }
 
@@ -225,9 +229,6 @@ func readOK(resp *http.Response, buf []byte) ([]byte, error) {
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("status %d: %.200s", resp.StatusCode, w.Bytes())
-	}
-	if resp.Close {
-		return nil, errors.New("the server closed the connection")
 	}
 	return w.Bytes(), nil
 }
