@@ -35,20 +35,44 @@ type Loader[K comparable, V any] struct {
 	size   int
 	m      LoaderMetrics
 	read   func(ctx context.Context, keys []K) ([]V, error)
-	once   sync.Once // a request makes only the loaders it uses
+	pool   *sync.Pool // of emptied caches, from earlier requests
+	once   sync.Once  // a request makes only the loaders it uses
 	cache  *loaderCache[K, V]
 	dlOnce sync.Once // and the dataloader only if a resolver loads one key
 	dl     *dataloader.Loader[K, V]
 }
 
 // newLoader describes a loader whose cache starts with room for size keys;
-// its cache and dataloader are made at its first use.
-func newLoader[K comparable, V any](name string, size int, m LoaderMetrics, read func(ctx context.Context, keys []K) ([]V, error)) *Loader[K, V] {
-	return &Loader[K, V]{name: name, size: size, m: m, read: read}
+// its cache and dataloader are made at its first use, the cache taken from
+// pool when it has one (pool may be nil).
+func newLoader[K comparable, V any](name string, size int, pool *sync.Pool, m LoaderMetrics, read func(ctx context.Context, keys []K) ([]V, error)) *Loader[K, V] {
+	return &Loader[K, V]{name: name, size: size, pool: pool, m: m, read: read}
 }
 
 func (l *Loader[K, V]) init() {
-	l.once.Do(func() { l.cache = newLoaderCache[K, V](l.size) })
+	l.once.Do(func() {
+		if l.pool != nil {
+			if c, ok := l.pool.Get().(*loaderCache[K, V]); ok {
+				l.cache = c
+				return
+			}
+		}
+		l.cache = newLoaderCache[K, V](l.size)
+	})
+}
+
+// release gives the loader's cache, emptied, to its pool when its request
+// is over: the next request's loader starts with the same map instead of
+// a new one. A cache the dataloader's Load path used is left alone (its
+// batches hold it), and so is one grown far beyond its size.
+func (l *Loader[K, V]) release() {
+	c := l.cache
+	if c == nil || l.pool == nil || l.dl != nil || len(c.vals) > 4*l.size+64 {
+		return
+	}
+	l.cache = nil
+	clear(c.vals)
+	l.pool.Put(c)
 }
 
 // initLoad makes the dataloader of Load, over the cache LoadAll fills.
@@ -93,7 +117,38 @@ type loaderCache[K comparable, V any] struct {
 	mu     sync.RWMutex
 	vals   map[K]V
 	thunks map[K]dataloader.Thunk[V] // nil until the Load path sets one
+
+	// dedupe is LoadAll's map of a level's missing keys, emptied after
+	// each use and kept (with the cache, from request to request) for
+	// the next; a LoadAll running beside the one using it makes its own.
+	dedupeMu sync.Mutex
+	dedupe   map[K]int
 }
+
+// dedupeMap returns an empty map for n keys, the cache's own (kept) if it
+// is free and n is not too many, else a new one; give it back with
+// doneDedupe.
+func (c *loaderCache[K, V]) dedupeMap(n int) (m map[K]int, kept bool) {
+	if n <= maxKeptDedupe && c.dedupeMu.TryLock() {
+		if c.dedupe == nil {
+			c.dedupe = make(map[K]int, n)
+		}
+		return c.dedupe, true
+	}
+	return make(map[K]int, n), false
+}
+
+// doneDedupe empties and frees the cache's own map after a dedupeMap.
+func (c *loaderCache[K, V]) doneDedupe(kept bool) {
+	if kept {
+		clear(c.dedupe)
+		c.dedupeMu.Unlock()
+	}
+}
+
+// maxKeptDedupe is the most keys the kept dedupe map is used for (it
+// keeps the room it grew to).
+const maxKeptDedupe = 512
 
 func newLoaderCache[K comparable, V any](size int) *loaderCache[K, V] {
 	return &loaderCache[K, V]{vals: make(map[K]V, size)}
@@ -224,7 +279,9 @@ func (l *Loader[K, V]) LoadAll(ctx context.Context, keys []K) ([]V, error) {
 	}
 	var at map[K]int
 	if len(misses) > dedupeScan {
-		at = make(map[K]int, len(misses))
+		var kept bool
+		at, kept = l.cache.dedupeMap(len(misses))
+		defer l.cache.doneDedupe(kept)
 	}
 	for j, i := range misses {
 		k := keys[i]
@@ -277,31 +334,48 @@ type Loaders struct {
 	view *model.View
 }
 
+// loaderPools hold the emptied caches of finished requests' loaders, one
+// pool per loader (see Loader.release).
+type loaderPools struct {
+	incidents, recurrences, organizations, terms, counts sync.Pool
+}
+
+// release gives the loaders' caches back to their pools; the loaders must
+// not be used after it.
+func (ls *Loaders) release() {
+	ls.Incidents.release()
+	ls.Recurrences.release()
+	ls.Organizations.release()
+	ls.Terms.release()
+	ls.Counts.release()
+}
+
 // NewLoaders builds the loaders of one request over the services, with the
 // request's view (its language from ctx).
 func NewLoaders(ctx context.Context, r *Resolver) *Loaders {
 	m := r.LoaderMetrics
+	p := &r.loaderPools
 	return &Loaders{
 		view: r.viewFor(LangFrom(ctx)),
 		// Sizes are what a map of a power of two slots holds (7/8 of them):
 		// 112 keys take 128 slots where 128 would take 256; 28 take 32.
-		Incidents: newLoader("incident", 112, m, func(ctx context.Context, ids []string) ([]*incidentlib.Incident, error) {
+		Incidents: newLoader("incident", 112, &p.incidents, m, func(ctx context.Context, ids []string) ([]*incidentlib.Incident, error) {
 			return r.findIncidents(ctx, ids) // the store, then any upstream (upstream.go)
 		}),
-		Recurrences: newLoader("recurrences", 28, m, func(ctx context.Context, ids []string) ([][]string, error) {
+		Recurrences: newLoader("recurrences", 28, &p.recurrences, m, func(ctx context.Context, ids []string) ([][]string, error) {
 			return r.Incidents.RecurrenceIDs(ctx, ids)
 		}),
-		Organizations: newLoader("organization", 28, m, func(ctx context.Context, slugs []string) ([]*incidentlib.Organization, error) {
+		Organizations: newLoader("organization", 28, &p.organizations, m, func(ctx context.Context, slugs []string) ([]*incidentlib.Organization, error) {
 			return r.Organizations.FindOrganizationsBySlugs(ctx, slugs)
 		}),
-		Terms: newLoader("term", 0, m, func(ctx context.Context, keys []incidentlib.TermKey) ([]*incidentlib.Term, error) {
+		Terms: newLoader("term", 0, &p.terms, m, func(ctx context.Context, keys []incidentlib.TermKey) ([]*incidentlib.Term, error) {
 			out := make([]*incidentlib.Term, len(keys))
 			for i, k := range keys {
 				out[i] = r.Taxonomy.Term(k.Kind, k.Slug)
 			}
 			return out, nil
 		}),
-		Counts: newLoader("count", 28, m, func(ctx context.Context, keys []incidentlib.CountKey) ([]int, error) {
+		Counts: newLoader("count", 28, &p.counts, m, func(ctx context.Context, keys []incidentlib.CountKey) ([]int, error) {
 			return r.Incidents.CountIncidentsBy(ctx, keys)
 		}),
 	}
@@ -309,11 +383,15 @@ func NewLoaders(ctx context.Context, r *Resolver) *Loaders {
 
 type loadersKey struct{}
 
-// Middleware puts a fresh set of loaders into every request's context.
+// Middleware puts a fresh set of loaders into every request's context and
+// gives their caches back when the request is over (everything the request
+// started, gqlgen's field goroutines included, has ended by then).
 func (r *Resolver) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		ctx := context.WithValue(req.Context(), loadersKey{}, NewLoaders(req.Context(), r))
+		ls := NewLoaders(req.Context(), r)
+		ctx := context.WithValue(req.Context(), loadersKey{}, ls)
 		next.ServeHTTP(w, req.WithContext(ctx))
+		ls.release()
 	})
 }
 

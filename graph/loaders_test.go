@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -63,7 +64,7 @@ func TestLoaderLoadAll(t *testing.T) {
 	for _, n := range []int{1, 5, 16, 17, 40, 128, 129, 300} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			f := &fakeReads{vals: valuesOf(n)}
-			l := newLoader("test", 8, nil, f.read)
+			l := newLoader("test", 8, nil, nil, f.read)
 			// Every key twice, reversed the second time, and one missing key.
 			var keys, want []string
 			for i := range n {
@@ -113,7 +114,7 @@ func TestLoaderLoadAll(t *testing.T) {
 // read in LoadAll's own batch.
 func TestLoaderLoadAllBesideLoad(t *testing.T) {
 	f := &fakeReads{vals: valuesOf(3), block: "k0", started: make(chan struct{}), release: make(chan struct{})}
-	l := newLoader("test", 8, nil, f.read)
+	l := newLoader("test", 8, nil, nil, f.read)
 	ctx := context.Background()
 	loaded := make(chan *string, 1)
 	go func() {
@@ -148,5 +149,79 @@ func TestLoaderLoadAllBesideLoad(t *testing.T) {
 	want := [][]string{{"k0"}, {"k1", "k2"}}
 	if b := f.seen(); !slices.EqualFunc(b, want, slices.Equal) {
 		t.Fatalf("batches %v, want %v", b, want)
+	}
+}
+
+// TestLoaderRelease: a finished request's cache goes back to its pool
+// empty, so the next request's loader reads every key again; a loader whose
+// dataloader was made keeps its cache.
+func TestLoaderRelease(t *testing.T) {
+	ctx := context.Background()
+	pool := &sync.Pool{}
+	f := &fakeReads{vals: valuesOf(3)}
+	first := newLoader("test", 8, pool, nil, f.read)
+	if _, err := first.LoadAll(ctx, []string{"k0", "k1"}); err != nil {
+		t.Fatal(err)
+	}
+	first.release()
+	if first.cache != nil {
+		t.Fatal("the released loader still has its cache")
+	}
+	next := newLoader("test", 8, pool, nil, f.read)
+	got, err := next.LoadAll(ctx, []string{"k1", "k2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != f.vals["k1"] || got[1] != f.vals["k2"] {
+		t.Fatalf("values %v", got)
+	}
+	want := [][]string{{"k0", "k1"}, {"k1", "k2"}}
+	if b := f.seen(); !slices.EqualFunc(b, want, slices.Equal) {
+		t.Fatalf("batches %v, want %v: the next request must not see the last one's values", b, want)
+	}
+
+	withLoad := newLoader("test", 8, pool, nil, f.read)
+	if _, err := withLoad.Load(ctx, "k0"); err != nil {
+		t.Fatal(err)
+	}
+	withLoad.release()
+	if withLoad.cache == nil {
+		t.Fatal("a cache the dataloader holds was given back")
+	}
+}
+
+// TestLoaderLoadAllAfterError: a batch that fails leaves nothing behind; the
+// same keys loaded again are all read and answered in order (LoadAll keeps
+// its map of a level's keys for the next level).
+func TestLoaderLoadAllAfterError(t *testing.T) {
+	ctx := context.Background()
+	f := &fakeReads{vals: valuesOf(40)}
+	fail := true
+	l := newLoader("test", 8, nil, nil, func(ctx context.Context, keys []string) ([]*string, error) {
+		if fail {
+			fail = false
+			return nil, errors.New("store unavailable")
+		}
+		return f.read(ctx, keys)
+	})
+	var keys []string
+	for i := range 40 {
+		keys = append(keys, fmt.Sprintf("k%d", (i*7)%40)) // every key once, shuffled
+	}
+	if _, err := l.LoadAll(ctx, keys); err == nil {
+		t.Fatal("the failed batch gave no error")
+	}
+	slices.Reverse(keys)
+	got, err := l.LoadAll(ctx, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range keys {
+		if got[i] != f.vals[k] {
+			t.Fatalf("key %d (%s): got %v, want %v", i, k, got[i], f.vals[k])
+		}
+	}
+	if b := f.seen(); len(b) != 1 || !slices.Equal(b[0], keys) {
+		t.Fatalf("batches %v, want one of %v", b, keys)
 	}
 }

@@ -31,6 +31,8 @@ type Resolver struct {
 	// per taxonomy term and shared by every request.
 	viewsOnce sync.Once
 	views     [2]*model.View
+
+	loaderPools loaderPools // caches of finished requests' loaders
 }
 
 // viewFor returns the shared view of lang.
