@@ -302,6 +302,7 @@ type snapshot struct {
 	db       *DB
 	tx       *bolt.Tx // begun by the first read
 	released bool
+	records  *recordReader // of tx, made by the first read of records
 }
 
 // Snapshot returns a context whose reads share one read transaction, begun
@@ -319,7 +320,7 @@ func (db *DB) Snapshot(ctx context.Context) (_ context.Context, release func()) 
 	return context.WithValue(ctx, snapshotKey{}, s), func() {
 		if s.tx != nil {
 			_ = s.tx.Rollback()
-			s.tx = nil
+			s.tx, s.records = nil, nil
 		}
 		s.released = true
 	}

@@ -186,7 +186,7 @@ func be32(b []byte) uint32 {
 func (db *DB) FindIncidentsByIDs(ctx context.Context, ids []string) ([]*incidentlib.Incident, error) {
 	out := make([]*incidentlib.Incident, len(ids))
 	err := db.view(ctx, func(tx *bolt.Tx) error {
-		rr := db.recordReader(tx) // one cursor for every record (readpath.go)
+		rr := db.recordReaderIn(ctx, tx) // one cursor for every record (readpath.go)
 		for i, id := range ids {
 			n, ok := incidentlib.ParseID(id)
 			if !ok {
