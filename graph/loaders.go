@@ -46,7 +46,14 @@ type Loader[K comparable, V any] struct {
 // its cache and dataloader are made at its first use, the cache taken from
 // pool when it has one (pool may be nil).
 func newLoader[K comparable, V any](name string, size int, pool *sync.Pool, m LoaderMetrics, read func(ctx context.Context, keys []K) ([]V, error)) *Loader[K, V] {
-	return &Loader[K, V]{name: name, size: size, pool: pool, m: m, read: read}
+	l := &Loader[K, V]{}
+	l.setup(name, size, pool, m, read)
+	return l
+}
+
+// setup describes the zero loader l in place, as newLoader does.
+func (l *Loader[K, V]) setup(name string, size int, pool *sync.Pool, m LoaderMetrics, read func(ctx context.Context, keys []K) ([]V, error)) {
+	l.name, l.size, l.pool, l.m, l.read = name, size, pool, m, read
 }
 
 func (l *Loader[K, V]) init() {
@@ -323,15 +330,52 @@ const stackKeys = 128
 // with each other (cheaper than a map's hashing at this size).
 const dedupeScan = 16
 
-// Loaders are the dataloaders of one request.
+// Loaders are the dataloaders of one request, made in one allocation.
 type Loaders struct {
-	Incidents     *Loader[string, *incidentlib.Incident]
-	Recurrences   *Loader[string, []string]
-	Organizations *Loader[string, *incidentlib.Organization]
-	Terms         *Loader[incidentlib.TermKey, *incidentlib.Term]
-	Counts        *Loader[incidentlib.CountKey, int]
+	Incidents     Loader[string, *incidentlib.Incident]
+	Recurrences   Loader[string, []string]
+	Organizations Loader[string, *incidentlib.Organization]
+	Terms         Loader[incidentlib.TermKey, *incidentlib.Term]
+	Counts        Loader[incidentlib.CountKey, int]
 
 	view *model.View
+}
+
+// loaderReads are the read functions of the loaders, made once per
+// resolver (a closure per loader per request was 5 allocations).
+type loaderReads struct {
+	incidents     func(ctx context.Context, ids []string) ([]*incidentlib.Incident, error)
+	recurrences   func(ctx context.Context, ids []string) ([][]string, error)
+	organizations func(ctx context.Context, slugs []string) ([]*incidentlib.Organization, error)
+	terms         func(ctx context.Context, keys []incidentlib.TermKey) ([]*incidentlib.Term, error)
+	counts        func(ctx context.Context, keys []incidentlib.CountKey) ([]int, error)
+}
+
+func (r *Resolver) reads() *loaderReads {
+	r.readsOnce.Do(func() {
+		r.loaderReads = &loaderReads{
+			incidents: func(ctx context.Context, ids []string) ([]*incidentlib.Incident, error) {
+				return r.findIncidents(ctx, ids) // the store, then any upstream (upstream.go)
+			},
+			recurrences: func(ctx context.Context, ids []string) ([][]string, error) {
+				return r.Incidents.RecurrenceIDs(ctx, ids)
+			},
+			organizations: func(ctx context.Context, slugs []string) ([]*incidentlib.Organization, error) {
+				return r.Organizations.FindOrganizationsBySlugs(ctx, slugs)
+			},
+			terms: func(ctx context.Context, keys []incidentlib.TermKey) ([]*incidentlib.Term, error) {
+				out := make([]*incidentlib.Term, len(keys))
+				for i, k := range keys {
+					out[i] = r.Taxonomy.Term(k.Kind, k.Slug)
+				}
+				return out, nil
+			},
+			counts: func(ctx context.Context, keys []incidentlib.CountKey) ([]int, error) {
+				return r.Incidents.CountIncidentsBy(ctx, keys)
+			},
+		}
+	})
+	return r.loaderReads
 }
 
 // loaderPools hold the emptied caches of finished requests' loaders, one
@@ -353,32 +397,16 @@ func (ls *Loaders) release() {
 // NewLoaders builds the loaders of one request over the services, with the
 // request's view (its language from ctx).
 func NewLoaders(ctx context.Context, r *Resolver) *Loaders {
-	m := r.LoaderMetrics
-	p := &r.loaderPools
-	return &Loaders{
-		view: r.viewFor(LangFrom(ctx)),
-		// Sizes are what a map of a power of two slots holds (7/8 of them):
-		// 112 keys take 128 slots where 128 would take 256; 28 take 32.
-		Incidents: newLoader("incident", 112, &p.incidents, m, func(ctx context.Context, ids []string) ([]*incidentlib.Incident, error) {
-			return r.findIncidents(ctx, ids) // the store, then any upstream (upstream.go)
-		}),
-		Recurrences: newLoader("recurrences", 28, &p.recurrences, m, func(ctx context.Context, ids []string) ([][]string, error) {
-			return r.Incidents.RecurrenceIDs(ctx, ids)
-		}),
-		Organizations: newLoader("organization", 28, &p.organizations, m, func(ctx context.Context, slugs []string) ([]*incidentlib.Organization, error) {
-			return r.Organizations.FindOrganizationsBySlugs(ctx, slugs)
-		}),
-		Terms: newLoader("term", 0, &p.terms, m, func(ctx context.Context, keys []incidentlib.TermKey) ([]*incidentlib.Term, error) {
-			out := make([]*incidentlib.Term, len(keys))
-			for i, k := range keys {
-				out[i] = r.Taxonomy.Term(k.Kind, k.Slug)
-			}
-			return out, nil
-		}),
-		Counts: newLoader("count", 28, &p.counts, m, func(ctx context.Context, keys []incidentlib.CountKey) ([]int, error) {
-			return r.Incidents.CountIncidentsBy(ctx, keys)
-		}),
-	}
+	m, p, f := r.LoaderMetrics, &r.loaderPools, r.reads()
+	ls := &Loaders{view: r.viewFor(LangFrom(ctx))}
+	// Sizes are what a map of a power of two slots holds (7/8 of them):
+	// 112 keys take 128 slots where 128 would take 256; 28 take 32.
+	ls.Incidents.setup("incident", 112, &p.incidents, m, f.incidents)
+	ls.Recurrences.setup("recurrences", 28, &p.recurrences, m, f.recurrences)
+	ls.Organizations.setup("organization", 28, &p.organizations, m, f.organizations)
+	ls.Terms.setup("term", 0, &p.terms, m, f.terms)
+	ls.Counts.setup("count", 28, &p.counts, m, f.counts)
+	return ls
 }
 
 type loadersKey struct{}

@@ -33,6 +33,8 @@ type Resolver struct {
 	views     [2]*model.View
 
 	loaderPools loaderPools // caches of finished requests' loaders
+	readsOnce   sync.Once
+	loaderReads *loaderReads // the loaders' read functions (reads)
 }
 
 // viewFor returns the shared view of lang.
