@@ -42,16 +42,9 @@ type Loader[K comparable, V any] struct {
 	dl     *dataloader.Loader[K, V]
 }
 
-// newLoader describes a loader whose cache starts with room for size keys;
-// its cache and dataloader are made at its first use, the cache taken from
-// pool when it has one (pool may be nil).
-func newLoader[K comparable, V any](name string, size int, pool *sync.Pool, m LoaderMetrics, read func(ctx context.Context, keys []K) ([]V, error)) *Loader[K, V] {
-	l := &Loader[K, V]{}
-	l.setup(name, size, pool, m, read)
-	return l
-}
-
-// setup describes the zero loader l in place, as newLoader does.
+// setup describes the zero loader l in place: its cache starts with room
+// for size keys; its cache and dataloader are made at its first use, the
+// cache taken from pool when it has one (pool may be nil).
 func (l *Loader[K, V]) setup(name string, size int, pool *sync.Pool, m LoaderMetrics, read func(ctx context.Context, keys []K) ([]V, error)) {
 	l.name, l.size, l.pool, l.m, l.read = name, size, pool, m, read
 }

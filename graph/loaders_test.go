@@ -46,6 +46,13 @@ func (f *fakeReads) seen() [][]string {
 	return slices.Clone(f.batches)
 }
 
+// testLoader is a loader of test values with room for 8 keys.
+func testLoader(pool *sync.Pool, m LoaderMetrics, read func(context.Context, []string) ([]*string, error)) *Loader[string, *string] {
+	l := &Loader[string, *string]{}
+	l.setup("test", 8, pool, m, read)
+	return l
+}
+
 func valuesOf(n int) map[string]*string {
 	m := map[string]*string{}
 	for i := range n {
@@ -64,7 +71,7 @@ func TestLoaderLoadAll(t *testing.T) {
 	for _, n := range []int{1, 5, 16, 17, 40, 128, 129, 300} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			f := &fakeReads{vals: valuesOf(n)}
-			l := newLoader("test", 8, nil, nil, f.read)
+			l := testLoader(nil, nil, f.read)
 			// Every key twice, reversed the second time, and one missing key.
 			var keys, want []string
 			for i := range n {
@@ -114,7 +121,7 @@ func TestLoaderLoadAll(t *testing.T) {
 // read in LoadAll's own batch.
 func TestLoaderLoadAllBesideLoad(t *testing.T) {
 	f := &fakeReads{vals: valuesOf(3), block: "k0", started: make(chan struct{}), release: make(chan struct{})}
-	l := newLoader("test", 8, nil, nil, f.read)
+	l := testLoader(nil, nil, f.read)
 	ctx := context.Background()
 	loaded := make(chan *string, 1)
 	go func() {
@@ -159,15 +166,19 @@ func TestLoaderRelease(t *testing.T) {
 	ctx := context.Background()
 	pool := &sync.Pool{}
 	f := &fakeReads{vals: valuesOf(3)}
-	first := newLoader("test", 8, pool, nil, f.read)
+	first := testLoader(pool, nil, f.read)
 	if _, err := first.LoadAll(ctx, []string{"k0", "k1"}); err != nil {
 		t.Fatal(err)
 	}
+	kept := first.cache
 	first.release()
 	if first.cache != nil {
 		t.Fatal("the released loader still has its cache")
 	}
-	next := newLoader("test", 8, pool, nil, f.read)
+	if len(kept.vals) != 0 {
+		t.Fatalf("the cache went back to its pool with %d values", len(kept.vals))
+	}
+	next := testLoader(pool, nil, f.read)
 	got, err := next.LoadAll(ctx, []string{"k1", "k2"})
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +191,7 @@ func TestLoaderRelease(t *testing.T) {
 		t.Fatalf("batches %v, want %v: the next request must not see the last one's values", b, want)
 	}
 
-	withLoad := newLoader("test", 8, pool, nil, f.read)
+	withLoad := testLoader(pool, nil, f.read)
 	if _, err := withLoad.Load(ctx, "k0"); err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +208,7 @@ func TestLoaderLoadAllAfterError(t *testing.T) {
 	ctx := context.Background()
 	f := &fakeReads{vals: valuesOf(40)}
 	fail := true
-	l := newLoader("test", 8, nil, nil, func(ctx context.Context, keys []string) ([]*string, error) {
+	l := testLoader(nil, nil, func(ctx context.Context, keys []string) ([]*string, error) {
 		if fail {
 			fail = false
 			return nil, errors.New("store unavailable")
