@@ -3,6 +3,7 @@ package incidentlib_test
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -22,6 +23,31 @@ func TestParseID(t *testing.T) {
 			t.Errorf("FormatID(ParseID(%q)) = %q", id, incidentlib.FormatID(n))
 		}
 	}
+}
+
+// FuzzParseID: ParseID accepts exactly the canonical ids a strconv-based
+// reading accepts, with the same number, and FormatID gives them back.
+func FuzzParseID(f *testing.F) {
+	for _, s := range []string{"IL-0213", "IL-12345", "IL-4294967295", "IL-4294967296", "IL-9999999999", "IL-00213", "IL-+123", "IL-1_234", "IL-12a4", "IL-", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		n, ok := incidentlib.ParseID(id)
+		var want uint64
+		digits, found := strings.CutPrefix(id, "IL-")
+		wantOK := found && len(digits) >= 4 && len(digits) <= 10 && !(len(digits) > 4 && digits[0] == '0')
+		if wantOK {
+			v, err := strconv.ParseUint(digits, 10, 64)
+			wantOK = err == nil && v <= incidentlib.MaxIDNumber
+			want = v
+		}
+		if ok != wantOK || ok && uint64(n) != want {
+			t.Fatalf("ParseID(%q) = %d, %v; want %d, %v", id, n, ok, want, wantOK)
+		}
+		if ok && incidentlib.FormatID(n) != id {
+			t.Fatalf("FormatID(ParseID(%q)) = %q", id, incidentlib.FormatID(n))
+		}
+	})
 }
 
 func TestParseDuration(t *testing.T) {

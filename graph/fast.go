@@ -94,6 +94,7 @@ func (f *FastReads) InterceptResponse(ctx context.Context, next graphql.Response
 		shared: f.plans,
 		buf:    responseBuffer(ctx),
 	}
+	x.out = x.buf.AvailableBuffer()
 	// Every level is read in one read transaction, released before
 	// gqlgen's executor, which reads concurrently, runs.
 	x.snapshot()
@@ -108,6 +109,9 @@ func (f *FastReads) InterceptResponse(ctx context.Context, next graphql.Response
 	if f.Observe != nil {
 		f.Observe(true)
 	}
+	// out is the buffer's own array unless the response outgrew it: the
+	// buffer then grows to hold it, for the next responses.
+	x.buf.Write(x.out)
 	return &graphql.Response{Data: x.buf.Bytes(), Extensions: graphql.GetExtensions(ctx)}
 }
 
@@ -147,7 +151,8 @@ type fastExec struct {
 	oc      *graphql.OperationContext
 	ec      *executionContext
 	r       *Resolver
-	buf     *bytes.Buffer
+	buf     *bytes.Buffer // the response's buffer, which takes out when done
+	out     []byte        // the response written so far
 	// shared holds the plans that no variable changes, for every request;
 	// plans those of this request that use its variables.
 	shared *lru.Cache[planKey, *plan]
@@ -355,7 +360,7 @@ func hasOtherDirective(ds ast.DirectiveList) bool {
 func (x *fastExec) query(sel ast.SelectionSet) {
 	p := x.plan(sel, "Query")
 	qr := x.r.Query()
-	x.buf.WriteByte('{')
+	x.byte('{')
 	for i := range p.fields {
 		f := &p.fields[i]
 		x.key(i, f)
@@ -473,7 +478,7 @@ func (x *fastExec) query(sel ast.SelectionSet) {
 			bail()
 		}
 	}
-	x.buf.WriteByte('}')
+	x.byte('}')
 }
 
 // nodes writes objects of any Node type, null where nil, as a list or its
@@ -512,11 +517,11 @@ func (x *fastExec) nodes(nodes []model.Node, sel ast.SelectionSet, list bool) {
 		tb = x.terms(termObjs, sel)
 	}
 	if list {
-		x.buf.WriteByte('[')
+		x.byte('[')
 	}
 	for i, n := range nodes {
 		if i > 0 {
-			x.buf.WriteByte(',')
+			x.byte(',')
 		}
 		switch n.(type) {
 		case *model.Incident:
@@ -530,7 +535,7 @@ func (x *fastExec) nodes(nodes []model.Node, sel ast.SelectionSet, list bool) {
 		}
 	}
 	if list {
-		x.buf.WriteByte(']')
+		x.byte(']')
 	}
 }
 
@@ -888,7 +893,7 @@ func (b *incidents) write(x *fastExec, k int) {
 		bail() // a null in a non-null position: gqlgen reports it
 	}
 	inc := o.Inc
-	x.buf.WriteByte('{')
+	x.byte('{')
 	for i := range b.plan.fields {
 		f := &b.plan.fields[i]
 		x.key(i, f)
@@ -918,14 +923,14 @@ func (b *incidents) write(x *fastExec, k int) {
 		case "symptomsText":
 			x.optStr(o.SymptomsText(f.lang))
 		case "languages":
-			x.buf.WriteByte('[')
+			x.byte('[')
 			for n, l := range o.Languages() {
 				if n > 0 {
-					x.buf.WriteByte(',')
+					x.byte(',')
 				}
 				x.str(string(l))
 			}
-			x.buf.WriteByte(']')
+			x.byte(']')
 		case "impact":
 			x.impact(o.Impact(), f.Selections)
 		case "timeline":
@@ -937,26 +942,26 @@ func (b *incidents) write(x *fastExec, k int) {
 		case "sources":
 			x.sources(o.Sources(), f.Selections)
 		case "docs":
-			x.buf.WriteByte('[')
+			x.byte('[')
 			for n, d := range o.Docs() {
 				if len(d) == 0 {
 					bail() // null in a non-null position
 				}
 				if n > 0 {
-					x.buf.WriteByte(',')
+					x.byte(',')
 				}
-				model.MarshalJSON(d).MarshalGQL(x.buf)
+				x.marshal(model.MarshalJSON(d))
 			}
-			x.buf.WriteByte(']')
+			x.byte(']')
 		case "relatedIds":
-			x.buf.WriteByte('[')
+			x.byte('[')
 			for n, id := range o.RelatedIds() {
 				if n > 0 {
-					x.buf.WriteByte(',')
+					x.byte(',')
 				}
 				x.str(id)
 			}
-			x.buf.WriteByte(']')
+			x.byte(']')
 		case "recurrenceOfId":
 			x.optStr(o.RecurrenceOfID())
 		case "review":
@@ -966,7 +971,7 @@ func (b *incidents) write(x *fastExec, k int) {
 		case "url":
 			x.optStr(o.URL())
 		case "extra":
-			model.MarshalJSON(o.Extra()).MarshalGQL(x.buf)
+			x.marshal(model.MarshalJSON(o.Extra()))
 		case "organization":
 			b.rel[i].(*organizations).write(x, k)
 		case "related", "recurrences":
@@ -993,7 +998,7 @@ func (b *incidents) write(x *fastExec, k int) {
 			bail()
 		}
 	}
-	x.buf.WriteByte('}')
+	x.byte('}')
 }
 
 // organizations is a list of organizations with their counts if asked.
@@ -1180,7 +1185,7 @@ func (x *fastExec) review(r *model.Review, sel ast.SelectionSet) {
 
 // object writes one object: each field of p by value, __typename as typ.
 func (x *fastExec) object(p *plan, typ string, value func(f *pfield)) {
-	x.buf.WriteByte('{')
+	x.byte('{')
 	for i := range p.fields {
 		f := &p.fields[i]
 		x.key(i, f)
@@ -1190,52 +1195,51 @@ func (x *fastExec) object(p *plan, typ string, value func(f *pfield)) {
 			value(f)
 		}
 	}
-	x.buf.WriteByte('}')
+	x.byte('}')
 }
 
 // list writes a JSON array of n elements, each by elem.
 func (x *fastExec) list(n int, elem func(k int)) {
-	x.buf.WriteByte('[')
+	x.byte('[')
 	for k := range n {
 		if k > 0 {
-			x.buf.WriteByte(',')
+			x.byte(',')
 		}
 		elem(k)
 	}
-	x.buf.WriteByte(']')
+	x.byte(']')
 }
 
 // JSON output, as gqlgen writes it.
 
 func (x *fastExec) key(i int, f *pfield) {
 	if i > 0 {
-		x.buf.WriteByte(',')
+		x.byte(',')
 	}
-	x.buf.WriteString(f.key)
+	x.raw(f.key)
 }
 
 // quotedKey is the response key name as key writes it, quoted, with its
 // colon.
 func quotedKey(name string) string {
-	var b bytes.Buffer
-	(&fastExec{buf: &b}).str(name)
-	b.WriteByte(':')
-	return b.String()
+	x := &fastExec{out: make([]byte, 0, len(name)+8)}
+	x.str(name)
+	x.byte(':')
+	return string(x.out)
 }
 
-func (x *fastExec) null() { x.buf.WriteString("null") }
+func (x *fastExec) null() { x.raw("null") }
 
 func (x *fastExec) bool(b bool) {
 	if b {
-		x.buf.WriteString("true")
+		x.raw("true")
 	} else {
-		x.buf.WriteString("false")
+		x.raw("false")
 	}
 }
 
 func (x *fastExec) int(n int) {
-	var a [20]byte
-	x.buf.Write(strconv.AppendInt(a[:0], int64(n), 10))
+	x.set(strconv.AppendInt(x.out, int64(n), 10))
 }
 
 // float writes f as gqlgen's Float marshaler does (%g); what JSON cannot
@@ -1244,8 +1248,7 @@ func (x *fastExec) float(f float64) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		bail()
 	}
-	var a [32]byte
-	x.buf.Write(strconv.AppendFloat(a[:0], f, 'g', -1, 64))
+	x.set(strconv.AppendFloat(x.out, f, 'g', -1, 64))
 }
 
 func (x *fastExec) optInt(n *int) {
@@ -1266,55 +1269,84 @@ func (x *fastExec) optStr(s *string) {
 
 const hexDigits = "0123456789ABCDEF"
 
-// escapeIn8 tells whether one of the 8 bytes of s is a control character,
-// a quote or a backslash (what str escapes), testing them as one word.
-func escapeIn8(s string) bool {
+// escapeIn8 tells whether one of the 8 bytes of w (little-endian) is a
+// control character, a quote or a backslash (what str escapes), testing
+// them as one word.
+func escapeIn8(w uint64) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 	// A byte below 0x20, or zero after xor with '"' or '\\', leaves its
 	// high bit in (b - k) &^ b; no byte does unless one of them is there.
 	quote, backslash := w^(ones*'"'), w^(ones*'\\')
 	return ((w-ones*0x20)&^w|(quote-ones)&^quote|(backslash-ones)&^backslash)&highs != 0
 }
 
+// word8 is the 8 bytes of s from i on, little-endian (one load).
+func word8(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
 // str writes s quoted as gqlgen's string marshaler does: it escapes the
 // quote, the backslash and control characters and nothing else.
 func (x *fastExec) str(s string) {
-	b := x.buf
-	b.WriteByte('"')
+	b := append(x.out, '"')
 	start := 0
 	for i := 0; i < len(s); i++ {
 		// Eight bytes at a time while none needs escaping.
-		for i+8 <= len(s) && !escapeIn8(s[i:i+8]) {
+		for i+8 <= len(s) && !escapeIn8(word8(s, i)) {
 			i += 8
 		}
-		if i >= len(s) {
+		// The last bytes in one word too, the one ending the string.
+		if i >= len(s) || i+8 > len(s) && len(s) >= 8 && !escapeIn8(word8(s, len(s)-8)) {
 			break
 		}
 		c := s[i]
 		if c >= 0x20 && c != '\\' && c != '"' {
 			continue
 		}
-		b.WriteString(s[start:i])
+		b = append(b, s[start:i]...)
 		switch c {
 		case '\t':
-			b.WriteString(`\t`)
+			b = append(b, `\t`...)
 		case '\r':
-			b.WriteString(`\r`)
+			b = append(b, `\r`...)
 		case '\n':
-			b.WriteString(`\n`)
+			b = append(b, `\n`...)
 		case '\\':
-			b.WriteString(`\\`)
+			b = append(b, `\\`...)
 		case '"':
-			b.WriteString(`\"`)
+			b = append(b, `\"`...)
 		default:
-			b.WriteString(`\u00`)
-			b.WriteByte(hexDigits[c>>4])
-			b.WriteByte(hexDigits[c&0xf])
+			b = append(b, `\u00`...)
+			b = append(b, hexDigits[c>>4], hexDigits[c&0xf])
 		}
 		start = i + 1
 	}
-	b.WriteString(s[start:])
-	b.WriteByte('"')
+	b = append(b, s[start:]...)
+	x.set(append(b, '"'))
+}
+
+// set makes b, appended to out, the response written so far. When b is
+// out's own array, grown in place, only the length changes: no pointer is
+// stored, so no write barrier is taken while the collector marks.
+func (x *fastExec) set(b []byte) {
+	if cap(b) == cap(x.out) {
+		x.out = x.out[:len(b)]
+	} else {
+		x.out = b
+	}
+}
+
+// byte writes c.
+func (x *fastExec) byte(c byte) { x.out = append(x.out, c) }
+
+// raw writes s as it is.
+func (x *fastExec) raw(s string) { x.out = append(x.out, s...) }
+
+// marshal writes what m's MarshalGQL writes.
+func (x *fastExec) marshal(m graphql.Marshaler) {
+	w := bytes.NewBuffer(x.out)
+	m.MarshalGQL(w)
+	x.set(w.Bytes())
 }

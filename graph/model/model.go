@@ -22,7 +22,37 @@ type View struct {
 	Lang incidentlib.Lang
 	Tax  *incidentlib.Taxonomy
 
-	terms map[incidentlib.TermKind]map[string]*TaxonomyTerm // by kind, then slug: one string hashed per lookup
+	terms *[numKinds]map[string]*TaxonomyTerm // by kind (kindSlot), then slug: one string hashed per lookup
+}
+
+// numKinds is the number of term kinds (incidentlib.TermKinds).
+const numKinds = 6
+
+// kindSlot is k's index in View.terms, or -1 for an unknown kind.
+func kindSlot(k incidentlib.TermKind) int {
+	switch k {
+	case incidentlib.KindDomain:
+		return 0
+	case incidentlib.KindSymptom:
+		return 1
+	case incidentlib.KindComponent:
+		return 2
+	case incidentlib.KindRootCause:
+		return 3
+	case incidentlib.KindContributing:
+		return 4
+	case incidentlib.KindSeverity:
+		return 5
+	}
+	return -1
+}
+
+// term is the shared wrapper of the term of kind with slug, or nil.
+func (v *View) term(kind incidentlib.TermKind, slug string) *TaxonomyTerm {
+	if k := kindSlot(kind); k >= 0 && v.terms != nil {
+		return v.terms[k][slug]
+	}
+	return nil
 }
 
 // NewView returns the view of lang over tax, with a wrapper for each term.
@@ -30,14 +60,16 @@ type View struct {
 func NewView(lang incidentlib.Lang, tax *incidentlib.Taxonomy) *View {
 	v := &View{Lang: lang, Tax: tax}
 	if tax != nil {
-		v.terms = make(map[incidentlib.TermKind]map[string]*TaxonomyTerm, len(incidentlib.TermKinds))
+		v.terms = new([numKinds]map[string]*TaxonomyTerm)
 		for _, t := range tax.Terms {
-			bySlug := v.terms[t.Kind]
-			if bySlug == nil {
-				bySlug = map[string]*TaxonomyTerm{}
-				v.terms[t.Kind] = bySlug
+			k := kindSlot(t.Kind)
+			if k < 0 {
+				continue // a kind the taxonomy does not define: no wrapper shared
 			}
-			bySlug[t.Slug] = &TaxonomyTerm{Term: t, View: v}
+			if v.terms[k] == nil {
+				v.terms[k] = map[string]*TaxonomyTerm{}
+			}
+			v.terms[k][t.Slug] = &TaxonomyTerm{Term: t, View: v}
 		}
 	}
 	return v
@@ -46,7 +78,7 @@ func NewView(lang incidentlib.Lang, tax *incidentlib.Taxonomy) *View {
 // Term returns the wrapper of the term of kind with slug, or nil.
 func (v *View) Term(kind incidentlib.TermKind, slug string) *TaxonomyTerm {
 	if v.terms != nil {
-		return v.terms[kind][slug]
+		return v.term(kind, slug)
 	}
 	return v.NewTerm(v.Tax.Term(kind, slug))
 }
@@ -320,7 +352,7 @@ func (v *View) NewTerm(t *incidentlib.Term) *TaxonomyTerm {
 	if t == nil {
 		return nil
 	}
-	if w := v.terms[t.Kind][t.Slug]; w != nil && w.Term == t {
+	if w := v.term(t.Kind, t.Slug); w != nil && w.Term == t {
 		return w
 	}
 	return &TaxonomyTerm{Term: t, View: v}
