@@ -276,11 +276,7 @@ func listen(h http.Handler) (url string, stop func(), err error) {
 
 // openGenerated opens a new store at path holding a generated corpus.
 func openGenerated(ctx context.Context, path string, count int, seed int64) (*storage.DB, []*incidentlib.Incident, error) {
-	tax, err := seeds.Taxonomy()
-	if err != nil {
-		return nil, nil, err
-	}
-	db, err := storage.Open(path, storage.Options{Taxonomy: tax, RecordCache: max(10_000, count), NoSync: true})
+	db, tax, err := openStore(path, count)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -294,6 +290,17 @@ func openGenerated(ctx context.Context, path string, count int, seed int64) (*st
 		return nil, nil, err
 	}
 	return db, incs, nil
+}
+
+// openStore opens the store at path with the seeds' taxonomy and a record
+// cache for count incidents (10,000 at least), as the benchmarks use it.
+func openStore(path string, count int) (*storage.DB, *incidentlib.Taxonomy, error) {
+	tax, err := seeds.Taxonomy()
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := storage.Open(path, storage.Options{Taxonomy: tax, RecordCache: max(10_000, count), NoSync: true})
+	return db, tax, err
 }
 
 // richIncident is the first incident with related incidents, a

@@ -17,9 +17,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
-	"github.com/incidentlib/incidentlib/storage"
 )
 
 func init() {
@@ -138,11 +136,7 @@ func serveInstrChild(ctx context.Context, spec string) error {
 	if err := json.Unmarshal([]byte(spec), &c); err != nil {
 		return fmt.Errorf("instr child: %s: %w", instrChildEnv, err)
 	}
-	tax, err := seeds.Taxonomy()
-	if err != nil {
-		return err
-	}
-	db, err := storage.Open(c.DB, storage.Options{Taxonomy: tax, RecordCache: max(10_000, c.Count), NoSync: true})
+	db, _, err := openStore(c.DB, c.Count)
 	if err != nil {
 		return err
 	}
