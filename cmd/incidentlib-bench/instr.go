@@ -57,6 +57,7 @@ func runInstr(ctx context.Context, args []string, stdout io.Writer) error {
 	first := fs.Int("first", 20, "page size of the list page, 1 to 100")
 	requests := fs.Int("requests", 1000, "measured requests per query (at least 10)")
 	gcPercent := fs.Int("gc-percent", server.DefaultGCPercent, "garbage collector budget in percent of the live heap, as serve --gc-percent")
+	keep := fs.String("keep", "", "keep callgrind's output files in this directory (list.N, list.0, incident.N, incident.0): callgrind_annotate FILE shows where the instructions go")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -100,14 +101,21 @@ func runInstr(ctx context.Context, args []string, stdout io.Writer) error {
 	listBody, _ := json.Marshal(map[string]any{"query": ListPageQuery, "variables": map[string]any{"first": *first}})
 	pageBody, _ := json.Marshal(map[string]any{"query": IncidentPageQuery, "variables": map[string]any{"id": richIncident(incs)}})
 	fmt.Fprintf(stdout, "instr: %s, GOMAXPROCS=1, gc-percent %d, %d requests per query (each run takes a minute or two)\n", valgrind, *gcPercent, *requests)
+	outDir := dir
+	if *keep != "" {
+		if err := os.MkdirAll(*keep, 0o755); err != nil {
+			return err
+		}
+		outDir = *keep
+	}
 	for _, q := range []struct {
-		name string
-		body []byte
-	}{{fmt.Sprintf("list page (first: %d)", *first), listBody}, {"incident page", pageBody}} {
+		name, file string
+		body       []byte
+	}{{fmt.Sprintf("list page (first: %d)", *first), "list", listBody}, {"incident page", "incident", pageBody}} {
 		var total [2]uint64
 		for i, n := range []int{*requests, 0} {
 			spec, _ := json.Marshal(instrChild{DB: path, Count: *count, Body: q.body, Warm: 20, Requests: n})
-			out := filepath.Join(dir, fmt.Sprintf("callgrind.%d", i))
+			out := filepath.Join(outDir, fmt.Sprintf("%s.%d", q.file, n))
 			cmd := exec.CommandContext(ctx, valgrind, "--tool=callgrind", "--callgrind-out-file="+out, self, "instr")
 			cmd.Env = append(os.Environ(), instrChildEnv+"="+string(spec), "GOMAXPROCS=1",
 				"GOGC="+strconv.Itoa(*gcPercent), "GODEBUG=asyncpreemptoff=1")
