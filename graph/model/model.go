@@ -64,7 +64,7 @@ func NewView(lang incidentlib.Lang, tax *incidentlib.Taxonomy) *View {
 		for _, t := range tax.Terms {
 			k := kindSlot(t.Kind)
 			if k < 0 {
-				continue // a kind the taxonomy does not define: no wrapper shared
+				continue // not one of incidentlib.TermKinds: no shared wrapper
 			}
 			if v.terms[k] == nil {
 				v.terms[k] = map[string]*TaxonomyTerm{}
