@@ -100,7 +100,7 @@ func runInstr(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	listBody, _ := json.Marshal(map[string]any{"query": ListPageQuery, "variables": map[string]any{"first": *first}})
 	pageBody, _ := json.Marshal(map[string]any{"query": IncidentPageQuery, "variables": map[string]any{"id": richIncident(incs)}})
-	fmt.Fprintf(stdout, "instr: %s, GOMAXPROCS=1, gc-percent %d, %d requests per query (each run takes a minute or two)\n", valgrind, *gcPercent, *requests)
+	fmt.Fprintf(stdout, "instr: %s, GOMAXPROCS=1, gc-percent %d, %d requests per query (four runs, a minute or two in all)\n", valgrind, *gcPercent, *requests)
 	outDir := dir
 	if *keep != "" {
 		if err := os.MkdirAll(*keep, 0o755); err != nil {
