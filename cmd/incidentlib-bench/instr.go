@@ -149,7 +149,7 @@ func serveInstrChild(ctx context.Context, spec string) error {
 		return err
 	}
 	defer db.Close()
-	srv, err := server.New(db, server.Config{Prod: true, ResponseCacheBytes: -1}, nil)
+	srv, err := server.New(db, executionConfig, nil)
 	if err != nil {
 		return err
 	}
