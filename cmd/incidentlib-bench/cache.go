@@ -41,7 +41,7 @@ func runCache(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("cache", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	var b cacheBench
-	b.loadFlags.register(fs, "the first round's measurement of the -profile target")
+	b.loadFlags.register(fs, "the first round's measurement of the -profile target", clientTransport)
 	fs.StringVar(&b.profile, "profile", "post", "the target -cpuprofile and -memprofile measure: "+strings.Join(cacheTargetNames, ", ")+" (post and get are the response cache's)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -52,7 +52,7 @@ const (
 
 // register defines the flags on fs; profiled names the measurement
 // -cpuprofile and -memprofile profile.
-func (f *loadFlags) register(fs *flag.FlagSet, profiled string) {
+func (f *loadFlags) register(fs *flag.FlagSet, profiled, client string) {
 	fs.DurationVar(&f.duration, "duration", 5*time.Second, "how long each measurement drives one target (a duration such as 5s)")
 	fs.DurationVar(&f.warmup, "warmup", time.Second, "how long each target is driven, unmeasured, before the first round")
 	fs.IntVar(&f.rounds, "rounds", 3, "interleaved rounds; the median is reported (at least 1)")
@@ -61,8 +61,8 @@ func (f *loadFlags) register(fs *flag.FlagSet, profiled string) {
 	fs.Int64Var(&f.seed, "seed", 1, "generator seed")
 	fs.IntVar(&f.first, "first", 20, "page size of the list page, 1 to 100")
 	fs.IntVar(&f.gcPercent, "gc-percent", server.DefaultGCPercent, "garbage collector budget in percent of the live heap, as serve --gc-percent")
-	fs.StringVar(&f.client, "client", clientTransport, clientTransport+": each worker sends through one net/http client (its connection pool, a reader and a writer goroutine per connection); "+
-		clientConn+": each worker writes its requests to a connection of its own and reads the answers with http.ReadResponse, in its own goroutine (less of the load generator's CPU in every figure)")
+	fs.StringVar(&f.client, "client", client, clientTransport+": each worker sends through one net/http client (its connection pool, a reader and a writer goroutine per connection); "+
+		clientConn+": each worker writes its requests to a connection of its own and reads the answers with http.ReadResponse, in its own goroutine (less of the load generator's CPU in every figure; on Linux it also measures the latency to the answer's arrival in the socket)")
 	fs.StringVar(&f.prof.cpu, "cpuprofile", "", "write a CPU profile of "+profiled+" to this file")
 	fs.StringVar(&f.prof.trace, "trace", "", "write an execution trace of "+profiled+" to this file (scheduler waits: go tool trace -pprof=sched FILE)")
 	fs.StringVar(&f.prof.mem, "memprofile", "", "write allocation profiles before (FILE.base) and after "+profiled+": go tool pprof -diff_base FILE.base FILE")
@@ -139,8 +139,11 @@ type result struct {
 	// inHandler: p50 and p99 of the time inside the handler (with a
 	// timer), 0 without.
 	inHandlerP50, inHandlerP99 time.Duration
-	cpu                        time.Duration // process CPU time per request (servers and load generator), 0 if unknown
-	allocs, bytes              float64       // per request, the whole process
+	// arrivalP50, arrivalP99: latency to the arrival of the answer's last
+	// bytes in the client's socket (-client conn on Linux; 0 without).
+	arrivalP50, arrivalP99 time.Duration
+	cpu                    time.Duration // process CPU time per request (servers and load generator), 0 if unknown
+	allocs, bytes          float64       // per request, the whole process
 }
 
 func (r result) rps() float64 { return float64(r.requests) / r.elapsed.Seconds() }
@@ -175,9 +178,10 @@ func (c *loadClient) close() { c.transport.CloseIdleConnections() }
 // connSender sends one target's request over one keep-alive connection,
 // one request after the other, in the caller's goroutine.
 type connSender struct {
-	conn net.Conn
-	br   *bufio.Reader
-	req  []byte // the whole request, headers and body
+	conn   net.Conn
+	stamps *stampConn // conn with receive timestamps; nil where they are not read
+	br     *bufio.Reader
+	req    []byte // the whole request, headers and body
 }
 
 func dialTarget(ctx context.Context, t loadTarget) (*connSender, error) {
@@ -199,7 +203,12 @@ func dialTarget(ctx context.Context, t loadTarget) (*connSender, error) {
 		req = fmt.Appendf(req, "Content-Type: application/json\r\nContent-Length: %d\r\n", len(t.body))
 	}
 	req = append(append(req, "\r\n"...), t.body...)
-	return &connSender{conn: conn, br: bufio.NewReaderSize(conn, 16<<10), req: req}, nil
+	s := &connSender{conn: conn, req: req}
+	if sc, err := stampArrivals(conn); err == nil {
+		s.conn, s.stamps = sc, sc
+	}
+	s.br = bufio.NewReaderSize(s.conn, 16<<10)
+	return s, nil
 }
 
 // send sends the request once and returns the body of a 200 response,
@@ -265,6 +274,7 @@ func drive(ctx context.Context, client *loadClient, concurrency int, t loadTarge
 	var errs atomic.Int64
 	var firstErr atomic.Pointer[error]
 	lat := make([][]time.Duration, concurrency)
+	arrival := make([][]time.Duration, concurrency) // where the answers' arrival is known
 	runtime.GC()
 	if t.timer != nil {
 		t.timer.take() // the requests of earlier measurements
@@ -280,6 +290,7 @@ func drive(ctx context.Context, client *loadClient, concurrency int, t loadTarge
 			defer wg.Done()
 			buf := make([]byte, 0, len(t.want)+512)
 			send := func() ([]byte, error) { return t.do(ctx, client.http, buf) }
+			var stamps *stampConn
 			if client.ownConns {
 				s, err := dialTarget(ctx, t)
 				if err != nil {
@@ -289,6 +300,7 @@ func drive(ctx context.Context, client *loadClient, concurrency int, t loadTarge
 					return
 				}
 				defer s.conn.Close()
+				stamps = s.stamps
 				send = func() ([]byte, error) { return s.send(buf) }
 			}
 			for ctx.Err() == nil {
@@ -298,6 +310,11 @@ func drive(ctx context.Context, client *loadClient, concurrency int, t loadTarge
 				}
 				resp, err := send()
 				lat[w] = append(lat[w], time.Since(t0))
+				if stamps != nil && err == nil {
+					if a := stamps.arrived(); !a.Before(t0) { // a zero time is before
+						arrival[w] = append(arrival[w], a.Sub(t0))
+					}
+				}
 				if err == nil && t.want != nil && !bytes.Equal(resp, t.want) {
 					err = fmt.Errorf("the response differs from the reference: %.200s", resp)
 				}
@@ -330,6 +347,10 @@ func drive(ctx context.Context, client *loadClient, concurrency int, t loadTarge
 		cpu:      time.Duration(cpu / int64(len(all))),
 		allocs:   float64(after.Mallocs-before.Mallocs) / float64(len(all)),
 		bytes:    float64(after.TotalAlloc-before.TotalAlloc) / float64(len(all)),
+	}
+	// The latency to arrival only when every answer's arrival is known.
+	if arr := sortedLatencies(arrival); len(arr) == len(all) {
+		r.arrivalP50, r.arrivalP99 = arr[len(arr)*50/100], arr[min(len(arr)-1, len(arr)*99/100)]
 	}
 	if t.timer != nil {
 		if in := t.timer.take(); len(in) > 0 {

@@ -159,14 +159,14 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{
+	hs := server.TakeTurns(&http.Server{
 		Handler:           srv,
 		ReadHeaderTimeout: *readHeader,
 		ReadTimeout:       *readTimeout,
 		WriteTimeout:      *writeTimeout,
 		IdleTimeout:       *idleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+	})
 	hs.RegisterOnShutdown(srv.StopLongPolls)
 	stopPprof, err := ef.startPprof(logger)
 	if err != nil {
