@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -29,8 +30,29 @@ type stampConn struct {
 	recv    func(fd uintptr) bool
 }
 
+// keepStamping holds a socket with receive timestamps on for the life of
+// the process: Linux stamps packets only while some socket asks for it,
+// and when the first one does, it turns stamping on a moment later (a
+// deferred work item), so a connection dialed while no other stamped
+// socket is open could read its first answers without a timestamp.
+var keepStamping = sync.OnceValue(func() error {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1); err != nil {
+		syscall.Close(fd)
+		return err
+	}
+	time.Sleep(10 * time.Millisecond) // the deferred work item
+	return nil                        // fd stays open
+})
+
 // stampArrivals turns on receive timestamps on c.
 func stampArrivals(c net.Conn) (*stampConn, error) {
+	if err := keepStamping(); err != nil {
+		return nil, err
+	}
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return nil, errors.New("receive timestamps need a TCP connection")

@@ -126,7 +126,7 @@ func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
 		w.Header().Set("Content-Type", contentType)
 		_, _ = w.Write(want)
 	})
-	staticURL, stopStatic, err := listen(static)
+	staticURL, stopStatic, err := listenPlain(static)
 	if err != nil {
 		return err
 	}
