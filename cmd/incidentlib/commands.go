@@ -160,17 +160,10 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: *readHeader,
-		ReadTimeout:       *readTimeout,
-		WriteTimeout:      *writeTimeout,
-		IdleTimeout:       *idleTimeout,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-	if *takeTurns {
-		server.TakeTurns(hs)
-	}
+	hs := httpServer(srv, httpOptions{
+		readHeader: *readHeader, read: *readTimeout, write: *writeTimeout, idle: *idleTimeout,
+		takeTurns: *takeTurns, logger: logger,
+	})
 	hs.RegisterOnShutdown(srv.StopLongPolls)
 	stopPprof, err := ef.startPprof(logger)
 	if err != nil {
@@ -390,4 +383,27 @@ func runGen(ctx context.Context, args []string, getenv func(string) string, stdo
 		return err
 	}
 	return w.Flush()
+}
+
+// httpOptions are serve's settings of its http.Server.
+type httpOptions struct {
+	readHeader, read, write, idle time.Duration
+	takeTurns                     bool // server.TakeTurns
+	logger                        *slog.Logger
+}
+
+// httpServer is the http.Server serve runs h on.
+func httpServer(h http.Handler, o httpOptions) *http.Server {
+	hs := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: o.readHeader,
+		ReadTimeout:       o.read,
+		WriteTimeout:      o.write,
+		IdleTimeout:       o.idle,
+		ErrorLog:          slog.NewLogLogger(o.logger.Handler(), slog.LevelWarn),
+	}
+	if o.takeTurns {
+		server.TakeTurns(hs)
+	}
+	return hs
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -244,4 +245,16 @@ func TestImportExportCheckCLI(t *testing.T) {
 		}
 	})
 	_ = fmt.Sprint
+}
+
+// TestServeTakesTurns: serve's http.Server has TakeTurns' hook unless
+// --take-turns=false (what the hook does: server's
+// TestKeepAliveConnectionsTakeTurns).
+func TestServeTakesTurns(t *testing.T) {
+	for _, turns := range []bool{true, false} {
+		hs := httpServer(http.NotFoundHandler(), httpOptions{takeTurns: turns, logger: slog.Default()})
+		if got := hs.ConnState != nil; got != turns {
+			t.Errorf("take-turns %v: a ConnState hook is %v", turns, got)
+		}
+	}
 }
