@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -19,9 +20,13 @@ import (
 // "GraphQL execution").
 type stampConn struct {
 	*net.TCPConn
-	rc   syscall.RawConn
-	oob  []byte
-	last time.Time // of the last bytes read; zero before any, and when the kernel gave none
+	rc  syscall.RawConn
+	oob []byte
+	// last is when the last bytes read arrived, in Unix nanoseconds; 0
+	// before any and when the kernel gave none. Atomic: with -client
+	// transport the worker reads it while the connection's reader
+	// goroutine may be reading (a conservative race: see drive).
+	last atomic.Int64
 
 	// one recvmsg, kept in fields so that Read allocates nothing
 	p       []byte
@@ -94,7 +99,7 @@ func (s *stampConn) Read(p []byte) (int, error) {
 	if s.n == 0 && len(p) > 0 {
 		return 0, io.EOF
 	}
-	s.last = time.Time{}
+	var last int64
 	oob := s.oob[:s.oobn]
 	for len(oob) >= syscall.SizeofCmsghdr {
 		h := (*syscall.Cmsghdr)(unsafe.Pointer(&oob[0]))
@@ -104,12 +109,18 @@ func (s *stampConn) Read(p []byte) (int, error) {
 		data := oob[syscall.CmsgLen(0):h.Len]
 		if h.Level == syscall.SOL_SOCKET && h.Type == syscall.SCM_TIMESTAMPNS && len(data) >= int(unsafe.Sizeof(syscall.Timespec{})) {
 			ts := (*syscall.Timespec)(unsafe.Pointer(&data[0]))
-			s.last = time.Unix(ts.Unix())
+			last = ts.Nano()
 		}
 		oob = oob[min(len(oob), syscall.CmsgSpace(int(h.Len)-syscall.CmsgLen(0))):]
 	}
+	s.last.Store(last)
 	return s.n, nil
 }
 
 // arrived is when the last bytes read reached the socket; zero if unknown.
-func (s *stampConn) arrived() time.Time { return s.last }
+func (s *stampConn) arrived() time.Time {
+	if ns := s.last.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}

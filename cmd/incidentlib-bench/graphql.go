@@ -226,7 +226,7 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	ratio := med[0].rps() / med[2].rps()
 	fmt.Fprintf(stdout, "ratio list page / static handler: %.3f (target at least 0.25); list page p99 %s at the reader, %s to arrival (target at most 10ms)\n",
 		ratio, round3(med[0].p99), orDash(med[0].arrivalP99))
-	fmt.Fprintf(stdout, "p50/p99: from writing a request to reading its answer's last byte in the load generator's goroutine, which waits for a core like the server's; arrival: to the answer's last bytes reaching the socket (the kernel's receive timestamp; -client conn on Linux)\n")
+	fmt.Fprintf(stdout, "p50/p99: from writing a request to reading its answer's last byte in the load generator's goroutine, which waits for a core like the server's; arrival: to the answer's last bytes reaching the socket (the kernel's receive timestamp, on Linux)\n")
 	// Little's law: with every connection always waiting for its answer,
 	// the mean latency is the connections over the rate.
 	fmt.Fprintf(stdout, "mean latency = connections / rate: list page %s, static handler %s; time in the handler: p50 %s, p99 %s (the rest is waiting for a core, in the server and in the load generator)\n",

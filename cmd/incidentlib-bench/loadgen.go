@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"runtime"
@@ -62,7 +63,7 @@ func (f *loadFlags) register(fs *flag.FlagSet, profiled, client string) {
 	fs.IntVar(&f.first, "first", 20, "page size of the list page, 1 to 100")
 	fs.IntVar(&f.gcPercent, "gc-percent", server.DefaultGCPercent, "garbage collector budget in percent of the live heap, as serve --gc-percent")
 	fs.StringVar(&f.client, "client", client, clientTransport+": each worker sends through one net/http client (its connection pool, a reader and a writer goroutine per connection); "+
-		clientConn+": each worker writes its requests to a connection of its own and reads the answers with http.ReadResponse, in its own goroutine (less of the load generator's CPU in every figure; on Linux it also measures the latency to the answer's arrival in the socket)")
+		clientConn+": each worker writes its requests to a connection of its own and reads the answers with http.ReadResponse, in its own goroutine (less of the load generator's CPU in every figure)")
 	fs.StringVar(&f.prof.cpu, "cpuprofile", "", "write a CPU profile of "+profiled+" to this file")
 	fs.StringVar(&f.prof.trace, "trace", "", "write an execution trace of "+profiled+" to this file (scheduler waits: go tool trace -pprof=sched FILE)")
 	fs.StringVar(&f.prof.mem, "memprofile", "", "write allocation profiles before (FILE.base) and after "+profiled+": go tool pprof -diff_base FILE.base FILE")
@@ -140,7 +141,7 @@ type result struct {
 	// timer), 0 without.
 	inHandlerP50, inHandlerP99 time.Duration
 	// arrivalP50, arrivalP99: latency to the arrival of the answer's last
-	// bytes in the client's socket (-client conn on Linux; 0 without).
+	// bytes in the client's socket (on Linux; 0 elsewhere).
 	arrivalP50, arrivalP99 time.Duration
 	cpu                    time.Duration // process CPU time per request (servers and load generator), 0 if unknown
 	allocs, bytes          float64       // per request, the whole process
@@ -160,6 +161,19 @@ type loadClient struct {
 // newLoadClient is a client for concurrency workers; close it when done.
 func newLoadClient(concurrency int, kind string) *loadClient {
 	transport := &http.Transport{
+		// Connections with receive timestamps where they can be read
+		// (arrival_linux.go), for the latency to arrival.
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var d net.Dialer
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			if sc, err := stampArrivals(c); err == nil {
+				return sc, nil
+			}
+			return c, nil
+		},
 		MaxIdleConns:        concurrency * 2,
 		MaxIdleConnsPerHost: concurrency,
 		MaxConnsPerHost:     concurrency,
@@ -289,8 +303,16 @@ func drive(ctx context.Context, client *loadClient, concurrency int, t loadTarge
 		go func(w int) {
 			defer wg.Done()
 			buf := make([]byte, 0, len(t.want)+512)
-			send := func() ([]byte, error) { return t.do(ctx, client.http, buf) }
+			// stamps is the connection the answer came on, when its
+			// arrival can be read. Through the transport it is the one
+			// the request got from the pool: it goes back to the pool
+			// when the answer's body is read, so another worker's next
+			// answer could reach it before this worker reads its
+			// arrival, which would only make the latency longer.
 			var stamps *stampConn
+			trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { stamps, _ = i.Conn.(*stampConn) }}
+			tctx := httptrace.WithClientTrace(ctx, trace)
+			send := func() ([]byte, error) { stamps = nil; return t.do(tctx, client.http, buf) }
 			if client.ownConns {
 				s, err := dialTarget(ctx, t)
 				if err != nil {
