@@ -53,7 +53,7 @@ func runGraphQL(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("graphql", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	var b graphqlBench
-	b.loadFlags.register(fs, "the first round's list page measurement", clientConn)
+	b.loadFlags.register(fs, "the first round's list page measurement", clientTransport)
 	fs.StringVar(&b.dump, "dump", "", "write the responses of the two queries into this directory")
 	if err := fs.Parse(args); err != nil {
 		return err
