@@ -279,7 +279,7 @@ func listen(h http.Handler) (url string, stop func(), err error) {
 
 // listenPlain serves h on a loopback port with net/http's defaults alone:
 // the static handlers, the HTTP limit the servers are compared with,
-// without the yield after each response that TakeTurns adds (about 5 µs
+// without the yield after each response that TakeTurns adds (about 7 µs
 // of CPU per request here, which would lower the limit).
 func listenPlain(h http.Handler) (url string, stop func(), err error) {
 	return listenServer(&http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute})
