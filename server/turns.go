@@ -22,8 +22,11 @@ import (
 // on the list page, p99 was 4 to 5 times the mean. A yielded goroutine
 // goes to the back of the global run queue, behind the connections
 // already waiting, so each connection with a request in hand is served
-// once per turn (README, "Keep-alive connections take turns").
-// TestKeepAliveConnectionsTakeTurns pins the order.
+// once per turn (README, "Keep-alive connections take turns"). The price
+// is a trip through the scheduler per request (about 7 µs of CPU here)
+// and, with clients that always have their next request in, 8–13% of the
+// rate: serving a connection again at once is the cheapest order, not a
+// fair one. TestKeepAliveConnectionsTakeTurns pins the order.
 func TakeTurns(hs *http.Server) *http.Server {
 	prev := hs.ConnState
 	hs.ConnState = func(c net.Conn, s http.ConnState) {
