@@ -21,7 +21,23 @@ import (
 //
 // The path keeps its case. A string that is not an absolute http(s) URL
 // is returned trimmed of surrounding space and otherwise as it is.
+//
+// The result is its own normal form: a query or "#!" fragment that ends
+// in space ("http://a.test/? #") would come out with a trailing space that
+// the next call trims, changing what follows it (the query " " is kept,
+// the query "" is dropped), so such a result is normalized again, trimmed.
 func NormalizeURL(u string) string {
+	n := normalizeURL(u)
+	for {
+		t := strings.TrimSpace(n)
+		if t == n {
+			return n
+		}
+		n = normalizeURL(t) // shorter each time: this ends
+	}
+}
+
+func normalizeURL(u string) string {
 	u = strings.TrimSpace(u)
 	p, err := url.Parse(u)
 	if err != nil || p.Host == "" {
