@@ -310,9 +310,7 @@ func drive(ctx context.Context, client *loadClient, concurrency int, t loadTarge
 			// answer could reach it before this worker reads its
 			// arrival, which would only make the latency longer.
 			var stamps *stampConn
-			trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { stamps, _ = i.Conn.(*stampConn) }}
-			tctx := httptrace.WithClientTrace(ctx, trace)
-			send := func() ([]byte, error) { stamps = nil; return t.do(tctx, client.http, buf) }
+			var send func() ([]byte, error)
 			if client.ownConns {
 				s, err := dialTarget(ctx, t)
 				if err != nil {
@@ -324,6 +322,10 @@ func drive(ctx context.Context, client *loadClient, concurrency int, t loadTarge
 				defer s.conn.Close()
 				stamps = s.stamps
 				send = func() ([]byte, error) { return s.send(buf) }
+			} else {
+				trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { stamps, _ = i.Conn.(*stampConn) }}
+				tctx := httptrace.WithClientTrace(ctx, trace)
+				send = func() ([]byte, error) { stamps = nil; return t.do(tctx, client.http, buf) }
 			}
 			for ctx.Err() == nil {
 				t0 := time.Now()
