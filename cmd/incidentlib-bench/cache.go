@@ -87,7 +87,7 @@ func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
 	var urls [2]string
 	for i, s := range []*server.Server{cached, uncached} {
 		s.SetReady(true)
-		u, stop, err := listen(s)
+		u, stop, err := listenTurns(s, b.takeTurns)
 		if err != nil {
 			return err
 		}
@@ -126,7 +126,7 @@ func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
 		w.Header().Set("Content-Type", contentType)
 		_, _ = w.Write(want)
 	})
-	staticURL, stopStatic, err := listenPlain(static)
+	staticURL, stopStatic, err := listen(static)
 	if err != nil {
 		return err
 	}
@@ -139,8 +139,8 @@ func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
 		{name: "response cache, persisted GET", method: http.MethodGet, url: urls[0] + getQuery, want: want},
 		{name: "uncached, POST", method: http.MethodPost, url: urls[1], body: postBody, want: want},
 	}
-	fmt.Fprintf(stdout, "cache: GOMAXPROCS=%d NumCPU=%d %s gc-percent=%d concurrency=%d client=%s duration=%s rounds=%d\n",
-		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.gcPercent, b.concurrency, b.client, b.duration, b.rounds)
+	fmt.Fprintf(stdout, "cache: GOMAXPROCS=%d NumCPU=%d %s gc-percent=%d concurrency=%d client=%s take-turns=%v duration=%s rounds=%d\n",
+		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.gcPercent, b.concurrency, b.client, b.takeTurns, b.duration, b.rounds)
 	fmt.Fprintf(stdout, "cache: list page (first: %d) response %d bytes sha256 %s; persisted GET %s\n", b.first, len(want), sha(want), strings.TrimPrefix(getQuery, "?")[:60]+"…")
 
 	for _, t := range targets {
@@ -167,7 +167,7 @@ func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
 	}
 	hits, misses := cacheOutcomes(reg)
 
-	fmt.Fprintf(stdout, "\nmedian of %d interleaved rounds of %s, %d connections (client %s), nproc %d:\n", b.rounds, b.duration, b.concurrency, b.client, runtime.NumCPU())
+	fmt.Fprintf(stdout, "\nmedian of %d interleaved rounds of %s, %d connections (client %s), take-turns %v, nproc %d:\n", b.rounds, b.duration, b.concurrency, b.client, b.takeTurns, runtime.NumCPU())
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "target\treq/s\tp50\tp99\tCPU/req\tallocs/req\tB/req\terrors\t")
 	med := make([]result, len(targets))

@@ -86,7 +86,7 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	}
 	srv.SetReady(true)
 	timer := &handlerTimer{h: srv}
-	gqlURL, stopGQL, err := listen(timer)
+	gqlURL, stopGQL, err := listenTurns(timer, b.takeTurns)
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 	generic.SetReady(true)
-	genericURL, stopGeneric, err := listen(generic)
+	genericURL, stopGeneric, err := listenTurns(generic, b.takeTurns)
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 		}
 		_, _ = w.Write(listResp)
 	})
-	staticURL, stopStatic, err := listenPlain(static)
+	staticURL, stopStatic, err := listen(static)
 	if err != nil {
 		return err
 	}
@@ -174,8 +174,8 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 		{name: "list page, gqlgen's executor only", url: genericURL + "/graphql", body: listBody, want: listResp},
 	}
 
-	fmt.Fprintf(stdout, "graphql: GOMAXPROCS=%d NumCPU=%d %s gc-percent=%d concurrency=%d client=%s duration=%s rounds=%d\n",
-		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.gcPercent, b.concurrency, b.client, b.duration, b.rounds)
+	fmt.Fprintf(stdout, "graphql: GOMAXPROCS=%d NumCPU=%d %s gc-percent=%d concurrency=%d client=%s take-turns=%v duration=%s rounds=%d\n",
+		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.gcPercent, b.concurrency, b.client, b.takeTurns, b.duration, b.rounds)
 	fmt.Fprintf(stdout, "graphql: list page response %d bytes sha256 %s; incident page %d bytes sha256 %s\n",
 		len(listResp), sha(listResp), len(incResp), sha(incResp))
 	runtime.GC()
@@ -206,8 +206,8 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 		}
 	}
 
-	fmt.Fprintf(stdout, "\nmedian of %d interleaved rounds of %s, %d connections (client %s), gc-percent %d, nproc %d:\n",
-		b.rounds, b.duration, b.concurrency, b.client, b.gcPercent, runtime.NumCPU())
+	fmt.Fprintf(stdout, "\nmedian of %d interleaved rounds of %s, %d connections (client %s), gc-percent %d, take-turns %v, nproc %d:\n",
+		b.rounds, b.duration, b.concurrency, b.client, b.gcPercent, b.takeTurns, runtime.NumCPU())
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "target\treq/s\tp50\tp99\tarrival p50\tp99\tin handler p50\tp99\tCPU/req\tallocs/req\tB/req\terrors\t")
 	med := make([]result, len(targets))
@@ -271,21 +271,20 @@ func fetch(ctx context.Context, client *http.Client, url string, body []byte) ([
 	return b, resp.Header, nil
 }
 
-// listen serves h on a loopback port as serve does, its connections
-// taking turns (server.TakeTurns).
+// listen serves h on a loopback port as serve does by default, in
+// net/http's own order of keep-alive connections.
 func listen(h http.Handler) (url string, stop func(), err error) {
-	return listenServer(server.TakeTurns(&http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}))
+	return listenTurns(h, false)
 }
 
-// listenPlain serves h on a loopback port with net/http's defaults alone:
-// the static handlers, the HTTP limit the servers are compared with,
-// without the yield after each response that TakeTurns adds (about 7 µs
-// of CPU per request here, which would lower the limit).
-func listenPlain(h http.Handler) (url string, stop func(), err error) {
-	return listenServer(&http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute})
-}
-
-func listenServer(hs *http.Server) (url string, stop func(), err error) {
+// listenTurns is listen with serve's --take-turns: with turns set, the
+// connections take turns (server.TakeTurns). The static handlers, the
+// HTTP limit the servers are compared with, never do.
+func listenTurns(h http.Handler, turns bool) (url string, stop func(), err error) {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+	if turns {
+		server.TakeTurns(hs)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err

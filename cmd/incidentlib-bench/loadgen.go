@@ -42,6 +42,7 @@ type loadFlags struct {
 	first       int
 	gcPercent   int
 	client      string
+	takeTurns   bool
 	prof        profiles
 }
 
@@ -64,6 +65,7 @@ func (f *loadFlags) register(fs *flag.FlagSet, profiled, client string) {
 	fs.IntVar(&f.gcPercent, "gc-percent", server.DefaultGCPercent, "garbage collector budget in percent of the live heap, as serve --gc-percent")
 	fs.StringVar(&f.client, "client", client, clientTransport+": each worker sends through one net/http client (its connection pool, a reader and a writer goroutine per connection); "+
 		clientConn+": each worker writes its requests to a connection of its own and reads the answers with http.ReadResponse, in its own goroutine (less of the load generator's CPU in every figure)")
+	fs.BoolVar(&f.takeTurns, "take-turns", false, "the servers measured take turns as serve --take-turns does (server.TakeTurns); the static handlers never do")
 	fs.StringVar(&f.prof.cpu, "cpuprofile", "", "write a CPU profile of "+profiled+" to this file")
 	fs.StringVar(&f.prof.trace, "trace", "", "write an execution trace of "+profiled+" to this file (scheduler waits: go tool trace -pprof=sched FILE)")
 	fs.StringVar(&f.prof.mem, "memprofile", "", "write allocation profiles before (FILE.base) and after "+profiled+": go tool pprof -diff_base FILE.base FILE")

@@ -91,7 +91,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	writeTimeout := f.duration("write-timeout", 60*time.Second, false, "time to write a response")
 	idleTimeout := f.duration("idle-timeout", 120*time.Second, false, "how long an idle keep-alive connection stays open")
 	shutdownTimeout := f.duration("shutdown-timeout", 15*time.Second, false, "how long in-flight requests may finish after SIGTERM")
-	takeTurns := f.boolean("take-turns", true, "after each response a keep-alive connection yields its core to the connections waiting, so that under load they take turns (server/turns.go); false: net/http's order, where a connection whose next request is already in is served again at once")
+	takeTurns := f.boolean("take-turns", false, "after each response a keep-alive connection yields its core to the connections waiting, so that under load they take turns (server/turns.go): a shorter tail for expensive uncached pages under clients that answer at once, a longer one for cheap and cached answers (README); false: net/http's order, where a connection whose next request is already in is served again at once")
 	// The garbage collector's budget (server/gc.go): a GraphQL request
 	// allocates about 60 bytes of garbage per byte it answers, so the
 	// collector's work per request falls as the budget grows; the heap

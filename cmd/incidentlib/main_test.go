@@ -247,9 +247,9 @@ func TestImportExportCheckCLI(t *testing.T) {
 	_ = fmt.Sprint
 }
 
-// TestServeTakesTurns: serve's http.Server has TakeTurns' hook unless
-// --take-turns=false (what the hook does: server's
-// TestKeepAliveConnectionsTakeTurns).
+// TestServeTakesTurns: serve's http.Server has TakeTurns' hook with
+// --take-turns and none without, the default (what the hook does:
+// server's TestKeepAliveConnectionsTakeTurns).
 func TestServeTakesTurns(t *testing.T) {
 	for _, turns := range []bool{true, false} {
 		hs := httpServer(http.NotFoundHandler(), httpOptions{takeTurns: turns, logger: slog.Default()})
