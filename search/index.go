@@ -2,7 +2,7 @@
 // text with BM25 ranking, highlights, and the store's filters.
 //
 // The index is derived from the store and never the other way round. It
-// is an inverted index of its own (see the README for why it replaced
+// is an inverted index of its own (see docs/search.md for why it replaced
 // bleve): for every term of every indexed field, the incidents that hold
 // it, with the term's positions for phrases, held in memory and saved as
 // one file in a directory next to the store's file. The file records the

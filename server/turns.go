@@ -22,7 +22,7 @@ import (
 // on the list page, p99 was 4 to 5 times the mean. A yielded goroutine
 // goes to the back of the global run queue, behind the connections
 // already waiting, so each connection with a request in hand is served
-// once per turn (README, "Keep-alive connections take turns"). The price
+// once per turn (docs/design.md, "Keep-alive connections take turns"). The price
 // is a trip through the scheduler per request (about 7 µs of CPU here)
 // and, with clients that always have their next request in, up to 13% of
 // the rate: serving a connection again at once is the cheapest order, not

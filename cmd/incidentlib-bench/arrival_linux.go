@@ -16,7 +16,7 @@ import (
 // reached the socket, before the reading goroutine had a core to read it
 // on. The load generator shares the server's cores, so the time it waits
 // for one is in the latency it measures at the reader; the latency to
-// arrival leaves it out, as a client on its own core would (README,
+// arrival leaves it out, as a client on its own core would (docs/performance.md,
 // "GraphQL execution").
 type stampConn struct {
 	*net.TCPConn

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestWrkScriptIsTheListPage: the wrk script the README runs sends the
+// TestWrkScriptIsTheListPage: the wrk script docs/performance.md runs sends the
 // list page the graphql benchmark measures.
 func TestWrkScriptIsTheListPage(t *testing.T) {
 	b, err := os.ReadFile("wrk-list.lua")

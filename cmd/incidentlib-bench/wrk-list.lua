@@ -1,6 +1,6 @@
 -- wrk's script for the list page (graphql.go's ListPageQuery, first: 20),
--- for a client outside the server's process (README, "Keep-alive
--- connections take turns"):
+-- for a client outside the server's process (docs/performance.md, "Keep-alive
+-- connections take turns (wrk)"):
 --   wrk -t1 -c32 -d5s --latency -s cmd/incidentlib-bench/wrk-list.lua http://127.0.0.1:18080/graphql
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
