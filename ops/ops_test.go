@@ -29,6 +29,7 @@ import (
 	"github.com/incidentlib/incidentlib/replica"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/server/gqledge"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
@@ -259,7 +260,7 @@ func checkExpr(t *testing.T, where, expr string, have map[string]series) (names 
 }
 
 func sha(s string) string {
-	return server.DocumentHash(s)
+	return gqledge.DocumentHash(s)
 }
 
 type rules struct {

@@ -20,6 +20,7 @@ import (
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/server/restapi"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
@@ -110,11 +111,11 @@ func TestChangeFeed(t *testing.T) {
 	ctx := context.Background()
 
 	all, a := ts.feed(t, "")
-	if len(all) != server.DefaultFeedLimit && len(all) != 60 {
+	if len(all) != restapi.DefaultFeedLimit && len(all) != 60 {
 		t.Fatalf("default page: %d lines", len(all))
 	}
-	if a.header.Get(server.SeqHeader) != strconv.FormatUint(ts.DB.Seq(), 10) {
-		t.Fatalf("%s header %q, store at %d", server.SeqHeader, a.header.Get(server.SeqHeader), ts.DB.Seq())
+	if a.header.Get(restapi.SeqHeader) != strconv.FormatUint(ts.DB.Seq(), 10) {
+		t.Fatalf("%s header %q, store at %d", restapi.SeqHeader, a.header.Get(restapi.SeqHeader), ts.DB.Seq())
 	}
 	t.Run("RecordsAreTheStoredIL-JSON", func(t *testing.T) {
 		var exp bytes.Buffer
@@ -295,7 +296,7 @@ func TestIncidentsAPI(t *testing.T) {
 			t.Fatalf("%d %s", a.status, a.body)
 		}
 	})
-	many := make([]string, server.MaxIDsPerRequest+1)
+	many := make([]string, restapi.MaxIDsPerRequest+1)
 	for i := range many {
 		many[i] = incidentlib.FormatID(uint32(i + 1))
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/server/gqledge"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
@@ -436,7 +437,7 @@ func TestPersistedQueries(t *testing.T) {
 
 	t.Run("UnknownHash", func(t *testing.T) {
 		r := ts.get(t, url.Values{"extensions": {apqParam(h)}, "variables": {vars}})
-		if r.code() != server.CodePersistedQueryNotFound {
+		if r.code() != gqledge.CodePersistedQueryNotFound {
 			t.Fatalf("code %q: %s", r.code(), r.body)
 		}
 		if r.header.Get("Cache-Control") != "no-store" || r.header.Get("ETag") != "" {
@@ -491,7 +492,7 @@ func TestHTTPCaching(t *testing.T) {
 		if first.status != 200 || etag == "" || !strings.HasPrefix(etag, `"`) {
 			t.Fatalf("GET: %d ETag %q", first.status, etag)
 		}
-		if cc := first.header.Get("Cache-Control"); cc != server.DefaultCacheControl {
+		if cc := first.header.Get("Cache-Control"); cc != gqledge.DefaultCacheControl {
 			t.Errorf("Cache-Control %q", cc)
 		}
 		if v := first.header.Get("Vary"); !strings.Contains(v, "Accept-Language") {
@@ -547,12 +548,12 @@ func TestHTTPCaching(t *testing.T) {
 
 func TestCacheControlValidation(t *testing.T) {
 	for _, v := range []string{"no-cache", "public, max-age=0, must-revalidate", `private, no-cache="Set-Cookie"`, "s-maxage=300,stale-while-revalidate=30"} {
-		if err := server.ValidateCacheControl(v); err != nil {
+		if err := gqledge.ValidateCacheControl(v); err != nil {
 			t.Errorf("%q refused: %v", v, err)
 		}
 	}
 	for _, v := range []string{"", " ", "max age=3", "public;max-age=3", "no-cache\r\nX-Evil: 1", "max-age=", ","} {
-		if err := server.ValidateCacheControl(v); err == nil {
+		if err := gqledge.ValidateCacheControl(v); err == nil {
 			t.Errorf("%q accepted", v)
 		}
 	}
@@ -580,12 +581,12 @@ func TestTrustedDocuments(t *testing.T) {
 	})
 	t.Run("UnlistedText", func(t *testing.T) {
 		r := ts.post(t, map[string]any{"query": other})
-		if r.code() != server.CodeForbidden || r.status != http.StatusBadRequest {
+		if r.code() != gqledge.CodeForbidden || r.status != http.StatusBadRequest {
 			t.Fatalf("%d %q %s", r.status, r.code(), r.body)
 		}
 	})
 	t.Run("UnknownID", func(t *testing.T) {
-		if r := ts.post(t, map[string]any{"extensions": apqExt(hashOf(other))}); r.code() != server.CodePersistedQueryNotFound {
+		if r := ts.post(t, map[string]any{"extensions": apqExt(hashOf(other))}); r.code() != gqledge.CodePersistedQueryNotFound {
 			t.Fatalf("%q %s", r.code(), r.body)
 		}
 	})
@@ -597,7 +598,7 @@ func TestTrustedDocuments(t *testing.T) {
 		}
 	})
 	t.Run("IDWithOtherText", func(t *testing.T) {
-		if r := ts.post(t, map[string]any{"query": other, "extensions": apqExt(hashOf(listed))}); r.code() != server.CodeForbidden {
+		if r := ts.post(t, map[string]any{"query": other, "extensions": apqExt(hashOf(listed))}); r.code() != gqledge.CodeForbidden {
 			t.Fatalf("%q %s", r.code(), r.body)
 		}
 	})
@@ -617,7 +618,7 @@ func newTrustedServer(tb testing.TB, incs []*incidentlib.Incident, manifest map[
 	if err := os.WriteFile(path, mb, 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	docs, err := server.LoadTrustedDocuments(path)
+	docs, err := gqledge.LoadTrustedDocuments(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -627,7 +628,7 @@ func newTrustedServer(tb testing.TB, incs []*incidentlib.Incident, manifest map[
 func TestTrustedDocumentsRefusedAtStart(t *testing.T) {
 	good := `query Q { incidents(first: 1) { nodes { id } } }`
 	apollo := `{"format":"apollo-persisted-query-manifest","version":1,"operations":[{"id":"` + hashOf(good) + `","name":"Q","type":"query","body":` + strconv.Quote(good) + `}]}`
-	if d, err := server.ParseTrustedDocuments([]byte(apollo)); err != nil || d.Len() != 1 {
+	if d, err := gqledge.ParseTrustedDocuments([]byte(apollo)); err != nil || d.Len() != 1 {
 		t.Fatalf("Apollo manifest: %v", err)
 	}
 	for name, manifest := range map[string]string{
@@ -644,7 +645,7 @@ func TestTrustedDocumentsRefusedAtStart(t *testing.T) {
 		"ArrayNotAnObject": `[]`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			docs, err := server.ParseTrustedDocuments([]byte(manifest))
+			docs, err := gqledge.ParseTrustedDocuments([]byte(manifest))
 			if err == nil {
 				db, oerr := storage.Open(filepath.Join(t.TempDir(), "t.db"), storage.Options{Taxonomy: seeds.MustTaxonomy()})
 				if oerr != nil {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/incidentlib/incidentlib/search"
 	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/server/admin"
 )
 
 // logSink is a log sink safe for the server's goroutines.
@@ -190,7 +191,7 @@ func TestRequestMetrics(t *testing.T) {
 
 func TestPprofAdminListener(t *testing.T) {
 	t.Run("OnItsOwnListener", func(t *testing.T) {
-		addr, stop, err := server.StartPprof("127.0.0.1:0", slog.New(slog.NewJSONHandler(io.Discard, nil)))
+		addr, stop, err := admin.StartPprof("127.0.0.1:0", slog.New(slog.NewJSONHandler(io.Discard, nil)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +219,7 @@ func TestPprofAdminListener(t *testing.T) {
 	})
 	t.Run("BadAddressRefused", func(t *testing.T) {
 		for _, a := range []string{"6060", "localhost", "127.0.0.1:"} {
-			if err := server.ValidateAdminAddr(a); err == nil {
+			if err := admin.ValidateAdminAddr(a); err == nil {
 				t.Errorf("%q accepted", a)
 			}
 		}
