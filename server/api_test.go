@@ -8,17 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/incidentlib/incidentlib"
-	"github.com/incidentlib/incidentlib/seeds"
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/server/restapi"
 	"github.com/incidentlib/incidentlib/storage"
@@ -28,24 +24,14 @@ import (
 // are about the API) with the given configuration.
 func apiServer(tb testing.TB, cfg server.Config, incs []*incidentlib.Incident) *testServer {
 	tb.Helper()
-	db, err := storage.Open(filepath.Join(tb.TempDir(), "api.db"), storage.Options{Taxonomy: seeds.MustTaxonomy(), RecordCache: 20000, NoSync: true, UpstreamLinks: true})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	if len(incs) > 0 {
-		if _, err := db.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	srv, err := server.New(db, cfg, prometheus.NewRegistry())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	srv.SetReady(true)
-	ts := httptest.NewServer(srv)
-	tb.Cleanup(ts.Close)
-	return &testServer{Server: ts, DB: db, Srv: srv}
+	return apiServerWith(tb, cfg, incs, testutil.ServerParts{})
+}
+
+// apiServerWith is apiServer made of parts.
+func apiServerWith(tb testing.TB, cfg server.Config, incs []*incidentlib.Incident, parts testutil.ServerParts) *testServer {
+	tb.Helper()
+	db := testutil.ServerStore(tb, incs, storage.Options{RecordCache: 20000, NoSync: true, UpstreamLinks: true})
+	return serveStore(tb, db, cfg, parts)
 }
 
 type apiAnswer struct {

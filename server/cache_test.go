@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -19,10 +18,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/incidentlib/incidentlib"
-	"github.com/incidentlib/incidentlib/seeds"
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/server/gqledge"
 	"github.com/incidentlib/incidentlib/storage"
@@ -31,24 +28,7 @@ import (
 // newEdgeServer is newTestServer with a configuration of the HTTP edge.
 func newEdgeServer(tb testing.TB, incs []*incidentlib.Incident, cfg server.Config) *testServer {
 	tb.Helper()
-	db, err := storage.Open(filepath.Join(tb.TempDir(), "edge.db"), storage.Options{Taxonomy: seeds.MustTaxonomy(), RecordCache: 1000})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	if len(incs) > 0 {
-		if _, err := db.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	srv, err := server.New(db, cfg, prometheus.NewRegistry())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	srv.SetReady(true)
-	ts := httptest.NewServer(srv)
-	tb.Cleanup(ts.Close)
-	return &testServer{Server: ts, DB: db, Srv: srv}
+	return serveStore(tb, testutil.ServerStore(tb, incs, storage.Options{RecordCache: 1000}), cfg, testutil.ServerParts{})
 }
 
 // rawResponse is one HTTP exchange, bytes and all.
@@ -647,12 +627,8 @@ func TestTrustedDocumentsRefusedAtStart(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			docs, err := gqledge.ParseTrustedDocuments([]byte(manifest))
 			if err == nil {
-				db, oerr := storage.Open(filepath.Join(t.TempDir(), "t.db"), storage.Options{Taxonomy: seeds.MustTaxonomy()})
-				if oerr != nil {
-					t.Fatal(oerr)
-				}
-				defer db.Close()
-				_, err = server.New(db, server.Config{TrustedDocuments: docs}, prometheus.NewRegistry())
+				db := testutil.ServerStore(t, nil, storage.Options{})
+				_, err = testutil.ServerOn(db, server.Config{TrustedDocuments: docs}, testutil.ServerParts{})
 			}
 			if err == nil {
 				t.Fatal("accepted")

@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/server/gqledge"
 )
@@ -70,14 +70,7 @@ func newHostileServer(tb testing.TB, incs []*incidentlib.Incident, cfg server.Co
 		cfg.Logger = slog.New(slog.NewJSONHandler(hs.log, nil))
 	}
 	cfg.Extensions = append(cfg.Extensions, hs.fields)
-	srv, err := server.New(ts.DB, cfg, prometheus.NewRegistry())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	srv.SetReady(true)
-	hs.srv = srv
-	hs.Server = httptest.NewServer(srv)
-	tb.Cleanup(hs.Close)
+	hs.Server, hs.srv = testutil.ServerTest(tb, ts.DB, cfg, testutil.ServerParts{})
 	return hs
 }
 
@@ -844,7 +837,7 @@ func TestConfigRefused(t *testing.T) {
 		"OriginWithoutScheme": {CORSOrigins: []string{"example.org"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := server.New(ts.DB, cfg, prometheus.NewRegistry()); err == nil {
+			if _, err := testutil.ServerOn(ts.DB, cfg, testutil.ServerParts{}); err == nil {
 				t.Fatal("accepted")
 			}
 		})

@@ -18,9 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/search"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/server/admin"
+	"github.com/incidentlib/incidentlib/storage"
 )
 
 // logSink is a log sink safe for the server's goroutines.
@@ -265,13 +267,13 @@ func sri(b []byte) string {
 }
 
 func TestGraphiQLExamplesRun(t *testing.T) {
-	ts := newTestServer(t, seedIncidents(t))
-	idx, err := search.Open(context.Background(), ts.DB, filepath.Join(t.TempDir(), "search"), search.Options{})
+	db := testutil.ServerStore(t, seedIncidents(t), storage.Options{RecordCache: 20000})
+	idx, err := search.Open(context.Background(), db, filepath.Join(t.TempDir(), "search"), search.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer idx.Close()
-	ts.Srv.Resolver.Search = idx
+	ts := serveStore(t, db, server.Config{}, testutil.ServerParts{Search: idx})
 	tabs := server.ExampleTabs()
 	if len(tabs) < 3 {
 		t.Fatalf("%d example tabs", len(tabs))

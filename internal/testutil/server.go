@@ -37,13 +37,24 @@ func ServerStore(tb testing.TB, incs []*incidentlib.Incident, opts storage.Optio
 	return db
 }
 
+// ServerParts are what a test server is made of beside its store and
+// configuration; the zero value is serve's wiring without search.
+type ServerParts struct {
+	// Search serves Query.search; nil answers UNAVAILABLE.
+	Search incidentlib.SearchService
+	// Registry receives the metrics; nil means a private registry.
+	Registry prometheus.Registerer
+	// Resolver, if set, completes the resolver before the server is built
+	// (a test's upstream library).
+	Resolver func(*graph.Resolver)
+}
+
 // ServerOn builds the library's whole HTTP handler over db, wired as
-// serve wires it: the metrics on reg (a private registry when nil)
-// watching db and its commits, the resolver over db with search (nil:
-// search answers UNAVAILABLE), and db as every service. Backups go to
-// db's directory unless cfg says otherwise.
-func ServerOn(db *storage.DB, search incidentlib.SearchService, cfg server.Config, reg prometheus.Registerer) (*server.Server, error) {
-	m, err := metrics.New(reg)
+// serve wires it (cmd/incidentlib/server.go): the metrics watching db and
+// its commits, the resolver over db, and db as every service. Backups go
+// to db's directory unless cfg says otherwise.
+func ServerOn(db *storage.DB, cfg server.Config, parts ServerParts) (*server.Server, error) {
+	m, err := metrics.New(parts.Registry)
 	if err != nil {
 		return nil, err
 	}
@@ -52,8 +63,11 @@ func ServerOn(db *storage.DB, search incidentlib.SearchService, cfg server.Confi
 		return nil, err
 	}
 	db.Observe = m.ObserveCommit // until storage.Options.ObserveCommit
-	m.ObserveSearch(search)
-	res := &graph.Resolver{Incidents: db, Organizations: db, Taxonomy: db.Taxonomy(), LoaderMetrics: m, Search: search}
+	m.ObserveSearch(parts.Search)
+	res := &graph.Resolver{Incidents: db, Organizations: db, Taxonomy: db.Taxonomy(), LoaderMetrics: m, Search: parts.Search}
+	if parts.Resolver != nil {
+		parts.Resolver(res)
+	}
 	es := graph.NewExecutableSchema(graph.Config{Resolvers: res, Complexity: graph.Complexity()})
 	if cfg.BackupDir == "" {
 		cfg.BackupDir = filepath.Dir(db.Path())
@@ -61,11 +75,11 @@ func ServerOn(db *storage.DB, search incidentlib.SearchService, cfg server.Confi
 	return server.New(server.Services{Changes: store, Incidents: db, Writer: db, Backups: db}, res, es, m, cfg)
 }
 
-// ServerTest serves ServerOn(db, search, cfg, private registry) with
-// httptest, marked ready, until the test ends.
-func ServerTest(tb testing.TB, db *storage.DB, search incidentlib.SearchService, cfg server.Config) (*httptest.Server, *server.Server) {
+// ServerTest serves ServerOn(db, cfg, parts) with httptest, marked ready,
+// until the test ends.
+func ServerTest(tb testing.TB, db *storage.DB, cfg server.Config, parts ServerParts) (*httptest.Server, *server.Server) {
 	tb.Helper()
-	srv, err := ServerOn(db, search, cfg, prometheus.NewRegistry())
+	srv, err := ServerOn(db, cfg, parts)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -128,6 +128,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 // its own there too.
 func (m *Metrics) Registerer() prometheus.Registerer { return m.reg }
 
+// Gatherer reads the registry the metrics are on.
+func (m *Metrics) Gatherer() prometheus.Gatherer { return m.gatherer }
+
 // Handler serves the metrics of the registry (GET /metrics).
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.gatherer, promhttp.HandlerOpts{})
