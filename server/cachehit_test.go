@@ -13,7 +13,7 @@ import (
 )
 
 // A cache hit is answered before the guard decodes the document
-// (limits.go, graphqlHTTP). These tests warm the cache with a request,
+// (server/gqledge/guard.go, graphqlHTTP). These tests warm the cache with a request,
 // prove that the same request is then a hit (so the cache would answer it),
 // and then send the requests the guard must refuse: each must be refused,
 // and none may be counted as a hit.

@@ -13,7 +13,7 @@ import (
 
 // edgeFlags are serve's flags for the HTTP edge: the whole-response cache,
 // HTTP caching, persisted queries, trusted documents and the pprof admin
-// listener (server/respcache.go, httpcache.go, apq.go, trusted.go, pprof.go).
+// listener (server/gqledge: respcache.go, httpcache.go, apq.go, trusted.go; server/admin/pprof.go).
 type edgeFlags struct {
 	responseCache *byteSize
 	cacheControl  *string

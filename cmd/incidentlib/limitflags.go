@@ -11,8 +11,8 @@ import (
 
 // limitFlags are serve's flags against hostile and careless clients: the
 // limits of one request, the per-client rate of cost, CORS, introspection
-// in prod mode and the Go memory limit (server/limits.go, ratelimit.go,
-// cors.go, prod.go).
+// in prod mode and the Go memory limit (server/gqledge: limits.go, ratelimit.go,
+// cors.go, prod.go; server/gc.go).
 type limitFlags struct {
 	maxCost, maxDepth, maxAliases, maxTokens, maxBatch *int
 	maxBody                                            *byteSize

@@ -69,7 +69,7 @@ func (o *Edge) freshness() (now, bornAfter int64, store bool) {
 // its response is stored and current. It writes nothing and counts nothing
 // otherwise: the request then goes the usual way, through the guard's
 // document checks and ServeHTTP. The guard calls it once its HTTP checks
-// have passed (limits.go, graphqlHTTP, says why that is enough).
+// have passed (guard.go, graphqlHTTP, says why that is enough).
 func (h *cachingHandler) serveHit(w http.ResponseWriter, r *http.Request, raw []byte) bool {
 	o := h.o
 	if !o.cache.enabled() {

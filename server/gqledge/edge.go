@@ -2,8 +2,10 @@
 // between a client's GraphQL request and gqlgen's executor. It holds the
 // GraphQL-over-HTTP transports and their one-pass response writer
 // (respwriter.go), the guard against hostile and careless clients
-// (guard.go: HTTP checks and batches; limits.go and measure.go: document
-// limits and cost; ratelimit.go; cors.go), the whole-response cache
+// (guard.go: HTTP checks and batches; limits.go: the limits and refusal
+// codes; limitsext.go: the gqlgen extension that checks documents, cost
+// and deadlines; measure.go: a document's shape; refuse.go: refusals
+// before GraphQL runs; ratelimit.go; cors.go), the whole-response cache
 // (respcache.go, request.go, caching.go) with HTTP caching (httpcache.go),
 // automatic persisted queries (apq.go), trusted documents (trusted.go),
 // the error presenter (errors.go), prod mode and the published schema
@@ -140,7 +142,7 @@ func New(opts Options, changes incidentlib.ChangeLog, m *metrics.Metrics, gql *h
 	}
 	// Limits after the cache signal: its operation interceptor is then
 	// the outermost, and sees every response, the guards' refusals
-	// installed after it included (limits.go).
+	// installed after it included (limitsext.go).
 	if e.guard, err = newGuard(e, opts, gql, queryCache); err != nil {
 		return nil, err
 	}

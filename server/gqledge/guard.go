@@ -142,7 +142,7 @@ func newGuard(e *Edge, opts Options, gql *handler.Server, cache graphql.Cache[*a
 //   - What the cache cannot vouch for goes the usual way: a request it has
 //     not read before, a persisted id that is not a trusted document, an id
 //     sent with a text it does not name or a persisted-query extension APQ
-//     refuses (respcache.go, parseRequest), and a batch. (An APQ hash alone
+//     refuses (request.go, parseRequest), and a batch. (An APQ hash alone
 //     is answered from the entry of its document even when APQ's own LRU
 //     has forgotten the document: the hash is the document's SHA-256, so it
 //     names exactly the document that entry ran, and anyone may register
@@ -239,7 +239,7 @@ func (g *guard) graphqlHTTP(next http.Handler) http.Handler {
 	})
 }
 
-// hitServer is the response cache as the guard sees it (respcache.go):
+// hitServer is the response cache as the guard sees it (caching.go):
 // serveHit answers a request from the cache and returns true, or writes
 // nothing and returns false. body is a POST's body (the cache reads a
 // GET's query string itself).

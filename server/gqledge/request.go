@@ -144,8 +144,8 @@ func (o *Edge) parseRequest(pb *postBody) (req gqlRequest, ok bool) {
 // The response cache keeps one per method (getMemo, postMemo: document
 // hash, operation, variables) for requests that reached it, which is to
 // say requests whose HTTP form the guard accepted (the guard is the only
-// way to the cache; limits.go); the POST transport keeps the parameters it
-// decodes (Server.params).
+// way to the cache; guard.go); the POST transport keeps the parameters it
+// decodes (Edge.params).
 type memo[V any] struct {
 	mu sync.RWMutex
 	m  map[string]V

@@ -28,14 +28,14 @@ import (
 //
 // Only queries that executed without errors and answered 200 are stored;
 // mutations, errors and responses that set cookies never are. (A batch
-// reaches the cache one operation at a time, from the guard in limits.go.)
+// reaches the cache one operation at a time, from the guard in guard.go.)
 //
 // The request is read before gqlgen reads it (and given back to it
 // unchanged); what a body or GET query string says is memoized by its exact
 // bytes (memo), so a page's repeated requests are not decoded again.
 //
 // A hit is answered before the guard decodes the document (serveHit, called
-// from the guard in limits.go once its HTTP checks have passed): see there
+// from the guard in guard.go once its HTTP checks have passed): see there
 // why a request the guard would refuse is never answered from the cache.
 
 const (

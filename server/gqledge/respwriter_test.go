@@ -222,7 +222,7 @@ func FuzzWriteResponse(f *testing.F) {
 }
 
 // TestDecodeParamsCopies: the POST transport decodes a body once
-// (Server.params) and gives each request its own variables and extensions:
+// (Edge.params) and gives each request its own variables and extensions:
 // gqlgen's coercion of variables writes into the maps of input objects, so
 // a shared map would carry one request's writes into the next and race
 // between concurrent requests.
