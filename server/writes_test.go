@@ -20,6 +20,7 @@ import (
 	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/server/metrics"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
@@ -34,8 +35,12 @@ type wrServer struct {
 
 func newWriteServer(tb testing.TB, adminToken string) *wrServer {
 	tb.Helper()
+	m, err := metrics.New(nil) // before the store: TestWriteMetrics counts its commits
+	if err != nil {
+		tb.Fatal(err)
+	}
 	db := testutil.ServerStore(tb, nil, storage.Options{RecordCache: 1000})
-	ts, _ := testutil.ServerTest(tb, db, server.Config{AdminToken: adminToken}, testutil.ServerParts{})
+	ts, _ := testutil.ServerTest(tb, db, server.Config{AdminToken: adminToken}, testutil.ServerParts{Metrics: m})
 	return &wrServer{Server: ts, DB: db}
 }
 

@@ -42,7 +42,11 @@ func ServerStore(tb testing.TB, incs []*incidentlib.Incident, opts storage.Optio
 type ServerParts struct {
 	// Search serves Query.search; nil answers UNAVAILABLE.
 	Search incidentlib.SearchService
-	// Registry receives the metrics; nil means a private registry.
+	// Metrics, if set, are the server's metrics: a test that counts the
+	// store's commits makes them before it opens the store
+	// (storage.Options.ObserveCommit). Otherwise they are made on
+	// Registry (nil: a private registry).
+	Metrics  *metrics.Metrics
 	Registry prometheus.Registerer
 	// Resolver, if set, completes the resolver before the server is built
 	// (a test's upstream library).
@@ -54,15 +58,20 @@ type ServerParts struct {
 // its commits, the resolver over db, and db as every service. Backups go
 // to db's directory unless cfg says otherwise.
 func ServerOn(db *storage.DB, cfg server.Config, parts ServerParts) (*server.Server, error) {
-	m, err := metrics.New(parts.Registry)
-	if err != nil {
-		return nil, err
+	m := parts.Metrics
+	if m == nil {
+		var err error
+		if m, err = metrics.New(parts.Registry); err != nil {
+			return nil, err
+		}
 	}
 	store := serverStore{db}
 	if err := m.WatchStore(store); err != nil {
 		return nil, err
 	}
-	db.Observe = m.ObserveCommit // until storage.Options.ObserveCommit
+	// Until storage.Options.ObserveCommit: then ServerStore's caller
+	// passes m.ObserveCommit when it opens the store.
+	db.Observe = m.ObserveCommit
 	m.ObserveSearch(parts.Search)
 	res := &graph.Resolver{Incidents: db, Organizations: db, Taxonomy: db.Taxonomy(), LoaderMetrics: m, Search: parts.Search}
 	if parts.Resolver != nil {
