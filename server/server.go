@@ -106,6 +106,9 @@ type Services struct {
 	Writer incidentlib.IncidentWriter
 	// Backups makes the copies GET /admin/backup sends.
 	Backups incidentlib.Backuper
+	// Monitor, if set, gives the store's figures, exported at scrape
+	// time (metrics.Metrics.WatchStore).
+	Monitor incidentlib.StoreMonitor
 }
 
 // Server is the HTTP side of the library.
@@ -118,7 +121,8 @@ type Server struct {
 
 // New builds the handler. res is the GraphQL resolver and es its
 // executable schema (graph.NewExecutableSchema over res), both built by
-// the caller; m receives the metrics (res.LoaderMetrics is usually m too).
+// the caller; m receives the metrics (res.LoaderMetrics is usually m
+// too), the store's figures from svc.Monitor and res.Search's queue.
 func New(svc Services, res *graph.Resolver, es graphql.ExecutableSchema, m *metrics.Metrics, cfg Config) (*Server, error) {
 	if cfg.QueryCacheSize == 0 {
 		cfg.QueryCacheSize = 1000
@@ -130,6 +134,12 @@ func New(svc Services, res *graph.Resolver, es graphql.ExecutableSchema, m *metr
 		cfg.Logger = slog.Default()
 	}
 	cfg.Logger = gqledge.WithRequestIDs(cfg.Logger)
+	if svc.Monitor != nil {
+		if err := m.WatchStore(svc.Monitor); err != nil {
+			return nil, err
+		}
+	}
+	m.ObserveSearch(res.Search)
 	s := &Server{Metrics: m}
 	gql := handler.New(es)
 	queryCache := lru.New[*ast.QueryDocument](cfg.QueryCacheSize)

@@ -19,12 +19,8 @@ func newServer(db *storage.DB, search incidentlib.SearchService, cfg server.Conf
 		return nil, err
 	}
 	store := storeShim{db}
-	if err := m.WatchStore(store); err != nil {
-		return nil, err
-	}
 	db.Observe = m.ObserveCommit // until storage.Options.ObserveCommit
-	m.ObserveSearch(search)
 	res := &graph.Resolver{Incidents: db, Organizations: db, Taxonomy: db.Taxonomy(), LoaderMetrics: m, Search: search}
 	es := graph.NewExecutableSchema(graph.Config{Resolvers: res, Complexity: graph.Complexity()})
-	return server.New(server.Services{Changes: store, Incidents: db, Writer: db, Backups: db}, res, es, m, cfg)
+	return server.New(server.Services{Changes: store, Incidents: db, Writer: db, Backups: db, Monitor: store}, res, es, m, cfg)
 }

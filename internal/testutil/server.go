@@ -66,13 +66,9 @@ func ServerOn(db *storage.DB, cfg server.Config, parts ServerParts) (*server.Ser
 		}
 	}
 	store := serverStore{db}
-	if err := m.WatchStore(store); err != nil {
-		return nil, err
-	}
 	// Until storage.Options.ObserveCommit: then ServerStore's caller
 	// passes m.ObserveCommit when it opens the store.
 	db.Observe = m.ObserveCommit
-	m.ObserveSearch(parts.Search)
 	res := &graph.Resolver{Incidents: db, Organizations: db, Taxonomy: db.Taxonomy(), LoaderMetrics: m, Search: parts.Search}
 	if parts.Resolver != nil {
 		parts.Resolver(res)
@@ -81,7 +77,7 @@ func ServerOn(db *storage.DB, cfg server.Config, parts ServerParts) (*server.Ser
 	if cfg.BackupDir == "" {
 		cfg.BackupDir = filepath.Dir(db.Path())
 	}
-	return server.New(server.Services{Changes: store, Incidents: db, Writer: db, Backups: db}, res, es, m, cfg)
+	return server.New(server.Services{Changes: store, Incidents: db, Writer: db, Backups: db, Monitor: store}, res, es, m, cfg)
 }
 
 // ServerTest serves ServerOn(db, cfg, parts) with httptest, marked ready,
