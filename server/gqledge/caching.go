@@ -16,6 +16,11 @@ import (
 	"github.com/incidentlib/incidentlib/server/metrics"
 )
 
+// The response cache as a handler around gqlgen: a lookup by the
+// request's key, the capture of a miss's response, the replay of a stored
+// one with HTTP caching headers, and the gqlgen extension that tells the
+// cache what ran (respcache.go describes the cache).
+
 // captureWriter buffers what gqlgen writes, so that it can be stored and
 // replayed, and so that headers (ETag) can be added after the fact.
 type captureWriter struct {

@@ -17,8 +17,6 @@ import (
 	"github.com/incidentlib/incidentlib"
 )
 
-// ---- the gqlgen extension ----
-
 // limitsExtension checks each document before gqlgen validates it (token,
 // depth, alias and repeat limits, and a bound on its cost that needs no
 // validation), then prices the operation with gqlgen's complexity and

@@ -8,6 +8,9 @@ import (
 	"github.com/vektah/gqlparser/v2/lexer"
 )
 
+// The shape of a document, measured before gqlgen validates it: its
+// tokens, depth, aliases and repeated fields, fragments expanded.
+
 // countTokens counts the document's tokens, up to limit+1.
 func countTokens(q string, limit int) int {
 	lx := lexer.New(&ast.Source{Input: q})

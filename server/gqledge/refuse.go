@@ -12,6 +12,9 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 )
 
+// Refusals before GraphQL runs: the response's media type, and the
+// GraphQL-over-HTTP error body with its code.
+
 const (
 	mediaGraphQLResponse = "application/graphql-response+json"
 	mediaJSON            = "application/json"

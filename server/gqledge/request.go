@@ -14,6 +14,10 @@ import (
 	"github.com/incidentlib/incidentlib"
 )
 
+// What the response cache reads of a GraphQL request before gqlgen does:
+// the document's hash, the operation, the variables and the cache key,
+// memoized by the request's exact bytes.
+
 // gqlRequest is what the cache reads of a GraphQL request before gqlgen.
 type gqlRequest struct {
 	docHash   string // hex SHA-256 of the document text, or the persisted hash sent (logged)
