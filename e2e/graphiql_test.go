@@ -22,9 +22,9 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/storage"
@@ -77,7 +77,7 @@ func TestGraphiQLRunsAnExample(t *testing.T) {
 	if _, err := db.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(db, server.Config{}, prometheus.NewRegistry())
+	srv, err := testutil.ServerOn(db, server.Config{}, testutil.ServerParts{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/search"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
@@ -45,16 +44,16 @@ func newSearchServer(tb testing.TB, withIndex bool) *searchServer {
 		tb.Fatal(err)
 	}
 	ss := &searchServer{db: db}
-	cfg := server.Config{}
+	var parts testutil.ServerParts
 	if withIndex {
 		ss.idx, err = search.Open(ctx, db, filepath.Join(dir, "test.db.search"), search.Options{})
 		if err != nil {
 			tb.Fatal(err)
 		}
 		tb.Cleanup(func() { ss.idx.Close() })
-		cfg.Search = ss.idx
+		parts.Search = ss.idx
 	}
-	srv, err := server.New(db, cfg, prometheus.NewRegistry())
+	srv, err := testutil.ServerOn(db, server.Config{}, parts)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -16,9 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/linkcheck"
 	"github.com/incidentlib/incidentlib/outbound"
 	"github.com/incidentlib/incidentlib/seeds"
@@ -210,7 +209,7 @@ func TestRunRecordsEverySource(t *testing.T) {
 	}
 
 	t.Run("GraphQL", func(t *testing.T) {
-		srv, err := server.New(db, server.Config{}, prometheus.NewRegistry())
+		srv, err := testutil.ServerOn(db, server.Config{}, testutil.ServerParts{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,11 +24,13 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/graph"
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/ops"
 	"github.com/incidentlib/incidentlib/outbound"
 	"github.com/incidentlib/incidentlib/replica"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/server/gqledge"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
@@ -68,7 +70,7 @@ func scrape(t *testing.T) map[string]*dto.MetricFamily {
 	if _, err := primaryDB.ImportIncidents(ctx, incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 		t.Fatal(err)
 	}
-	primary, err := server.New(primaryDB, server.Config{}, prometheus.NewRegistry())
+	primary, err := testutil.ServerOn(primaryDB, server.Config{}, testutil.ServerParts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,15 +98,15 @@ func scrape(t *testing.T) map[string]*dto.MetricFamily {
 	if err := follower.WaitLevel(ctx); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(replicaDB, server.Config{Primary: pts.URL, ResponseMaxAge: time.Minute}, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	up, err := graph.NewUpstream(graph.DefaultUpstreamConfig(pts.URL), client, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Resolver.Upstream = up
+	srv, err := testutil.ServerOn(replicaDB, server.Config{Primary: pts.URL, Upstream: true, ResponseMaxAge: time.Minute},
+		testutil.ServerParts{Registry: reg, Resolver: func(r *graph.Resolver) { r.Upstream = up }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv.SetReady(true)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
@@ -259,7 +261,7 @@ func checkExpr(t *testing.T, where, expr string, have map[string]series) (names 
 }
 
 func sha(s string) string {
-	return server.DocumentHash(s)
+	return gqledge.DocumentHash(s)
 }
 
 type rules struct {

@@ -29,8 +29,8 @@ import (
 	"github.com/incidentlib/incidentlib/storage"
 )
 
-// Feed limits, as the primary's API enforces them (server.MaxFeedLimit,
-// server.MaxFeedWait).
+// Feed limits, as the primary's API enforces them (restapi.MaxFeedLimit,
+// restapi.MaxFeedWait).
 const (
 	MaxPageSize = 1000
 	MaxWait     = 60 * time.Second

@@ -20,6 +20,7 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/gen"
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/outbound"
 	"github.com/incidentlib/incidentlib/replica"
 	"github.com/incidentlib/incidentlib/seeds"
@@ -85,7 +86,7 @@ func newPrimary(tb testing.TB, n int) *primary {
 	if _, err := db.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 		tb.Fatal(err)
 	}
-	srv, err := server.New(db, server.Config{}, prometheus.NewRegistry())
+	srv, err := testutil.ServerOn(db, server.Config{}, testutil.ServerParts{})
 	if err != nil {
 		tb.Fatal(err)
 	}

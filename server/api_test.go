@@ -8,18 +8,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/incidentlib/incidentlib"
-	"github.com/incidentlib/incidentlib/seeds"
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/server/restapi"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
@@ -27,24 +24,14 @@ import (
 // are about the API) with the given configuration.
 func apiServer(tb testing.TB, cfg server.Config, incs []*incidentlib.Incident) *testServer {
 	tb.Helper()
-	db, err := storage.Open(filepath.Join(tb.TempDir(), "api.db"), storage.Options{Taxonomy: seeds.MustTaxonomy(), RecordCache: 20000, NoSync: true, UpstreamLinks: true})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	if len(incs) > 0 {
-		if _, err := db.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	srv, err := server.New(db, cfg, prometheus.NewRegistry())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	srv.SetReady(true)
-	ts := httptest.NewServer(srv)
-	tb.Cleanup(ts.Close)
-	return &testServer{Server: ts, DB: db, Srv: srv}
+	return apiServerWith(tb, cfg, incs, testutil.ServerParts{})
+}
+
+// apiServerWith is apiServer made of parts.
+func apiServerWith(tb testing.TB, cfg server.Config, incs []*incidentlib.Incident, parts testutil.ServerParts) *testServer {
+	tb.Helper()
+	db := testutil.ServerStore(tb, incs, storage.Options{RecordCache: 20000, NoSync: true, UpstreamLinks: true})
+	return serveStore(tb, db, cfg, parts)
 }
 
 type apiAnswer struct {
@@ -110,11 +97,11 @@ func TestChangeFeed(t *testing.T) {
 	ctx := context.Background()
 
 	all, a := ts.feed(t, "")
-	if len(all) != server.DefaultFeedLimit && len(all) != 60 {
+	if len(all) != restapi.DefaultFeedLimit && len(all) != 60 {
 		t.Fatalf("default page: %d lines", len(all))
 	}
-	if a.header.Get(server.SeqHeader) != strconv.FormatUint(ts.DB.Seq(), 10) {
-		t.Fatalf("%s header %q, store at %d", server.SeqHeader, a.header.Get(server.SeqHeader), ts.DB.Seq())
+	if a.header.Get(restapi.SeqHeader) != strconv.FormatUint(ts.DB.Seq(), 10) {
+		t.Fatalf("%s header %q, store at %d", restapi.SeqHeader, a.header.Get(restapi.SeqHeader), ts.DB.Seq())
 	}
 	t.Run("RecordsAreTheStoredIL-JSON", func(t *testing.T) {
 		var exp bytes.Buffer
@@ -295,7 +282,7 @@ func TestIncidentsAPI(t *testing.T) {
 			t.Fatalf("%d %s", a.status, a.body)
 		}
 	})
-	many := make([]string, server.MaxIDsPerRequest+1)
+	many := make([]string, restapi.MaxIDsPerRequest+1)
 	for i := range many {
 		many[i] = incidentlib.FormatID(uint32(i + 1))
 	}

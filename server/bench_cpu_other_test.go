@@ -1,5 +1,5 @@
 //go:build !unix
 
-package server
+package server_test
 
 func processCPU() int64 { return 0 }

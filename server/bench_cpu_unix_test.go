@@ -1,6 +1,6 @@
 //go:build unix
 
-package server
+package server_test
 
 import "syscall"
 

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"bytes"
@@ -14,7 +14,9 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/gen"
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/seeds"
+	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
@@ -30,7 +32,8 @@ const (
 
 var benchFixture struct {
 	once sync.Once
-	srv  *Server
+	srv  *server.Server
+	db   *storage.DB
 	id   string
 	err  error
 }
@@ -38,7 +41,7 @@ var benchFixture struct {
 // benchServer is the handler over a generated 10,000-incident store, built
 // once per test binary. The store's file is unlinked as soon as it is open
 // (bbolt keeps it mapped), so nothing is left behind.
-func benchServer(b *testing.B) (*Server, string) {
+func benchServer(b *testing.B) (*server.Server, string) {
 	b.Helper()
 	f := &benchFixture
 	f.once.Do(func() {
@@ -75,7 +78,8 @@ func benchServer(b *testing.B) (*Server, string) {
 			f.err = err
 			return
 		}
-		f.srv, f.err = New(db, Config{Prod: true, ResponseCacheBytes: -1}, nil)
+		f.srv, f.err = testutil.ServerOn(db, server.Config{Prod: true, ResponseCacheBytes: -1}, testutil.ServerParts{})
+		f.db = db
 	})
 	if f.err != nil {
 		b.Fatal(f.err)
@@ -98,7 +102,7 @@ func (w *discardWriter) Write(p []byte) (int, error) { return w.body.Write(p) }
 func benchPost(b *testing.B, query string, vars map[string]any, parallel bool) {
 	srv, _ := benchServer(b)
 	if os.Getenv("GOGC") == "" { // serve's garbage collector budget unless GOGC says otherwise
-		defer debug.SetGCPercent(debug.SetGCPercent(DefaultGCPercent))
+		defer debug.SetGCPercent(debug.SetGCPercent(server.DefaultGCPercent))
 	}
 	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -19,35 +18,17 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/incidentlib/incidentlib"
-	"github.com/incidentlib/incidentlib/seeds"
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/server/gqledge"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
 // newEdgeServer is newTestServer with a configuration of the HTTP edge.
 func newEdgeServer(tb testing.TB, incs []*incidentlib.Incident, cfg server.Config) *testServer {
 	tb.Helper()
-	db, err := storage.Open(filepath.Join(tb.TempDir(), "edge.db"), storage.Options{Taxonomy: seeds.MustTaxonomy(), RecordCache: 1000})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	if len(incs) > 0 {
-		if _, err := db.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	srv, err := server.New(db, cfg, prometheus.NewRegistry())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	srv.SetReady(true)
-	ts := httptest.NewServer(srv)
-	tb.Cleanup(ts.Close)
-	return &testServer{Server: ts, DB: db, Srv: srv}
+	return serveStore(tb, testutil.ServerStore(tb, incs, storage.Options{RecordCache: 1000}), cfg, testutil.ServerParts{})
 }
 
 // rawResponse is one HTTP exchange, bytes and all.
@@ -436,7 +417,7 @@ func TestPersistedQueries(t *testing.T) {
 
 	t.Run("UnknownHash", func(t *testing.T) {
 		r := ts.get(t, url.Values{"extensions": {apqParam(h)}, "variables": {vars}})
-		if r.code() != server.CodePersistedQueryNotFound {
+		if r.code() != gqledge.CodePersistedQueryNotFound {
 			t.Fatalf("code %q: %s", r.code(), r.body)
 		}
 		if r.header.Get("Cache-Control") != "no-store" || r.header.Get("ETag") != "" {
@@ -491,7 +472,7 @@ func TestHTTPCaching(t *testing.T) {
 		if first.status != 200 || etag == "" || !strings.HasPrefix(etag, `"`) {
 			t.Fatalf("GET: %d ETag %q", first.status, etag)
 		}
-		if cc := first.header.Get("Cache-Control"); cc != server.DefaultCacheControl {
+		if cc := first.header.Get("Cache-Control"); cc != gqledge.DefaultCacheControl {
 			t.Errorf("Cache-Control %q", cc)
 		}
 		if v := first.header.Get("Vary"); !strings.Contains(v, "Accept-Language") {
@@ -547,12 +528,12 @@ func TestHTTPCaching(t *testing.T) {
 
 func TestCacheControlValidation(t *testing.T) {
 	for _, v := range []string{"no-cache", "public, max-age=0, must-revalidate", `private, no-cache="Set-Cookie"`, "s-maxage=300,stale-while-revalidate=30"} {
-		if err := server.ValidateCacheControl(v); err != nil {
+		if err := gqledge.ValidateCacheControl(v); err != nil {
 			t.Errorf("%q refused: %v", v, err)
 		}
 	}
 	for _, v := range []string{"", " ", "max age=3", "public;max-age=3", "no-cache\r\nX-Evil: 1", "max-age=", ","} {
-		if err := server.ValidateCacheControl(v); err == nil {
+		if err := gqledge.ValidateCacheControl(v); err == nil {
 			t.Errorf("%q accepted", v)
 		}
 	}
@@ -580,12 +561,12 @@ func TestTrustedDocuments(t *testing.T) {
 	})
 	t.Run("UnlistedText", func(t *testing.T) {
 		r := ts.post(t, map[string]any{"query": other})
-		if r.code() != server.CodeForbidden || r.status != http.StatusBadRequest {
+		if r.code() != gqledge.CodeForbidden || r.status != http.StatusBadRequest {
 			t.Fatalf("%d %q %s", r.status, r.code(), r.body)
 		}
 	})
 	t.Run("UnknownID", func(t *testing.T) {
-		if r := ts.post(t, map[string]any{"extensions": apqExt(hashOf(other))}); r.code() != server.CodePersistedQueryNotFound {
+		if r := ts.post(t, map[string]any{"extensions": apqExt(hashOf(other))}); r.code() != gqledge.CodePersistedQueryNotFound {
 			t.Fatalf("%q %s", r.code(), r.body)
 		}
 	})
@@ -597,7 +578,7 @@ func TestTrustedDocuments(t *testing.T) {
 		}
 	})
 	t.Run("IDWithOtherText", func(t *testing.T) {
-		if r := ts.post(t, map[string]any{"query": other, "extensions": apqExt(hashOf(listed))}); r.code() != server.CodeForbidden {
+		if r := ts.post(t, map[string]any{"query": other, "extensions": apqExt(hashOf(listed))}); r.code() != gqledge.CodeForbidden {
 			t.Fatalf("%q %s", r.code(), r.body)
 		}
 	})
@@ -617,7 +598,7 @@ func newTrustedServer(tb testing.TB, incs []*incidentlib.Incident, manifest map[
 	if err := os.WriteFile(path, mb, 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	docs, err := server.LoadTrustedDocuments(path)
+	docs, err := gqledge.LoadTrustedDocuments(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -627,7 +608,7 @@ func newTrustedServer(tb testing.TB, incs []*incidentlib.Incident, manifest map[
 func TestTrustedDocumentsRefusedAtStart(t *testing.T) {
 	good := `query Q { incidents(first: 1) { nodes { id } } }`
 	apollo := `{"format":"apollo-persisted-query-manifest","version":1,"operations":[{"id":"` + hashOf(good) + `","name":"Q","type":"query","body":` + strconv.Quote(good) + `}]}`
-	if d, err := server.ParseTrustedDocuments([]byte(apollo)); err != nil || d.Len() != 1 {
+	if d, err := gqledge.ParseTrustedDocuments([]byte(apollo)); err != nil || d.Len() != 1 {
 		t.Fatalf("Apollo manifest: %v", err)
 	}
 	for name, manifest := range map[string]string{
@@ -644,14 +625,10 @@ func TestTrustedDocumentsRefusedAtStart(t *testing.T) {
 		"ArrayNotAnObject": `[]`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			docs, err := server.ParseTrustedDocuments([]byte(manifest))
+			docs, err := gqledge.ParseTrustedDocuments([]byte(manifest))
 			if err == nil {
-				db, oerr := storage.Open(filepath.Join(t.TempDir(), "t.db"), storage.Options{Taxonomy: seeds.MustTaxonomy()})
-				if oerr != nil {
-					t.Fatal(oerr)
-				}
-				defer db.Close()
-				_, err = server.New(db, server.Config{TrustedDocuments: docs}, prometheus.NewRegistry())
+				db := testutil.ServerStore(t, nil, storage.Options{})
+				_, err = testutil.ServerOn(db, server.Config{TrustedDocuments: docs}, testutil.ServerParts{})
 			}
 			if err == nil {
 				t.Fatal("accepted")

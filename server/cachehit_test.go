@@ -9,10 +9,11 @@ import (
 	"testing"
 
 	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/server/gqledge"
 )
 
 // A cache hit is answered before the guard decodes the document
-// (limits.go, graphqlHTTP). These tests warm the cache with a request,
+// (server/gqledge/guard.go, graphqlHTTP). These tests warm the cache with a request,
 // prove that the same request is then a hit (so the cache would answer it),
 // and then send the requests the guard must refuse: each must be refused,
 // and none may be counted as a hit.
@@ -73,10 +74,10 @@ func TestCacheHitStillGuarded(t *testing.T) {
 			status  int
 			code    string
 		}{
-			{"ContentTypeText", http.MethodPost, []string{"Content-Type", "text/plain"}, http.StatusUnsupportedMediaType, server.CodeUnsupportedMediaType},
-			{"CharsetLatin1", http.MethodPost, []string{"Content-Type", "application/json; charset=iso-8859-1"}, http.StatusUnsupportedMediaType, server.CodeUnsupportedMediaType},
-			{"NotAcceptable", http.MethodPost, []string{"Accept", "text/html"}, http.StatusNotAcceptable, server.CodeNotAcceptable},
-			{"MethodPUT", http.MethodPut, nil, http.StatusMethodNotAllowed, server.CodeMethodNotAllowed},
+			{"ContentTypeText", http.MethodPost, []string{"Content-Type", "text/plain"}, http.StatusUnsupportedMediaType, gqledge.CodeUnsupportedMediaType},
+			{"CharsetLatin1", http.MethodPost, []string{"Content-Type", "application/json; charset=iso-8859-1"}, http.StatusUnsupportedMediaType, gqledge.CodeUnsupportedMediaType},
+			{"NotAcceptable", http.MethodPost, []string{"Accept", "text/html"}, http.StatusNotAcceptable, gqledge.CodeNotAcceptable},
+			{"MethodPUT", http.MethodPut, nil, http.StatusMethodNotAllowed, gqledge.CodeMethodNotAllowed},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				c := ts.counters(t)
@@ -88,13 +89,13 @@ func TestCacheHitStillGuarded(t *testing.T) {
 			warm(t, ts, func() *rawResponse { return ts.get(t, params) })
 			c := ts.counters(t)
 			for _, v := range []string{`[2]`, `{"first":2`} {
-				refused(t, c, ts.get(t, url.Values{"query": {cacheListPage}, "variables": {v}}), http.StatusBadRequest, server.CodeBadRequest)
+				refused(t, c, ts.get(t, url.Values{"query": {cacheListPage}, "variables": {v}}), http.StatusBadRequest, gqledge.CodeBadRequest)
 			}
 		})
 	})
 
 	t.Run("OversizedBody", func(t *testing.T) {
-		ts := newEdgeServer(t, incs, server.Config{Limits: server.Limits{MaxBody: 1024}})
+		ts := newEdgeServer(t, incs, server.Config{Limits: gqledge.Limits{MaxBody: 1024}})
 		if len(listBody) > 1024 {
 			t.Fatalf("the list page's body (%d bytes) must fit the limit", len(listBody))
 		}
@@ -103,13 +104,13 @@ func TestCacheHitStillGuarded(t *testing.T) {
 		// the limit; announced, and chunked (no Content-Length).
 		padded := append(bytes.Clone(listBody), bytes.Repeat([]byte(" "), 2048)...)
 		c := ts.counters(t)
-		refused(t, c, ts.rawPost(t, http.MethodPost, padded), http.StatusRequestEntityTooLarge, server.CodeBodyTooLarge)
+		refused(t, c, ts.rawPost(t, http.MethodPost, padded), http.StatusRequestEntityTooLarge, gqledge.CodeBodyTooLarge)
 		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/graphql", io.MultiReader(bytes.NewReader(padded)))
 		req.Header.Set("Content-Type", "application/json")
 		if req.ContentLength != 0 {
 			t.Fatalf("the request is not chunked: Content-Length %d", req.ContentLength)
 		}
-		refused(t, c, ts.do(t, req), http.StatusRequestEntityTooLarge, server.CodeBodyTooLarge)
+		refused(t, c, ts.do(t, req), http.StatusRequestEntityTooLarge, gqledge.CodeBodyTooLarge)
 	})
 
 	t.Run("GETMutation", func(t *testing.T) {
@@ -121,7 +122,7 @@ func TestCacheHitStillGuarded(t *testing.T) {
 		})
 		c := ts.counters(t)
 		r := ts.get(t, url.Values{"query": {doc}, "operationName": {"M"}})
-		refused(t, c, r, http.StatusMethodNotAllowed, server.CodeMethodNotAllowed)
+		refused(t, c, r, http.StatusMethodNotAllowed, gqledge.CodeMethodNotAllowed)
 		if r.header.Get("Allow") != "POST" {
 			t.Errorf("Allow %q", r.header.Get("Allow"))
 		}
@@ -131,8 +132,8 @@ func TestCacheHitStillGuarded(t *testing.T) {
 		// A bucket of 3 that refills a thousandth of a cost per second;
 		// { __typename } costs 1, a hit nothing.
 		ts := newEdgeServer(t, incs, server.Config{
-			Limits:    server.Limits{MaxCost: 3},
-			RateLimit: server.RateLimit{CostPerSecond: 0.001},
+			Limits:    gqledge.Limits{MaxCost: 3},
+			RateLimit: gqledge.RateLimit{CostPerSecond: 0.001},
 		})
 		body := map[string]any{"query": `{ __typename }`}
 		params := url.Values{"query": {`{ __typename }`}}
@@ -148,7 +149,7 @@ func TestCacheHitStillGuarded(t *testing.T) {
 		}
 		c = ts.counters(t)
 		for _, r := range []*rawResponse{ts.post(t, body), ts.get(t, params)} {
-			refused(t, c, r, http.StatusTooManyRequests, server.CodeRateLimited)
+			refused(t, c, r, http.StatusTooManyRequests, gqledge.CodeRateLimited)
 			if r.header.Get("Retry-After") == "" {
 				t.Error("no Retry-After")
 			}
@@ -165,22 +166,22 @@ func TestCacheHitStillGuarded(t *testing.T) {
 		t.Run("TextWithUnknownID", func(t *testing.T) {
 			c := ts.counters(t)
 			r := ts.post(t, map[string]any{"query": listed, "extensions": apqExt("no-such-id")})
-			refused(t, c, r, http.StatusOK, server.CodePersistedQueryNotFound)
+			refused(t, c, r, http.StatusOK, gqledge.CodePersistedQueryNotFound)
 		})
 		t.Run("TextWithTheIDOfAnother", func(t *testing.T) {
 			c := ts.counters(t)
 			r := ts.post(t, map[string]any{"query": listed, "extensions": apqExt("relay-id-7")})
-			refused(t, c, r, http.StatusBadRequest, server.CodeForbidden)
+			refused(t, c, r, http.StatusBadRequest, gqledge.CodeForbidden)
 		})
 		t.Run("UnlistedIDThatIsTheHashOfAListedDocument", func(t *testing.T) {
 			// byRelay is listed under relay-id-7 only: its SHA-256 is no id.
 			c := ts.counters(t)
 			r := ts.get(t, url.Values{"extensions": {apqParam(hashOf(byRelay))}})
-			refused(t, c, r, http.StatusOK, server.CodePersistedQueryNotFound)
+			refused(t, c, r, http.StatusOK, gqledge.CodePersistedQueryNotFound)
 		})
 		t.Run("UnlistedText", func(t *testing.T) {
 			c := ts.counters(t)
-			refused(t, c, ts.post(t, map[string]any{"query": other}), http.StatusBadRequest, server.CodeForbidden)
+			refused(t, c, ts.post(t, map[string]any{"query": other}), http.StatusBadRequest, gqledge.CodeForbidden)
 		})
 	})
 

@@ -13,9 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/search"
 	"github.com/incidentlib/incidentlib/server"
 )
@@ -38,13 +37,7 @@ func newFastPair(t *testing.T, incs []*incidentlib.Incident) *fastPair {
 	}
 	t.Cleanup(func() { idx.Close() })
 	for _, generic := range []bool{false, true} {
-		srv, err := server.New(ts.DB, server.Config{ResponseCacheBytes: -1, GenericExecutor: generic, Search: idx}, prometheus.NewRegistry())
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv.SetReady(true)
-		hs := httptest.NewServer(srv)
-		t.Cleanup(hs.Close)
+		hs, _ := testutil.ServerTest(t, ts.DB, server.Config{ResponseCacheBytes: -1, GenericExecutor: generic}, testutil.ServerParts{Search: idx})
 		if generic {
 			p.generic = hs
 		} else {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/server/gqledge"
 )
 
 // FuzzGraphQL sends random documents and variables through the whole
@@ -40,8 +41,8 @@ func FuzzGraphQL(f *testing.F) {
 	}
 	hs := newHostileServer(f, seedIncidents(f), server.Config{Prod: true})
 	refusals := map[string]bool{
-		server.CodeCostLimit: true, server.CodeDepthLimit: true, server.CodeAliasLimit: true, server.CodeRepeatLimit: true,
-		server.CodeTokenLimit: true, server.CodeBodyTooLarge: true, server.CodeBatchLimit: true, server.CodeMethodNotAllowed: true,
+		gqledge.CodeCostLimit: true, gqledge.CodeDepthLimit: true, gqledge.CodeAliasLimit: true, gqledge.CodeRepeatLimit: true,
+		gqledge.CodeTokenLimit: true, gqledge.CodeBodyTooLarge: true, gqledge.CodeBatchLimit: true, gqledge.CodeMethodNotAllowed: true,
 	}
 	f.Fuzz(func(t *testing.T, q string, vars []byte, get bool) {
 		var req *http.Request

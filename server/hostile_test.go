@@ -18,10 +18,11 @@ import (
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/server/gqledge"
 )
 
 // fieldCounter counts resolver calls: every field gqlgen resolves.
@@ -69,14 +70,7 @@ func newHostileServer(tb testing.TB, incs []*incidentlib.Incident, cfg server.Co
 		cfg.Logger = slog.New(slog.NewJSONHandler(hs.log, nil))
 	}
 	cfg.Extensions = append(cfg.Extensions, hs.fields)
-	srv, err := server.New(ts.DB, cfg, prometheus.NewRegistry())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	srv.SetReady(true)
-	hs.srv = srv
-	hs.Server = httptest.NewServer(srv)
-	tb.Cleanup(hs.Close)
+	hs.Server, hs.srv = testutil.ServerTest(tb, ts.DB, cfg, testutil.ServerParts{})
 	return hs
 }
 
@@ -176,8 +170,8 @@ func TestHostileRequestsRefused(t *testing.T) {
 	seeds := seedIncidents(t)
 	def := newHostileServer(t, seeds, server.Config{})
 	// Limits raised out of the way, to reach the checks behind them.
-	bigDocs := newHostileServer(t, seeds, server.Config{Limits: server.Limits{MaxTokens: 200_000}})
-	loose := newHostileServer(t, seeds, server.Config{Limits: server.Limits{MaxTokens: 200_000, MaxDepth: 10_000, MaxAliases: 1 << 30}})
+	bigDocs := newHostileServer(t, seeds, server.Config{Limits: gqledge.Limits{MaxTokens: 200_000}})
+	loose := newHostileServer(t, seeds, server.Config{Limits: gqledge.Limits{MaxTokens: 200_000, MaxDepth: 10_000, MaxAliases: 1 << 30}})
 
 	thousandAliases := func() string {
 		var b strings.Builder
@@ -241,32 +235,32 @@ func TestHostileRequestsRefused(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"DeepRelated", post(def, deep), 400, server.CodeDepthLimit},
-		{"ThousandAliases", post(bigDocs, thousandAliases), 400, server.CodeAliasLimit},
-		{"ThousandAliasesTokenLimit", post(def, thousandAliases), 400, server.CodeTokenLimit},
-		{"AliasesOverLimit", post(def, aliases31), 400, server.CodeAliasLimit},
-		{"TenThousandRepeatedFields", post(def, "{ incidents { "+repeat("totalCount ", 10_000)+"} }"), 400, server.CodeTokenLimit},
-		{"RepeatedFieldsUnderTokenLimit", post(def, "{ incidents { "+repeat("totalCount ", 1_000)+"} }"), 400, server.CodeRepeatLimit},
-		{"RepeatedFieldsThroughFragments", post(def, `{ incidents { nodes { ...A ...B } } } fragment A on Incident { `+repeat("id ", 500)+`} fragment B on Incident { `+repeat("id ", 500)+`}`), 400, server.CodeRepeatLimit},
-		{"CostOverLimit", post(def, expensive), 400, server.CodeCostLimit},
-		{"FragmentFanOut", post(def, fanOut), 400, server.CodeCostLimit},
-		{"FragmentChainDoublingAliased", post(def, aliasedChain), 400, server.CodeAliasLimit},
-		{"FragmentChainDoublingUnaliased", post(def, unaliasedChain), 400, server.CodeDepthLimit},
-		{"FragmentChainDoublingLimitsRaised", post(loose, aliasedChain), 400, server.CodeCostLimit},
-		{"FragmentChainDoublingFlat", post(loose, flatDoubling), 400, server.CodeRepeatLimit},
+		{"DeepRelated", post(def, deep), 400, gqledge.CodeDepthLimit},
+		{"ThousandAliases", post(bigDocs, thousandAliases), 400, gqledge.CodeAliasLimit},
+		{"ThousandAliasesTokenLimit", post(def, thousandAliases), 400, gqledge.CodeTokenLimit},
+		{"AliasesOverLimit", post(def, aliases31), 400, gqledge.CodeAliasLimit},
+		{"TenThousandRepeatedFields", post(def, "{ incidents { "+repeat("totalCount ", 10_000)+"} }"), 400, gqledge.CodeTokenLimit},
+		{"RepeatedFieldsUnderTokenLimit", post(def, "{ incidents { "+repeat("totalCount ", 1_000)+"} }"), 400, gqledge.CodeRepeatLimit},
+		{"RepeatedFieldsThroughFragments", post(def, `{ incidents { nodes { ...A ...B } } } fragment A on Incident { `+repeat("id ", 500)+`} fragment B on Incident { `+repeat("id ", 500)+`}`), 400, gqledge.CodeRepeatLimit},
+		{"CostOverLimit", post(def, expensive), 400, gqledge.CodeCostLimit},
+		{"FragmentFanOut", post(def, fanOut), 400, gqledge.CodeCostLimit},
+		{"FragmentChainDoublingAliased", post(def, aliasedChain), 400, gqledge.CodeAliasLimit},
+		{"FragmentChainDoublingUnaliased", post(def, unaliasedChain), 400, gqledge.CodeDepthLimit},
+		{"FragmentChainDoublingLimitsRaised", post(loose, aliasedChain), 400, gqledge.CodeCostLimit},
+		{"FragmentChainDoublingFlat", post(loose, flatDoubling), 400, gqledge.CodeRepeatLimit},
 		{"FragmentCycle", post(def, `{ incident(id: "IL-0213") { ...A } } fragment A on Incident { related { ...B } } fragment B on Incident { related { ...A } }`), 400, "GRAPHQL_VALIDATION_FAILED"},
 		{"FragmentCycleLimitsRaised", post(loose, `{ incident(id: "IL-0213") { ...A } } fragment A on Incident { ...B id } fragment B on Incident { ...A id }`), 400, "GRAPHQL_VALIDATION_FAILED"},
-		{"BodyTooLarge", func(t *testing.T) *response { return def.postBody(t, big) }, 413, server.CodeBodyTooLarge},
+		{"BodyTooLarge", func(t *testing.T) *response { return def.postBody(t, big) }, 413, gqledge.CodeBodyTooLarge},
 		{"BodyTooLargeChunked", func(t *testing.T) *response {
 			req, _ := http.NewRequest(http.MethodPost, def.URL+"/graphql", io.MultiReader(bytes.NewReader(big)))
 			req.Header.Set("Content-Type", "application/json")
 			req.ContentLength = -1
 			return def.do(t, req)
-		}, 413, server.CodeBodyTooLarge},
-		{"BatchOf500", func(t *testing.T) *response { return def.postBody(t, batch(500)) }, 400, server.CodeBatchLimit},
+		}, 413, gqledge.CodeBodyTooLarge},
+		{"BatchOf500", func(t *testing.T) *response { return def.postBody(t, batch(500)) }, 400, gqledge.CodeBatchLimit},
 		{"MutationOverGET", func(t *testing.T) *response {
 			return def.get(t, `mutation { reviewIncident(id: "IL-0213", reviewer: "x") { incident { id } } }`)
-		}, 405, server.CodeMethodNotAllowed},
+		}, 405, gqledge.CodeMethodNotAllowed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -287,7 +281,7 @@ func TestHostileRequestsRefused(t *testing.T) {
 		r := def.post(t, expensive, nil)
 		cost, _ := r.ext("cost").(float64)
 		limit, _ := r.ext("limit").(float64)
-		if int(limit) != server.DefaultMaxCost || int(cost) <= int(limit) || r.cost() != int(cost) {
+		if int(limit) != gqledge.DefaultMaxCost || int(cost) <= int(limit) || r.cost() != int(cost) {
 			t.Fatalf("cost %v limit %v extensions.cost %d", r.ext("cost"), r.ext("limit"), r.cost())
 		}
 	})
@@ -296,7 +290,7 @@ func TestHostileRequestsRefused(t *testing.T) {
 		// refused documents: the same code and extensions.
 		q := `{ incident(id: "IL-0213") { ` + repeat("related { ", 15) + "id" + repeat(" }", 15) + " } }"
 		a, b := def.post(t, q, nil), def.post(t, q, nil)
-		if a.code() != server.CodeDepthLimit || b.code() != server.CodeDepthLimit || string(a.raw) != string(b.raw) {
+		if a.code() != gqledge.CodeDepthLimit || b.code() != gqledge.CodeDepthLimit || string(a.raw) != string(b.raw) {
 			t.Fatalf("%s\n%s", a.raw, b.raw)
 		}
 	})
@@ -355,7 +349,7 @@ func TestDefaultLimitsAdmitTheREADMEQueries(t *testing.T) {
 			if r.status != 200 || len(r.Errors) > 0 {
 				t.Fatalf("status %d: %+v", r.status, r.Errors)
 			}
-			if c := r.cost(); c <= 0 || c > server.DefaultMaxCost {
+			if c := r.cost(); c <= 0 || c > gqledge.DefaultMaxCost {
 				t.Fatalf("cost %d", c)
 			}
 			t.Logf("cost %d", r.cost())
@@ -368,7 +362,7 @@ func TestRequestTimeout(t *testing.T) {
 	t.Run("PartialData", func(t *testing.T) {
 		// The incident field waits for the request's deadline before it
 		// resolves; taxonomy needs no store and is answered.
-		waiter := server.Config{Limits: server.Limits{RequestTimeout: 50 * time.Millisecond}}
+		waiter := server.Config{Limits: gqledge.Limits{RequestTimeout: 50 * time.Millisecond}}
 		waiter.Extensions = []graphql.HandlerExtension{fieldFunc(func(ctx context.Context, next graphql.Resolver) (any, error) {
 			if fc := graphql.GetFieldContext(ctx); fc != nil && fc.Field.Name == "incident" {
 				<-ctx.Done()
@@ -389,7 +383,7 @@ func TestRequestTimeout(t *testing.T) {
 		}
 	})
 	t.Run("DeadlineBeforeExecution", func(t *testing.T) {
-		hs := newHostileServer(t, incs, server.Config{Limits: server.Limits{RequestTimeout: time.Nanosecond}})
+		hs := newHostileServer(t, incs, server.Config{Limits: gqledge.Limits{RequestTimeout: time.Nanosecond}})
 		before := hs.work()
 		r := hs.post(t, `{ incident(id: "IL-0213") { id } }`, nil)
 		if r.code() != incidentlib.ETIMEOUT || r.cost() < 0 {
@@ -416,8 +410,8 @@ func TestRateLimit(t *testing.T) {
 	// costs nothing (it runs no resolver): the cache is off here.
 	hs := newHostileServer(t, incs, server.Config{
 		ResponseCacheBytes: -1,
-		Limits:             server.Limits{MaxCost: 1000},
-		RateLimit:          server.RateLimit{CostPerSecond: 0.001, Burst: 1000, TrustedProxyHeader: "X-Forwarded-For"},
+		Limits:             gqledge.Limits{MaxCost: 1000},
+		RateLimit:          gqledge.RateLimit{CostPerSecond: 0.001, Burst: 1000, TrustedProxyHeader: "X-Forwarded-For"},
 	})
 	const big = `{ incidents(first: 60) { nodes { id title date org orgSlug dateKind url updatedAt } } }` // 1 + 60 × 9
 	const small = `{ incident(id: "IL-0213") { id } }`
@@ -428,7 +422,7 @@ func TestRateLimit(t *testing.T) {
 	t.Run("RefusedWithRetryAfter", func(t *testing.T) {
 		before := hs.work()
 		r := hs.post(t, big, nil, "Authorization", "Bearer alice")
-		if r.status != http.StatusTooManyRequests || r.code() != server.CodeRateLimited {
+		if r.status != http.StatusTooManyRequests || r.code() != gqledge.CodeRateLimited {
 			t.Fatalf("status %d: %s", r.status, r.raw)
 		}
 		if s, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || s < 1 {
@@ -462,8 +456,8 @@ func TestRateLimit(t *testing.T) {
 	t.Run("EmptyBucketRefusedBeforeTheBody", func(t *testing.T) {
 		tiny := newHostileServer(t, incs, server.Config{
 			ResponseCacheBytes: -1,
-			Limits:             server.Limits{MaxCost: 3},
-			RateLimit:          server.RateLimit{CostPerSecond: 0.001},
+			Limits:             gqledge.Limits{MaxCost: 3},
+			RateLimit:          gqledge.RateLimit{CostPerSecond: 0.001},
 		})
 		for i := 0; i < 3; i++ { // { __typename } costs 1
 			if r := tiny.post(t, `{ __typename }`, nil); r.status != 200 || r.cost() != 1 {
@@ -472,15 +466,15 @@ func TestRateLimit(t *testing.T) {
 		}
 		// Not even JSON: refused for the rate before the body is read.
 		r := tiny.postBody(t, []byte("not json"))
-		if r.status != http.StatusTooManyRequests || r.code() != server.CodeRateLimited || r.header.Get("Retry-After") == "" {
+		if r.status != http.StatusTooManyRequests || r.code() != gqledge.CodeRateLimited || r.header.Get("Retry-After") == "" {
 			t.Fatalf("status %d: %s", r.status, r.raw)
 		}
 	})
 	t.Run("ProxyHeaderIgnoredUnlessTrusted", func(t *testing.T) {
 		plain := newHostileServer(t, incs, server.Config{
 			ResponseCacheBytes: -1,
-			Limits:             server.Limits{MaxCost: 1000},
-			RateLimit:          server.RateLimit{CostPerSecond: 0.001},
+			Limits:             gqledge.Limits{MaxCost: 1000},
+			RateLimit:          gqledge.RateLimit{CostPerSecond: 0.001},
 		})
 		if r := plain.post(t, big, nil, "X-Forwarded-For", "203.0.113.1"); r.status != 200 {
 			t.Fatalf("%d %s", r.status, r.raw)
@@ -493,7 +487,7 @@ func TestRateLimit(t *testing.T) {
 
 func TestBatch(t *testing.T) {
 	incs := seedIncidents(t)
-	hs := newHostileServer(t, incs, server.Config{ResponseCacheBytes: -1, Limits: server.Limits{MaxCost: 100}})
+	hs := newHostileServer(t, incs, server.Config{ResponseCacheBytes: -1, Limits: gqledge.Limits{MaxCost: 100}})
 	ops := func(qs ...string) []byte {
 		var list []map[string]any
 		for _, q := range qs {
@@ -522,12 +516,12 @@ func TestBatch(t *testing.T) {
 		if err := json.Unmarshal(r.raw, &out); err != nil || len(out) != 2 {
 			t.Fatalf("%d %s", r.status, r.raw)
 		}
-		if len(out[0].Errors) > 0 || out[1].code() != server.CodeCostLimit {
+		if len(out[0].Errors) > 0 || out[1].code() != gqledge.CodeCostLimit {
 			t.Fatalf("%s", r.raw)
 		}
 	})
 	t.Run("EmptyBatch", func(t *testing.T) {
-		if r := hs.postBody(t, []byte("[]")); r.status != 400 || r.code() != server.CodeBadRequest {
+		if r := hs.postBody(t, []byte("[]")); r.status != 400 || r.code() != gqledge.CodeBadRequest {
 			t.Fatalf("%d %s", r.status, r.raw)
 		}
 	})
@@ -566,7 +560,7 @@ func TestCostExtension(t *testing.T) {
 // one is refused every time it is sent.
 func TestCostOfABodyKept(t *testing.T) {
 	// Without the response cache, which would answer the bodies sent again.
-	hs := newHostileServer(t, seedIncidents(t), server.Config{Limits: server.Limits{MaxCost: 500}, ResponseCacheBytes: -1})
+	hs := newHostileServer(t, seedIncidents(t), server.Config{Limits: gqledge.Limits{MaxCost: 500}, ResponseCacheBytes: -1})
 	const q = `query($n: Int) { incidents(first: $n) { nodes { id related { id title } } } }`
 	want := map[int]int{}
 	for round := range 3 {
@@ -585,7 +579,7 @@ func TestCostOfABodyKept(t *testing.T) {
 	}
 	for range 2 {
 		r := hs.post(t, q, map[string]any{"n": 100})
-		if r.code() != server.CodeCostLimit || r.cost() <= 500 {
+		if r.code() != gqledge.CodeCostLimit || r.cost() <= 500 {
 			t.Fatalf("an operation over the cost limit: %d %s", r.status, r.raw)
 		}
 	}
@@ -647,7 +641,7 @@ func TestGraphQLOverHTTP(t *testing.T) {
 	t.Run("MalformedJSONIsNotEchoed", func(t *testing.T) {
 		secret := `{"query": "{ __typename }", "variables": {"password": "hunter2"`
 		r := hs.postBody(t, []byte(secret))
-		if r.status != 400 || r.code() != server.CodeBadRequest || bytes.Contains(r.raw, []byte("hunter2")) {
+		if r.status != 400 || r.code() != gqledge.CodeBadRequest || bytes.Contains(r.raw, []byte("hunter2")) {
 			t.Fatalf("%d %s", r.status, r.raw)
 		}
 	})
@@ -674,7 +668,7 @@ func TestClientGone(t *testing.T) {
 	hs.srv.ServeHTTP(rec, req)
 	var resp gqlResponse
 	_ = json.Unmarshal(rec.Body.Bytes(), &resp)
-	if resp.code() != server.CodeCanceled {
+	if resp.code() != gqledge.CodeCanceled {
 		t.Fatalf("%s", rec.Body.Bytes())
 	}
 	if strings.Contains(hs.log.String(), "internal error") {
@@ -690,7 +684,7 @@ func TestProdMode(t *testing.T) {
 		for _, q := range []string{`{ __schema { types { name } } }`, `{ __type(name: "Incident") { name fields { name } } }`} {
 			before := prod.work()
 			r := prod.post(t, q, nil)
-			if r.status != 400 || r.code() != server.CodeIntrospectionOff || bytes.Contains(r.raw, []byte("relatedIds")) {
+			if r.status != 400 || r.code() != gqledge.CodeIntrospectionOff || bytes.Contains(r.raw, []byte("relatedIds")) {
 				t.Fatalf("%s: %d %.300s", q, r.status, r.raw)
 			}
 			if prod.work() != before {
@@ -833,17 +827,17 @@ func TestCORS(t *testing.T) {
 func TestConfigRefused(t *testing.T) {
 	ts := newTestServer(t, nil)
 	for name, cfg := range map[string]server.Config{
-		"NegativeCost":        {Limits: server.Limits{MaxCost: -1}},
-		"NegativeBody":        {Limits: server.Limits{MaxBody: -1}},
-		"NegativeTimeout":     {Limits: server.Limits{RequestTimeout: -time.Second}},
-		"NegativeRate":        {RateLimit: server.RateLimit{CostPerSecond: -1}},
-		"BurstBelowCostLimit": {RateLimit: server.RateLimit{CostPerSecond: 10, Burst: server.DefaultMaxCost - 1}},
-		"BadProxyHeader":      {RateLimit: server.RateLimit{CostPerSecond: 10, TrustedProxyHeader: "X Forwarded"}},
+		"NegativeCost":        {Limits: gqledge.Limits{MaxCost: -1}},
+		"NegativeBody":        {Limits: gqledge.Limits{MaxBody: -1}},
+		"NegativeTimeout":     {Limits: gqledge.Limits{RequestTimeout: -time.Second}},
+		"NegativeRate":        {RateLimit: gqledge.RateLimit{CostPerSecond: -1}},
+		"BurstBelowCostLimit": {RateLimit: gqledge.RateLimit{CostPerSecond: 10, Burst: gqledge.DefaultMaxCost - 1}},
+		"BadProxyHeader":      {RateLimit: gqledge.RateLimit{CostPerSecond: 10, TrustedProxyHeader: "X Forwarded"}},
 		"OriginWithPath":      {CORSOrigins: []string{"https://example.org/app"}},
 		"OriginWithoutScheme": {CORSOrigins: []string{"example.org"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := server.New(ts.DB, cfg, prometheus.NewRegistry()); err == nil {
+			if _, err := testutil.ServerOn(ts.DB, cfg, testutil.ServerParts{}); err == nil {
 				t.Fatal("accepted")
 			}
 		})

@@ -18,8 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/search"
 	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/server/admin"
+	"github.com/incidentlib/incidentlib/storage"
 )
 
 // logSink is a log sink safe for the server's goroutines.
@@ -190,7 +193,7 @@ func TestRequestMetrics(t *testing.T) {
 
 func TestPprofAdminListener(t *testing.T) {
 	t.Run("OnItsOwnListener", func(t *testing.T) {
-		addr, stop, err := server.StartPprof("127.0.0.1:0", slog.New(slog.NewJSONHandler(io.Discard, nil)))
+		addr, stop, err := admin.StartPprof("127.0.0.1:0", slog.New(slog.NewJSONHandler(io.Discard, nil)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +221,7 @@ func TestPprofAdminListener(t *testing.T) {
 	})
 	t.Run("BadAddressRefused", func(t *testing.T) {
 		for _, a := range []string{"6060", "localhost", "127.0.0.1:"} {
-			if err := server.ValidateAdminAddr(a); err == nil {
+			if err := admin.ValidateAdminAddr(a); err == nil {
 				t.Errorf("%q accepted", a)
 			}
 		}
@@ -264,13 +267,13 @@ func sri(b []byte) string {
 }
 
 func TestGraphiQLExamplesRun(t *testing.T) {
-	ts := newTestServer(t, seedIncidents(t))
-	idx, err := search.Open(context.Background(), ts.DB, filepath.Join(t.TempDir(), "search"), search.Options{})
+	db := testutil.ServerStore(t, seedIncidents(t), storage.Options{RecordCache: 20000})
+	idx, err := search.Open(context.Background(), db, filepath.Join(t.TempDir(), "search"), search.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer idx.Close()
-	ts.Srv.Resolver.Search = idx
+	ts := serveStore(t, db, server.Config{}, testutil.ServerParts{Search: idx})
 	tabs := server.ExampleTabs()
 	if len(tabs) < 3 {
 		t.Fatalf("%d example tabs", len(tabs))

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"bytes"
@@ -10,6 +10,10 @@ import (
 	"net/url"
 	"sync"
 	"testing"
+
+	"github.com/incidentlib/incidentlib/internal/testutil"
+	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/server/gqledge"
 )
 
 // Cache hits of the list page, through the whole handler as serve builds
@@ -21,17 +25,18 @@ import (
 
 var cacheHitFixture struct {
 	once sync.Once
-	srv  *Server
+	srv  *server.Server
 	err  error
 }
 
-func cacheHitServer(b *testing.B) *Server {
+func cacheHitServer(b *testing.B) *server.Server {
 	b.Helper()
-	base, _ := benchServer(b)
+	benchServer(b)
+	db := benchFixture.db
 	f := &cacheHitFixture
 	f.once.Do(func() {
 		logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
-		f.srv, f.err = New(base.DB, Config{Prod: true, Logger: logger, LogRequests: true}, nil)
+		f.srv, f.err = testutil.ServerOn(db, server.Config{Prod: true, Logger: logger, LogRequests: true}, testutil.ServerParts{})
 		if f.srv != nil {
 			f.srv.SetReady(true)
 		}
@@ -55,7 +60,7 @@ func benchCacheHit(b *testing.B, newReq func() *http.Request) {
 	}
 	w := &discardWriter{h: http.Header{}}
 	do(w) // computes and stores the page
-	hits := srv.cacheHits()
+	hits := cacheHits(srv)
 	b.SetBytes(int64(w.body.Len()))
 	b.ReportAllocs()
 	cpu0 := processCPU()
@@ -67,7 +72,7 @@ func benchCacheHit(b *testing.B, newReq func() *http.Request) {
 		}
 	})
 	b.StopTimer()
-	if got := srv.cacheHits() - hits; got < float64(b.N) {
+	if got := cacheHits(srv) - hits; got < float64(b.N) {
 		b.Fatalf("%v of %d requests were cache hits", got, b.N)
 	}
 	if cpu := processCPU(); cpu > 0 {
@@ -76,15 +81,15 @@ func benchCacheHit(b *testing.B, newReq func() *http.Request) {
 }
 
 // cacheHits reads the response cache's hit counter.
-func (s *Server) cacheHits() float64 {
-	fams, _ := s.Metrics.gatherer.Gather()
+func cacheHits(s *server.Server) float64 {
+	fams, _ := s.Metrics.Gatherer().Gather()
 	for _, f := range fams {
 		if f.GetName() != "incidentlib_response_cache_requests_total" {
 			continue
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "outcome" && l.GetValue() == cacheHit {
+				if l.GetName() == "outcome" && l.GetValue() == "hit" {
 					return m.GetCounter().GetValue()
 				}
 			}
@@ -105,7 +110,7 @@ func BenchmarkCacheHitPost(b *testing.B) {
 func BenchmarkCacheHitPersistedGet(b *testing.B) {
 	srv := cacheHitServer(b)
 	vars := map[string]any{"first": 20}
-	ext := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": DocumentHash(benchListQuery)}}
+	ext := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": gqledge.DocumentHash(benchListQuery)}}
 	// Register the hash once, as an APQ client does.
 	reg, _ := json.Marshal(map[string]any{"query": benchListQuery, "variables": vars, "extensions": ext})
 	req := httptest.NewRequest(http.MethodPost, "/graphql", bytes.NewReader(reg))

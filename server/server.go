@@ -1,5 +1,14 @@
-// Package server builds the HTTP handler of the incident library: the
-// GraphQL endpoint, the playground, health checks and metrics.
+// Package server composes the HTTP handler of the incident library: the
+// GraphQL endpoint behind its edge (server/gqledge), the REST API and
+// change feed (server/restapi), the admin endpoints (server/admin), the
+// metrics (server/metrics), the playground, and the health checks. It
+// also holds what concerns the HTTP server's connections and the process
+// rather than requests: keep-alive turns (turns.go) and the garbage
+// collector's budget and memory limit (gc.go).
+//
+// The server takes the library's capabilities as the root package's
+// interfaces (Services) and the GraphQL resolver and schema already built;
+// cmd/incidentlib wires the concrete store, search index and upstream.
 package server
 
 import (
@@ -8,7 +17,6 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -16,15 +24,14 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
-	"github.com/99designs/gqlgen/graphql/handler/transport"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/vektah/gqlparser/v2/ast"
-	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/graph"
-	"github.com/incidentlib/incidentlib/storage"
+	"github.com/incidentlib/incidentlib/server/admin"
+	"github.com/incidentlib/incidentlib/server/gqledge"
+	"github.com/incidentlib/incidentlib/server/metrics"
+	"github.com/incidentlib/incidentlib/server/restapi"
 )
 
 // Config configures the handler.
@@ -35,47 +42,49 @@ type Config struct {
 	QueryCacheSize int
 	// Logger receives internal errors; default slog.Default().
 	Logger *slog.Logger
-	// The HTTP edge (respcache.go, apq.go, trusted.go, httpcache.go,
-	// logging.go). ResponseCacheBytes bounds the whole-response cache in
-	// bytes: 0 means DefaultResponseCacheBytes, negative turns it off.
+	// The HTTP edge (server/gqledge). ResponseCacheBytes bounds the
+	// whole-response cache in bytes: 0 means
+	// gqledge.DefaultResponseCacheBytes, negative turns it off.
 	// APQCacheSize is how many persisted queries are kept: 0 means
-	// DefaultAPQCacheSize, negative turns APQ off. CacheControl is sent
-	// with GraphQL GET responses (default DefaultCacheControl).
+	// gqledge.DefaultAPQCacheSize, negative turns APQ off. CacheControl is
+	// sent with GraphQL GET responses (default gqledge.DefaultCacheControl).
 	// TrustedDocuments, when set, are the only operations accepted.
 	// LogRequests writes one line per request to Logger.
 	ResponseCacheBytes int64
 	APQCacheSize       int
 	CacheControl       string
-	TrustedDocuments   *TrustedDocuments
+	TrustedDocuments   *gqledge.TrustedDocuments
 	LogRequests        bool
-	// ResponseMaxAge bounds how long a cached response may be served when
-	// an upstream library is configured (Resolver.Upstream), whose data
-	// the store's sequence does not cover; with an upstream and no max age
-	// nothing is cached. Without an upstream it is not used.
+	// Upstream says that the resolver reads linked incidents that are not
+	// in the store from an upstream library, whose data the store's
+	// sequence does not cover: FastReads is then off, and cached
+	// responses live at most ResponseMaxAge (nothing is cached without a
+	// max age). Without an upstream ResponseMaxAge is not used.
+	Upstream       bool
 	ResponseMaxAge time.Duration
 	// Primary, when set, makes this server a read-only replica of the
-	// library at that URL: every mutation answers READ_ONLY (api.go).
+	// library at that URL: every mutation answers READ_ONLY
+	// (admin.ReadOnlyReplica).
 	Primary string
-	// Hostile and careless clients (limits.go, ratelimit.go, cors.go,
-	// prod.go): the limits of one request (zero fields take defaults), the
-	// per-client rate of cost (off unless CostPerSecond is set), the CORS
-	// allow-list, introspection in prod mode, and further gqlgen
-	// extensions (tests count resolver calls with one).
-	Limits        Limits
-	RateLimit     RateLimit
+	// Hostile and careless clients (server/gqledge: limits.go,
+	// ratelimit.go, cors.go, prod.go): the limits of one request (zero
+	// fields take defaults), the per-client rate of cost (off unless
+	// CostPerSecond is set), the CORS allow-list, introspection in prod
+	// mode, and further gqlgen extensions (tests count resolver calls with
+	// one).
+	Limits        gqledge.Limits
+	RateLimit     gqledge.RateLimit
 	CORSOrigins   []string
 	Introspection bool
 	Extensions    []graphql.HandlerExtension
-	// Writes (auth.go, backup.go): mutations and GET /admin/backup need
+	// Writes (server/admin): mutations and GET /admin/backup need
 	// Authorization: Bearer AdminToken; without a token the server is
-	// read-only. Backups are copied to BackupDir (default: the store's
-	// directory) before they are sent, and may take BackupTimeout to send
-	// (default DefaultBackupTimeout).
+	// read-only. Backups are copied to BackupDir (serve passes the
+	// store's directory; default os.TempDir()) before they are sent, and
+	// may take BackupTimeout to send (default admin.DefaultBackupTimeout).
 	AdminToken    string
 	BackupDir     string
 	BackupTimeout time.Duration
-	// Search serves Query.search; without it search answers UNAVAILABLE.
-	Search incidentlib.SearchService
 	// GenericExecutor turns off graph.FastReads, which answers read
 	// queries over the incident graph without gqlgen's per-field
 	// execution; every operation then goes through gqlgen's executor.
@@ -84,26 +93,37 @@ type Config struct {
 	GenericExecutor bool
 }
 
-// Server is the HTTP side of the library.
-type Server struct {
-	DB       *storage.DB
-	Metrics  *Metrics
-	Resolver *graph.Resolver
-	cfg      Config
-	ready    atomic.Bool
-	handler  http.Handler
-	api      *api   // REST endpoints (api.go)
-	guard    *guard // limits, rate, CORS, schema (limits.go)
-
-	admin   *adminAuth    // the admin token (auth.go)
-	backups chan struct{} // one backup at a time (backup.go)
-	// params are the GraphQL parameters of recent POST bodies, decoded
-	// once for the guard and the POST transport (decodeParams).
-	params memo[*decodedBody]
+// Services are the library's capabilities the server serves beside the
+// GraphQL resolver, as the root package's interfaces. cmd/incidentlib
+// passes the store for each.
+type Services struct {
+	// Changes is the store's change log: the change feed reads it, and
+	// its sequence invalidates cached responses.
+	Changes incidentlib.ChangeLog
+	// Incidents answers the REST API's reads of incidents by id.
+	Incidents incidentlib.IncidentService
+	// Writer runs mutations sent with the admin token.
+	Writer incidentlib.IncidentWriter
+	// Backups makes the copies GET /admin/backup sends.
+	Backups incidentlib.Backuper
+	// Monitor, if set, gives the store's figures, exported at scrape
+	// time (metrics.Metrics.WatchStore).
+	Monitor incidentlib.StoreMonitor
 }
 
-// New builds the handler over an open store. reg receives the metrics.
-func New(db *storage.DB, cfg Config, reg prometheus.Registerer) (*Server, error) {
+// Server is the HTTP side of the library.
+type Server struct {
+	Metrics *metrics.Metrics
+	ready   atomic.Bool
+	handler http.Handler
+	api     *restapi.API
+}
+
+// New builds the handler. res is the GraphQL resolver and es its
+// executable schema (graph.NewExecutableSchema over res), both built by
+// the caller; m receives the metrics (res.LoaderMetrics is usually m
+// too), the store's figures from svc.Monitor and res.Search's queue.
+func New(svc Services, res *graph.Resolver, es graphql.ExecutableSchema, m *metrics.Metrics, cfg Config) (*Server, error) {
 	if cfg.QueryCacheSize == 0 {
 		cfg.QueryCacheSize = 1000
 	}
@@ -113,54 +133,54 @@ func New(db *storage.DB, cfg Config, reg prometheus.Registerer) (*Server, error)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	cfg.Logger = withRequestIDs(cfg.Logger)
-	m, err := NewMetrics(db, reg)
-	if err != nil {
-		return nil, err
+	cfg.Logger = gqledge.WithRequestIDs(cfg.Logger)
+	if svc.Monitor != nil {
+		if err := m.WatchStore(svc.Monitor); err != nil {
+			return nil, err
+		}
 	}
-	s := &Server{DB: db, Metrics: m, cfg: cfg, backups: make(chan struct{}, 1)}
-	m.observeSearch(cfg.Search)
-	s.Resolver = &graph.Resolver{Incidents: db, Organizations: db, Taxonomy: db.Taxonomy(), LoaderMetrics: m, Search: cfg.Search}
-	es := graph.NewExecutableSchema(graph.Config{Resolvers: s.Resolver, Complexity: graph.Complexity()})
+	m.ObserveSearch(res.Search)
+	s := &Server{Metrics: m}
 	gql := handler.New(es)
-	gql.AddTransport(transport.Options{})
-	// gqlgen's GET and POST, writing responses in one pass (respwriter.go).
-	gql.AddTransport(getTransport{transport.GET{UseGrapQLResponseJsonByDefault: true}})
-	gql.AddTransport(postTransport{POST: transport.POST{UseGrapQLResponseJsonByDefault: true}, params: &s.params})
 	queryCache := lru.New[*ast.QueryDocument](cfg.QueryCacheSize)
 	gql.SetQueryCache(queryCache)
 	if !cfg.Prod || cfg.Introspection {
 		gql.Use(extension.Introspection{})
 	}
-	gql.Use(m.operationTracer())
-	gql.SetErrorPresenter(s.presentWithRequestID)
+	gql.Use(m.OperationTracer())
 	gql.SetRecoverFunc(func(ctx context.Context, v any) error {
 		cfg.Logger.ErrorContext(ctx, "panic in resolver", "panic", v)
 		return errors.New("internal error")
 	})
-
-	edge, err := newOps(db, cfg, m, reg, gql, s.Resolver)
+	// The edge's transports, error presenter, response cache and limits;
+	// the limits' operation interceptor is the outermost of those below,
+	// and sees every response, the guards' refusals included.
+	edge, err := gqledge.New(gqledge.Options{
+		Prod: cfg.Prod, Logger: cfg.Logger, ResponseCacheBytes: cfg.ResponseCacheBytes, APQCacheSize: cfg.APQCacheSize,
+		CacheControl: cfg.CacheControl, TrustedDocuments: cfg.TrustedDocuments, LogRequests: cfg.LogRequests,
+		ResponseMaxAge: cfg.ResponseMaxAge, Upstream: cfg.Upstream, Limits: cfg.Limits, RateLimit: cfg.RateLimit,
+		CORSOrigins: cfg.CORSOrigins, Extensions: cfg.Extensions,
+	}, svc.Changes, m, gql, queryCache)
 	if err != nil {
 		return nil, err
 	}
-	// Limits first: its operation interceptor is then the outermost, and
-	// sees every response, the guards' refusals below included (limits.go).
-	if err := s.useGuard(gql, queryCache); err != nil {
+	if cfg.Primary != "" { // before the write guard: a replica names its primary
+		gql.Use(admin.ReadOnlyReplica(cfg.Primary, edge.PresentError))
+	}
+	auth, err := admin.NewAuth(cfg.AdminToken)
+	if err != nil {
 		return nil, err
 	}
-	s.useReplicaGuard(gql) // before the write guard: a replica names its primary (api.go)
-	if err := s.useWriteGuard(gql); err != nil {
-		return nil, err
-	}
+	gql.Use(auth.WriteGuard(svc.Writer, edge.PresentError))
 	// Last, so innermost: every guard, limit and metric above applies to
 	// the operations it answers.
-	if err := s.useFastReads(gql, es); err != nil {
+	if err := useFastReads(gql, es, res, m, cfg); err != nil {
 		return nil, err
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", s.guard.graphqlHTTP(edge.cachingHandler(withLang(s.Resolver.Middleware(gql)))))
-	mux.HandleFunc("GET /schema.graphql", s.guard.serveSchema)
+	mux.Handle("/graphql", edge.GraphQL(res.Middleware(gql)))
+	mux.HandleFunc("GET /schema.graphql", edge.ServeSchema)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -174,48 +194,52 @@ func New(db *storage.DB, cfg Config, reg prometheus.Registerer) (*Server, error)
 		}
 		_, _ = w.Write([]byte("ready\n"))
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(m.gatherer, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /admin/backup", s.serveBackup)
-	s.api = s.mountAPI(mux, gql)
+	mux.Handle("GET /metrics", m.Handler())
+	mux.Handle("GET /admin/backup", admin.NewBackups(auth, svc.Backups, cfg.BackupDir, cfg.BackupTimeout, cfg.Logger))
+	s.api = restapi.Mount(mux, svc.Changes, svc.Incidents, cfg.Logger)
 	if !cfg.Prod {
 		mountGraphiQL(mux, "/graphql")
 	}
-	s.handler = edge.requestLog(s.guard.origins.cors(mux))
+	s.handler = edge.Around(mux)
 	return s, nil
 }
 
 // useFastReads answers read queries with graph.FastReads unless the
 // configuration rules it out.
-func (s *Server) useFastReads(gql *handler.Server, es graphql.ExecutableSchema) error {
-	if s.cfg.GenericExecutor {
+func useFastReads(gql *handler.Server, es graphql.ExecutableSchema, res *graph.Resolver, m *metrics.Metrics, cfg Config) error {
+	if cfg.GenericExecutor || cfg.Upstream {
 		return nil
 	}
-	for _, e := range s.cfg.Extensions {
+	for _, e := range cfg.Extensions {
 		if _, ok := e.(graphql.FieldInterceptor); ok {
 			return nil
 		}
 	}
-	fr, err := graph.NewFastReads(es, s.Resolver)
+	fr, err := graph.NewFastReads(es, res)
 	if err != nil {
 		return err
 	}
 	fr.OnPanic = func(ctx context.Context, v any) {
-		s.cfg.Logger.ErrorContext(ctx, "panic in the read executor; the query went to gqlgen's", "panic", v, "stack", string(debug.Stack()))
+		cfg.Logger.ErrorContext(ctx, "panic in the read executor; the query went to gqlgen's", "panic", v, "stack", string(debug.Stack()))
 	}
 	gql.Use(fr)
-	s.Metrics.observeFastReads(fr)
+	m.ObserveFastReads(fr)
 	return nil
 }
 
 // SetReady marks the server able to answer queries (for /readyz).
 func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
 
+// StopLongPolls ends every held change feed request at once and makes
+// later ones answer without waiting. Call it when the HTTP server shuts
+// down (http.Server.RegisterOnShutdown), so long polls do not hold it up.
+func (s *Server) StopLongPolls() { s.api.StopLongPolls() }
+
 // ServeHTTP serves the library.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 	s.handler.ServeHTTP(sw, r)
-	s.Metrics.httpRequest(r, sw.status, time.Since(start))
+	s.Metrics.HTTPRequest(r, sw.status)
 }
 
 type statusWriter struct {
@@ -237,101 +261,3 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// presentError maps domain errors to GraphQL errors with extensions.code,
-// in this one place. Internal errors are logged and shown as "internal
-// error" only.
-func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
-	var gqlErr *gqlerror.Error
-	if errors.As(err, &gqlErr) && gqlErr.Err == nil {
-		return gqlErr // parse and validation errors of gqlgen itself
-	}
-	out := graphql.DefaultErrorPresenter(ctx, err)
-	var appErr *incidentlib.Error
-	if errors.As(err, &appErr) {
-		out.Message = appErr.Message
-		if out.Extensions == nil {
-			out.Extensions = map[string]any{}
-		}
-		out.Extensions["code"] = appErr.Code
-		if len(appErr.Field) > 0 {
-			out.Extensions["field"] = appErr.Field
-		}
-		return out
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		out.Message = "the request ran out of time"
-		out.Extensions = map[string]any{"code": incidentlib.ETIMEOUT}
-		return out
-	}
-	s.cfg.Logger.ErrorContext(ctx, "internal error", "err", err, "path", out.Path.String())
-	out.Message = "internal error"
-	out.Extensions = map[string]any{"code": incidentlib.EINTERNAL}
-	return out
-}
-
-// withLang sets the request's default language from Accept-Language.
-func withLang(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h := r.Header.Get("Accept-Language"); h != "" {
-			r = r.WithContext(graph.WithLang(r.Context(), ParseAcceptLanguage(h)))
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// ParseAcceptLanguage picks English or Korean from an Accept-Language
-// header by quality; English when neither is named.
-func ParseAcceptLanguage(h string) incidentlib.Lang {
-	best, bestQ := incidentlib.LangEn, -1.0
-	for _, part := range strings.Split(h, ",") {
-		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		q := 1.0
-		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
-			if f, err := parseQ(v); err == nil {
-				q = f
-			}
-		}
-		primary, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(tag)), "-")
-		var l incidentlib.Lang
-		switch primary {
-		case "en":
-			l = incidentlib.LangEn
-		case "ko":
-			l = incidentlib.LangKo
-		default:
-			continue
-		}
-		if q > bestQ {
-			best, bestQ = l, q
-		}
-	}
-	return best
-}
-
-func parseQ(s string) (float64, error) {
-	var f float64
-	var err error
-	switch {
-	case s == "1" || strings.HasPrefix(s, "1."):
-		f = 1
-	case strings.HasPrefix(s, "0"):
-		f, err = parseDecimal(s)
-	default:
-		err = errors.New("bad q")
-	}
-	return f, err
-}
-
-func parseDecimal(s string) (float64, error) {
-	f, scale := 0.0, 1.0
-	_, frac, _ := strings.Cut(s, ".")
-	for _, c := range frac {
-		if c < '0' || c > '9' {
-			return 0, errors.New("bad q")
-		}
-		scale /= 10
-		f += float64(c-'0') * scale
-	}
-	return f, nil
-}

@@ -2,19 +2,16 @@ package server_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/gen"
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/storage"
@@ -29,24 +26,14 @@ type testServer struct {
 
 func newTestServer(tb testing.TB, incs []*incidentlib.Incident) *testServer {
 	tb.Helper()
-	db, err := storage.Open(filepath.Join(tb.TempDir(), "test.db"), storage.Options{Taxonomy: seeds.MustTaxonomy(), RecordCache: 20000})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	if len(incs) > 0 {
-		if _, err := db.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	srv, err := server.New(db, server.Config{}, prometheus.NewRegistry())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	srv.SetReady(true)
-	ts := httptest.NewServer(srv)
-	tb.Cleanup(ts.Close)
-	return &testServer{Server: ts, DB: db, Srv: srv}
+	return serveStore(tb, testutil.ServerStore(tb, incs, storage.Options{RecordCache: 20000}), server.Config{}, testutil.ServerParts{})
+}
+
+// serveStore serves the whole handler over db (internal/testutil), ready.
+func serveStore(tb testing.TB, db *storage.DB, cfg server.Config, parts testutil.ServerParts) *testServer {
+	tb.Helper()
+	hs, srv := testutil.ServerTest(tb, db, cfg, parts)
+	return &testServer{Server: hs, DB: db, Srv: srv}
 }
 
 func seedIncidents(tb testing.TB) []*incidentlib.Incident {

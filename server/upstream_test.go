@@ -14,6 +14,7 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/graph"
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/outbound"
 	"github.com/incidentlib/incidentlib/server"
 )
@@ -68,7 +69,6 @@ func newUpstreamPair(t *testing.T, timeout time.Duration, fault func(w http.Resp
 		upInc("IL-0002", "Local two"),
 	}
 	local[1].RecurrenceOf = "IL-9003"
-	p.local = apiServer(t, server.Config{}, local)
 	var err error
 	if p.client, err = outbound.New(upClientConfig(), nil); err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func newUpstreamPair(t *testing.T, timeout time.Duration, fault func(w http.Resp
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.local.Srv.Resolver.Upstream = up
+	p.local = apiServerWith(t, server.Config{Upstream: true}, local, testutil.ServerParts{Resolver: func(r *graph.Resolver) { r.Upstream = up }})
 	return p
 }
 

@@ -16,11 +16,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/server/metrics"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
@@ -35,18 +35,12 @@ type wrServer struct {
 
 func newWriteServer(tb testing.TB, adminToken string) *wrServer {
 	tb.Helper()
-	db, err := storage.Open(filepath.Join(tb.TempDir(), "writes.db"), storage.Options{Taxonomy: seeds.MustTaxonomy(), RecordCache: 1000})
+	m, err := metrics.New(nil) // before the store: TestWriteMetrics counts its commits
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { db.Close() })
-	srv, err := server.New(db, server.Config{AdminToken: adminToken}, prometheus.NewRegistry())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	srv.SetReady(true)
-	ts := httptest.NewServer(srv)
-	tb.Cleanup(ts.Close)
+	db := testutil.ServerStore(tb, nil, storage.Options{RecordCache: 1000})
+	ts, _ := testutil.ServerTest(tb, db, server.Config{AdminToken: adminToken}, testutil.ServerParts{Metrics: m})
 	return &wrServer{Server: ts, DB: db}
 }
 
@@ -214,13 +208,9 @@ func TestMutationsNeedTheAdminToken(t *testing.T) {
 }
 
 func TestAdminTokenRefusedAtStart(t *testing.T) {
-	db, err := storage.Open(filepath.Join(t.TempDir(), "x.db"), storage.Options{Taxonomy: seeds.MustTaxonomy()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := testutil.ServerStore(t, nil, storage.Options{})
 	for _, tok := range []string{"short", "has a space in the middle of it"} {
-		if _, err := server.New(db, server.Config{AdminToken: tok}, prometheus.NewRegistry()); err == nil {
+		if _, err := testutil.ServerOn(db, server.Config{AdminToken: tok}, testutil.ServerParts{}); err == nil {
 			t.Errorf("admin token %q was accepted", tok)
 		}
 	}
@@ -587,12 +577,7 @@ func TestBackupEndpoint(t *testing.T) {
 			t.Fatal("the restored copy does not hold the records written before it")
 		}
 		// A server over the restored copy answers like the original.
-		srv, err := server.New(restored, server.Config{}, prometheus.NewRegistry())
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts := httptest.NewServer(srv)
-		defer ts.Close()
+		ts, _ := testutil.ServerTest(t, restored, server.Config{}, testutil.ServerParts{})
 		rs := &wrServer{Server: ts, DB: restored}
 		q := `{ incidents(first: 5, orderBy: {field: ID, direction: ASC}) { totalCount nodes { id title(lang: KO) } } }`
 		a, b := rs.do(t, "", q, nil), s.do(t, "", `{ incidents(first: 5, orderBy: {field: ID, direction: ASC}, filter: {ids: ["IL-0001","IL-0002","IL-0003","IL-0004","IL-0005"]}) { nodes { id title(lang: KO) } } }`, nil)

@@ -23,6 +23,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/server/gqledge"
 )
 
 func init() {
@@ -76,11 +77,11 @@ func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
 	// one with the response cache (the default 64 MiB), one without.
 	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	reg := prometheus.NewRegistry()
-	cached, err := server.New(db, server.Config{Prod: true, Logger: logger, LogRequests: true}, reg)
+	cached, err := newServer(db, nil, server.Config{Prod: true, Logger: logger, LogRequests: true}, reg)
 	if err != nil {
 		return err
 	}
-	uncached, err := server.New(db, server.Config{Prod: true, Logger: logger, LogRequests: true, ResponseCacheBytes: -1}, nil)
+	uncached, err := newServer(db, nil, server.Config{Prod: true, Logger: logger, LogRequests: true, ResponseCacheBytes: -1}, nil)
 	if err != nil {
 		return err
 	}
@@ -100,7 +101,7 @@ func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
 
 	vars := map[string]any{"first": b.first}
 	varsJSON, _ := json.Marshal(vars)
-	hash := server.DocumentHash(ListPageQuery)
+	hash := gqledge.DocumentHash(ListPageQuery)
 	ext := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": hash}}
 	extJSON, _ := json.Marshal(ext)
 	postBody, _ := json.Marshal(map[string]any{"query": ListPageQuery, "variables": vars})

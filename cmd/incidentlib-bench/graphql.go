@@ -80,7 +80,7 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	}
 	defer db.Close()
 
-	srv, err := server.New(db, executionConfig, nil)
+	srv, err := newServer(db, nil, executionConfig, nil)
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	// the list page: what graph.FastReads saves.
 	genericConfig := executionConfig
 	genericConfig.GenericExecutor = true
-	generic, err := server.New(db, genericConfig, prometheus.NewRegistry())
+	generic, err := newServer(db, nil, genericConfig, prometheus.NewRegistry())
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/server/gqledge"
 )
 
 func init() {
@@ -218,20 +219,20 @@ func hostileRequests() []hostileRequest {
 	copy(big, `{"query": "{ incidents { totalCount } }", "variables": {"x": "`)
 	big[len(big)-2], big[len(big)-1] = '"', '}'
 	return []hostileRequest{
-		post("related 20 deep", `{ incidents(first: 100) { nodes { `+strings.Repeat("related { ", 20)+"id"+strings.Repeat(" }", 20)+" } } }", server.CodeDepthLimit),
-		post("1000 aliases of incidents(first: 100)", aliases.String(), server.CodeTokenLimit),
-		post("31 aliases of incidents(first: 100)", aliases31.String(), server.CodeAliasLimit),
-		post("10,000 repeated fields", "{ incidents { "+strings.Repeat("totalCount ", 10_000)+"} }", server.CodeTokenLimit),
-		post("1,500 repeated fields", "{ incidents { "+strings.Repeat("totalCount ", 1_500)+"} }", server.CodeRepeatLimit),
-		post("fragment chain doubling 40 times (aliases)", chain(40, "a: related { ...NEXT } b: related { ...NEXT }"), server.CodeAliasLimit),
-		post("fragment chain doubling 40 times", chain(40, "related { ...NEXT } recurrences { ...NEXT }"), server.CodeDepthLimit),
-		post("fragment fan-out 3^9 within the depth", chain(9, "related { ...NEXT } recurrences { ...NEXT } recurrenceOf { ...NEXT }"), server.CodeCostLimit),
+		post("related 20 deep", `{ incidents(first: 100) { nodes { `+strings.Repeat("related { ", 20)+"id"+strings.Repeat(" }", 20)+" } } }", gqledge.CodeDepthLimit),
+		post("1000 aliases of incidents(first: 100)", aliases.String(), gqledge.CodeTokenLimit),
+		post("31 aliases of incidents(first: 100)", aliases31.String(), gqledge.CodeAliasLimit),
+		post("10,000 repeated fields", "{ incidents { "+strings.Repeat("totalCount ", 10_000)+"} }", gqledge.CodeTokenLimit),
+		post("1,500 repeated fields", "{ incidents { "+strings.Repeat("totalCount ", 1_500)+"} }", gqledge.CodeRepeatLimit),
+		post("fragment chain doubling 40 times (aliases)", chain(40, "a: related { ...NEXT } b: related { ...NEXT }"), gqledge.CodeAliasLimit),
+		post("fragment chain doubling 40 times", chain(40, "related { ...NEXT } recurrences { ...NEXT }"), gqledge.CodeDepthLimit),
+		post("fragment fan-out 3^9 within the depth", chain(9, "related { ...NEXT } recurrences { ...NEXT } recurrenceOf { ...NEXT }"), gqledge.CodeCostLimit),
 		post("fragment cycle", `{ incidents { nodes { ...A } } } fragment A on Incident { related { ...B } } fragment B on Incident { related { ...A } }`, "GRAPHQL_VALIDATION_FAILED"),
-		post("cost 27,801", `{ incidents(first: 100) { nodes { related { related { related { id title } } } similar(first: 100) { incident { id } } } } }`, server.CodeCostLimit),
-		post("introspection in prod", `{ __schema { types { name fields { name } } } }`, server.CodeIntrospectionOff),
-		{name: "10 MB body", method: http.MethodPost, body: big, code: server.CodeBodyTooLarge},
-		{name: "batch of 500", method: http.MethodPost, body: batchBody, code: server.CodeBatchLimit},
-		{name: "mutation over GET", method: http.MethodGet, query: `mutation { deleteIncident(id: "IL-0001") { __typename } }`, code: server.CodeMethodNotAllowed},
+		post("cost 27,801", `{ incidents(first: 100) { nodes { related { related { related { id title } } } similar(first: 100) { incident { id } } } } }`, gqledge.CodeCostLimit),
+		post("introspection in prod", `{ __schema { types { name fields { name } } } }`, gqledge.CodeIntrospectionOff),
+		{name: "10 MB body", method: http.MethodPost, body: big, code: gqledge.CodeBodyTooLarge},
+		{name: "batch of 500", method: http.MethodPost, body: batchBody, code: gqledge.CodeBatchLimit},
+		{name: "mutation over GET", method: http.MethodGet, query: `mutation { deleteIncident(id: "IL-0001") { __typename } }`, code: gqledge.CodeMethodNotAllowed},
 	}
 }
 
@@ -343,7 +344,7 @@ func (b *hostileBench) run(ctx context.Context, reqs []hostileRequest, stdout io
 	if b.responseCache {
 		cacheBytes = 0
 	}
-	srv, err := server.New(db, server.Config{Prod: true, ResponseCacheBytes: cacheBytes}, nil)
+	srv, err := newServer(db, nil, server.Config{Prod: true, ResponseCacheBytes: cacheBytes}, nil)
 	if err != nil {
 		return err
 	}

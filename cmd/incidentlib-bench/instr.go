@@ -149,7 +149,7 @@ func serveInstrChild(ctx context.Context, spec string) error {
 		return err
 	}
 	defer db.Close()
-	srv, err := server.New(db, executionConfig, nil)
+	srv, err := newServer(db, nil, executionConfig, nil)
 	if err != nil {
 		return err
 	}

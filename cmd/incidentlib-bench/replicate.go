@@ -121,7 +121,7 @@ func (b *replicateBench) run(ctx context.Context, stdout io.Writer) error {
 	}
 	incs = nil
 	fmt.Fprintf(stdout, "replicate: the primary holds %d incidents (filled in %s)\n", b.count, time.Since(t0).Round(time.Millisecond))
-	srv, err := server.New(primary, server.Config{Prod: true}, nil)
+	srv, err := newServer(primary, nil, server.Config{Prod: true}, nil)
 	if err != nil {
 		return err
 	}

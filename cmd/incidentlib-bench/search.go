@@ -176,7 +176,7 @@ func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) err
 	// The same queries through the GraphQL API over loopback: each client
 	// a keep-alive connection, the latency counted from the request's
 	// sending, so the wait for a core is part of it, as it is for a user.
-	srv, err := server.New(db, server.Config{Prod: true, ResponseCacheBytes: -1, Search: x}, prometheus.NewRegistry())
+	srv, err := newServer(db, x, server.Config{Prod: true, ResponseCacheBytes: -1}, prometheus.NewRegistry())
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,6 +21,8 @@ import (
 	"github.com/incidentlib/incidentlib/importer"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/server/admin"
+	"github.com/incidentlib/incidentlib/server/metrics"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
@@ -69,7 +72,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	prod := f.boolean("prod", false, "production mode: no playground, no introspection")
 	adminToken := f.str("admin-token", "", "bearer token that mutations and /admin/backup need; without one the server is read-only (prefer the environment variable: flags show in ps)")
 	f.checks = append(f.checks, func() error {
-		if err := server.CheckAdminToken(*adminToken); err != nil {
+		if err := admin.CheckAdminToken(*adminToken); err != nil {
 			return fmt.Errorf("--admin-token: %v", err)
 		}
 		return nil
@@ -126,11 +129,18 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("--gc-percent: %v", err)
 	}
 
+	// The metrics come first: they observe the store's commits.
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		return err
+	}
 	db, err := sf.open(false)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	db.Observe = m.ObserveCommit               // until storage.Options.ObserveCommit: storeshim.go
 	if *seed == "auto" && of.primary() == "" { // a replica's incidents come from its primary
 		incs, err := seeds.Incidents()
 		if err != nil {
@@ -151,8 +161,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	defer stopSearch()
 
-	reg := prometheus.NewRegistry()
-	srv, err := server.New(db, lf.config(ef.config(server.Config{Prod: *prod, QueryCacheSize: *queryCache, Logger: logger, Primary: of.primary(), AdminToken: *adminToken, Search: searchSvc, GenericExecutor: *executor == "gqlgen"}, upstreamMaxAge(of))), reg)
+	cfg := lf.config(ef.config(server.Config{Prod: *prod, QueryCacheSize: *queryCache, Logger: logger, Primary: of.primary(),
+		AdminToken: *adminToken, BackupDir: filepath.Dir(db.Path()), GenericExecutor: *executor == "gqlgen"}, of))
+	srv, res, err := newServer(db, searchSvc, m, cfg)
 	if err != nil {
 		return err
 	}
@@ -171,7 +182,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer stopPprof()
-	jobs, err := of.start(ctx, db, srv, reg, logger) // marks the server ready
+	jobs, err := of.start(ctx, db, srv, res, reg, logger) // marks the server ready
 	if err != nil {
 		ln.Close()
 		return err

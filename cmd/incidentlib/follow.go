@@ -89,7 +89,7 @@ func (j *outboundJobs) stop() {
 // start builds the outbound client and starts the jobs the flags ask for.
 // A replica is marked ready (/readyz) once it is level with its primary;
 // any other server is ready at once.
-func (o *outboundFlags) start(ctx context.Context, db *storage.DB, srv *server.Server, reg prometheus.Registerer, logger *slog.Logger) (*outboundJobs, error) {
+func (o *outboundFlags) start(ctx context.Context, db *storage.DB, srv *server.Server, res *graph.Resolver, reg prometheus.Registerer, logger *slog.Logger) (*outboundJobs, error) {
 	jctx, cancel := context.WithCancel(ctx)
 	jobs := &outboundJobs{cancel: cancel}
 	if *o.follow == "" && *o.store.upstream == "" && *o.linkcheckInterval == 0 {
@@ -112,7 +112,7 @@ func (o *outboundFlags) start(ctx context.Context, db *storage.DB, srv *server.S
 			cancel()
 			return nil, err
 		}
-		srv.Resolver.Upstream = up
+		res.Upstream = up
 		logger.Info("linked incidents not in this library resolve from the upstream", "upstream", up.URL())
 	}
 	if *o.follow == "" {

@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/server/gqledge"
 )
 
 // limitFlags are serve's flags against hostile and careless clients: the
 // limits of one request, the per-client rate of cost, CORS, introspection
-// in prod mode and the Go memory limit (server/limits.go, ratelimit.go,
-// cors.go, prod.go).
+// in prod mode and the Go memory limit (server/gqledge: limits.go, ratelimit.go,
+// cors.go, prod.go; server/gc.go).
 type limitFlags struct {
 	maxCost, maxDepth, maxAliases, maxTokens, maxBatch *int
 	maxBody                                            *byteSize
@@ -24,14 +25,14 @@ type limitFlags struct {
 
 func addLimitFlags(f *flags) *limitFlags {
 	l := &limitFlags{
-		maxCost: f.count("max-cost", server.DefaultMaxCost, 100,
+		maxCost: f.count("max-cost", gqledge.DefaultMaxCost, 100,
 			"largest cost of one request (a batch shares it), in cost units: 1 per field, a list or page its size times its items (reported in extensions.cost)"),
-		maxDepth:   f.count("max-depth", server.DefaultMaxDepth, 3, "deepest nesting of fields in a document, in fields, fragments expanded"),
-		maxAliases: f.count("max-aliases", server.DefaultMaxAliases, 1, "aliased fields in a document, in fields, fragments expanded"),
-		maxTokens:  f.count("max-tokens", server.DefaultMaxTokens, 100, "tokens the parser reads of one document, in tokens"),
-		maxBatch:   f.count("max-batch", server.DefaultMaxBatch, 1, "operations in one POST sent as a JSON array, in operations; 1 turns batching off"),
-		maxBody:    f.bytes("max-body", server.DefaultMaxBody, false, "largest request body, in bytes; larger answers 413"),
-		requestTimeout: f.duration("request-timeout", server.DefaultRequestTimeout, false,
+		maxDepth:   f.count("max-depth", gqledge.DefaultMaxDepth, 3, "deepest nesting of fields in a document, in fields, fragments expanded"),
+		maxAliases: f.count("max-aliases", gqledge.DefaultMaxAliases, 1, "aliased fields in a document, in fields, fragments expanded"),
+		maxTokens:  f.count("max-tokens", gqledge.DefaultMaxTokens, 100, "tokens the parser reads of one document, in tokens"),
+		maxBatch:   f.count("max-batch", gqledge.DefaultMaxBatch, 1, "operations in one POST sent as a JSON array, in operations; 1 turns batching off"),
+		maxBody:    f.bytes("max-body", gqledge.DefaultMaxBody, false, "largest request body, in bytes; larger answers 413"),
+		requestTimeout: f.duration("request-timeout", gqledge.DefaultRequestTimeout, false,
 			"deadline of each GraphQL request, passed to resolvers, loaders and the store; past it, TIMEOUT with the data so far"),
 		rateLimit: f.count("rate-limit", 0, 0,
 			"cost each client may spend per second, in cost units per second (a client is its bearer token, else its IP address); 0, the default, is off"),
@@ -57,11 +58,11 @@ func addLimitFlags(f *flags) *limitFlags {
 			return fmt.Errorf("--max-body must be at least 1KiB, got %s", l.maxBody)
 		}
 		if h := strings.TrimSpace(*l.proxyHeader); h != "" {
-			if err := server.ValidateHeaderName(h); err != nil {
+			if err := gqledge.ValidateHeaderName(h); err != nil {
 				return fmt.Errorf("--trusted-proxy-header: %v", err)
 			}
 		}
-		if err := server.ValidateCORSOrigins(l.origins()); err != nil {
+		if err := gqledge.ValidateCORSOrigins(l.origins()); err != nil {
 			return fmt.Errorf("--cors-origins: %v", err)
 		}
 		return nil
@@ -71,11 +72,11 @@ func addLimitFlags(f *flags) *limitFlags {
 
 // config sets the limits' fields of cfg.
 func (l *limitFlags) config(cfg server.Config) server.Config {
-	cfg.Limits = server.Limits{
+	cfg.Limits = gqledge.Limits{
 		MaxCost: *l.maxCost, MaxDepth: *l.maxDepth, MaxAliases: *l.maxAliases, MaxTokens: *l.maxTokens,
 		MaxBody: int64(*l.maxBody), MaxBatch: *l.maxBatch, RequestTimeout: *l.requestTimeout,
 	}
-	cfg.RateLimit = server.RateLimit{
+	cfg.RateLimit = gqledge.RateLimit{
 		CostPerSecond: float64(*l.rateLimit), Burst: *l.rateBurst, TrustedProxyHeader: strings.TrimSpace(*l.proxyHeader),
 	}
 	cfg.CORSOrigins = l.origins()

@@ -1,4 +1,4 @@
-package server
+package gqledge
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package server
+package gqledge
 
 import (
 	"context"
@@ -157,7 +157,7 @@ func newRequestMetrics(reg prometheus.Registerer) (*requestMetrics, error) {
 // others are strings and numbers, bounded, formatted by the JSON handler
 // without reflection. On a cache hit the cost text and the histogram come
 // resolved with the entry.
-func (o *ops) requestLog(next http.Handler) http.Handler {
+func (o *Edge) requestLog(next http.Handler) http.Handler {
 	lines := newRequestLines(o.logger)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -185,7 +185,7 @@ func (o *ops) requestLog(next http.Handler) http.Handler {
 				if cache == "" {
 					cache = cacheBypass
 				}
-				o.reqMetrics.duration.WithLabelValues(o.m.operationLabel(st.op), cache).Observe(d.Seconds())
+				o.reqMetrics.duration.WithLabelValues(o.m.OperationLabel(st.op), cache).Observe(d.Seconds())
 			}
 		}
 		if !o.logRequests {
@@ -301,4 +301,32 @@ func costString(v any) string {
 		}
 	}
 	return "?"
+}
+
+// requestIDHandler adds request_id to every record logged with a request's
+// context.
+type requestIDHandler struct{ slog.Handler }
+
+// WithRequestIDs returns l with request_id added to every record logged
+// with a request's context (RequestID).
+func WithRequestIDs(l *slog.Logger) *slog.Logger {
+	if _, ok := l.Handler().(requestIDHandler); ok {
+		return l
+	}
+	return slog.New(requestIDHandler{l.Handler()})
+}
+
+func (h requestIDHandler) Handle(ctx context.Context, r slog.Record) error {
+	if id := RequestID(ctx); id != "" {
+		r.AddAttrs(slog.String("request_id", id))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h requestIDHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return requestIDHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h requestIDHandler) WithGroup(name string) slog.Handler {
+	return requestIDHandler{h.Handler.WithGroup(name)}
 }

@@ -1,4 +1,4 @@
-package server
+package gqledge
 
 import (
 	"bytes"
@@ -186,7 +186,7 @@ func writeHeaders(w http.ResponseWriter, contentType string, extra map[string][]
 	}
 }
 
-// decodedBody is what a POST body says, decoded once (Server.params), and
+// decodedBody is what a POST body says, decoded once (Edge.params), and
 // what follows from the body alone: the cost of its operation, which the
 // limits extension computes the first time (0 until then, else cost + 1).
 type decodedBody struct {

@@ -1,4 +1,4 @@
-package server
+package gqledge
 
 import (
 	"crypto/rand"
@@ -47,7 +47,7 @@ func newEpoch() string {
 // etag is the strong validator of a response: its key computed at its
 // store sequence (and, with upstream data, at its birth time, so that a 304
 // never outlives the cache entry).
-func (o *ops) etag(e *cachedResponse) string {
+func (o *Edge) etag(e *cachedResponse) string {
 	var b strings.Builder
 	b.Grow(64)
 	b.WriteByte('"')
@@ -64,7 +64,7 @@ func (o *ops) etag(e *cachedResponse) string {
 	return b.String()
 }
 
-func (o *ops) setCacheHeaders(h http.Header, etag string) {
+func (o *Edge) setCacheHeaders(h http.Header, etag string) {
 	h["Etag"] = []string{etag}
 	h["Cache-Control"] = []string{o.cacheControl}
 	h["Vary"] = []string{varyHeaders}

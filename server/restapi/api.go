@@ -1,20 +1,19 @@
-package server
+// Package restapi is the REST side of the library, for other programs
+// rather than pages: the change feed (GET /api/v1/changes) that replicas
+// and the search index follow, and incidents as IL-JSON by id.
+package restapi
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/99designs/gqlgen/graphql"
-	"github.com/99designs/gqlgen/graphql/handler"
-	"github.com/vektah/gqlparser/v2/ast"
-	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/incidentlib/incidentlib"
 )
@@ -55,37 +54,31 @@ const (
 // SeqHeader carries the store's change sequence on feed answers.
 const SeqHeader = "Incidentlib-Seq"
 
-// api serves the REST endpoints.
-type api struct {
-	s        *Server
-	stopOnce sync.Once
-	stop     chan struct{} // closed by StopLongPolls
+// API serves the REST endpoints.
+type API struct {
+	log       incidentlib.ChangeLog
+	incidents incidentlib.IncidentService
+	logger    *slog.Logger
+	stopOnce  sync.Once
+	stop      chan struct{} // closed by StopLongPolls
 }
 
-// mountAPI adds the REST endpoints to mux.
-func (s *Server) mountAPI(mux *http.ServeMux, _ *handler.Server) *api {
-	a := &api{s: s, stop: make(chan struct{})}
+// Mount adds the REST endpoints to mux: the feed reads changes, the
+// incident endpoints incidents; internal errors go to logger.
+func Mount(mux *http.ServeMux, changes incidentlib.ChangeLog, incidents incidentlib.IncidentService, logger *slog.Logger) *API {
+	a := &API{log: changes, incidents: incidents, logger: logger, stop: make(chan struct{})}
 	mux.HandleFunc("GET /api/v1/changes", a.changes)
 	mux.HandleFunc("GET /api/v1/incidents/{id}", a.incident)
-	mux.HandleFunc("GET /api/v1/incidents", a.incidents)
+	mux.HandleFunc("GET /api/v1/incidents", a.incidentList)
 	return a
-}
-
-// useReplicaGuard makes gql answer every mutation with READ_ONLY, naming
-// the primary, on a replica (Config.Primary set). It goes before any other
-// guard of mutations.
-func (s *Server) useReplicaGuard(gql *handler.Server) {
-	if s.cfg.Primary != "" {
-		gql.Use(readOnlyGuard{s})
-	}
 }
 
 // StopLongPolls ends every held feed request at once (they answer with
 // what they have, usually nothing) and makes later ones answer without
 // waiting. Call it when the HTTP server shuts down
 // (http.Server.RegisterOnShutdown), so long polls do not hold it up.
-func (s *Server) StopLongPolls() {
-	s.api.stopOnce.Do(func() { close(s.api.stop) })
+func (a *API) StopLongPolls() {
+	a.stopOnce.Do(func() { close(a.stop) })
 }
 
 // httpStatus maps an error code to the HTTP status of the REST API, in
@@ -112,13 +105,13 @@ func httpStatus(code string) int {
 
 // writeError answers with err as JSON. Internal errors are logged and shown
 // as "internal error" only.
-func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
+func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code := incidentlib.ErrorCode(err)
 	if errors.Is(err, context.DeadlineExceeded) {
 		code, err = incidentlib.ETIMEOUT, incidentlib.Errorf(incidentlib.ETIMEOUT, "the request ran out of time")
 	}
 	if code == incidentlib.EINTERNAL {
-		a.s.cfg.Logger.ErrorContext(r.Context(), "internal error", "err", err, "path", r.URL.Path)
+		a.logger.ErrorContext(r.Context(), "internal error", "err", err, "path", r.URL.Path)
 	}
 	body := map[string]any{"code": code, "message": incidentlib.ErrorMessage(err)}
 	if f := incidentlib.ErrorField(err); len(f) > 0 {
@@ -170,13 +163,13 @@ func parseFeedParams(r *http.Request) (feedParams, error) {
 }
 
 // changes serves the change feed.
-func (a *api) changes(w http.ResponseWriter, r *http.Request) {
+func (a *API) changes(w http.ResponseWriter, r *http.Request) {
 	p, err := parseFeedParams(r)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	db := a.s.DB
+	db := a.log
 	head := db.Seq()
 	if p.since > head {
 		a.writeError(w, r, incidentlib.Errorf(incidentlib.ECONFLICT,
@@ -213,7 +206,7 @@ func (a *api) changes(w http.ResponseWriter, r *http.Request) {
 		if sent {
 			// The status is out: cut the answer short so that the client
 			// sees a broken body rather than an empty page.
-			a.s.cfg.Logger.ErrorContext(r.Context(), "change feed read failed", "err", err)
+			a.logger.ErrorContext(r.Context(), "change feed read failed", "err", err)
 			panic(http.ErrAbortHandler)
 		}
 		a.writeError(w, r, err)
@@ -222,7 +215,7 @@ func (a *api) changes(w http.ResponseWriter, r *http.Request) {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	for _, c := range changes {
 		if err := incidentlib.WriteRawChangeLine(bw, c.Seq, c.Deleted, c.ID, c.Record); err != nil {
-			a.s.cfg.Logger.ErrorContext(r.Context(), "change feed write failed", "err", err, "seq", c.Seq)
+			a.logger.ErrorContext(r.Context(), "change feed write failed", "err", err, "seq", c.Seq)
 			panic(http.ErrAbortHandler)
 		}
 	}
@@ -230,13 +223,13 @@ func (a *api) changes(w http.ResponseWriter, r *http.Request) {
 }
 
 // incident serves one incident as IL-JSON.
-func (a *api) incident(w http.ResponseWriter, r *http.Request) {
+func (a *API) incident(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if _, ok := incidentlib.ParseID(id); !ok {
 		a.writeError(w, r, invalid("id", "%q is not an incident id such as IL-0213", id))
 		return
 	}
-	incs, err := a.s.DB.FindIncidentsByIDs(r.Context(), []string{id})
+	incs, err := a.incidents.FindIncidentsByIDs(r.Context(), []string{id})
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -254,8 +247,8 @@ func (a *api) incident(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// incidents serves the incidents of ids=a,b,c as a JSON array.
-func (a *api) incidents(w http.ResponseWriter, r *http.Request) {
+// incidentList serves the incidents of ids=a,b,c as a JSON array.
+func (a *API) incidentList(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query().Get("ids")
 	if v == "" {
 		a.writeError(w, r, invalid("ids", "ids is required: a comma-separated list of incident ids such as IL-0213,IL-0216"))
@@ -278,7 +271,7 @@ func (a *api) incidents(w http.ResponseWriter, r *http.Request) {
 			ids = append(ids, id)
 		}
 	}
-	incs, err := a.s.DB.FindIncidentsByIDs(r.Context(), ids)
+	incs, err := a.incidents.FindIncidentsByIDs(r.Context(), ids)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -303,22 +296,4 @@ func (a *api) incidents(w http.ResponseWriter, r *http.Request) {
 	}
 	bw.WriteString("]\n")
 	_ = bw.Flush()
-}
-
-// readOnlyGuard answers every mutation with READ_ONLY on a replica, before
-// any resolver runs, naming the primary that takes writes.
-type readOnlyGuard struct{ s *Server }
-
-func (readOnlyGuard) ExtensionName() string                   { return "ReadOnlyReplica" }
-func (readOnlyGuard) Validate(graphql.ExecutableSchema) error { return nil }
-
-func (g readOnlyGuard) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
-	oc := graphql.GetOperationContext(ctx)
-	if oc.Operation == nil || oc.Operation.Operation != ast.Mutation {
-		return next(ctx)
-	}
-	e := g.s.presentError(ctx, incidentlib.Errorf(incidentlib.EREADONLY,
-		"this server is a read-only replica of %s: send mutations to the primary", g.s.cfg.Primary))
-	e.Extensions["primary"] = g.s.cfg.Primary
-	return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{e}})
 }

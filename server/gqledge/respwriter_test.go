@@ -1,4 +1,4 @@
-package server
+package gqledge
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/executor"
+	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -23,6 +24,7 @@ import (
 	"github.com/incidentlib/incidentlib/gen"
 	"github.com/incidentlib/incidentlib/graph"
 	"github.com/incidentlib/incidentlib/seeds"
+	"github.com/incidentlib/incidentlib/server/metrics"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
@@ -31,7 +33,7 @@ import (
 // executor of the real schema, and requires the same status, content type
 // and body, byte for byte: the one-pass writer must write what json.Marshal
 // writes. The corpus holds text with every character encoding/json
-// escapes. It also checks that the server itself answers through them.
+// escapes. It also checks that the edge itself answers through them.
 func TestResponseBytes(t *testing.T) {
 	tax := seeds.MustTaxonomy()
 	db, err := storage.Open(filepath.Join(t.TempDir(), "test.db"), storage.Options{Taxonomy: tax, RecordCache: 1000})
@@ -136,13 +138,20 @@ func TestResponseBytes(t *testing.T) {
 			}
 		})
 	}
-	t.Run("Server", func(t *testing.T) {
-		srv, err := New(db, Config{ResponseCacheBytes: -1}, nil)
+	t.Run("Edge", func(t *testing.T) {
+		m, err := metrics.New(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: resolver, Complexity: graph.Complexity()}))
+		queryCache := lru.New[*ast.QueryDocument](100)
+		gql.SetQueryCache(queryCache)
+		edge, err := New(Options{ResponseCacheBytes: -1}, seqZero{}, m, gql, queryCache)
 		if err != nil {
 			t.Fatal(err)
 		}
 		rec := httptest.NewRecorder()
-		srv.ServeHTTP(rec, post(body(oddQuery, nil)))
+		edge.GraphQL(resolver.Middleware(gql)).ServeHTTP(rec, post(body(oddQuery, nil)))
 		b := rec.Body.Bytes()
 		if rec.Code != http.StatusOK || rec.Header().Get("Content-Length") != strconv.Itoa(len(b)) {
 			t.Fatalf("status %d, Content-Length %q for %d bytes: the server does not answer through the one-pass writer", rec.Code, rec.Header().Get("Content-Length"), len(b))
@@ -159,6 +168,11 @@ func TestResponseBytes(t *testing.T) {
 		}
 	})
 }
+
+// seqZero is a change log at sequence 0, for an edge whose cache is off.
+type seqZero struct{ incidentlib.ChangeLog }
+
+func (seqZero) Seq() uint64 { return 0 }
 
 // costExtension adds an extension to every response, as the server's cost
 // limit does, so that the one-pass writer's extensions are compared too.
@@ -208,7 +222,7 @@ func FuzzWriteResponse(f *testing.F) {
 }
 
 // TestDecodeParamsCopies: the POST transport decodes a body once
-// (Server.params) and gives each request its own variables and extensions:
+// (Edge.params) and gives each request its own variables and extensions:
 // gqlgen's coercion of variables writes into the maps of input objects, so
 // a shared map would carry one request's writes into the next and race
 // between concurrent requests.

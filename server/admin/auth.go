@@ -1,4 +1,9 @@
-package server
+// Package admin holds what only the library's operator may do, and the
+// checks that keep everyone else out: the admin token (auth.go), which
+// mutations and backups need; the read-only guard of a replica
+// (replica.go); backups of the store (GET /admin/backup, backup.go); and
+// the pprof listener on its own address (pprof.go).
+package admin
 
 import (
 	"context"
@@ -10,7 +15,6 @@ import (
 	"unicode"
 
 	"github.com/99designs/gqlgen/graphql"
-	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
@@ -37,27 +41,29 @@ func CheckAdminToken(token string) error {
 	return nil
 }
 
-// adminAuth checks the admin token of a request in constant time.
-type adminAuth struct {
+// Auth checks the admin token of a request in constant time.
+type Auth struct {
 	sum [sha256.Size]byte // of the token; zero when there is none
 	set bool
 }
 
-func newAdminAuth(token string) (*adminAuth, error) {
+// NewAuth makes the check of token ("" for none: a read-only server).
+// It returns CheckAdminToken's error for a token that cannot be one.
+func NewAuth(token string) (*Auth, error) {
 	if err := CheckAdminToken(token); err != nil {
 		return nil, err
 	}
 	if token == "" {
-		return &adminAuth{}, nil
+		return &Auth{}, nil
 	}
-	return &adminAuth{sum: sha256.Sum256([]byte(token)), set: true}, nil
+	return &Auth{sum: sha256.Sum256([]byte(token)), set: true}, nil
 }
 
 // check returns nil if the Authorization header carries the admin token,
 // else EREADONLY (no token configured) or EUNAUTHORIZED. The token is
 // compared by its hash, so neither its bytes nor its length leak through
 // timing.
-func (a *adminAuth) check(header, what string) error {
+func (a *Auth) check(header, what string) error {
 	if !a.set {
 		return incidentlib.Errorf(incidentlib.EREADONLY,
 			"this server is read-only: %s need the server to be started with --admin-token (or INCIDENTLIB_ADMIN_TOKEN)", what)
@@ -80,9 +86,9 @@ func (a *adminAuth) check(header, what string) error {
 // before any resolver runs (so a refused request changes nothing) and
 // otherwise grants the operation the right to write (graph.WithWriter).
 type writeGuard struct {
-	s      *Server
-	auth   *adminAuth
-	writer incidentlib.IncidentWriter
+	auth    *Auth
+	writer  incidentlib.IncidentWriter
+	present graphql.ErrorPresenterFunc
 }
 
 func (writeGuard) ExtensionName() string                   { return "AdminWrites" }
@@ -94,26 +100,22 @@ func (g writeGuard) InterceptOperation(ctx context.Context, next graphql.Operati
 		return next(ctx)
 	}
 	if err := g.auth.check(oc.Headers.Get("Authorization"), "mutations"); err != nil {
-		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{g.s.presentError(ctx, err)}})
+		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{g.present(ctx, err)}})
 	}
 	return next(graph.WithWriter(ctx, g.writer))
 }
 
-// useWriteGuard installs the admin token check on gql.
-func (s *Server) useWriteGuard(gql *handler.Server) error {
-	auth, err := newAdminAuth(s.cfg.AdminToken)
-	if err != nil {
-		return err
-	}
-	s.admin = auth
-	gql.Use(writeGuard{s: s, auth: auth, writer: s.DB})
-	return nil
+// WriteGuard is the gqlgen extension that lets a mutation run only with
+// the admin token, granting it writer; present makes the refusal's
+// GraphQL error.
+func (a *Auth) WriteGuard(writer incidentlib.IncidentWriter, present graphql.ErrorPresenterFunc) graphql.HandlerExtension {
+	return writeGuard{auth: a, writer: writer, present: present}
 }
 
-// requireAdmin answers 401 or 403 unless the request carries the admin
-// token.
-func (s *Server) requireAdmin(w http.ResponseWriter, r *http.Request, what string) bool {
-	err := s.admin.check(r.Header.Get("Authorization"), what)
+// Require answers 401 or 403 unless the request carries the admin token;
+// what names what needs it, in the answer.
+func (a *Auth) Require(w http.ResponseWriter, r *http.Request, what string) bool {
+	err := a.check(r.Header.Get("Authorization"), what)
 	if err == nil {
 		return true
 	}

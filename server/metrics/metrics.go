@@ -1,4 +1,10 @@
-package server
+// Package metrics holds the server's Prometheus metrics: GraphQL
+// operations and errors, HTTP requests, dataloader batches, the executor
+// that answered, the store's commit durations and its figures (read at
+// scrape time through an incidentlib.StoreMonitor), and the search queue.
+// The HTTP edge's own metrics (response cache, request durations, persisted
+// queries) are registered by server/gqledge on the same registry.
+package metrics
 
 import (
 	"context"
@@ -12,10 +18,10 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/graph"
-	"github.com/incidentlib/incidentlib/storage"
 )
 
 // maxOperationNames bounds the operation label: operation names come from
@@ -25,6 +31,7 @@ const maxOperationNames = 200
 // Metrics are the server's Prometheus metrics.
 type Metrics struct {
 	gatherer prometheus.Gatherer
+	reg      prometheus.Registerer
 
 	opDuration   *prometheus.HistogramVec
 	opErrors     *prometheus.CounterVec
@@ -45,10 +52,10 @@ type Metrics struct {
 	ops map[string]bool
 }
 
-// NewMetrics registers the metrics, including a collector that reads the
-// store's statistics at scrape time without a transaction. When reg is nil
-// a private registry is used.
-func NewMetrics(db *storage.DB, reg prometheus.Registerer) (*Metrics, error) {
+// New registers the metrics on reg; when reg is nil a private registry is
+// used. The store is not needed: its commits are reported through
+// ObserveCommit and its figures through WatchStore.
+func New(reg prometheus.Registerer) (*Metrics, error) {
 	var gatherer prometheus.Gatherer
 	if reg == nil {
 		r := prometheus.NewRegistry()
@@ -60,6 +67,7 @@ func NewMetrics(db *storage.DB, reg prometheus.Registerer) (*Metrics, error) {
 	}
 	m := &Metrics{
 		gatherer: gatherer,
+		reg:      reg,
 		ops:      map[string]bool{},
 		opDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "incidentlib_graphql_request_duration_seconds",
@@ -97,10 +105,6 @@ func NewMetrics(db *storage.DB, reg prometheus.Registerer) (*Metrics, error) {
 	for _, name := range graph.LoaderNames {
 		m.loaders[name] = loaderCounters{m.loaderBatch.WithLabelValues(name), m.loaderKeys.WithLabelValues(name)}
 	}
-	writesInFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "incidentlib_store_writes_in_flight",
-		Help: "Mutations waiting for or running their write transaction (more than one share a commit through bbolt's Batch).",
-	}, func() float64 { return float64(db.WritesInFlight()) })
 	searchWaiting := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "incidentlib_search_waiting",
 		Help: "Searches waiting for their turn: no more than serve --search-concurrency run at once.",
@@ -110,28 +114,49 @@ func NewMetrics(db *storage.DB, reg prometheus.Registerer) (*Metrics, error) {
 		}
 		return 0
 	})
-	for _, c := range []prometheus.Collector{m.opDuration, m.opErrors, m.httpRequests, m.loaderBatch, m.loaderKeys, m.executor, m.commit, newStoreCollector(db), writesInFlight, searchWaiting} {
+	for _, c := range []prometheus.Collector{m.opDuration, m.opErrors, m.httpRequests, m.loaderBatch, m.loaderKeys, m.executor, m.commit, searchWaiting} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	_ = reg.Register(collectors.NewGoCollector())
 	_ = reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	db.Observe = func(d time.Duration) { m.commit.Observe(d.Seconds()) }
 	return m, nil
 }
 
-// observeSearch reads the queue of svc, when it has one, for
+// Registerer is where the metrics are registered; the HTTP edge registers
+// its own there too.
+func (m *Metrics) Registerer() prometheus.Registerer { return m.reg }
+
+// Gatherer reads the registry the metrics are on.
+func (m *Metrics) Gatherer() prometheus.Gatherer { return m.gatherer }
+
+// Handler serves the metrics of the registry (GET /metrics).
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.gatherer, promhttp.HandlerOpts{})
+}
+
+// ObserveCommit records the duration of one write commit of the store
+// (storage.Options.ObserveCommit).
+func (m *Metrics) ObserveCommit(d time.Duration) { m.commit.Observe(d.Seconds()) }
+
+// WatchStore registers the store's figures, read from mon at scrape time:
+// the bbolt gauges, the sequence and the writes in flight.
+func (m *Metrics) WatchStore(mon incidentlib.StoreMonitor) error {
+	return m.reg.Register(newStoreCollector(mon))
+}
+
+// ObserveSearch reads the queue of svc, when it has one, for
 // incidentlib_search_waiting.
-func (m *Metrics) observeSearch(svc incidentlib.SearchService) {
+func (m *Metrics) ObserveSearch(svc incidentlib.SearchService) {
 	if q, ok := svc.(interface{ Waiting() int }); ok {
 		f := q.Waiting
 		m.searchWaiting.Store(&f)
 	}
 }
 
-// observeFastReads counts the operations fr answers and hands on.
-func (m *Metrics) observeFastReads(fr *graph.FastReads) {
+// ObserveFastReads counts the operations fr answers and hands on.
+func (m *Metrics) ObserveFastReads(fr *graph.FastReads) {
 	fr.Observe = func(fast bool) {
 		if fast {
 			m.executorFast.Inc()
@@ -154,7 +179,9 @@ func (m *Metrics) Batch(loader string, keys int) {
 // loaderCounters are one loader's series of loaderBatch and loaderKeys.
 type loaderCounters struct{ batches, keys prometheus.Counter }
 
-func (m *Metrics) operationLabel(name string) string {
+// OperationLabel is the operation label of an operation named name:
+// "anonymous" without a name, "other" past maxOperationNames names.
+func (m *Metrics) OperationLabel(name string) string {
 	if name == "" {
 		return "anonymous"
 	}
@@ -170,7 +197,14 @@ func (m *Metrics) operationLabel(name string) string {
 	return name
 }
 
-func (m *Metrics) httpRequest(r *http.Request, status int, _ time.Duration) {
+// CountError counts one error of an operation (by its label) with code,
+// for a refusal answered before gqlgen ran the operation.
+func (m *Metrics) CountError(op, code string) {
+	m.opErrors.WithLabelValues(m.OperationLabel(op), code).Inc()
+}
+
+// HTTPRequest counts one answered request by path and status.
+func (m *Metrics) HTTPRequest(r *http.Request, status int) {
 	path := r.URL.Path
 	switch path {
 	case "/graphql", "/healthz", "/readyz", "/metrics", "/", "/admin/backup", "/api/v1/changes", "/api/v1/incidents":
@@ -187,7 +221,9 @@ func (m *Metrics) httpRequest(r *http.Request, status int, _ time.Duration) {
 // operationTracer records each operation's duration and errors.
 type operationTracer struct{ m *Metrics }
 
-func (m *Metrics) operationTracer() graphql.HandlerExtension { return operationTracer{m} }
+// OperationTracer is the gqlgen extension that records each operation's
+// duration and errors.
+func (m *Metrics) OperationTracer() graphql.HandlerExtension { return operationTracer{m} }
 
 func (operationTracer) ExtensionName() string                   { return "OperationMetrics" }
 func (operationTracer) Validate(graphql.ExecutableSchema) error { return nil }
@@ -198,7 +234,7 @@ func (t operationTracer) InterceptResponse(ctx context.Context, next graphql.Res
 	if !graphql.HasOperationContext(ctx) {
 		return resp
 	}
-	op := t.m.operationLabel(OperationName(graphql.GetOperationContext(ctx)))
+	op := t.m.OperationLabel(OperationName(graphql.GetOperationContext(ctx)))
 	t.m.opDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
 	if resp != nil {
 		for _, e := range resp.Errors {
@@ -210,51 +246,6 @@ func (t operationTracer) InterceptResponse(ctx context.Context, next graphql.Res
 		}
 	}
 	return resp
-}
-
-// storeCollector reads the store's statistics at scrape time. bbolt's
-// Stats takes only its statistics lock, never a transaction, so a scrape
-// never waits on the store's writers (seed 000: monitoring must not depend
-// on the thing that failed).
-type storeCollector struct {
-	db                                             *storage.DB
-	readTx, openTx, free, pending, freeAlloc, used *prometheus.Desc
-	fileBytes, seq, pageSize                       *prometheus.Desc
-}
-
-func newStoreCollector(db *storage.DB) *storeCollector {
-	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
-	return &storeCollector{
-		db:        db,
-		readTx:    d("incidentlib_bbolt_read_tx_total", "Read transactions started (bbolt Stats().TxN)."),
-		openTx:    d("incidentlib_bbolt_open_read_tx", "Read transactions open now."),
-		free:      d("incidentlib_bbolt_free_pages", "Free pages on the freelist."),
-		pending:   d("incidentlib_bbolt_pending_pages", "Pages freed but still held by open read transactions."),
-		freeAlloc: d("incidentlib_bbolt_free_alloc_bytes", "Bytes allocated in free pages."),
-		used:      d("incidentlib_bbolt_freelist_bytes", "Bytes the freelist takes in use (bbolt FreelistInuse)."),
-		fileBytes: d("incidentlib_bbolt_file_bytes", "Size of the database file."),
-		seq:       d("incidentlib_store_sequence", "The store's change sequence."),
-		pageSize:  d("incidentlib_bbolt_page_bytes", "The database page size."),
-	}
-}
-
-func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.readTx, c.openTx, c.free, c.pending, c.freeAlloc, c.used, c.fileBytes, c.seq, c.pageSize} {
-		ch <- d
-	}
-}
-
-func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
-	s := c.db.Stats()
-	ch <- prometheus.MustNewConstMetric(c.readTx, prometheus.CounterValue, float64(s.TxN))
-	ch <- prometheus.MustNewConstMetric(c.openTx, prometheus.GaugeValue, float64(s.OpenTxN))
-	ch <- prometheus.MustNewConstMetric(c.free, prometheus.GaugeValue, float64(s.FreePageN))
-	ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(s.PendingPageN))
-	ch <- prometheus.MustNewConstMetric(c.freeAlloc, prometheus.GaugeValue, float64(s.FreeAlloc))
-	ch <- prometheus.MustNewConstMetric(c.used, prometheus.GaugeValue, float64(s.FreelistInuse))
-	ch <- prometheus.MustNewConstMetric(c.fileBytes, prometheus.GaugeValue, float64(s.FileBytes))
-	ch <- prometheus.MustNewConstMetric(c.seq, prometheus.GaugeValue, float64(s.Seq))
-	ch <- prometheus.MustNewConstMetric(c.pageSize, prometheus.GaugeValue, float64(s.PageSize))
 }
 
 // OperationName is the name of the operation being run: the request's

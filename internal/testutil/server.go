@@ -1,0 +1,95 @@
+package testutil
+
+import (
+	"context"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/graph"
+	"github.com/incidentlib/incidentlib/seeds"
+	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/server/metrics"
+	"github.com/incidentlib/incidentlib/storage"
+)
+
+// ServerStore opens a store in a temporary directory, with the seed
+// taxonomy unless opts names one, fills it with incs and closes it when
+// the test ends.
+func ServerStore(tb testing.TB, incs []*incidentlib.Incident, opts storage.Options) *storage.DB {
+	tb.Helper()
+	if opts.Taxonomy == nil {
+		opts.Taxonomy = seeds.MustTaxonomy()
+	}
+	db, err := storage.Open(filepath.Join(tb.TempDir(), "test.db"), opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	if len(incs) > 0 {
+		if _, err := db.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return db
+}
+
+// ServerParts are what a test server is made of beside its store and
+// configuration; the zero value is serve's wiring without search.
+type ServerParts struct {
+	// Search serves Query.search; nil answers UNAVAILABLE.
+	Search incidentlib.SearchService
+	// Metrics, if set, are the server's metrics: a test that counts the
+	// store's commits makes them before it opens the store
+	// (storage.Options.ObserveCommit). Otherwise they are made on
+	// Registry (nil: a private registry).
+	Metrics  *metrics.Metrics
+	Registry prometheus.Registerer
+	// Resolver, if set, completes the resolver before the server is built
+	// (a test's upstream library).
+	Resolver func(*graph.Resolver)
+}
+
+// ServerOn builds the library's whole HTTP handler over db, wired as
+// serve wires it (cmd/incidentlib/server.go): the metrics watching db and
+// its commits, the resolver over db, and db as every service. Backups go
+// to db's directory unless cfg says otherwise.
+func ServerOn(db *storage.DB, cfg server.Config, parts ServerParts) (*server.Server, error) {
+	m := parts.Metrics
+	if m == nil {
+		var err error
+		if m, err = metrics.New(parts.Registry); err != nil {
+			return nil, err
+		}
+	}
+	store := serverStore{db}
+	// Until storage.Options.ObserveCommit: then ServerStore's caller
+	// passes m.ObserveCommit when it opens the store.
+	db.Observe = m.ObserveCommit
+	res := &graph.Resolver{Incidents: db, Organizations: db, Taxonomy: db.Taxonomy(), LoaderMetrics: m, Search: parts.Search}
+	if parts.Resolver != nil {
+		parts.Resolver(res)
+	}
+	es := graph.NewExecutableSchema(graph.Config{Resolvers: res, Complexity: graph.Complexity()})
+	if cfg.BackupDir == "" {
+		cfg.BackupDir = filepath.Dir(db.Path())
+	}
+	return server.New(server.Services{Changes: store, Incidents: db, Writer: db, Backups: db, Monitor: store}, res, es, m, cfg)
+}
+
+// ServerTest serves ServerOn(db, cfg, parts) with httptest, marked ready,
+// until the test ends.
+func ServerTest(tb testing.TB, db *storage.DB, cfg server.Config, parts ServerParts) (*httptest.Server, *server.Server) {
+	tb.Helper()
+	srv, err := ServerOn(db, cfg, parts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv.SetReady(true)
+	hs := httptest.NewServer(srv)
+	tb.Cleanup(hs.Close)
+	return hs, srv
+}

@@ -1,0 +1,293 @@
+package gqledge
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/incidentlib/incidentlib/graph"
+	"github.com/incidentlib/incidentlib/server/metrics"
+)
+
+// The response cache as a handler around gqlgen: a lookup by the
+// request's key, the capture of a miss's response, the replay of a stored
+// one with HTTP caching headers, and the gqlgen extension that tells the
+// cache what ran (respcache.go describes the cache).
+
+// captureWriter buffers what gqlgen writes, so that it can be stored and
+// replayed, and so that headers (ETag) can be added after the fact.
+type captureWriter struct {
+	header http.Header
+	status int
+	body   *bytes.Buffer // pooled (graph.PooledBuffer)
+}
+
+func (c *captureWriter) Header() http.Header { return c.header }
+func (c *captureWriter) WriteHeader(code int) {
+	if c.status == 0 {
+		c.status = code
+	}
+}
+func (c *captureWriter) Write(b []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	return c.body.Write(b)
+}
+
+// perRequestHeaders are never stored with a response: they describe one
+// exchange, not the response (Content-Length is set again on replay).
+var perRequestHeaders = []string{"Date", "Content-Length", "X-Request-Id", "Retry-After"}
+
+// cachingHandler wraps the GraphQL handler with the response cache and
+// HTTP caching.
+func (o *Edge) cachingHandler(next http.Handler) http.Handler {
+	return &cachingHandler{o: o, next: next}
+}
+
+type cachingHandler struct {
+	o    *Edge
+	next http.Handler
+}
+
+// freshness says, for a lookup now, which entries are too old and whether a
+// new one may be stored. Data from an upstream library are not covered by
+// the store's sequence: with an upstream, entries also expire after maxAge,
+// and are not kept at all without one.
+func (o *Edge) freshness() (now, bornAfter int64, store bool) {
+	if o.upstream {
+		now = time.Now().UnixNano()
+		return now, now - int64(o.maxAge), o.maxAge > 0
+	}
+	return 0, 0, true
+}
+
+// serveHit answers r from the cache if raw (the POST body; nil for a GET,
+// whose query string is read) is a request the cache has read before and
+// its response is stored and current. It writes nothing and counts nothing
+// otherwise: the request then goes the usual way, through the guard's
+// document checks and ServeHTTP. The guard calls it once its HTTP checks
+// have passed (guard.go, graphqlHTTP, says why that is enough).
+func (h *cachingHandler) serveHit(w http.ResponseWriter, r *http.Request, raw []byte) bool {
+	o := h.o
+	if !o.cache.enabled() {
+		return false
+	}
+	var req gqlRequest
+	var ok bool
+	get := r.Method == http.MethodGet
+	if get {
+		req, ok = o.getMemo.get(r.URL.RawQuery)
+	} else {
+		req, ok = o.postMemo.getBytes(raw)
+	}
+	if !ok {
+		return false
+	}
+	_, bornAfter, _ := o.freshness()
+	e := o.cache.peek(req.key(r, requestLang(r)), o.changes.Seq(), bornAfter)
+	if e == nil {
+		return false
+	}
+	o.cache.outcomes[cacheHit].Inc()
+	if st := stateOf(r.Context()); st != nil {
+		st.cache, st.docHash = cacheHit, req.docHash
+		st.noteHit(e)
+		if st.debug && req.query != "" {
+			st.queryPrefix = truncate(req.query, logPrefixBytes)
+			st.varsPrefix = truncate(string(req.vars), logPrefixBytes)
+		}
+	}
+	o.replay(w, r, e, get)
+	return true
+}
+
+func (h *cachingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	o, next := h.o, h.next
+	st := stateOf(r.Context())
+	if st == nil { // not behind requestLog
+		st = &reqState{}
+		r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
+	}
+	req, ok := o.readGraphQLRequest(r)
+	if !ok {
+		st.cache = cacheBypass
+		o.cache.outcomes[cacheBypass].Inc()
+		next.ServeHTTP(w, r)
+		return
+	}
+	st.op, st.docHash = req.op, req.docHash
+	if st.debug && req.query != "" {
+		st.queryPrefix = truncate(req.query, logPrefixBytes)
+		st.varsPrefix = truncate(string(req.vars), logPrefixBytes)
+	}
+	key := req.key(r, requestLang(r))
+	seq := o.changes.Seq()
+	get := r.Method == http.MethodGet
+	now, bornAfter, store := o.freshness()
+	if o.cache.enabled() {
+		e, outcome := o.cache.get(key, seq, bornAfter)
+		st.cache = outcome
+		o.cache.outcomes[outcome].Inc()
+		if e != nil {
+			st.noteHit(e)
+			o.replay(w, r, e, get)
+			return
+		}
+	} else {
+		st.cache = cacheOff
+		o.cache.outcomes[cacheOff].Inc()
+	}
+
+	st.slot = &cacheSlot{}
+	cw := &captureWriter{header: http.Header{}, body: graph.PooledBuffer()}
+	defer graph.PutBuffer(cw.body) // written by then, and a stored body is a copy
+	next.ServeHTTP(cw, r)
+	slot := st.slot
+	st.slot = nil
+	if slot.op != "" {
+		st.op = slot.op
+	}
+	st.cost = slot.cost
+	status := cw.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	cacheable := slot.executed && !slot.noStore && status == http.StatusOK && cw.header.Get("Set-Cookie") == ""
+	if !cacheable {
+		copyHeader(w.Header(), cw.header)
+		if get {
+			w.Header().Set("Cache-Control", "no-store")
+		}
+		w.WriteHeader(status)
+		_, _ = w.Write(cw.body.Bytes())
+		return
+	}
+	hdr := cw.header.Clone()
+	for _, h := range perRequestHeaders {
+		hdr.Del(h)
+	}
+	e := &cachedResponse{
+		key: key, seq: seq, status: status, header: hdr, body: cw.body.Bytes(),
+		op: slot.op, cost: slot.cost, born: now,
+	}
+	e.size = int64(len(e.body)) + headerSize(hdr) + entryOverhead
+	o.finish(e)
+	if o.cache.enabled() && store {
+		e.body = bytes.Clone(e.body) // the capture's buffer goes back to the pool
+		e.hitDuration = o.reqMetrics.duration.WithLabelValues(o.m.OperationLabel(e.op), cacheHit)
+		o.cache.put(e, o.changes.Seq())
+	}
+	o.replay(w, r, e, get)
+}
+
+// finish computes what every replay of e writes or logs the same.
+func (o *Edge) finish(e *cachedResponse) {
+	e.etag = o.etag(e)
+	e.contentLength = []string{strconv.Itoa(len(e.body))}
+	if e.cost != nil {
+		e.costText = truncate(costString(e.cost), 32)
+	}
+}
+
+// replay writes a stored (or just computed, cacheable) response: the same
+// status, headers and bytes, with HTTP caching headers on GET.
+func (o *Edge) replay(w http.ResponseWriter, r *http.Request, e *cachedResponse, get bool) {
+	h := w.Header()
+	copyHeader(h, e.header)
+	if get {
+		o.setCacheHeaders(h, e.etag)
+		if etagMatch(r.Header.Get("If-None-Match"), e.etag) {
+			h.Del("Content-Type")
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	}
+	h["Content-Length"] = e.contentLength
+	w.WriteHeader(e.status)
+	_, _ = w.Write(e.body)
+}
+
+func copyHeader(dst, src http.Header) {
+	for k, v := range src {
+		dst[k] = v
+	}
+}
+
+func headerSize(h http.Header) int64 {
+	var n int64
+	for k, vs := range h {
+		for _, v := range vs {
+			n += int64(len(k) + len(v) + 4)
+		}
+	}
+	return n
+}
+
+// cacheSlot is what the GraphQL side reports to the cache about one
+// execution.
+type cacheSlot struct {
+	executed bool   // the operation ran (parse, validation and persisted-query errors never do)
+	noStore  bool   // not a query, or the response has errors
+	op       string // the operation's name
+	cost     any    // extensions.cost or the complexity, when known
+}
+
+// cacheSignal is the gqlgen extension that fills the request's cacheSlot.
+type cacheSignal struct{}
+
+var _ interface {
+	graphql.HandlerExtension
+	graphql.ResponseInterceptor
+} = cacheSignal{}
+
+func (cacheSignal) ExtensionName() string                   { return "ResponseCacheSignal" }
+func (cacheSignal) Validate(graphql.ExecutableSchema) error { return nil }
+
+func (cacheSignal) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	resp := next(ctx)
+	st := stateOf(ctx)
+	if st == nil || !graphql.HasOperationContext(ctx) {
+		return resp
+	}
+	oc := graphql.GetOperationContext(ctx)
+	name := metrics.OperationName(oc)
+	var cost any
+	if resp != nil {
+		cost = resp.Extensions["cost"]
+	}
+	if cost == nil {
+		if cs := extension.GetComplexityStats(ctx); cs != nil {
+			cost = cs.Complexity
+		}
+	}
+	st.op, st.cost = name, cost
+	slot := st.slot
+	if slot == nil {
+		return resp
+	}
+	slot.executed, slot.op, slot.cost = true, name, cost
+	if oc.Operation == nil || oc.Operation.Operation != ast.Query || resp == nil || len(resp.Errors) > 0 {
+		slot.noStore = true
+	}
+	return resp
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
+}

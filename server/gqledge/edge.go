@@ -1,0 +1,167 @@
+// Package gqledge is the GraphQL edge of the HTTP server: everything
+// between a client's GraphQL request and gqlgen's executor. It holds the
+// GraphQL-over-HTTP transports and their one-pass response writer
+// (respwriter.go), the guard against hostile and careless clients
+// (guard.go: HTTP checks and batches; limits.go: the limits and refusal
+// codes; limitsext.go: the gqlgen extension that checks documents, cost
+// and deadlines; measure.go: a document's shape; refuse.go: refusals
+// before GraphQL runs; ratelimit.go; cors.go), the whole-response cache
+// (respcache.go, request.go, caching.go) with HTTP caching (httpcache.go),
+// automatic persisted queries (apq.go), trusted documents (trusted.go),
+// the error presenter (errors.go), prod mode and the published schema
+// (prod.go), and the request log with its request ids (requestlog.go),
+// which the edge's layers fill in for each request.
+package gqledge
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/graph"
+	"github.com/incidentlib/incidentlib/server/metrics"
+)
+
+// Options configure the edge; server.Config documents each field.
+type Options struct {
+	Prod               bool
+	Logger             *slog.Logger // default slog.Default()
+	ResponseCacheBytes int64
+	APQCacheSize       int
+	CacheControl       string
+	TrustedDocuments   *TrustedDocuments
+	LogRequests        bool
+	ResponseMaxAge     time.Duration
+	Upstream           bool
+	Limits             Limits
+	RateLimit          RateLimit
+	CORSOrigins        []string
+	Extensions         []graphql.HandlerExtension
+}
+
+// Edge holds the GraphQL edge's features: the guard, the response cache,
+// HTTP caching, persisted queries and trusted documents, the error
+// presenter and request logging.
+type Edge struct {
+	changes      incidentlib.ChangeLog // its Seq invalidates cached responses
+	m            *metrics.Metrics
+	cache        *respCache
+	trusted      *TrustedDocuments
+	epoch        string
+	cacheControl string
+	logger       *slog.Logger
+	prod         bool
+	logRequests  bool
+	reqMetrics   *requestMetrics
+	upstream     bool          // an upstream library is configured
+	maxAge       time.Duration // how long entries live when it is
+	guard        *guard
+
+	getMemo, postMemo memo[gqlRequest] // what GET query strings and POST bodies say
+	// params are the GraphQL parameters of recent POST bodies, decoded
+	// once for the guard and the POST transport (decodeParams).
+	params memo[*decodedBody]
+}
+
+// New checks the edge's options, registers its metrics on m's registry
+// and sets gql up: the GET, POST and OPTIONS transports, the error
+// presenter, and the edge's extensions (the cache signal, APQ or the
+// trusted documents, the limits, prod mode, then opts.Extensions).
+// queryCache is gql's cache of parsed documents, which the guard reads.
+// changes is the store's change log, whose sequence invalidates cached
+// responses.
+func New(opts Options, changes incidentlib.ChangeLog, m *metrics.Metrics, gql *handler.Server, queryCache graphql.Cache[*ast.QueryDocument]) (*Edge, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	reg := m.Registerer()
+	e := &Edge{changes: changes, m: m, epoch: newEpoch(), cacheControl: opts.CacheControl, logger: opts.Logger,
+		prod: opts.Prod, logRequests: opts.LogRequests, upstream: opts.Upstream, maxAge: opts.ResponseMaxAge}
+	if e.maxAge < 0 {
+		return nil, fmt.Errorf("the response cache's maximum age must not be negative, got %s", e.maxAge)
+	}
+	if e.cacheControl == "" {
+		e.cacheControl = DefaultCacheControl
+	}
+	if err := ValidateCacheControl(e.cacheControl); err != nil {
+		return nil, err
+	}
+	gql.AddTransport(transport.Options{})
+	// gqlgen's GET and POST, writing responses in one pass (respwriter.go).
+	gql.AddTransport(getTransport{transport.GET{UseGrapQLResponseJsonByDefault: true}})
+	gql.AddTransport(postTransport{POST: transport.POST{UseGrapQLResponseJsonByDefault: true}, params: &e.params})
+	gql.SetErrorPresenter(e.PresentError)
+	size := opts.ResponseCacheBytes
+	switch {
+	case size == 0:
+		size = DefaultResponseCacheBytes
+	case size < 0:
+		size = 0 // off
+	}
+	var err error
+	if e.cache, err = newRespCache(size, reg); err != nil {
+		return nil, err
+	}
+	if e.reqMetrics, err = newRequestMetrics(reg); err != nil {
+		return nil, err
+	}
+	gql.Use(cacheSignal{})
+	rejected := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "incidentlib_trusted_documents_rejected_total",
+		Help: "Operations refused because trusted documents are on, by code (PERSISTED_QUERY_NOT_FOUND, FORBIDDEN).",
+	}, []string{"code"})
+	if err := reg.Register(rejected); err != nil {
+		return nil, err
+	}
+	rejected.WithLabelValues(CodePersistedQueryNotFound) // present from start-up, 0 without trusted documents
+	rejected.WithLabelValues(CodeForbidden)
+	if opts.TrustedDocuments != nil {
+		if err := opts.TrustedDocuments.check(graph.NewExecutableSchema(graph.Config{}).Schema()); err != nil {
+			return nil, err
+		}
+		e.trusted = opts.TrustedDocuments
+		gql.Use(trustedExtension{docs: e.trusted, rejected: rejected})
+	} else if opts.APQCacheSize >= 0 {
+		n := opts.APQCacheSize
+		if n == 0 {
+			n = DefaultAPQCacheSize
+		}
+		apq, err := newAPQ(n, reg)
+		if err != nil {
+			return nil, err
+		}
+		gql.Use(apq)
+	}
+	// Limits after the cache signal: its operation interceptor is then
+	// the outermost, and sees every response, the guards' refusals
+	// installed after it included (limitsext.go).
+	if e.guard, err = newGuard(e, opts, gql, queryCache); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// GraphQL wraps the GraphQL handler next (gqlgen's, under the resolver's
+// loaders) with the edge: the guard's HTTP checks and batches, the
+// response cache and HTTP caching, and the request's language.
+func (e *Edge) GraphQL(next http.Handler) http.Handler {
+	return e.guard.graphqlHTTP(e.cachingHandler(withLang(next)))
+}
+
+// ServeSchema publishes the schema as SDL (GET /schema.graphql), in prod
+// mode too, so that client tooling works without introspection.
+func (e *Edge) ServeSchema(w http.ResponseWriter, r *http.Request) { e.guard.serveSchema(w, r) }
+
+// Around wraps the whole server's handler: request ids, the request log
+// and the GraphQL HTTP request histogram, then CORS.
+func (e *Edge) Around(h http.Handler) http.Handler {
+	return e.requestLog(e.guard.origins.cors(h))
+}
