@@ -82,12 +82,17 @@ func (*FastReads) Validate(graphql.ExecutableSchema) error { return nil }
 // InterceptResponse answers the operation if it can, or calls next.
 func (f *FastReads) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
 	oc := graphql.GetOperationContext(ctx)
-	if oc == nil || oc.Operation == nil || oc.Operation.Operation != ast.Query || f.r.Upstream != nil {
-		// Upstream links report errors beside data; gqlgen places them.
+	if oc == nil || oc.Operation == nil || oc.Operation.Operation != ast.Query {
 		return next(ctx)
 	}
+	ls, ok := ctx.Value(loadersKey{}).(*Loaders)
+	if !ok { // outside Middleware: the loaders of this operation
+		ls = NewLoaders(ctx, f.r)
+		ctx = context.WithValue(ctx, loadersKey{}, ls)
+	}
 	x := &fastExec{
-		base:   ctx,
+		ctx:    ctx,
+		ls:     ls,
 		oc:     oc,
 		ec:     newExecutionContext(oc, f.es, nil),
 		r:      f.r,
@@ -95,11 +100,11 @@ func (f *FastReads) InterceptResponse(ctx context.Context, next graphql.Response
 		buf:    responseBuffer(ctx),
 	}
 	x.out = x.buf.AvailableBuffer()
-	// Every level is read in one read transaction, released before
-	// gqlgen's executor, which reads concurrently, runs.
-	x.snapshot()
+	// Every level is read from one snapshot of the store, released
+	// before gqlgen's executor, which reads concurrently, runs.
+	ls.readSnapshot(ctx, f.r.Snapshots)
 	answered := x.run(f.OnPanic)
-	x.release()
+	ls.releaseSnapshot()
 	if !answered {
 		if f.Observe != nil {
 			f.Observe(false)
@@ -115,44 +120,27 @@ func (f *FastReads) InterceptResponse(ctx context.Context, next graphql.Response
 	return &graphql.Response{Data: x.buf.Bytes(), Extensions: graphql.GetExtensions(ctx)}
 }
 
-// snapshotter is a store whose reads can share one transaction
-// (storage.DB.Snapshot).
-type snapshotter interface {
-	Snapshot(ctx context.Context) (context.Context, func())
-}
-
-// snapshot makes x.ctx a context whose store reads share one transaction,
-// begun by the first of them; x.release ends it.
-func (x *fastExec) snapshot() {
-	x.ctx, x.release = x.base, func() {}
-	if s, ok := x.r.Incidents.(snapshotter); ok {
-		x.ctx, x.release = s.Snapshot(x.base)
-	}
-}
-
-// outsideSnapshot runs fn with the request's own context, the snapshot
-// released before and a new one taken after: the search index reads the
-// store in transactions of its own (it catches up with every committed
-// change), and a goroutine holding a read transaction must not begin
-// another.
+// outsideSnapshot runs fn with the snapshot released before and a new one
+// taken after: the search index reads the store in transactions of its
+// own (it catches up with every committed change), and a goroutine holding
+// a snapshot must not read the store in any other way.
 func (x *fastExec) outsideSnapshot(fn func(ctx context.Context)) {
-	x.release()
-	fn(x.base)
-	x.snapshot()
+	x.ls.releaseSnapshot()
+	fn(x.ctx)
+	x.ls.readSnapshot(x.ctx, x.r.Snapshots)
 }
 
 // errBail stops FastReads: gqlgen's executor answers instead.
 var errBail = errors.New("fast reads: not covered")
 
 type fastExec struct {
-	base    context.Context // the request's
-	ctx     context.Context // base with the snapshot (snapshot)
-	release func()
-	oc      *graphql.OperationContext
-	ec      *executionContext
-	r       *Resolver
-	buf     *bytes.Buffer // the response's buffer, which takes out when done
-	out     []byte        // the response written so far
+	ctx context.Context
+	ls  *Loaders // the request's, in ctx
+	oc  *graphql.OperationContext
+	ec  *executionContext
+	r   *Resolver
+	buf *bytes.Buffer // the response's buffer, which takes out when done
+	out []byte        // the response written so far
 	// shared holds the plans that no variable changes, for every request;
 	// plans those of this request that use its variables.
 	shared *lru.Cache[planKey, *plan]

@@ -23,7 +23,7 @@ func (r *Resolver) connection(ctx context.Context, filter *incidentlib.IncidentF
 	if filter != nil {
 		f = *filter
 	}
-	p, err := r.Incidents.FindIncidents(ctx, f, orderOf(orderBy), page)
+	p, err := r.reader(ctx).FindIncidents(ctx, f, orderOf(orderBy), page)
 	if err != nil {
 		return nil, err
 	}

@@ -23,13 +23,13 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/incidentlib/incidentlib"
-	"github.com/incidentlib/incidentlib/graph"
 	"github.com/incidentlib/incidentlib/ops"
 	"github.com/incidentlib/incidentlib/outbound"
 	"github.com/incidentlib/incidentlib/replica"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/storage"
+	"github.com/incidentlib/incidentlib/upstream"
 )
 
 // notExported are names the dashboard and the rules may use although no
@@ -96,15 +96,14 @@ func scrape(t *testing.T) map[string]*dto.MetricFamily {
 	if err := follower.WaitLevel(ctx); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(replicaDB, server.Config{Primary: pts.URL, ResponseMaxAge: time.Minute}, reg)
+	up, err := upstream.New(upstream.DefaultConfig(pts.URL), client, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	up, err := graph.NewUpstream(graph.DefaultUpstreamConfig(pts.URL), client, reg)
+	srv, err := server.New(replicaDB, server.Config{Primary: pts.URL, ResponseMaxAge: time.Minute, Incidents: upstream.LocalFirst(replicaDB, up), Upstream: true}, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Resolver.Upstream = up
 	srv.SetReady(true)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)

@@ -798,7 +798,7 @@ func newOps(db dbSeq, cfg Config, m *Metrics, reg prometheus.Registerer, gql *ha
 	}
 	o := &ops{db: db, m: m, epoch: newEpoch(), cacheControl: cfg.CacheControl, logger: cfg.Logger, logRequests: cfg.LogRequests, maxAge: cfg.ResponseMaxAge}
 	if res != nil {
-		o.upstream = func() bool { return res.Upstream != nil }
+		o.upstream = func() bool { return cfg.Upstream }
 	}
 	if o.maxAge < 0 {
 		return nil, fmt.Errorf("the response cache's maximum age must not be negative, got %s", o.maxAge)

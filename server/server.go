@@ -49,7 +49,7 @@ type Config struct {
 	TrustedDocuments   *TrustedDocuments
 	LogRequests        bool
 	// ResponseMaxAge bounds how long a cached response may be served when
-	// an upstream library is configured (Resolver.Upstream), whose data
+	// an upstream library is configured (Upstream), whose data
 	// the store's sequence does not cover; with an upstream and no max age
 	// nothing is cached. Without an upstream it is not used.
 	ResponseMaxAge time.Duration
@@ -76,6 +76,13 @@ type Config struct {
 	BackupTimeout time.Duration
 	// Search serves Query.search; without it search answers UNAVAILABLE.
 	Search incidentlib.SearchService
+	// Incidents, if set, reads incidents instead of the store: the store
+	// composed with an upstream library (upstream.LocalFirst), with
+	// Upstream set.
+	Incidents incidentlib.IncidentService
+	// Upstream says that an upstream library is configured: FastReads is
+	// off and cached responses expire (ResponseMaxAge).
+	Upstream bool
 	// GenericExecutor turns off graph.FastReads, which answers read
 	// queries over the incident graph without gqlgen's per-field
 	// execution; every operation then goes through gqlgen's executor.
@@ -120,7 +127,10 @@ func New(db *storage.DB, cfg Config, reg prometheus.Registerer) (*Server, error)
 	}
 	s := &Server{DB: db, Metrics: m, cfg: cfg, backups: make(chan struct{}, 1)}
 	m.observeSearch(cfg.Search)
-	s.Resolver = &graph.Resolver{Incidents: db, Organizations: db, Taxonomy: db.Taxonomy(), LoaderMetrics: m, Search: cfg.Search}
+	s.Resolver = &graph.Resolver{Incidents: db, Organizations: db, Snapshots: db, Taxonomy: db.Taxonomy(), LoaderMetrics: m, Search: cfg.Search}
+	if cfg.Incidents != nil {
+		s.Resolver.Incidents, s.Resolver.Snapshots = cfg.Incidents, nil
+	}
 	es := graph.NewExecutableSchema(graph.Config{Resolvers: s.Resolver, Complexity: graph.Complexity()})
 	gql := handler.New(es)
 	gql.AddTransport(transport.Options{})
@@ -187,7 +197,7 @@ func New(db *storage.DB, cfg Config, reg prometheus.Registerer) (*Server, error)
 // useFastReads answers read queries with graph.FastReads unless the
 // configuration rules it out.
 func (s *Server) useFastReads(gql *handler.Server, es graphql.ExecutableSchema) error {
-	if s.cfg.GenericExecutor {
+	if s.cfg.GenericExecutor || s.cfg.Upstream {
 		return nil
 	}
 	for _, e := range s.cfg.Extensions {

@@ -1,10 +1,12 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -12,10 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/incidentlib/incidentlib"
-	"github.com/incidentlib/incidentlib/graph"
 	"github.com/incidentlib/incidentlib/outbound"
+	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/storage"
+	"github.com/incidentlib/incidentlib/upstream"
 )
 
 // upInc is a small valid incident.
@@ -68,19 +74,35 @@ func newUpstreamPair(t *testing.T, timeout time.Duration, fault func(w http.Resp
 		upInc("IL-0002", "Local two"),
 	}
 	local[1].RecurrenceOf = "IL-9003"
-	p.local = apiServer(t, server.Config{}, local)
 	var err error
 	if p.client, err = outbound.New(upClientConfig(), nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.client.Close)
-	cfg := graph.DefaultUpstreamConfig(p.front.URL)
+	cfg := upstream.DefaultConfig(p.front.URL)
 	cfg.Timeout = timeout
-	up, err := graph.NewUpstream(cfg, p.client, nil)
+	up, err := upstream.New(cfg, p.client, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.local.Srv.Resolver.Upstream = up
+	// apiServer's store, with the upstream composed behind it as serve
+	// --upstream composes it.
+	db, err := storage.Open(filepath.Join(t.TempDir(), "api.db"), storage.Options{Taxonomy: seeds.MustTaxonomy(), RecordCache: 20000, NoSync: true, UpstreamLinks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.ImportIncidents(context.Background(), local, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(db, server.Config{Upstream: true, Incidents: upstream.LocalFirst(db, up)}, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.SetReady(true)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	p.local = &testServer{Server: ts, DB: db, Srv: srv}
 	return p
 }
 

@@ -152,7 +152,15 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	defer stopSearch()
 
 	reg := prometheus.NewRegistry()
-	srv, err := server.New(db, lf.config(ef.config(server.Config{Prod: *prod, QueryCacheSize: *queryCache, Logger: logger, Primary: of.primary(), AdminToken: *adminToken, Search: searchSvc, GenericExecutor: *executor == "gqlgen"}, upstreamMaxAge(of))), reg)
+	client, err := of.client(reg)
+	if err != nil {
+		return err
+	}
+	incidents, err := of.incidents(db, client, reg, logger) // the store, then any upstream
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(db, lf.config(ef.config(server.Config{Prod: *prod, QueryCacheSize: *queryCache, Logger: logger, Primary: of.primary(), AdminToken: *adminToken, Search: searchSvc, GenericExecutor: *executor == "gqlgen", Incidents: incidents, Upstream: incidents != nil}, upstreamMaxAge(of))), reg)
 	if err != nil {
 		return err
 	}
@@ -171,7 +179,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer stopPprof()
-	jobs, err := of.start(ctx, db, srv, reg, logger) // marks the server ready
+	jobs, err := of.start(ctx, db, client, srv, reg, logger) // marks the server ready
 	if err != nil {
 		ln.Close()
 		return err
