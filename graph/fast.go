@@ -23,12 +23,16 @@ import (
 // It is a gqlgen response interceptor, registered last (innermost): the
 // parsing, validation, complexity and cost limits, timeouts, metrics and
 // logging around it are gqlgen's and the server's as for any operation.
-// Whatever it does not cover (mutations, introspection, facets, years,
-// similar, organizations, @defer, any field error or null in a non-null
-// position) it hands to gqlgen's executor unchanged: it bails out before
-// writing a response, and the records it read stay in the request's
-// loaders for the executor. TestFastReadsDifferential compares its
-// bytes with gqlgen's over generated queries.
+// Whatever it does not cover (mutations, the fields named in
+// FastReadsHandsOn, @defer, any field error or null in a non-null
+// position, a partial read of an upstream library) it hands to gqlgen's
+// executor unchanged: it bails out before writing a response, and the
+// records it read stay in the request's loaders for the executor. It
+// reads every level from one snapshot of the store when the resolver has
+// Snapshots (reads.go). TestFastReadsDifferential compares its bytes with
+// gqlgen's over queries generated from the schema, and
+// TestFastReadsCoversSchema checks that it writes every field a query can
+// reach or names it in FastReadsHandsOn.
 type FastReads struct {
 	es     *executableSchema
 	r      *Resolver
