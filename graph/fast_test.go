@@ -3,11 +3,14 @@ package graph
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
 )
 
 // TestEscapeIn8: the word test finds exactly the bytes str escapes, at
@@ -65,5 +68,53 @@ func TestStrEscapes(t *testing.T) {
 		if !bytes.Equal(x.out, want.Bytes()) {
 			t.Fatalf("str(%q) = %s, gqlgen writes %s", s, x.out, want.Bytes())
 		}
+	}
+}
+
+// TestDeriveFastSchema: the tables FastReads reads from the schema follow
+// it: an interface added to a type is a type condition it satisfies, a
+// field whose only argument is lang is parsed as one, and a name in
+// FastReadsHandsOn that the schema lacks is refused.
+func TestDeriveFastSchema(t *testing.T) {
+	s := NewExecutableSchema(Config{}).Schema()
+	fs, err := deriveFastSchema(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fs.satisfies["Incident"]; !slices.Equal(got, []string{"Incident", "Node"}) {
+		t.Errorf("Incident satisfies %v", got)
+	}
+	if fs.fields["Incident"]["title"] != fieldLang || fs.fields["Incident"]["id"] != fieldWritten || fs.fields["Incident"]["similar"] != fieldHandedOn {
+		t.Errorf("Incident's fields: %v", fs.fields["Incident"])
+	}
+
+	// A changed schema: Impact becomes a Node, gains a lang field; Incident
+	// loses similar.
+	impact := *s.Types["Impact"]
+	impact.Interfaces = append(slices.Clone(impact.Interfaces), "Node")
+	impact.Fields = append(slices.Clone(impact.Fields), &ast.FieldDefinition{Name: "note", Type: ast.NamedType("String", nil),
+		Arguments: ast.ArgumentDefinitionList{{Name: "lang", Type: ast.NamedType("Lang", nil)}}})
+	incident := *s.Types["Incident"]
+	incident.Fields = slices.DeleteFunc(slices.Clone(incident.Fields), func(f *ast.FieldDefinition) bool { return f.Name == "similar" })
+	changed := *s
+	changed.Types = maps.Clone(s.Types)
+	changed.Types["Impact"], changed.Types["Incident"] = &impact, &incident
+	if _, err := deriveFastSchema(&changed); err == nil || !strings.Contains(err.Error(), "Incident.similar") {
+		t.Errorf("a handed-on field the schema lacks: %v", err)
+	}
+	changed.Types["Incident"] = s.Types["Incident"]
+	fs, err = deriveFastSchema(&changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fs.satisfies["Impact"]; !slices.Equal(got, []string{"Impact", "Node"}) {
+		t.Errorf("Impact satisfies %v", got)
+	}
+	if fs.fields["Impact"]["note"] != fieldLang {
+		t.Errorf("Impact.note is not a lang field")
+	}
+	fields, _ := FastReadsReach(&changed)
+	if !slices.Contains(fields, "Impact.note") {
+		t.Errorf("FastReadsReach misses Impact.note")
 	}
 }

@@ -23,7 +23,7 @@ func (r *Resolver) connection(ctx context.Context, filter *incidentlib.IncidentF
 	if filter != nil {
 		f = *filter
 	}
-	p, err := r.Incidents.FindIncidents(ctx, f, orderOf(orderBy), page)
+	p, err := r.reader(ctx).FindIncidents(ctx, f, orderOf(orderBy), page)
 	if err != nil {
 		return nil, err
 	}
@@ -166,6 +166,38 @@ func wrapGroups(v *model.View, incs []*incidentlib.Incident, sizes []int) [][]*m
 		}
 		out[i] = ptrs[start:len(ptrs):len(ptrs)]
 		k += n
+	}
+	return out
+}
+
+// termKinds converts the GraphQL kinds of a facets field.
+func termKinds(kinds []model.TaxonomyKind) []incidentlib.TermKind {
+	ks := make([]incidentlib.TermKind, len(kinds))
+	for i, k := range kinds {
+		ks[i] = model.TermKindOf(k)
+	}
+	return ks
+}
+
+// facetsOf converts the facets of the store or of the search index, with
+// the terms of the request's view v.
+func facetsOf(v *model.View, facets []incidentlib.Facet) []*model.Facet {
+	out := make([]*model.Facet, len(facets))
+	for i, f := range facets {
+		counts := make([]*model.TermCount, len(f.Counts))
+		for j, c := range f.Counts {
+			counts[j] = &model.TermCount{Term: v.NewTerm(c.Term), Count: c.Count}
+		}
+		out[i] = &model.Facet{Kind: model.KindOf(f.Kind), Counts: counts}
+	}
+	return out
+}
+
+// yearCounts converts year counts, one pointer into years each.
+func yearCounts(years []incidentlib.YearCount) []*incidentlib.YearCount {
+	out := make([]*incidentlib.YearCount, len(years))
+	for i := range years {
+		out[i] = &years[i]
 	}
 	return out
 }

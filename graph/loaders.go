@@ -34,19 +34,21 @@ type Loader[K comparable, V any] struct {
 	name   string
 	size   int
 	m      LoaderMetrics
-	read   func(ctx context.Context, keys []K) ([]V, error)
-	pool   *sync.Pool // of emptied caches, from earlier requests
-	once   sync.Once  // a request makes only the loaders it uses
+	read   func(ctx context.Context, src incidentlib.Reader, keys []K) ([]V, error)
+	src    *incidentlib.Reader // the request's (Loaders.reader)
+	pool   *sync.Pool          // of emptied caches, from earlier requests
+	once   sync.Once           // a request makes only the loaders it uses
 	cache  *loaderCache[K, V]
 	dlOnce sync.Once // and the dataloader only if a resolver loads one key
 	dl     *dataloader.Loader[K, V]
 }
 
-// setup describes the zero loader l in place: its cache starts with room
-// for size keys; its cache and dataloader are made at its first use, the
-// cache taken from pool when it has one (pool may be nil).
-func (l *Loader[K, V]) setup(name string, size int, pool *sync.Pool, m LoaderMetrics, read func(ctx context.Context, keys []K) ([]V, error)) {
-	l.name, l.size, l.pool, l.m, l.read = name, size, pool, m, read
+// setup describes the zero loader l in place: it reads with read from
+// *src; its cache starts with room for size keys; its cache and dataloader
+// are made at its first use, the cache taken from pool when it has one
+// (pool may be nil).
+func (l *Loader[K, V]) setup(name string, size int, pool *sync.Pool, m LoaderMetrics, src *incidentlib.Reader, read func(ctx context.Context, src incidentlib.Reader, keys []K) ([]V, error)) {
+	l.name, l.size, l.pool, l.m, l.src, l.read = name, size, pool, m, src, read
 }
 
 func (l *Loader[K, V]) init() {
@@ -104,7 +106,7 @@ func (l *Loader[K, V]) fetch(ctx context.Context, keys []K) ([]V, error) {
 	if l.m != nil {
 		l.m.Batch(l.name, len(keys))
 	}
-	return l.read(ctx, keys)
+	return l.read(ctx, *l.src, keys)
 }
 
 // loaderCache is the cache of one request's loader. LoadAll keeps the
@@ -332,43 +334,12 @@ type Loaders struct {
 	Counts        Loader[incidentlib.CountKey, int]
 
 	view *model.View
-}
-
-// loaderReads are the read functions of the loaders, made once per
-// resolver (a closure per loader per request was 5 allocations).
-type loaderReads struct {
-	incidents     func(ctx context.Context, ids []string) ([]*incidentlib.Incident, error)
-	recurrences   func(ctx context.Context, ids []string) ([][]string, error)
-	organizations func(ctx context.Context, slugs []string) ([]*incidentlib.Organization, error)
-	terms         func(ctx context.Context, keys []incidentlib.TermKey) ([]*incidentlib.Term, error)
-	counts        func(ctx context.Context, keys []incidentlib.CountKey) ([]int, error)
-}
-
-func (r *Resolver) reads() *loaderReads {
-	r.readsOnce.Do(func() {
-		r.loaderReads = &loaderReads{
-			incidents: func(ctx context.Context, ids []string) ([]*incidentlib.Incident, error) {
-				return r.findIncidents(ctx, ids) // the store, then any upstream (upstream.go)
-			},
-			recurrences: func(ctx context.Context, ids []string) ([][]string, error) {
-				return r.Incidents.RecurrenceIDs(ctx, ids)
-			},
-			organizations: func(ctx context.Context, slugs []string) ([]*incidentlib.Organization, error) {
-				return r.Organizations.FindOrganizationsBySlugs(ctx, slugs)
-			},
-			terms: func(ctx context.Context, keys []incidentlib.TermKey) ([]*incidentlib.Term, error) {
-				out := make([]*incidentlib.Term, len(keys))
-				for i, k := range keys {
-					out[i] = r.Taxonomy.Term(k.Kind, k.Slug)
-				}
-				return out, nil
-			},
-			counts: func(ctx context.Context, keys []incidentlib.CountKey) ([]int, error) {
-				return r.Incidents.CountIncidentsBy(ctx, keys)
-			},
-		}
-	})
-	return r.loaderReads
+	// reader is what the loaders read from: services (the resolver's), or
+	// while FastReads answers, snapshot, a snapshot of the store
+	// (reads.go).
+	reader   incidentlib.Reader
+	services incidentlib.Reader
+	snapshot incidentlib.Snapshot
 }
 
 // loaderPools hold the emptied caches of finished requests' loaders, one
@@ -391,14 +362,15 @@ func (ls *Loaders) release() {
 // request's view (its language from ctx).
 func NewLoaders(ctx context.Context, r *Resolver) *Loaders {
 	m, p, f := r.LoaderMetrics, &r.loaderPools, r.reads()
-	ls := &Loaders{view: r.viewFor(LangFrom(ctx))}
+	ls := &Loaders{view: r.viewFor(LangFrom(ctx)), reader: r.services, services: r.services}
+	src := &ls.reader
 	// Sizes are what a map of a power of two slots holds (7/8 of them):
 	// 112 keys take 128 slots where 128 would take 256; 28 take 32.
-	ls.Incidents.setup("incident", 112, &p.incidents, m, f.incidents)
-	ls.Recurrences.setup("recurrences", 28, &p.recurrences, m, f.recurrences)
-	ls.Organizations.setup("organization", 28, &p.organizations, m, f.organizations)
-	ls.Terms.setup("term", 0, &p.terms, m, f.terms)
-	ls.Counts.setup("count", 28, &p.counts, m, f.counts)
+	ls.Incidents.setup("incident", 112, &p.incidents, m, src, f.incidents)
+	ls.Recurrences.setup("recurrences", 28, &p.recurrences, m, src, f.recurrences)
+	ls.Organizations.setup("organization", 28, &p.organizations, m, src, f.organizations)
+	ls.Terms.setup("term", 0, &p.terms, m, src, f.terms)
+	ls.Counts.setup("count", 28, &p.counts, m, src, f.counts)
 	return ls
 }
 

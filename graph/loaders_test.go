@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/incidentlib/incidentlib"
 )
 
 // fakeReads is a loader's read function over a fixed set of values that
@@ -49,7 +51,10 @@ func (f *fakeReads) seen() [][]string {
 // testLoader is a loader of test values with room for 8 keys.
 func testLoader(pool *sync.Pool, m LoaderMetrics, read func(context.Context, []string) ([]*string, error)) *Loader[string, *string] {
 	l := &Loader[string, *string]{}
-	l.setup("test", 8, pool, m, read)
+	var src incidentlib.Reader
+	l.setup("test", 8, pool, m, &src, func(ctx context.Context, _ incidentlib.Reader, keys []string) ([]*string, error) {
+		return read(ctx, keys)
+	})
 	return l
 }
 

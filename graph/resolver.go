@@ -14,7 +14,11 @@ import (
 	"github.com/incidentlib/incidentlib/graph/model"
 )
 
-// Resolver is the root of the resolvers; it holds the services.
+// Resolver is the root of the resolvers; it holds the services. Incidents,
+// Organizations and Taxonomy are required; Incidents may be the store
+// composed with an upstream library, whose partial reads
+// (incidentlib.IsPartialRead) are answered with the data and one error
+// beside it.
 type Resolver struct {
 	Incidents     incidentlib.IncidentService
 	Organizations incidentlib.OrganizationService
@@ -23,9 +27,11 @@ type Resolver struct {
 	// Search, if set, serves Query.search (search.resolvers.go); without it
 	// search answers UNAVAILABLE.
 	Search incidentlib.SearchService
-	// Upstream, if set, resolves linked incidents that are not in the
-	// store from another library (upstream.go).
-	Upstream *Upstream
+	// Snapshots, if set, gives FastReads one state of the store that
+	// Incidents and Organizations read, for all the levels of a query
+	// (see reads.go). Leave it nil when Incidents is not that store alone
+	// (an upstream library composed in front of it).
+	Snapshots incidentlib.Snapshots
 
 	// views are the views of the two languages, made once with a wrapper
 	// per taxonomy term and shared by every request.
@@ -34,7 +40,8 @@ type Resolver struct {
 
 	loaderPools loaderPools // caches of finished requests' loaders
 	readsOnce   sync.Once
-	loaderReads *loaderReads // the loaders' read functions (reads)
+	loaderReads *loaderReads       // the loaders' read functions (reads)
+	services    incidentlib.Reader // Incidents and Organizations as one Reader
 }
 
 // viewFor returns the shared view of lang.

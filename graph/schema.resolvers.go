@@ -136,24 +136,11 @@ func (r *incidentResolver) Similar(ctx context.Context, obj *model.Incident, fir
 }
 
 func (r *incidentConnectionResolver) Facets(ctx context.Context, obj *model.IncidentConnection, kinds []model.TaxonomyKind) ([]*model.Facet, error) {
-	ks := make([]incidentlib.TermKind, len(kinds))
-	for i, k := range kinds {
-		ks[i] = model.TermKindOf(k)
-	}
-	facets, err := r.Incidents.Facets(ctx, obj.Filter, ks)
+	facets, err := r.Incidents.Facets(ctx, obj.Filter, termKinds(kinds))
 	if err != nil {
 		return nil, err
 	}
-	v := r.view(ctx)
-	out := make([]*model.Facet, len(facets))
-	for i, f := range facets {
-		counts := make([]*model.TermCount, len(f.Counts))
-		for j, c := range f.Counts {
-			counts[j] = &model.TermCount{Term: v.NewTerm(c.Term), Count: c.Count}
-		}
-		out[i] = &model.Facet{Kind: model.KindOf(f.Kind), Counts: counts}
-	}
-	return out, nil
+	return facetsOf(r.view(ctx), facets), nil
 }
 
 func (r *incidentConnectionResolver) Years(ctx context.Context, obj *model.IncidentConnection) ([]*incidentlib.YearCount, error) {
@@ -161,11 +148,7 @@ func (r *incidentConnectionResolver) Years(ctx context.Context, obj *model.Incid
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*incidentlib.YearCount, len(years))
-	for i := range years {
-		out[i] = &years[i]
-	}
-	return out, nil
+	return yearCounts(years), nil
 }
 
 func (r *organizationResolver) IncidentCount(ctx context.Context, objs []*model.Organization) ([]int, error) {

@@ -13,24 +13,11 @@ import (
 )
 
 func (r *incidentSearchConnectionResolver) Facets(ctx context.Context, obj *model.IncidentSearchConnection, kinds []model.TaxonomyKind) ([]*model.Facet, error) {
-	ks := make([]incidentlib.TermKind, len(kinds))
-	for i, k := range kinds {
-		ks[i] = model.TermKindOf(k)
-	}
-	facets, err := r.Resolver.Search.SearchFacets(ctx, obj.Query, ks)
+	facets, err := r.Resolver.Search.SearchFacets(ctx, obj.Query, termKinds(kinds))
 	if err != nil {
 		return nil, err
 	}
-	v := r.view(ctx)
-	out := make([]*model.Facet, len(facets))
-	for i, f := range facets {
-		counts := make([]*model.TermCount, len(f.Counts))
-		for j, c := range f.Counts {
-			counts[j] = &model.TermCount{Term: v.NewTerm(c.Term), Count: c.Count}
-		}
-		out[i] = &model.Facet{Kind: model.KindOf(f.Kind), Counts: counts}
-	}
-	return out, nil
+	return facetsOf(r.view(ctx), facets), nil
 }
 
 func (r *incidentSearchConnectionResolver) Years(ctx context.Context, obj *model.IncidentSearchConnection) ([]*incidentlib.YearCount, error) {
@@ -38,11 +25,7 @@ func (r *incidentSearchConnectionResolver) Years(ctx context.Context, obj *model
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*incidentlib.YearCount, len(years))
-	for i := range years {
-		out[i] = &years[i]
-	}
-	return out, nil
+	return yearCounts(years), nil
 }
 
 func (r *queryResolver) Search(ctx context.Context, query string, filter *incidentlib.IncidentFilter, lang *model.Lang, first *int, after *string) (*model.IncidentSearchConnection, error) {

@@ -32,6 +32,7 @@ import (
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/server/gqledge"
 	"github.com/incidentlib/incidentlib/storage"
+	"github.com/incidentlib/incidentlib/upstream"
 )
 
 // notExported are names the dashboard and the rules may use although no
@@ -98,12 +99,12 @@ func scrape(t *testing.T) map[string]*dto.MetricFamily {
 	if err := follower.WaitLevel(ctx); err != nil {
 		t.Fatal(err)
 	}
-	up, err := graph.NewUpstream(graph.DefaultUpstreamConfig(pts.URL), client, reg)
+	up, err := upstream.New(upstream.DefaultConfig(pts.URL), client, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv, err := testutil.ServerOn(replicaDB, server.Config{Primary: pts.URL, Upstream: true, ResponseMaxAge: time.Minute},
-		testutil.ServerParts{Registry: reg, Resolver: func(r *graph.Resolver) { r.Upstream = up }})
+		testutil.ServerParts{Registry: reg, Resolver: func(r *graph.Resolver) { r.Incidents, r.Snapshots = upstream.LocalFirst(r.Incidents, up), nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

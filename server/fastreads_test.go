@@ -10,13 +10,19 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/vektah/gqlparser/v2/ast"
+
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/graph"
 	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/search"
 	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/storage"
 )
 
 // fastPair is one store served twice: by the default handler, which answers
@@ -269,11 +275,12 @@ func TestFastReadsPlansFollowVariables(t *testing.T) {
 	}
 }
 
-// randomQuery builds a query over the fields FastReads answers, with
-// aliases, repeated fields, fragments, directives, variables and language
-// arguments; now and then a field it hands to gqlgen.
+// randomQuery builds a query over the fields FastReads answers, drawn
+// from the schema (schemaFields), with aliases, repeated fields,
+// fragments, directives, variables and language arguments; now and then a
+// field it hands to gqlgen.
 func randomQuery(rng *rand.Rand) (string, map[string]any) {
-	g := &queryGen{rng: rng, vars: map[string]any{}}
+	g := &queryGen{rng: rng, vars: map[string]any{}, fields: schemaFields()}
 	var root string
 	switch rng.IntN(6) {
 	case 5:
@@ -311,22 +318,81 @@ type queryGen struct {
 	fragments strings.Builder
 	n         int
 	aliases   int
+	fields    *genFields
 }
 
-var (
-	scalarFields = []string{"id", "org", "orgSlug", "date", "dateKind", "languages", "relatedIds", "recurrenceOfId", "updatedAt", "url", "extra", "docs", "__typename"}
-	textFields   = []string{"title", "summary", "lessons", "trigger", "detection", "symptomsText"}
-	termFields   = []string{"domains", "symptoms", "components", "contributing", "rootCause", "severity"}
-	objectNames  = []string{"impact", "timeline", "review", "sources", "remediation", "actionItems"}
-	objectFields = map[string]string{
-		"impact":      "scope users region",
-		"timeline":    "detectedAfter resolvedAfterSeconds detectedAfterSeconds",
-		"review":      "writtenBy reviewedAt reviewedBy",
-		"sources":     "url kind status finalUrl",
-		"remediation": "text",
-		"actionItems": "textKo: text(lang: KO) text",
+// genFields are the fields the generator draws from, read from the schema:
+// the fields of Incident by what they hold, and for every other object
+// type its fields that need no argument or only lang. A field with a
+// required argument is left out (TestFastReadsCoversSchema reaches it).
+type genFields struct {
+	scalars   []string            // Incident's leaves without arguments, __typename included
+	texts     []string            // Incident's leaves whose only argument is lang
+	terms     []string            // Incident's TaxonomyTerm fields
+	relations []string            // Incident's Incident fields
+	objects   []string            // Incident's other object fields
+	handedOn  []string            // Incident's fields in graph.FastReadsHandsOn, with their selection
+	objectOf  map[string]string   // Incident's object field -> its type
+	leaves    map[string][]string // object type -> its leaf fields, handed-on ones left out
+	lang      map[string]bool     // "Type.field" whose only argument is lang
+}
+
+var schemaFields = sync.OnceValue(func() *genFields {
+	s := graph.NewExecutableSchema(graph.Config{}).Schema()
+	g := &genFields{objectOf: map[string]string{}, leaves: map[string][]string{}, lang: map[string]bool{}}
+	handed := func(typ, field string) bool { return slices.Contains(graph.FastReadsHandsOn[typ], field) }
+	for _, def := range s.Types {
+		if def.Kind != ast.Object {
+			continue
+		}
+		for _, f := range def.Fields {
+			if required(f) || strings.HasPrefix(f.Name, "__") {
+				continue
+			}
+			if len(f.Arguments) == 1 && f.Arguments[0].Name == "lang" {
+				g.lang[def.Name+"."+f.Name] = true
+			}
+			if s.Types[f.Type.Name()].IsLeafType() && !handed(def.Name, f.Name) {
+				g.leaves[def.Name] = append(g.leaves[def.Name], f.Name)
+			}
+		}
 	}
-)
+	g.scalars = append(g.scalars, "__typename")
+	for _, f := range s.Types["Incident"].Fields {
+		typ := f.Type.Name()
+		switch {
+		case required(f) || strings.HasPrefix(f.Name, "__"):
+		case handed("Incident", f.Name):
+			sel := f.Name
+			if !s.Types[typ].IsLeafType() {
+				sel += " { __typename }"
+			}
+			g.handedOn = append(g.handedOn, sel)
+		case s.Types[typ].IsLeafType() && g.lang["Incident."+f.Name]:
+			g.texts = append(g.texts, f.Name)
+		case s.Types[typ].IsLeafType():
+			g.scalars = append(g.scalars, f.Name)
+		case typ == "TaxonomyTerm":
+			g.terms = append(g.terms, f.Name)
+		case typ == "Incident":
+			g.relations = append(g.relations, f.Name)
+		default:
+			g.objects = append(g.objects, f.Name)
+			g.objectOf[f.Name] = typ
+		}
+	}
+	return g
+})
+
+// required tells whether the field has an argument that must be given.
+func required(f *ast.FieldDefinition) bool {
+	for _, a := range f.Arguments {
+		if a.Type.NonNull && a.DefaultValue == nil {
+			return true
+		}
+	}
+	return false
+}
 
 func (g *queryGen) lang() string {
 	switch g.rng.IntN(4) {
@@ -361,12 +427,17 @@ func (g *queryGen) alias(name string) string {
 	return ""
 }
 
-func (g *queryGen) term() string {
-	fields := []string{"id", "kind", "slug", "label", "description", "incidentCount", "__typename"}
+// leaves is a selection of some of typ's leaf fields, in random order,
+// with or without lang arguments, and now and then __typename.
+func (g *queryGen) leaves(typ string) string {
+	fields := slices.Clone(g.fields.leaves[typ])
+	if g.rng.IntN(4) == 0 {
+		fields = append(fields, "__typename")
+	}
 	g.rng.Shuffle(len(fields), func(i, j int) { fields[i], fields[j] = fields[j], fields[i] })
 	fields = fields[:1+g.rng.IntN(len(fields))]
 	for i, f := range fields {
-		if f == "label" || f == "description" {
+		if g.fields.lang[typ+"."+f] {
 			fields[i] = g.withLang(f)
 		}
 	}
@@ -389,25 +460,27 @@ func (g *queryGen) withLang(name string) string {
 	return fmt.Sprintf("%s%d: %s%s", name, g.n, name, args)
 }
 
+func pick(rng *rand.Rand, from []string) string { return from[rng.IntN(len(from))] }
+
 func (g *queryGen) incident(depth int) string {
 	var parts []string
+	fs := g.fields
 	for range 2 + g.rng.IntN(8) {
 		switch k := g.rng.IntN(10); {
 		case k < 3:
-			f := scalarFields[g.rng.IntN(len(scalarFields))]
+			f := pick(g.rng, fs.scalars)
 			parts = append(parts, g.alias(f)+f+g.directive())
 		case k < 5:
-			f := textFields[g.rng.IntN(len(textFields))]
+			f := pick(g.rng, fs.texts)
 			parts = append(parts, g.withLang(f)+g.directive())
 		case k < 6:
-			f := termFields[g.rng.IntN(len(termFields))]
-			parts = append(parts, g.alias(f)+f+g.directive()+" { "+g.term()+" }")
+			f := pick(g.rng, fs.terms)
+			parts = append(parts, g.alias(f)+f+g.directive()+" { "+g.leaves("TaxonomyTerm")+" }")
 		case k < 7:
-			f := objectNames[g.rng.IntN(len(objectNames))]
-			parts = append(parts, f+" { "+objectFields[f]+" }")
-			parts = append(parts, "organization { name"+[]string{"", " incidentCount", " id slug __typename"}[g.rng.IntN(3)]+" }")
+			f := pick(g.rng, fs.objects)
+			parts = append(parts, g.alias(f)+f+" { "+g.leaves(fs.objectOf[f])+" }")
 		case k < 9 && depth > 0:
-			f := []string{"related", "recurrenceOf", "recurrences"}[g.rng.IntN(3)]
+			f := pick(g.rng, fs.relations)
 			parts = append(parts, g.alias(f)+f+g.directive()+" { "+g.incident(depth-1)+" }")
 		case k == 9 && g.rng.IntN(4) == 0:
 			g.n++
@@ -422,8 +495,8 @@ func (g *queryGen) incident(depth int) string {
 		case k == 9:
 			parts = append(parts, "... on Incident"+g.directive()+" { "+g.incident(depth-1)+" }")
 		default:
-			if g.rng.IntN(30) == 0 {
-				parts = append(parts, "similar(first: 2) { score incident { id } }") // handed to gqlgen
+			if g.rng.IntN(30) == 0 && len(fs.handedOn) > 0 {
+				parts = append(parts, pick(g.rng, fs.handedOn)) // handed to gqlgen
 			} else {
 				parts = append(parts, "title")
 			}
@@ -439,9 +512,9 @@ func (g *queryGen) incident(depth int) string {
 func TestFastReadsListPageReads(t *testing.T) {
 	p := newFastPair(t, corpus(t, 500, 3))
 	tx := func(url string, n int) int {
-		before := p.db.DB.Stats().TxN
+		before := readTxTotal(p.db.DB)
 		postRaw(t, url, listPageQuery, map[string]any{"n": n}, "")
-		return p.db.DB.Stats().TxN - before
+		return readTxTotal(p.db.DB) - before
 	}
 	answered := executorCount(t, p.fast, "fast")
 	for _, n := range []int{100, 20} {
@@ -511,3 +584,183 @@ func TestResponseBuffersConcurrently(t *testing.T) {
 		t.Errorf("FastReads answered %v of %d queries", got, clients*rounds)
 	}
 }
+
+// TestFastReadsCoversSchema: every field of every type a query reaches is
+// either written by graph.FastReads or named in graph.FastReadsHandsOn. A
+// query reaches each field through the schema (graph.FastReadsReach),
+// over data in which it has a value; FastReads must answer it with
+// gqlgen's bytes, and hand on, with the same bytes, each field it names.
+// A field added to the schema without either fails here.
+func TestFastReadsCoversSchema(t *testing.T) {
+	incs := append(seedIncidents(t), corpus(t, 300, 7)...)
+	full := awkward(incs) // every optional part present, first by date
+	full.Date = "2026-11-30"
+	p := newFastPair(t, append(incs, full))
+	check := map[string]incidentlib.SourceCheck{full.Sources[0].URL: {Status: 200, CheckedAt: "2026-11-30T12:00:00Z", FinalURL: full.Sources[0].URL + "/moved"}}
+	if _, err := p.db.DB.RecordSourceChecks(context.Background(), []string{full.ID}, check); err != nil {
+		t.Fatal(err)
+	}
+	checkCoverage(t, graph.NewExecutableSchema(graph.Config{}).Schema(), func(q string) (answered bool, body []byte) {
+		before := executorCount(t, p.fast, "fast")
+		body = p.compare(t, q, nil, "")
+		return executorCount(t, p.fast, "fast") > before, body
+	})
+}
+
+// checkCoverage runs, for each field FastReads must cover in s, a query
+// reaching it, and reports a field that run does not find answered (or
+// finds answered while handed on), or whose value is empty in the answer.
+func checkCoverage(t testing.TB, s *ast.Schema, run func(query string) (answered bool, body []byte)) {
+	fields, handedOn := graph.FastReadsReach(s)
+	paths := schemaPaths(s)
+	for _, name := range fields {
+		typ, field, _ := strings.Cut(name, ".")
+		path, ok := paths[typ]
+		if !ok {
+			t.Errorf("%s: no path from Query to %s", name, typ)
+			continue
+		}
+		def := s.Types[typ].Fields.ForName(field)
+		sel := "cover: " + field + sampleArgs(s, def, false)
+		if !s.Types[def.Type.Name()].IsLeafType() {
+			sel += " { __typename }"
+		}
+		q := "{ " + path.wrap(sel) + " }"
+		answered, body := run(q)
+		switch {
+		case handedOn[name] && answered:
+			t.Errorf("%s is in graph.FastReadsHandsOn but FastReads answered\n%s", name, q)
+		case !handedOn[name] && !answered:
+			t.Errorf("%s: FastReads handed the query to gqlgen: write the field in graph/fast_*.go or name it in graph.FastReadsHandsOn\n%s\n%s", name, q, body)
+		case !handedOn[name] && !hasValue(body):
+			t.Errorf("%s: the query reaches no value of the field, so it does not test it\n%s\n%.300s", name, q, body)
+		}
+	}
+}
+
+// hasValue tells whether some "cover" key of the response has a value
+// other than null or an empty list.
+func hasValue(body []byte) bool {
+	for rest := body; ; {
+		i := bytes.Index(rest, []byte(`"cover":`))
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(`"cover":`):]
+		if !bytes.HasPrefix(rest, []byte("null")) && !bytes.HasPrefix(rest, []byte("[]")) {
+			return true
+		}
+	}
+}
+
+// schemaPath is how a query reaches objects of a type: the fields from
+// Query, each with its arguments, an inline fragment where a field's type
+// is an interface.
+type schemaPath []string
+
+func (p schemaPath) wrap(sel string) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		sel = p[i] + " { " + sel + " }"
+	}
+	return sel
+}
+
+// schemaPaths finds, breadth first, a path to every object type from
+// Query through fields FastReads does not hand on, preferring fields
+// without required arguments (they reach the data of every page).
+func schemaPaths(s *ast.Schema) map[string]schemaPath {
+	paths := map[string]schemaPath{s.Query.Name: nil}
+	for _, withRequired := range []bool{false, true} {
+		queue := []string{s.Query.Name}
+		seen := map[string]bool{}
+		for len(queue) > 0 {
+			typ := queue[0]
+			queue = queue[1:]
+			if seen[typ] {
+				continue
+			}
+			seen[typ] = true
+			for _, f := range s.Types[typ].Fields {
+				target := s.Types[f.Type.Name()]
+				if strings.HasPrefix(f.Name, "__") || target.IsLeafType() || slices.Contains(graph.FastReadsHandsOn[typ], f.Name) || (required(f) && !withRequired) {
+					continue
+				}
+				step := append(slices.Clone(paths[typ]), f.Name+sampleArgs(s, f, true))
+				reached := []*ast.Definition{target}
+				if target.IsAbstractType() {
+					reached = s.GetPossibleTypes(target)
+				}
+				for _, r := range reached {
+					next := step
+					if target.IsAbstractType() {
+						next = append(slices.Clone(step), "... on "+r.Name)
+					}
+					if _, ok := paths[r.Name]; !ok {
+						paths[r.Name] = next
+					}
+					queue = append(queue, r.Name)
+				}
+			}
+		}
+	}
+	return paths
+}
+
+// sampleArgs gives the field's required arguments a value that finds data
+// (and, with page, asks for a full page): an incident id that exists, a
+// search every incident's text matches, the first value of an enum.
+func sampleArgs(s *ast.Schema, f *ast.FieldDefinition, page bool) string {
+	var args []string
+	for _, a := range f.Arguments {
+		var v string
+		switch {
+		case a.Type.NonNull && a.DefaultValue == nil:
+			v = sampleValue(s, f.Name+"."+a.Name, a.Type)
+		case page && a.Name == "first" && a.Type.Name() == "Int":
+			v = "100"
+		default:
+			continue
+		}
+		args = append(args, a.Name+": "+v)
+	}
+	if len(args) == 0 {
+		return ""
+	}
+	return "(" + strings.Join(args, ", ") + ")"
+}
+
+// sampleValue is a value of type typ for the argument named (field.arg)
+// that finds data: one of the known ones, else one of its type.
+func sampleValue(s *ast.Schema, name string, typ *ast.Type) string {
+	if v, ok := sampleArgValues[name]; ok {
+		return v
+	}
+	if typ.Elem != nil {
+		return "[" + sampleValue(s, name, typ.Elem) + "]"
+	}
+	if def := s.Types[typ.Name()]; def.Kind == ast.Enum {
+		return def.EnumValues[0].Name
+	}
+	switch typ.Name() {
+	case "ID":
+		return `"IL-9990"`
+	case "Int":
+		return "5"
+	case "Boolean":
+		return "true"
+	}
+	return `"incident"`
+}
+
+// sampleArgValues are values of required arguments that find data.
+var sampleArgValues = map[string]string{
+	"term.kind":         "COMPONENT",
+	"term.slug":         `"storage-engine"`,
+	"organization.slug": `"roblox"`,
+	"search.query":      `"incident"`,
+}
+
+// readTxTotal is how many read transactions the store has begun. (The one
+// line to change when the store's figures become incidentlib.StoreStats:
+// db.StoreStats().ReadTxTotal.)
+func readTxTotal(db *storage.DB) int { return db.Stats().TxN }

@@ -17,6 +17,7 @@ import (
 	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/outbound"
 	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/upstream"
 )
 
 // upInc is a small valid incident.
@@ -74,13 +75,17 @@ func newUpstreamPair(t *testing.T, timeout time.Duration, fault func(w http.Resp
 		t.Fatal(err)
 	}
 	t.Cleanup(p.client.Close)
-	cfg := graph.DefaultUpstreamConfig(p.front.URL)
+	cfg := upstream.DefaultConfig(p.front.URL)
 	cfg.Timeout = timeout
-	up, err := graph.NewUpstream(cfg, p.client, nil)
+	up, err := upstream.New(cfg, p.client, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.local = apiServerWith(t, server.Config{Upstream: true}, local, testutil.ServerParts{Resolver: func(r *graph.Resolver) { r.Upstream = up }})
+	// The store with the upstream composed behind it, as serve
+	// --upstream composes it (cmd/incidentlib/server.go).
+	p.local = apiServerWith(t, server.Config{Upstream: true}, local, testutil.ServerParts{Resolver: func(r *graph.Resolver) {
+		r.Incidents, r.Snapshots = upstream.LocalFirst(r.Incidents, up), nil
+	}})
 	return p
 }
 

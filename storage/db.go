@@ -294,38 +294,6 @@ func (db *DB) viewLatest(ctx context.Context, fn func(*bolt.Tx) error) error {
 	return fn(tx)
 }
 
-type snapshotKey struct{}
-
-var errSnapshotOpen = errors.New("storage: a read of its own was asked while this context's snapshot holds a transaction (release it first)")
-
-type snapshot struct {
-	db       *DB
-	tx       *bolt.Tx // begun by the first read
-	released bool
-	records  *recordReader // of tx, made by the first read of records
-}
-
-// Snapshot returns a context whose reads share one read transaction, begun
-// by the first of them, until release is called: a request that reads the
-// store level by level (graph.FastReads) sees one state of it and begins
-// one transaction, not one per batch. The context is for one goroutine at
-// a time (a read transaction is not safe for concurrent use) and for
-// reads only; and while the transaction is open, that goroutine must not
-// begin another (a writer waiting to grow the file's mapping would wait
-// for the first while the second waits for it). Release must be called,
-// and soon: an open read transaction keeps the pages it sees from being
-// reused. RawChangesSince reads outside any snapshot.
-func (db *DB) Snapshot(ctx context.Context) (_ context.Context, release func()) {
-	s := &snapshot{db: db}
-	return context.WithValue(ctx, snapshotKey{}, s), func() {
-		if s.tx != nil {
-			_ = s.tx.Rollback()
-			s.tx, s.records = nil, nil
-		}
-		s.released = true
-	}
-}
-
 func ctxError(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return incidentlib.Errorf(incidentlib.ETIMEOUT, "the request ran out of time")

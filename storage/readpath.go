@@ -2,7 +2,6 @@ package storage
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -32,19 +31,6 @@ func (db *DB) recordReader(tx *bolt.Tx) *recordReader {
 		r.snap = getU64(tx.Bucket(bucketMeta).Get(metaSeq)) + 1
 	}
 	return r
-}
-
-// recordReaderIn is db.recordReader(tx), kept for the snapshot of ctx when
-// tx is that snapshot's transaction: the reads of one request (a level each)
-// then share one cursor and bucket handle.
-func (db *DB) recordReaderIn(ctx context.Context, tx *bolt.Tx) *recordReader {
-	if s, ok := ctx.Value(snapshotKey{}).(*snapshot); ok && s.db == db && s.tx == tx {
-		if s.records == nil {
-			s.records = db.recordReader(tx)
-		}
-		return s.records
-	}
-	return db.recordReader(tx)
 }
 
 // get is db.getIncident(tx, n): the record, through the record cache, or

@@ -20,7 +20,7 @@ func newServer(db *storage.DB, search incidentlib.SearchService, cfg server.Conf
 	}
 	store := storeShim{db}
 	db.Observe = m.ObserveCommit // until storage.Options.ObserveCommit
-	res := &graph.Resolver{Incidents: db, Organizations: db, Taxonomy: db.Taxonomy(), LoaderMetrics: m, Search: search}
+	res := &graph.Resolver{Incidents: db, Organizations: db, Snapshots: db, Taxonomy: db.Taxonomy(), LoaderMetrics: m, Search: search}
 	es := graph.NewExecutableSchema(graph.Config{Resolvers: res, Complexity: graph.Complexity()})
 	return server.New(server.Services{Changes: store, Incidents: db, Writer: db, Backups: db, Monitor: store}, res, es, m, cfg)
 }

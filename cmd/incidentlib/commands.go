@@ -161,9 +161,17 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	defer stopSearch()
 
+	client, err := of.client(reg)
+	if err != nil {
+		return err
+	}
+	incidents, err := of.incidents(db, client, reg, logger) // the store, then any upstream; nil: the store alone
+	if err != nil {
+		return err
+	}
 	cfg := lf.config(ef.config(server.Config{Prod: *prod, QueryCacheSize: *queryCache, Logger: logger, Primary: of.primary(),
 		AdminToken: *adminToken, BackupDir: filepath.Dir(db.Path()), GenericExecutor: *executor == "gqlgen"}, of))
-	srv, res, err := newServer(db, searchSvc, m, cfg)
+	srv, err := newServer(db, incidents, searchSvc, m, cfg)
 	if err != nil {
 		return err
 	}
@@ -182,7 +190,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer stopPprof()
-	jobs, err := of.start(ctx, db, srv, res, reg, logger) // marks the server ready
+	jobs, err := of.start(ctx, db, client, srv, reg, logger) // marks the server ready
 	if err != nil {
 		ln.Close()
 		return err

@@ -11,11 +11,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/incidentlib/incidentlib/graph"
+	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/outbound"
 	"github.com/incidentlib/incidentlib/replica"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/storage"
+	"github.com/incidentlib/incidentlib/upstream"
 )
 
 // The outbound jobs of serve: following a primary (--follow), links to an
@@ -86,34 +87,41 @@ func (j *outboundJobs) stop() {
 	j.wg.Wait()
 }
 
-// start builds the outbound client and starts the jobs the flags ask for.
-// A replica is marked ready (/readyz) once it is level with its primary;
-// any other server is ready at once.
-func (o *outboundFlags) start(ctx context.Context, db *storage.DB, srv *server.Server, res *graph.Resolver, reg prometheus.Registerer, logger *slog.Logger) (*outboundJobs, error) {
+// client builds the outbound client when serve needs one (--follow or
+// --upstream), nil otherwise.
+func (o *outboundFlags) client(reg prometheus.Registerer) (*outbound.Client, error) {
+	if *o.follow == "" && *o.store.upstream == "" {
+		return nil, nil
+	}
+	return outbound.New(outbound.DefaultConfig(), reg)
+}
+
+// incidents is what the resolvers read incidents from with --upstream:
+// the store first, the upstream library for the linked ids it lacks. It is
+// nil without --upstream (the store alone).
+func (o *outboundFlags) incidents(db *storage.DB, client *outbound.Client, reg prometheus.Registerer, logger *slog.Logger) (incidentlib.IncidentService, error) {
+	if *o.store.upstream == "" {
+		return nil, nil
+	}
+	cfg := upstream.DefaultConfig(*o.store.upstream)
+	cfg.CacheTTL, cfg.CacheSize, cfg.Timeout = *o.upstreamCacheTTL, *o.upstreamCacheSize, *o.upstreamTimeout
+	up, err := upstream.New(cfg, client, reg)
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("linked incidents not in this library resolve from the upstream", "upstream", up.URL())
+	return upstream.LocalFirst(db, up), nil
+}
+
+// start starts the jobs the flags ask for over the outbound client (see
+// client). A replica is marked ready (/readyz) once it is level with its
+// primary; any other server is ready at once.
+func (o *outboundFlags) start(ctx context.Context, db *storage.DB, client *outbound.Client, srv *server.Server, reg prometheus.Registerer, logger *slog.Logger) (*outboundJobs, error) {
 	jctx, cancel := context.WithCancel(ctx)
 	jobs := &outboundJobs{cancel: cancel}
-	if *o.follow == "" && *o.store.upstream == "" && *o.linkcheckInterval == 0 {
+	if *o.follow == "" && *o.linkcheckInterval == 0 {
 		srv.SetReady(true)
 		return jobs, nil
-	}
-	var client *outbound.Client
-	if *o.follow != "" || *o.store.upstream != "" {
-		var err error
-		if client, err = outbound.New(outbound.DefaultConfig(), reg); err != nil {
-			cancel()
-			return nil, err
-		}
-	}
-	if *o.store.upstream != "" {
-		cfg := graph.DefaultUpstreamConfig(*o.store.upstream)
-		cfg.CacheTTL, cfg.CacheSize, cfg.Timeout = *o.upstreamCacheTTL, *o.upstreamCacheSize, *o.upstreamTimeout
-		up, err := graph.NewUpstream(cfg, client, reg)
-		if err != nil {
-			cancel()
-			return nil, err
-		}
-		res.Upstream = up
-		logger.Info("linked incidents not in this library resolve from the upstream", "upstream", up.URL())
 	}
 	if *o.follow == "" {
 		srv.SetReady(true)

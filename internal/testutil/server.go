@@ -69,7 +69,7 @@ func ServerOn(db *storage.DB, cfg server.Config, parts ServerParts) (*server.Ser
 	// Until storage.Options.ObserveCommit: then ServerStore's caller
 	// passes m.ObserveCommit when it opens the store.
 	db.Observe = m.ObserveCommit
-	res := &graph.Resolver{Incidents: db, Organizations: db, Taxonomy: db.Taxonomy(), LoaderMetrics: m, Search: parts.Search}
+	res := &graph.Resolver{Incidents: db, Organizations: db, Snapshots: db, Taxonomy: db.Taxonomy(), LoaderMetrics: m, Search: parts.Search}
 	if parts.Resolver != nil {
 		parts.Resolver(res)
 	}

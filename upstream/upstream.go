@@ -1,4 +1,7 @@
-package graph
+// Package upstream reads incidents from another library (serve
+// --upstream) over the outbound client: a RemoteIncidentReader, and its
+// composition behind the local store (LocalFirst).
+package upstream
 
 import (
 	"context"
@@ -8,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/99designs/gqlgen/graphql"
 	"github.com/hashicorp/golang-lru/v2/expirable"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -19,20 +21,20 @@ import (
 // A library can link to incidents of another library (serve --upstream
 // URL): ids that are not in the local store, in incident(id:), node,
 // related and recurrenceOf, are read from the upstream's
-// GET /api/v1/incidents?ids=... through the Incidents loader, so one
-// GraphQL request makes at most one upstream call per level of the query
-// (one per UpstreamMaxIDs missing ids). Answers, "not there" included, are
+// GET /api/v1/incidents?ids=... (LocalFirst, behind the GraphQL
+// resolvers' Incidents loader), so one GraphQL request makes at most one
+// upstream call per level of the query (one per MaxIDs missing ids). Answers, "not there" included, are
 // cached for a bounded time and number of incidents. When the upstream
 // fails, is too slow or its circuit breaker is open, the local data is
 // served all the same: the missing incidents are null (or left out of a
 // list) and the response carries one error with code UPSTREAM_UNAVAILABLE.
 
-// UpstreamMaxIDs is the most ids one upstream call asks for (the REST
+// MaxIDs is the most ids one upstream call asks for (the REST
 // API's MaxIDsPerRequest).
-const UpstreamMaxIDs = 500
+const MaxIDs = 500
 
-// UpstreamConfig configures an Upstream.
-type UpstreamConfig struct {
+// Config configures a Reader.
+type Config struct {
 	// URL is the upstream library's base URL, such as http://library:8080.
 	URL string
 	// CacheTTL is how long an upstream answer is kept. Unit: duration.
@@ -49,31 +51,32 @@ type UpstreamConfig struct {
 	Timeout time.Duration
 }
 
-// DefaultUpstreamConfig returns the defaults documented on UpstreamConfig.
-func DefaultUpstreamConfig(u string) UpstreamConfig {
-	return UpstreamConfig{URL: u, CacheTTL: 5 * time.Minute, CacheSize: 10_000, Timeout: 2 * time.Second}
+// DefaultConfig returns the defaults documented on Config.
+func DefaultConfig(u string) Config {
+	return Config{URL: u, CacheTTL: 5 * time.Minute, CacheSize: 10_000, Timeout: 2 * time.Second}
 }
 
-// Upstream reads incidents from an upstream library.
-type Upstream struct {
-	cfg     UpstreamConfig
+// Reader reads incidents from an upstream library. It is a
+// RemoteIncidentReader.
+type Reader struct {
+	cfg     Config
 	client  *outbound.Client
 	cache   *expirable.LRU[string, *incidentlib.Incident]
 	lookups *prometheus.CounterVec
 }
 
-// Upstream lookup results, the values of the result label of
+// Lookup results, the values of the result label of
 // incidentlib_upstream_lookups_total.
 const (
-	UpstreamCacheHit    = "cache_hit"
-	UpstreamFetched     = "fetched"
-	UpstreamNotFound    = "not_found"
-	UpstreamUnavailable = "unavailable"
+	CacheHit    = "cache_hit"
+	Fetched     = "fetched"
+	NotFound    = "not_found"
+	Unavailable = "unavailable"
 )
 
-// NewUpstream checks cfg and builds the upstream reader over the outbound
+// New checks cfg and builds the upstream reader over the outbound
 // client. reg, if not nil, receives incidentlib_upstream_lookups_total.
-func NewUpstream(cfg UpstreamConfig, client *outbound.Client, reg prometheus.Registerer) (*Upstream, error) {
+func New(cfg Config, client *outbound.Client, reg prometheus.Registerer) (*Reader, error) {
 	var errs []error
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
@@ -95,7 +98,7 @@ func NewUpstream(cfg UpstreamConfig, client *outbound.Client, reg prometheus.Reg
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	up := &Upstream{
+	up := &Reader{
 		cfg:    cfg,
 		client: client,
 		cache:  expirable.NewLRU[string, *incidentlib.Incident](cfg.CacheSize, nil, cfg.CacheTTL),
@@ -104,7 +107,7 @@ func NewUpstream(cfg UpstreamConfig, client *outbound.Client, reg prometheus.Reg
 			Help: "Incidents looked up in the upstream library, by result (cache_hit, fetched, not_found, unavailable).",
 		}, []string{"result"}),
 	}
-	for _, r := range []string{UpstreamCacheHit, UpstreamFetched, UpstreamNotFound, UpstreamUnavailable} {
+	for _, r := range []string{CacheHit, Fetched, NotFound, Unavailable} {
 		up.lookups.WithLabelValues(r)
 	}
 	if reg != nil {
@@ -115,21 +118,23 @@ func NewUpstream(cfg UpstreamConfig, client *outbound.Client, reg prometheus.Reg
 	return up, nil
 }
 
-// URL is the upstream's base URL.
-func (u *Upstream) URL() string { return u.cfg.URL }
+var _ incidentlib.RemoteIncidentReader = (*Reader)(nil)
 
-// Fetch returns the upstream's records of ids in the order of ids, nil
+// URL is the upstream's base URL.
+func (u *Reader) URL() string { return u.cfg.URL }
+
+// FetchIncidents returns the upstream's records of ids in the order of ids, nil
 // where the upstream does not have one. Cached answers are used; the rest
-// is asked for in one call per UpstreamMaxIDs ids. On failure it returns
+// is asked for in one call per MaxIDs ids. On failure it returns
 // EUPSTREAMUNAVAILABLE and no records.
-func (u *Upstream) Fetch(ctx context.Context, ids []string) ([]*incidentlib.Incident, error) {
+func (u *Reader) FetchIncidents(ctx context.Context, ids []string) ([]*incidentlib.Incident, error) {
 	out := make([]*incidentlib.Incident, len(ids))
 	var ask []string
 	asked := map[string]bool{}
 	for i, id := range ids {
 		if inc, ok := u.cache.Get(id); ok {
 			out[i] = inc
-			u.lookups.WithLabelValues(UpstreamCacheHit).Inc()
+			u.lookups.WithLabelValues(CacheHit).Inc()
 		} else if !asked[id] {
 			asked[id] = true
 			ask = append(ask, id)
@@ -139,10 +144,10 @@ func (u *Upstream) Fetch(ctx context.Context, ids []string) ([]*incidentlib.Inci
 		return out, nil
 	}
 	got := make(map[string]*incidentlib.Incident, len(ask))
-	for start := 0; start < len(ask); start += UpstreamMaxIDs {
-		chunk := ask[start:min(start+UpstreamMaxIDs, len(ask))]
+	for start := 0; start < len(ask); start += MaxIDs {
+		chunk := ask[start:min(start+MaxIDs, len(ask))]
 		if err := u.call(ctx, chunk, got); err != nil {
-			u.lookups.WithLabelValues(UpstreamUnavailable).Add(float64(len(ask) - start))
+			u.lookups.WithLabelValues(Unavailable).Add(float64(len(ask) - start))
 			return nil, &incidentlib.Error{Code: incidentlib.EUPSTREAMUNAVAILABLE,
 				Message: fmt.Sprintf("the upstream library is unavailable: %d linked incidents could not be read (%s)", len(ask), headIDs(ask))}
 		}
@@ -151,9 +156,9 @@ func (u *Upstream) Fetch(ctx context.Context, ids []string) ([]*incidentlib.Inci
 		inc := got[id]
 		u.cache.Add(id, inc) // nil: the upstream does not have it
 		if inc != nil {
-			u.lookups.WithLabelValues(UpstreamFetched).Inc()
+			u.lookups.WithLabelValues(Fetched).Inc()
 		} else {
-			u.lookups.WithLabelValues(UpstreamNotFound).Inc()
+			u.lookups.WithLabelValues(NotFound).Inc()
 		}
 	}
 	for i, id := range ids {
@@ -165,7 +170,7 @@ func (u *Upstream) Fetch(ctx context.Context, ids []string) ([]*incidentlib.Inci
 }
 
 // call asks the upstream for ids, within the call's time budget.
-func (u *Upstream) call(ctx context.Context, ids []string, got map[string]*incidentlib.Incident) error {
+func (u *Reader) call(ctx context.Context, ids []string, got map[string]*incidentlib.Incident) error {
 	timeout := u.cfg.Timeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl)*3/4)
@@ -196,40 +201,4 @@ func headIDs(ids []string) string {
 		return strings.Join(ids, ", ")
 	}
 	return strings.Join(ids[:5], ", ") + ", ..."
-}
-
-// findIncidents is the fetch of the Incidents loader: the local store
-// first, then, with an upstream, one upstream call for the well-formed ids
-// the store does not have. An upstream failure leaves those ids nil and
-// adds one UPSTREAM_UNAVAILABLE error to the response.
-func (r *Resolver) findIncidents(ctx context.Context, ids []string) ([]*incidentlib.Incident, error) {
-	incs, err := r.Incidents.FindIncidentsByIDs(ctx, ids)
-	if err != nil || r.Upstream == nil {
-		return incs, err
-	}
-	var missing []string
-	var at []int
-	for i, inc := range incs {
-		if inc != nil {
-			continue
-		}
-		if _, ok := incidentlib.ParseID(ids[i]); ok {
-			missing = append(missing, ids[i])
-			at = append(at, i)
-		}
-	}
-	if len(missing) == 0 {
-		return incs, nil
-	}
-	ups, err := r.Upstream.Fetch(ctx, missing)
-	if err != nil {
-		if graphql.GetFieldContext(ctx) != nil {
-			graphql.AddError(ctx, err)
-		}
-		return incs, nil
-	}
-	for k, i := range at {
-		incs[i] = ups[k]
-	}
-	return incs, nil
 }
