@@ -6,17 +6,17 @@
 // bleve): for every term of every indexed field, the incidents that hold
 // it, with the term's positions for phrases, held in memory and saved as
 // one file in a directory next to the store's file. The file records the
-// store sequence (storage.DB.Seq) of the last change the index applied,
-// and the index catches up from the store's change log
-// (storage.DB.ChangesSince): at open, in the background after commits
-// (Follow), and before every search, so that a search that starts after a
+// store sequence (incidentlib.ChangeLog.Seq) of the last change the index
+// applied, and the index catches up from the store's change log
+// (RawChangesSince): at open, in the background after commits
+// (Options.Follow), and before every search, so that a search that starts after a
 // write was acknowledged sees it. Deleted incidents are removed by their
 // tombstones. The file is replaced whole (written aside, synced, renamed)
 // after a build, every saveEvery while following, and at Close; should
 // the process die in between, the index reopens at the sequence of the
 // last file and catches up.
 //
-// Filters are the store's own (storage.DB.MatchSet): a search with a
+// Filters are the store's own (incidentlib.IncidentSets.MatchSet): a search with a
 // filter keeps the hits whose incident is in the store's set, so a filter
 // means exactly what it means for incidents.
 package search
@@ -36,8 +36,18 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/incidentlib/incidentlib"
-	"github.com/incidentlib/incidentlib/storage"
 )
+
+// Store is what the index reads of the store: the change log it follows,
+// the incident sets that filter, facet and count its matches, and the
+// records it cuts highlights from. storage.DB implements it.
+type Store interface {
+	incidentlib.ChangeLog
+	incidentlib.IncidentSets
+	incidentlib.RecordReader
+	// Path names the store in messages.
+	Path() string
+}
 
 // formatVersion names the analyzer and the file layout. An index built
 // with another one is rebuilt.
@@ -135,19 +145,24 @@ type Options struct {
 	// running more at once than there are cores only makes each one wait
 	// in the Go scheduler, in no fair order, instead of in line.
 	Concurrency int
+	// Follow keeps the index following the store from Open to Close, in a
+	// goroutine of its own: it catches up after every commit (waiting on
+	// the change log's SeqAbove), so that searches rarely wait for a
+	// catch-up, and saves the index every saveEvery when it changed.
+	Follow bool
 }
 
-// saveEvery is how often Follow saves an index that changed.
+// saveEvery is how often a following index saves itself when it changed.
 const saveEvery = 30 * time.Second
 
 // Index is the search index of one store.
 type Index struct {
-	db      *storage.DB
+	db      Store
 	path    string
 	opts    Options
 	seq     atomic.Uint64 // store sequence of the last change applied
 	lock    chan struct{} // held while applying changes or saving
-	kick    chan struct{} // Notify -> Follow
+	stop    func()        // ends the follower (Options.Follow) and waits for it
 	cache   *setCache
 	filters *filterCache
 	turns   *semaphore.Weighted // Options.Concurrency, first come first served
@@ -165,9 +180,10 @@ type Index struct {
 var ErrRebuild = errors.New("the search index must be rebuilt")
 
 // Open opens the index at path for db, creating an empty one if there is
-// none, and catches it up with the store. Returns an error wrapping
-// ErrRebuild if the index belongs to another store or program version.
-func Open(ctx context.Context, db *storage.DB, path string, opts Options) (*Index, error) {
+// none, and catches it up with the store; with opts.Follow it then follows
+// the store until Close. Returns an error wrapping ErrRebuild if the index
+// belongs to another store or program version.
+func Open(ctx context.Context, db Store, path string, opts Options) (*Index, error) {
 	if opts.BatchSize == 0 {
 		opts.BatchSize = 2000
 	}
@@ -184,7 +200,7 @@ func Open(ctx context.Context, db *storage.DB, path string, opts Options) (*Inde
 		opts.Concurrency = runtime.GOMAXPROCS(0)
 	}
 	x := &Index{db: db, path: path, opts: opts, turns: semaphore.NewWeighted(int64(opts.Concurrency)),
-		lock: make(chan struct{}, 1), kick: make(chan struct{}, 1), cache: newSetCache(32), filters: newFilterCache()}
+		lock: make(chan struct{}, 1), stop: func() {}, cache: newSetCache(32), filters: newFilterCache()}
 	_, statErr := os.Stat(path)
 	switch {
 	case errors.Is(statErr, os.ErrNotExist):
@@ -219,11 +235,21 @@ func Open(ctx context.Context, db *storage.DB, path string, opts Options) (*Inde
 	if err := x.saveIfDirty(); err != nil {
 		return nil, err
 	}
+	if opts.Follow {
+		fctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { x.follow(fctx); close(done) }()
+		x.stop = sync.OnceFunc(func() { cancel(); <-done })
+	}
 	return x, nil
 }
 
-// Close saves the index if it changed since it was last saved.
-func (x *Index) Close() error { return x.saveIfDirty() }
+// Close stops following the store (Options.Follow) and saves the index if
+// it changed since it was last saved.
+func (x *Index) Close() error {
+	x.stop()
+	return x.saveIfDirty()
+}
 
 // saveIfDirty saves the index if it changed since it was last saved.
 func (x *Index) saveIfDirty() error {
@@ -409,7 +435,7 @@ func (x *Index) readChanges(ctx context.Context, from uint64) changePage {
 
 // apply applies changes given with their records, and the new sequence,
 // at once.
-func (x *Index) apply(changes []storage.Change, seq uint64) error {
+func (x *Index) apply(changes []incidentlib.Change, seq uint64) error {
 	refs := make([]changeRef, len(changes))
 	b := getBatch()
 	a := getAnalyzer()
@@ -441,27 +467,19 @@ func (x *Index) applyBatches(changes []changeRef, batches []*batchIndex, seq uin
 	return nil
 }
 
-// Notify tells Follow that the store committed; it never blocks. Chain it
-// into storage.DB.OnCommit.
-func (x *Index) Notify() {
-	select {
-	case x.kick <- struct{}{}:
-	default:
-	}
-}
-
-// Follow catches the index up after every Notify until ctx is done, so
-// that searches rarely wait for a catch-up, and saves it every saveEvery
-// when it changed. Errors are logged; the next search or notification
-// retries.
-func (x *Index) Follow(ctx context.Context) {
+// follow catches the index up after every commit of the store until ctx
+// is done, and saves it every saveEvery when it changed. Errors are
+// logged; the next search or commit retries.
+func (x *Index) follow(ctx context.Context) {
 	t := time.NewTicker(saveEvery)
 	defer t.Stop()
+	seen := x.Seq() // woken by the first commit above it
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-x.kick:
+		case <-x.db.SeqAbove(seen):
+			seen = x.db.Seq()
 			if err := x.CatchUp(ctx); err != nil && ctx.Err() == nil {
 				x.opts.Logger.Error("search index catch-up failed", "err", err, "index_seq", x.Seq(), "store_seq", x.db.Seq())
 			}
@@ -480,12 +498,14 @@ func (x *Index) Follow(ctx context.Context) {
 
 // Rebuild builds a new index of every incident of db at path, replacing
 // any index there only once the new one is complete.
-func Rebuild(ctx context.Context, db *storage.DB, path string, opts Options) (*Index, error) {
+func Rebuild(ctx context.Context, db Store, path string, opts Options) (*Index, error) {
 	tmp := path + ".new"
 	if err := os.RemoveAll(tmp); err != nil {
 		return nil, err
 	}
-	x, err := Open(ctx, db, tmp, opts)
+	build := opts
+	build.Follow = false
+	x, err := Open(ctx, db, tmp, build)
 	if err != nil {
 		os.RemoveAll(tmp)
 		return nil, err

@@ -446,9 +446,9 @@ func (g *queryGen) incident(depth int) string {
 func TestFastReadsListPageReads(t *testing.T) {
 	p := newFastPair(t, corpus(t, 500, 3))
 	tx := func(url string, n int) int {
-		before := p.db.DB.Stats().TxN
+		before := p.db.DB.StoreStats().ReadTxTotal
 		postRaw(t, url, listPageQuery, map[string]any{"n": n}, "")
-		return p.db.DB.Stats().TxN - before
+		return p.db.DB.StoreStats().ReadTxTotal - before
 	}
 	answered := executorCount(t, p.fast, "fast")
 	for _, n := range []int{100, 20} {

@@ -100,7 +100,7 @@ func NewMetrics(db *storage.DB, reg prometheus.Registerer) (*Metrics, error) {
 	writesInFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "incidentlib_store_writes_in_flight",
 		Help: "Mutations waiting for or running their write transaction (more than one share a commit through bbolt's Batch).",
-	}, func() float64 { return float64(db.WritesInFlight()) })
+	}, func() float64 { return float64(db.StoreStats().WritesInFlight) })
 	searchWaiting := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "incidentlib_search_waiting",
 		Help: "Searches waiting for their turn: no more than serve --search-concurrency run at once.",
@@ -117,9 +117,12 @@ func NewMetrics(db *storage.DB, reg prometheus.Registerer) (*Metrics, error) {
 	}
 	_ = reg.Register(collectors.NewGoCollector())
 	_ = reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	db.Observe = func(d time.Duration) { m.commit.Observe(d.Seconds()) }
 	return m, nil
 }
+
+// ObserveCommit records the duration of one write commit: give it to the
+// store as storage.Options.ObserveCommit.
+func (m *Metrics) ObserveCommit(d time.Duration) { m.commit.Observe(d.Seconds()) }
 
 // observeSearch reads the queue of svc, when it has one, for
 // incidentlib_search_waiting.
@@ -245,16 +248,16 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
-	s := c.db.Stats()
-	ch <- prometheus.MustNewConstMetric(c.readTx, prometheus.CounterValue, float64(s.TxN))
-	ch <- prometheus.MustNewConstMetric(c.openTx, prometheus.GaugeValue, float64(s.OpenTxN))
-	ch <- prometheus.MustNewConstMetric(c.free, prometheus.GaugeValue, float64(s.FreePageN))
-	ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(s.PendingPageN))
-	ch <- prometheus.MustNewConstMetric(c.freeAlloc, prometheus.GaugeValue, float64(s.FreeAlloc))
-	ch <- prometheus.MustNewConstMetric(c.used, prometheus.GaugeValue, float64(s.FreelistInuse))
+	s := c.db.StoreStats()
+	ch <- prometheus.MustNewConstMetric(c.readTx, prometheus.CounterValue, float64(s.ReadTxTotal))
+	ch <- prometheus.MustNewConstMetric(c.openTx, prometheus.GaugeValue, float64(s.OpenReadTx))
+	ch <- prometheus.MustNewConstMetric(c.free, prometheus.GaugeValue, float64(s.FreePages))
+	ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(s.PendingPages))
+	ch <- prometheus.MustNewConstMetric(c.freeAlloc, prometheus.GaugeValue, float64(s.FreeAllocBytes))
+	ch <- prometheus.MustNewConstMetric(c.used, prometheus.GaugeValue, float64(s.FreelistBytes))
 	ch <- prometheus.MustNewConstMetric(c.fileBytes, prometheus.GaugeValue, float64(s.FileBytes))
 	ch <- prometheus.MustNewConstMetric(c.seq, prometheus.GaugeValue, float64(s.Seq))
-	ch <- prometheus.MustNewConstMetric(c.pageSize, prometheus.GaugeValue, float64(s.PageSize))
+	ch <- prometheus.MustNewConstMetric(c.pageSize, prometheus.GaugeValue, float64(s.PageBytes))
 }
 
 // OperationName is the name of the operation being run: the request's

@@ -117,10 +117,10 @@ func TestNoNPlusOne(t *testing.T) {
 	for _, size := range []int{100, 20, 1} {
 		batchesBefore := metricValues(t, ts, "incidentlib_dataloader_batches_total")
 		keysBefore := metricValues(t, ts, incidentKeys)[incidentKeys]
-		txBefore := ts.DB.Stats().TxN
+		txBefore := ts.DB.StoreStats().ReadTxTotal
 		var page listPage
 		ts.data(t, listPageQuery, map[string]any{"n": size}, &page)
-		txAfter := ts.DB.Stats().TxN
+		txAfter := ts.DB.StoreStats().ReadTxTotal
 		batchesAfter := metricValues(t, ts, "incidentlib_dataloader_batches_total")
 		c := cost{tx: uint64(txAfter - txBefore), batches: map[string]float64{}}
 		c.keys = metricValues(t, ts, incidentKeys)[incidentKeys] - keysBefore

@@ -14,7 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -35,7 +37,13 @@ type wrServer struct {
 
 func newWriteServer(tb testing.TB, adminToken string) *wrServer {
 	tb.Helper()
-	db, err := storage.Open(filepath.Join(tb.TempDir(), "writes.db"), storage.Options{Taxonomy: seeds.MustTaxonomy(), RecordCache: 1000})
+	var metrics atomic.Pointer[server.Metrics] // the server's, made after the store
+	db, err := storage.Open(filepath.Join(tb.TempDir(), "writes.db"), storage.Options{Taxonomy: seeds.MustTaxonomy(), RecordCache: 1000,
+		ObserveCommit: func(d time.Duration) {
+			if m := metrics.Load(); m != nil {
+				m.ObserveCommit(d)
+			}
+		}})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -44,6 +52,7 @@ func newWriteServer(tb testing.TB, adminToken string) *wrServer {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	metrics.Store(srv.Metrics)
 	srv.SetReady(true)
 	ts := httptest.NewServer(srv)
 	tb.Cleanup(ts.Close)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/search"
-	"github.com/incidentlib/incidentlib/storage"
 )
 
 // searchFlags locate the search index of the store.
@@ -51,13 +50,13 @@ func (s searchFlags) indexPath() string {
 // rebuilding it if it belongs to another store or program version), and
 // keeps it following the store's commits until stop. svc is nil when
 // search is off.
-func (s searchFlags) start(ctx context.Context, db *storage.DB, logger *slog.Logger) (svc incidentlib.SearchService, stop func(), err error) {
+func (s searchFlags) start(ctx context.Context, db search.Store, logger *slog.Logger) (svc incidentlib.SearchService, stop func(), err error) {
 	path := s.indexPath()
 	if path == "" {
 		return nil, func() {}, nil
 	}
 	began := time.Now()
-	opts := search.Options{Logger: logger}
+	opts := search.Options{Logger: logger, Follow: true}
 	if s.concurrency != nil {
 		opts.Concurrency = *s.concurrency
 	}
@@ -70,20 +69,8 @@ func (s searchFlags) start(ctx context.Context, db *storage.DB, logger *slog.Log
 		return nil, nil, err
 	}
 	logger.Info("search index ready", "path", path, "seq", x.Seq(), "took", time.Since(began).String())
-	fctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { x.Follow(fctx); close(done) }()
-	prev := db.OnCommit
-	db.OnCommit = func(seq uint64) {
-		if prev != nil {
-			prev(seq)
-		}
-		x.Notify()
-	}
 	return x, func() {
-		cancel()
-		<-done
-		if err := x.Close(); err != nil {
+		if err := x.Close(); err != nil { // stops following the store
 			logger.Warn("closing the search index", "err", err)
 		}
 	}, nil
@@ -91,7 +78,7 @@ func (s searchFlags) start(ctx context.Context, db *storage.DB, logger *slog.Log
 
 // check compares the index with the store and prints what it found. A
 // missing index or one pending catch-up is not a failure.
-func (s searchFlags) check(ctx context.Context, db *storage.DB, stdout io.Writer) (failures int, err error) {
+func (s searchFlags) check(ctx context.Context, db incidentlib.ChangeLog, stdout io.Writer) (failures int, err error) {
 	path := s.indexPath()
 	if path == "" {
 		return 0, nil
