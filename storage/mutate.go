@@ -293,18 +293,12 @@ func (db *DB) DeleteIncident(ctx context.Context, id string, opts incidentlib.Wr
 		old, err = w.expect(n, id, true, opts)
 		return err
 	}, func(w *writeTx) error {
-		linking := append(sources(w.tx, bucketRelatedRev, n), sources(w.tx, bucketRecurrences, n)...)
-		slices.Sort(linking)
-		linking = slices.Compact(linking)
+		linking, err := w.linking(n)
+		if err != nil {
+			return err
+		}
 		r := &incidentlib.DeleteResult{ID: id, Unlinked: []string{}}
-		for _, s := range linking {
-			src, err := w.get(s)
-			if err != nil {
-				return err
-			}
-			if src == nil || s == n {
-				continue
-			}
+		for _, src := range linking {
 			c := *src
 			c.Related = slices.DeleteFunc(slices.Clone(src.Related), func(r string) bool { return r == id })
 			if c.RecurrenceOf == id {
