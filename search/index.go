@@ -317,6 +317,20 @@ func load(dir string) (*memIndex, error) {
 // Path is the index's directory.
 func (x *Index) Path() string { return x.path }
 
+// DiskBytes is the size of the files in the index's directory.
+func (x *Index) DiskBytes() int64 {
+	var n int64
+	_ = filepath.WalkDir(x.path, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
 // Seq is the store sequence of the last change the index applied.
 func (x *Index) Seq() uint64 { return x.seq.Load() }
 

@@ -58,6 +58,16 @@ func (s storeFlags) open(readOnly bool) (*storage.DB, error) {
 	})
 }
 
+// with opens the store, runs fn on it and closes it.
+func (s storeFlags) with(readOnly bool, fn func(*storage.DB) error) error {
+	db, err := s.open(readOnly)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return fn(db)
+}
+
 func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f := newFlags("serve", getenv, stderr)
 	addr := f.str("addr", "127.0.0.1:8080", "address to listen on")
@@ -226,12 +236,7 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
-	db, err := sf.open(false)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	return importLocal(ctx, db, res, *skipBad, stdout, stderr)
+	return sf.with(false, func(db *storage.DB) error { return importLocal(ctx, db, res, *skipBad, stdout, stderr) })
 }
 
 func formatList() string {
@@ -291,16 +296,13 @@ func runExport(ctx context.Context, args []string, getenv func(string) string, s
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	db, err := sf.open(true)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	w := bufio.NewWriterSize(stdout, 1<<20)
-	if err := db.Export(ctx, w); err != nil {
-		return err
-	}
-	return w.Flush()
+	return sf.with(true, func(db *storage.DB) error {
+		w := bufio.NewWriterSize(stdout, 1<<20)
+		if err := db.Export(ctx, w); err != nil {
+			return err
+		}
+		return w.Flush()
+	})
 }
 
 func runCheck(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

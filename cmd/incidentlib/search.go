@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"runtime"
 	"time"
 
@@ -125,20 +123,6 @@ func runReindex(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	took := time.Since(began)
 	fmt.Fprintf(stdout, "reindexed %d incidents into %s in %s (%.0f incidents/s, %s on disk), at store sequence %d\n",
-		n, path, took.Round(time.Millisecond), float64(n)/took.Seconds(), fmt.Sprintf("%.1f MiB", float64(dirBytes(path))/(1<<20)), x.Seq())
+		n, path, took.Round(time.Millisecond), float64(n)/took.Seconds(), fmt.Sprintf("%.1f MiB", float64(x.DiskBytes())/(1<<20)), x.Seq())
 	return nil
-}
-
-// dirBytes is the size of the files under dir.
-func dirBytes(dir string) int64 {
-	var n int64
-	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
-			}
-		}
-		return nil
-	})
-	return n
 }
