@@ -30,7 +30,7 @@ type writeTx struct {
 	orgNames map[string][]string
 	// trusted marks a replica applying its primary's changes: the primary
 	// checked the records, and a page may hold a mix of states that only
-	// the later pages make consistent again (replicate.go).
+	// the later pages make consistent again (apply.go).
 	trusted bool
 	// recs holds the records this transaction read or wrote (nil when
 	// absent), so that each is decoded once; written lists the records it

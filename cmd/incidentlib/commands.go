@@ -42,7 +42,13 @@ func addStoreFlags(f *flags) storeFlags {
 	}
 }
 
-func (s storeFlags) open(readOnly bool) (*storage.DB, error) {
+// open opens the store the flags name.
+func (s storeFlags) open(readOnly bool) (*storage.DB, error) { return s.openObserved(readOnly, nil) }
+
+// openObserved is open with observeCommit, if not nil, receiving the
+// duration of every write commit (serve's metrics:
+// storage.Options.ObserveCommit).
+func (s storeFlags) openObserved(readOnly bool, observeCommit func(time.Duration)) (*storage.DB, error) {
 	tax, err := seeds.Taxonomy()
 	if err != nil {
 		return nil, err
@@ -54,7 +60,7 @@ func (s storeFlags) open(readOnly bool) (*storage.DB, error) {
 	}
 	return storage.Open(*s.path, storage.Options{
 		OpenTimeout: *s.openTimeout, Taxonomy: tax, ReadOnly: readOnly, RecordCache: *s.recordCache,
-		UpstreamLinks: *s.upstream != "",
+		UpstreamLinks: *s.upstream != "", ObserveCommit: observeCommit,
 	})
 }
 
