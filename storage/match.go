@@ -130,23 +130,20 @@ func (db *DB) match(tx *bolt.Tx, f incidentlib.IncidentFilter) (*matchSet, error
 // years from the year postings, the partial years at either end from the
 // date index.
 func dateRange(tx *bolt.Tx, fromS, toS *string) (*roaring.Bitmap, *uint32, *uint32, error) {
-	from, to := uint32(0), ^uint32(0)
-	var fromP, toP *uint32
-	if fromS != nil {
-		t, err := incidentlib.ParseDate(*fromS)
-		if err != nil {
-			return nil, nil, nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"filter", "dateFrom"}, "dateFrom %s", err)
-		}
-		from = daysOf(t)
-		fromP = &from
+	fromP, err := dateBound(fromS, "dateFrom")
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	if toS != nil {
-		t, err := incidentlib.ParseDate(*toS)
-		if err != nil {
-			return nil, nil, nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"filter", "dateTo"}, "dateTo %s", err)
-		}
-		to = daysOf(t)
-		toP = &to
+	toP, err := dateBound(toS, "dateTo")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	from, to := uint32(0), ^uint32(0)
+	if fromP != nil {
+		from = *fromP
+	}
+	if toP != nil {
+		to = *toP
 	}
 	bm := roaring.New()
 	if from > to {
@@ -181,6 +178,19 @@ func dateRange(tx *bolt.Tx, fromS, toS *string) (*roaring.Bitmap, *uint32, *uint
 		}
 	}
 	return bm, fromP, toP, nil
+}
+
+// dateBound parses the filter's date bound name, in days; nil when unset.
+func dateBound(s *string, name string) (*uint32, error) {
+	if s == nil {
+		return nil, nil
+	}
+	t, err := incidentlib.ParseDate(*s)
+	if err != nil {
+		return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"filter", name}, "%s %s", name, err)
+	}
+	d := daysOf(t)
+	return &d, nil
 }
 
 func be32(b []byte) uint32 {
