@@ -53,34 +53,26 @@ func WriteRawChangeLine(bw *bufio.Writer, seq uint64, deleted bool, id string, r
 	return bw.WriteByte('\n')
 }
 
-// ChangeLine is one line of the change feed as read.
-type ChangeLine struct {
-	Seq     uint64
-	Deleted bool
-	ID      string
-	// Incident is the record of a record line, nil for a tombstone.
-	Incident *Incident
-}
-
 var (
 	feedSeqPrefix = []byte(`{"seq":`)
 	feedDeleted   = []byte(`,"deleted":true,`)
 	feedRecord    = []byte(`,"deleted":false,`)
 )
 
-// ParseChangeLine reads one line of the change feed.
-func ParseChangeLine(line []byte) (ChangeLine, error) {
+// ParseChangeLine reads one line of the change feed: a Change with the
+// decoded record (Incident) of a record line, none for a tombstone.
+func ParseChangeLine(line []byte) (Change, error) {
 	rest, ok := bytes.CutPrefix(bytes.TrimSpace(line), feedSeqPrefix)
 	if !ok {
-		return ChangeLine{}, errors.New(`a change line starts with {"seq":`)
+		return Change{}, errors.New(`a change line starts with {"seq":`)
 	}
 	end := bytes.IndexByte(rest, ',')
 	if end < 0 {
-		return ChangeLine{}, errors.New("a change line has no deleted member")
+		return Change{}, errors.New("a change line has no deleted member")
 	}
 	seq, err := strconv.ParseUint(string(rest[:end]), 10, 64)
 	if err != nil {
-		return ChangeLine{}, fmt.Errorf("change line sequence %q is not a whole number", rest[:end])
+		return Change{}, fmt.Errorf("change line sequence %q is not a whole number", rest[:end])
 	}
 	rest = rest[end:]
 	obj := func(members []byte) []byte {
@@ -93,17 +85,17 @@ func ParseChangeLine(line []byte) (ChangeLine, error) {
 			ID string `json:"id"`
 		}
 		if err := json.Unmarshal(obj(rest[len(feedDeleted):]), &t); err != nil || t.ID == "" {
-			return ChangeLine{}, fmt.Errorf("the tombstone of change %d does not name an incident", seq)
+			return Change{}, fmt.Errorf("the tombstone of change %d does not name an incident", seq)
 		}
-		return ChangeLine{Seq: seq, Deleted: true, ID: t.ID}, nil
+		return Change{Seq: seq, Deleted: true, ID: t.ID}, nil
 	case bytes.HasPrefix(rest, feedRecord):
 		// The primary wrote canonical IL-JSON: decode it without the
 		// duplicate-member walk of an import.
 		inc := new(Incident)
 		if err := json.Unmarshal(obj(rest[len(feedRecord):]), inc); err != nil {
-			return ChangeLine{}, fmt.Errorf("the record of change %d: %s", seq, jsonErrorWhere(rest, err))
+			return Change{}, fmt.Errorf("the record of change %d: %s", seq, jsonErrorWhere(rest, err))
 		}
-		return ChangeLine{Seq: seq, ID: inc.ID, Incident: inc}, nil
+		return Change{Seq: seq, ID: inc.ID, Incident: inc}, nil
 	}
-	return ChangeLine{}, fmt.Errorf("change line %d: \"deleted\" must follow \"seq\"", seq)
+	return Change{}, fmt.Errorf("change line %d: \"deleted\" must follow \"seq\"", seq)
 }

@@ -21,7 +21,6 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/outbound"
-	"github.com/incidentlib/incidentlib/storage"
 )
 
 // Config configures a Checker.
@@ -263,7 +262,7 @@ func (s Summary) String() string {
 // Run checks every source URL of the store and records each result on the
 // sources that cite the URL, WriteBatch URLs per transaction, as results
 // come in (a run that stops keeps what it recorded).
-func (c *Checker) Run(ctx context.Context, db *storage.DB) (Summary, error) {
+func (c *Checker) Run(ctx context.Context, db incidentlib.SourceCheckStore) (Summary, error) {
 	cites, err := db.SourceURLs(ctx)
 	if err != nil {
 		return Summary{}, err
@@ -332,7 +331,7 @@ func (c *Checker) Run(ctx context.Context, db *storage.DB) (Summary, error) {
 
 // Every runs Run at once and then every interval until ctx ends, logging
 // each summary; the background job of serve --linkcheck-interval.
-func (c *Checker) Every(ctx context.Context, db *storage.DB, interval time.Duration) {
+func (c *Checker) Every(ctx context.Context, db incidentlib.SourceCheckStore, interval time.Duration) {
 	for {
 		if _, err := c.Run(ctx, db); err != nil && ctx.Err() == nil {
 			c.cfg.Logger.Error("link check failed", "err", err)

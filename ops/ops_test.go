@@ -23,7 +23,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/incidentlib/incidentlib"
-	"github.com/incidentlib/incidentlib/graph"
 	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/ops"
 	"github.com/incidentlib/incidentlib/outbound"
@@ -104,7 +103,7 @@ func scrape(t *testing.T) map[string]*dto.MetricFamily {
 		t.Fatal(err)
 	}
 	srv, err := testutil.ServerOn(replicaDB, server.Config{Primary: pts.URL, Upstream: true, ResponseMaxAge: time.Minute},
-		testutil.ServerParts{Registry: reg, Resolver: func(r *graph.Resolver) { r.Incidents, r.Snapshots = upstream.LocalFirst(r.Incidents, up), nil }})
+		testutil.ServerParts{Registry: reg, Incidents: upstream.LocalFirst(replicaDB, up)})
 	if err != nil {
 		t.Fatal(err)
 	}

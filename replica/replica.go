@@ -26,8 +26,18 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/outbound"
-	"github.com/incidentlib/incidentlib/storage"
 )
+
+// Store is what a follower needs of the replica's store: applying the
+// primary's changes, and counting its incidents to refuse a store that
+// holds incidents of its own. storage.DB implements it.
+type Store interface {
+	incidentlib.ChangeApplier
+	// CountIncidents is incidentlib.IncidentService.CountIncidents.
+	CountIncidents(ctx context.Context, filter incidentlib.IncidentFilter) (int, error)
+	// Path names the store in messages.
+	Path() string
+}
 
 // Feed limits, as the primary's API enforces them (restapi.MaxFeedLimit,
 // restapi.MaxFeedWait).
@@ -135,7 +145,7 @@ type Status struct {
 
 // Follower copies a primary's changes into a store.
 type Follower struct {
-	db     *storage.DB
+	db     Store
 	client *outbound.Client
 	cfg    Config
 
@@ -161,14 +171,14 @@ var ErrNotReplica = errors.New("the store holds incidents that did not come from
 // position). reg, if not nil, receives the follower's metrics:
 // incidentlib_follow_seq, incidentlib_follow_primary_seq,
 // incidentlib_follow_lag_seconds and incidentlib_follow_errors_total.
-func New(ctx context.Context, db *storage.DB, client *outbound.Client, cfg Config, reg prometheus.Registerer) (*Follower, error) {
+func New(ctx context.Context, db Store, client *outbound.Client, cfg Config, reg prometheus.Registerer) (*Follower, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	if client == nil {
 		return nil, errors.New("replica: an outbound client is required")
 	}
-	seq, following, err := db.FollowSeq(ctx)
+	seq, following, err := db.AppliedSeq(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -236,29 +246,22 @@ func (f *Follower) update(fn func(*Status)) {
 // WaitSeq waits until the follower has applied the primary's changes up
 // to seq, or ctx ends.
 func (f *Follower) WaitSeq(ctx context.Context, seq uint64) error {
-	for {
-		f.mu.Lock()
-		done, ch := f.status.Seq >= seq, f.changed
-		f.mu.Unlock()
-		if done {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return f.wait(ctx, func(s *Status) bool { return s.Seq >= seq })
 }
 
 // WaitLevel waits until a poll found the replica level with its primary
 // (the first time: the bootstrap is done), or ctx ends.
 func (f *Follower) WaitLevel(ctx context.Context) error {
+	return f.wait(ctx, func(s *Status) bool { return s.Level })
+}
+
+// wait waits until done holds for the status, or ctx ends.
+func (f *Follower) wait(ctx context.Context, done func(*Status) bool) error {
 	for {
 		f.mu.Lock()
-		done, ch := f.status.Level, f.changed
+		ok, ch := done(&f.status), f.changed
 		f.mu.Unlock()
-		if done {
+		if ok {
 			return nil
 		}
 		select {
@@ -333,7 +336,7 @@ func sleep(ctx context.Context, d time.Duration) {
 type page struct {
 	since   uint64
 	limit   int
-	changes []storage.Change
+	changes []incidentlib.Change
 	head    uint64
 	err     error
 }
@@ -345,7 +348,7 @@ type page struct {
 // page that does not follow on, so a page fetched ahead is used only if
 // the position is the one it was asked for.
 func (f *Follower) poll(ctx context.Context, wait time.Duration) (int, error) {
-	from, _, err := f.db.FollowSeq(ctx)
+	from, _, err := f.db.AppliedSeq(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -414,7 +417,7 @@ func (f *Follower) poll(ctx context.Context, wait time.Duration) (int, error) {
 
 // fetch reads one page of the feed. A page is returned only if it was read
 // to its end: a connection cut mid-body is an error, never a short page.
-func (f *Follower) fetch(ctx context.Context, since uint64, limit int, wait time.Duration) ([]storage.Change, uint64, error) {
+func (f *Follower) fetch(ctx context.Context, since uint64, limit int, wait time.Duration) ([]incidentlib.Change, uint64, error) {
 	u := f.cfg.Primary + "/api/v1/changes?since=" + strconv.FormatUint(since, 10) + "&limit=" + strconv.Itoa(limit)
 	if wait > 0 {
 		u += "&wait=" + wait.String()
@@ -441,12 +444,12 @@ func (f *Follower) fetch(ctx context.Context, since uint64, limit int, wait time
 	head, _ := strconv.ParseUint(resp.Header.Get("Incidentlib-Seq"), 10, 64)
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), f.cfg.MaxLineBytes)
-	changes := make([]storage.Change, 0, min(limit, 256))
+	changes := make([]incidentlib.Change, 0, min(limit, 256))
 	for sc.Scan() {
 		if len(sc.Bytes()) == 0 {
 			continue
 		}
-		cl, err := incidentlib.ParseChangeLine(sc.Bytes())
+		c, err := incidentlib.ParseChangeLine(sc.Bytes())
 		if err != nil {
 			// A read error hands the scanner's partial last line over as
 			// a token: report the read error, not the broken line.
@@ -457,7 +460,7 @@ func (f *Follower) fetch(ctx context.Context, since uint64, limit int, wait time
 			}
 			return nil, 0, fmt.Errorf("change feed after %d, line %d: %w", since, len(changes)+1, err)
 		}
-		changes = append(changes, storage.Change{Seq: cl.Seq, ID: cl.ID, Deleted: cl.Deleted, Incident: cl.Incident})
+		changes = append(changes, c)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, 0, fmt.Errorf("change feed after %d: reading the page: %w", since, err)

@@ -358,14 +358,14 @@ func TestFollowerResumesWithoutGapsOrDuplicates(t *testing.T) {
 	f2.stop()
 	// Read once the follower has stopped: it may have been applying the
 	// page before the held one when the held request went out.
-	pos, _, _ := db.FollowSeq(context.Background())
+	pos, _, _ := db.AppliedSeq(context.Background())
 	close(c.hold)
 	db.Close()
 
 	// Restart on the same file: it resumes from the saved position.
 	db = openStore(t, path)
 	t.Cleanup(func() { db.Close() })
-	if got, _, _ := db.FollowSeq(context.Background()); got != pos {
+	if got, _, _ := db.AppliedSeq(context.Background()); got != pos {
 		t.Fatalf("position after restart %d, want %d", got, pos)
 	}
 	before := len(c.requests())

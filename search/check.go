@@ -8,7 +8,6 @@ import (
 	"sort"
 
 	"github.com/incidentlib/incidentlib"
-	"github.com/incidentlib/incidentlib/storage"
 )
 
 // Report is what Check found.
@@ -28,7 +27,7 @@ type Report struct {
 // Check compares the index at path with the store without changing
 // either: every incident the index has applied must be in it, made from
 // the same version of the record, and nothing else may be.
-func Check(ctx context.Context, db *storage.DB, path string) (*Report, error) {
+func Check(ctx context.Context, db incidentlib.ChangeLog, path string) (*Report, error) {
 	rep := &Report{StoreSeq: db.Seq()}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		rep.Missing = true
@@ -95,7 +94,7 @@ func Check(ctx context.Context, db *storage.DB, path string) (*Report, error) {
 
 // CheckLines runs Check and says what it found in lines for the check
 // command, and whether that is a failure.
-func CheckLines(ctx context.Context, db *storage.DB, path string) (lines []string, failed bool, err error) {
+func CheckLines(ctx context.Context, db incidentlib.ChangeLog, path string) (lines []string, failed bool, err error) {
 	rep, err := Check(ctx, db, path)
 	if err != nil {
 		return nil, false, err

@@ -6,19 +6,19 @@
 // bleve): for every term of every indexed field, the incidents that hold
 // it, with the term's positions for phrases, held in memory and saved as
 // one file in a directory next to the store's file. The file records the
-// store sequence (storage.DB.Seq) of the last change the index applied,
-// and the index catches up from the store's change log
-// (storage.DB.ChangesSince): at open, in the background after commits
-// (Follow), and before every search, so that a search that starts after a
-// write was acknowledged sees it. Deleted incidents are removed by their
+// store sequence (incidentlib.ChangeLog.Seq) of the last change the index
+// applied, and the index catches up from the store's change log
+// (RawChangesSince): at open, in the background after commits
+// (Options.Follow), and before every search, so that a search that starts
+// after a write was acknowledged sees it. Deleted incidents are removed by their
 // tombstones. The file is replaced whole (written aside, synced, renamed)
 // after a build, every saveEvery while following, and at Close; should
 // the process die in between, the index reopens at the sequence of the
 // last file and catches up.
 //
-// Filters are the store's own (storage.DB.MatchSet): a search with a
-// filter keeps the hits whose incident is in the store's set, so a filter
-// means exactly what it means for incidents.
+// Filters are the store's own (incidentlib.IncidentSets.MatchSet): a
+// search with a filter keeps the hits whose incident is in the store's
+// set, so a filter means exactly what it means for incidents.
 package search
 
 import (
@@ -36,8 +36,18 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/incidentlib/incidentlib"
-	"github.com/incidentlib/incidentlib/storage"
 )
+
+// Store is what the index reads of the store: the change log it follows,
+// the incident sets that filter, facet and count its matches, and the
+// records it cuts highlights from. storage.DB implements it.
+type Store interface {
+	incidentlib.ChangeLog
+	incidentlib.IncidentSets
+	incidentlib.RecordReader
+	// Path names the store in messages.
+	Path() string
+}
 
 // formatVersion names the analyzer and the file layout. An index built
 // with another one is rebuilt.
@@ -135,19 +145,24 @@ type Options struct {
 	// running more at once than there are cores only makes each one wait
 	// in the Go scheduler, in no fair order, instead of in line.
 	Concurrency int
+	// Follow keeps the index following the store from Open to Close, in a
+	// goroutine of its own: it catches up after every commit (waiting on
+	// the change log's SeqAbove), so that searches rarely wait for a
+	// catch-up, and saves the index every saveEvery when it changed.
+	Follow bool
 }
 
-// saveEvery is how often Follow saves an index that changed.
+// saveEvery is how often a following index saves itself when it changed.
 const saveEvery = 30 * time.Second
 
 // Index is the search index of one store.
 type Index struct {
-	db      *storage.DB
+	db      Store
 	path    string
 	opts    Options
 	seq     atomic.Uint64 // store sequence of the last change applied
 	lock    chan struct{} // held while applying changes or saving
-	kick    chan struct{} // Notify -> Follow
+	stop    func()        // ends the follower (Options.Follow) and waits for it
 	cache   *setCache
 	filters *filterCache
 	turns   *semaphore.Weighted // Options.Concurrency, first come first served
@@ -165,9 +180,10 @@ type Index struct {
 var ErrRebuild = errors.New("the search index must be rebuilt")
 
 // Open opens the index at path for db, creating an empty one if there is
-// none, and catches it up with the store. Returns an error wrapping
-// ErrRebuild if the index belongs to another store or program version.
-func Open(ctx context.Context, db *storage.DB, path string, opts Options) (*Index, error) {
+// none, and catches it up with the store; with opts.Follow it then follows
+// the store until Close. Returns an error wrapping ErrRebuild if the index
+// belongs to another store or program version.
+func Open(ctx context.Context, db Store, path string, opts Options) (*Index, error) {
 	if opts.BatchSize == 0 {
 		opts.BatchSize = 2000
 	}
@@ -184,7 +200,7 @@ func Open(ctx context.Context, db *storage.DB, path string, opts Options) (*Inde
 		opts.Concurrency = runtime.GOMAXPROCS(0)
 	}
 	x := &Index{db: db, path: path, opts: opts, turns: semaphore.NewWeighted(int64(opts.Concurrency)),
-		lock: make(chan struct{}, 1), kick: make(chan struct{}, 1), cache: newSetCache(32), filters: newFilterCache()}
+		lock: make(chan struct{}, 1), stop: func() {}, cache: newSetCache(32), filters: newFilterCache()}
 	_, statErr := os.Stat(path)
 	switch {
 	case errors.Is(statErr, os.ErrNotExist):
@@ -219,11 +235,21 @@ func Open(ctx context.Context, db *storage.DB, path string, opts Options) (*Inde
 	if err := x.saveIfDirty(); err != nil {
 		return nil, err
 	}
+	if opts.Follow {
+		fctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { x.follow(fctx); close(done) }()
+		x.stop = sync.OnceFunc(func() { cancel(); <-done })
+	}
 	return x, nil
 }
 
-// Close saves the index if it changed since it was last saved.
-func (x *Index) Close() error { return x.saveIfDirty() }
+// Close stops following the store (Options.Follow) and saves the index if
+// it changed since it was last saved.
+func (x *Index) Close() error {
+	x.stop()
+	return x.saveIfDirty()
+}
 
 // saveIfDirty saves the index if it changed since it was last saved.
 func (x *Index) saveIfDirty() error {
@@ -291,6 +317,20 @@ func load(dir string) (*memIndex, error) {
 // Path is the index's directory.
 func (x *Index) Path() string { return x.path }
 
+// DiskBytes is the size of the files in the index's directory.
+func (x *Index) DiskBytes() int64 {
+	var n int64
+	_ = filepath.WalkDir(x.path, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
 // Seq is the store sequence of the last change the index applied.
 func (x *Index) Seq() uint64 { return x.seq.Load() }
 
@@ -301,191 +341,16 @@ func (x *Index) DocCount() (uint64, error) {
 	return uint64(x.mem.live), nil
 }
 
-// CatchUp applies every change the store committed before the call. It
-// costs one atomic load when the index is current. Concurrent callers
-// wait for one another (or for ctx).
-func (x *Index) CatchUp(ctx context.Context) error {
-	if x.seq.Load() >= x.db.Seq() {
-		return nil
-	}
-	select {
-	case x.lock <- struct{}{}:
-	case <-ctx.Done():
-		return incidentlib.Errorf(incidentlib.ETIMEOUT, "the search index was catching up when the request ran out of time")
-	}
-	defer func() { <-x.lock }()
-	// The next batch is read and analyzed while the current one is
-	// applied.
-	var ahead chan changePage
-	for {
-		var pg changePage
-		if ahead != nil {
-			pg = <-ahead
-			ahead = nil
-		} else {
-			if x.seq.Load() >= x.db.Seq() {
-				return nil
-			}
-			pg = x.readChanges(ctx, x.seq.Load())
-		}
-		if pg.err != nil {
-			return pg.err
-		}
-		// Fewer than a batch: the read saw every change up to target.
-		next := pg.target
-		if full := len(pg.changes) == x.opts.BatchSize; full {
-			next = pg.changes[len(pg.changes)-1].seq
-			ahead = make(chan changePage, 1)
-			go func() { ahead <- x.readChanges(ctx, next) }()
-		} else if len(pg.changes) > 0 {
-			next = max(next, pg.changes[len(pg.changes)-1].seq)
-		}
-		if err := x.applyBatches(pg.changes, pg.batches, next); err != nil {
-			if ahead != nil {
-				<-ahead
-			}
-			return err
-		}
-	}
-}
-
-// changePage is one read of the change log, analyzed, with the store
-// sequence read before it.
-type changePage struct {
-	changes []changeRef
-	batches []*batchIndex // the analyzed records
-	target  uint64
-	err     error
-}
-
-// readChanges reads the changes after from and analyzes their records, in
-// parallel.
-func (x *Index) readChanges(ctx context.Context, from uint64) changePage {
-	target := x.db.Seq()
-	raw, err := x.db.RawChangesSince(ctx, from, x.opts.BatchSize)
-	if err != nil {
-		return changePage{err: err}
-	}
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(raw)/16))
-	batches := make([]*batchIndex, workers)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			a := getAnalyzer()
-			defer putAnalyzer(a)
-			b := getBatch()
-			// Each worker takes a run of consecutive changes, so that the
-			// batches, applied in order, keep every posting in slot order.
-			for i := w * len(raw) / workers; i < (w+1)*len(raw)/workers; i++ {
-				if c := raw[i]; !c.Deleted {
-					inc, err := textsOf(c.Record)
-					if err != nil {
-						errs[w] = fmt.Errorf("search: the record of %s (change %d): %w", c.ID, c.Seq, err)
-						return
-					}
-					b.addIncident(a, i, inc)
-				}
-			}
-			batches[w] = b
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return changePage{err: err}
-	}
-	changes := make([]changeRef, len(raw))
-	for i, c := range raw {
-		n, ok := incidentlib.ParseID(c.ID)
-		if !ok {
-			return changePage{err: fmt.Errorf("search: change %d names a malformed id %q", c.Seq, c.ID)}
-		}
-		changes[i] = changeRef{num: n, seq: c.Seq, deleted: c.Deleted}
-	}
-	return changePage{changes: changes, batches: batches, target: target}
-}
-
-// apply applies changes given with their records, and the new sequence,
-// at once.
-func (x *Index) apply(changes []storage.Change, seq uint64) error {
-	refs := make([]changeRef, len(changes))
-	b := getBatch()
-	a := getAnalyzer()
-	defer putAnalyzer(a)
-	for i, c := range changes {
-		n, ok := incidentlib.ParseID(c.ID)
-		if !ok {
-			return fmt.Errorf("search: change %d names a malformed id %q", c.Seq, c.ID)
-		}
-		refs[i] = changeRef{num: n, seq: c.Seq, deleted: c.Deleted}
-		if !c.Deleted {
-			b.addIncident(a, i, c.Incident)
-		}
-	}
-	return x.applyBatches(refs, []*batchIndex{b}, seq)
-}
-
-// applyBatches applies analyzed changes and the new sequence at once.
-func (x *Index) applyBatches(changes []changeRef, batches []*batchIndex, seq uint64) error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.mem.applyBatches(changes, batches)
-	for _, b := range batches {
-		b.release()
-	}
-	x.mem.seq = seq
-	x.dirty = true
-	x.seq.Store(seq)
-	return nil
-}
-
-// Notify tells Follow that the store committed; it never blocks. Chain it
-// into storage.DB.OnCommit.
-func (x *Index) Notify() {
-	select {
-	case x.kick <- struct{}{}:
-	default:
-	}
-}
-
-// Follow catches the index up after every Notify until ctx is done, so
-// that searches rarely wait for a catch-up, and saves it every saveEvery
-// when it changed. Errors are logged; the next search or notification
-// retries.
-func (x *Index) Follow(ctx context.Context) {
-	t := time.NewTicker(saveEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-x.kick:
-			if err := x.CatchUp(ctx); err != nil && ctx.Err() == nil {
-				x.opts.Logger.Error("search index catch-up failed", "err", err, "index_seq", x.Seq(), "store_seq", x.db.Seq())
-			}
-		case <-t.C:
-			x.mu.RLock()
-			due := x.dirty && time.Since(x.savedAt) >= saveEvery
-			x.mu.RUnlock()
-			if due {
-				if err := x.saveIfDirty(); err != nil {
-					x.opts.Logger.Error("saving the search index failed", "err", err)
-				}
-			}
-		}
-	}
-}
-
 // Rebuild builds a new index of every incident of db at path, replacing
 // any index there only once the new one is complete.
-func Rebuild(ctx context.Context, db *storage.DB, path string, opts Options) (*Index, error) {
+func Rebuild(ctx context.Context, db Store, path string, opts Options) (*Index, error) {
 	tmp := path + ".new"
 	if err := os.RemoveAll(tmp); err != nil {
 		return nil, err
 	}
-	x, err := Open(ctx, db, tmp, opts)
+	build := opts
+	build.Follow = false
+	x, err := Open(ctx, db, tmp, build)
 	if err != nil {
 		os.RemoveAll(tmp)
 		return nil, err

@@ -158,7 +158,7 @@ func (x *Index) Search(ctx context.Context, q incidentlib.SearchQuery, page inci
 	for i, h := range hits {
 		nums[i] = h.num
 	}
-	recs, err := x.db.HitRecords(ctx, nums)
+	recs, err := x.db.RecordsByNumber(ctx, nums)
 	if err != nil {
 		return nil, err
 	}

@@ -745,11 +745,10 @@ func TestConsistency(t *testing.T) {
 	})
 	t.Run("Follow", func(t *testing.T) {
 		db := searchStore(t, handMade())
-		x := mustOpen(t, db)
-		fctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { x.Follow(fctx); close(done) }()
-		db.OnCommit = func(uint64) { x.Notify() }
+		x, err := Open(ctx, db, indexPath(db), Options{Follow: true})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if _, err := db.ImportIncidents(ctx, []*incidentlib.Incident{inc("IL-0100", "Acme", "Kubernetes", "", "")}, incidentlib.ImportOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -761,8 +760,12 @@ func TestConsistency(t *testing.T) {
 			case <-time.After(time.Millisecond):
 			}
 		}
-		cancel()
-		<-done
+		if err := x.Close(); err != nil { // stops following
+			t.Fatal(err)
+		}
+		if err := x.Close(); err != nil {
+			t.Fatal(err)
+		}
 	})
 }
 
@@ -853,13 +856,13 @@ func TestCheck(t *testing.T) {
 	})
 	disagree := map[string]func(x *Index) error{
 		"ExtraDocument": func(x *Index) error {
-			return x.apply([]storage.Change{{Seq: x.Seq(), ID: "IL-0999", Incident: inc("IL-0999", "Acme", "Ghost", "", "")}}, x.Seq())
+			return x.apply([]incidentlib.Change{{Seq: x.Seq(), ID: "IL-0999", Incident: inc("IL-0999", "Acme", "Ghost", "", "")}}, x.Seq())
 		},
 		"MissingDocument": func(x *Index) error {
-			return x.apply([]storage.Change{{Seq: x.Seq(), ID: "IL-0003", Deleted: true}}, x.Seq())
+			return x.apply([]incidentlib.Change{{Seq: x.Seq(), ID: "IL-0003", Deleted: true}}, x.Seq())
 		},
 		"StaleDocument": func(x *Index) error {
-			return x.apply([]storage.Change{{Seq: 1, ID: "IL-0005", Incident: handMade()[4]}}, x.Seq())
+			return x.apply([]incidentlib.Change{{Seq: 1, ID: "IL-0005", Incident: handMade()[4]}}, x.Seq())
 		},
 	}
 	for name, tamper := range disagree {

@@ -69,7 +69,7 @@ func (ts *testServer) apiGet(tb testing.TB, path string) apiAnswer {
 }
 
 // feed reads one page of the change feed and parses every line.
-func (ts *testServer) feed(tb testing.TB, query string) ([]incidentlib.ChangeLine, apiAnswer) {
+func (ts *testServer) feed(tb testing.TB, query string) ([]incidentlib.Change, apiAnswer) {
 	tb.Helper()
 	a := ts.apiGet(tb, "/api/v1/changes?"+query)
 	if a.status != http.StatusOK {
@@ -78,7 +78,7 @@ func (ts *testServer) feed(tb testing.TB, query string) ([]incidentlib.ChangeLin
 	if ct := a.header.Get("Content-Type"); ct != "application/x-ndjson" {
 		tb.Fatalf("feed content type %q", ct)
 	}
-	var out []incidentlib.ChangeLine
+	var out []incidentlib.Change
 	sc := bufio.NewScanner(bytes.NewReader(a.body))
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
@@ -127,7 +127,7 @@ func TestChangeFeed(t *testing.T) {
 		}
 	})
 	t.Run("Pages", func(t *testing.T) {
-		var got []incidentlib.ChangeLine
+		var got []incidentlib.Change
 		since := uint64(0)
 		for range 10 {
 			page, _ := ts.feed(t, fmt.Sprintf("since=%d&limit=25", since))

@@ -142,7 +142,7 @@ func (c *counters) get(tb testing.TB, name string) float64 {
 
 // readTx is the store's count of read transactions: a response served
 // from the cache reads nothing.
-func (ts *testServer) readTx() int { return ts.DB.Stats().TxN }
+func (ts *testServer) readTx() int { return ts.DB.StoreStats().ReadTxTotal }
 
 func hashOf(doc string) string {
 	s := sha256.Sum256([]byte(doc))

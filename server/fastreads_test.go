@@ -763,4 +763,4 @@ var sampleArgValues = map[string]string{
 // readTxTotal is how many read transactions the store has begun. (The one
 // line to change when the store's figures become incidentlib.StoreStats:
 // db.StoreStats().ReadTxTotal.)
-func readTxTotal(db *storage.DB) int { return db.Stats().TxN }
+func readTxTotal(db *storage.DB) int { return db.StoreStats().ReadTxTotal }

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/incidentlib/incidentlib"
-	"github.com/incidentlib/incidentlib/graph"
 	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/outbound"
 	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/storage"
 	"github.com/incidentlib/incidentlib/upstream"
 )
 
@@ -82,10 +82,9 @@ func newUpstreamPair(t *testing.T, timeout time.Duration, fault func(w http.Resp
 		t.Fatal(err)
 	}
 	// The store with the upstream composed behind it, as serve
-	// --upstream composes it (cmd/incidentlib/server.go).
-	p.local = apiServerWith(t, server.Config{Upstream: true}, local, testutil.ServerParts{Resolver: func(r *graph.Resolver) {
-		r.Incidents, r.Snapshots = upstream.LocalFirst(r.Incidents, up), nil
-	}})
+	// --upstream composes it (server.Assemble).
+	db := testutil.ServerStore(t, local, storage.Options{RecordCache: 20000, NoSync: true, UpstreamLinks: true})
+	p.local = serveStore(t, db, server.Config{Upstream: true}, testutil.ServerParts{Incidents: upstream.LocalFirst(db, up)})
 	return p
 }
 

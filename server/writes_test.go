@@ -39,7 +39,7 @@ func newWriteServer(tb testing.TB, adminToken string) *wrServer {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	db := testutil.ServerStore(tb, nil, storage.Options{RecordCache: 1000})
+	db := testutil.ServerStore(tb, nil, storage.Options{RecordCache: 1000, ObserveCommit: m.ObserveCommit})
 	ts, _ := testutil.ServerTest(tb, db, server.Config{AdminToken: adminToken}, testutil.ServerParts{Metrics: m})
 	return &wrServer{Server: ts, DB: db}
 }

@@ -2,29 +2,18 @@ package storage
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/incidentlib/incidentlib"
 )
 
-// Change is one entry of the change log: the latest change of one
-// incident, with the record as stored after it.
-type Change struct {
-	// Seq is the store sequence of the write that made the change; it is
-	// also the version of the stored record.
-	Seq uint64
-	// ID is the incident's id.
-	ID string
-	// Deleted marks a tombstone: the incident was deleted at Seq.
-	Deleted bool
-	// Incident is the record as stored, nil for a tombstone. It is shared
-	// with the record cache: callers must not change it.
-	Incident *incidentlib.Incident
-}
+// The change log (incidentlib.ChangeLog): bucketChanges keeps, by
+// sequence, the latest change of every incident, tombstones included. The
+// sequence of a change is also the version of the record it stored.
 
 // ChangesSince returns, oldest first, up to limit changes with a sequence
 // above seq, read in one transaction. The log keeps one entry per
@@ -33,39 +22,127 @@ type Change struct {
 // level with the store as of the last change returned. Fewer than limit
 // changes means none are left at the time of the read. limit must be
 // positive.
-func (db *DB) ChangesSince(ctx context.Context, seq uint64, limit int) ([]Change, error) {
-	if limit <= 0 {
-		return nil, incidentlib.Errorf(incidentlib.EINVALID, "limit must be positive, got %d", limit)
+func (db *DB) ChangesSince(ctx context.Context, seq uint64, limit int) ([]incidentlib.Change, error) {
+	if err := checkLimit(limit); err != nil {
+		return nil, err
 	}
-	var out []Change
+	var out []incidentlib.Change
 	err := db.view(ctx, func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketChanges).Cursor()
-		for k, v := c.Seek(u64key(seq + 1)); k != nil && len(out) < limit; k, v = c.Next() {
-			var ch change
-			if err := json.Unmarshal(v, &ch); err != nil {
-				return fmt.Errorf("storage: change %d is corrupt: %w", binary.BigEndian.Uint64(k), err)
+		return walkChanges(tx, seq, limit, func(c incidentlib.Change, n uint32, rec []byte) error {
+			if !c.Deleted {
+				inc, err := db.decodeIncident(tx, n, rec, 0)
+				if err != nil {
+					return err
+				}
+				c.Incident = inc
 			}
-			out = append(out, Change{Seq: ch.Seq, ID: ch.ID, Deleted: ch.Deleted})
-			if ch.Deleted {
-				continue
-			}
-			n, ok := incidentlib.ParseID(ch.ID)
-			if !ok {
-				return fmt.Errorf("storage: change %d names a malformed id %q", ch.Seq, ch.ID)
-			}
-			inc, err := db.getIncident(tx, n)
-			if err != nil {
-				return err
-			}
-			if inc == nil {
-				return fmt.Errorf("storage: change %d of %s has no record", ch.Seq, ch.ID)
-			}
-			out[len(out)-1].Incident = inc
-		}
-		return nil
+			out = append(out, c)
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// RawChangesSince is ChangesSince with the stored bytes of each record
+// instead of the decoded record (Change.Record, the canonical IL-JSON
+// Export writes, the caller's own copy): the change feed serves them as
+// they are, without decoding and encoding every record again. It reads in
+// a transaction of its own, outside any snapshot of ctx (Snapshot).
+func (db *DB) RawChangesSince(ctx context.Context, seq uint64, limit int) ([]incidentlib.Change, error) {
+	if err := checkLimit(limit); err != nil {
+		return nil, err
+	}
+	var out []incidentlib.Change
+	err := db.viewLatest(ctx, func(tx *bolt.Tx) error { // every committed change, snapshot or not
+		return walkChanges(tx, seq, limit, func(c incidentlib.Change, _ uint32, rec []byte) error {
+			if !c.Deleted {
+				c.Record = append([]byte(nil), rec[8:]...)
+			}
+			out = append(out, c)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// walkChanges calls fn, oldest first, for up to limit changes of the log
+// with a sequence above seq, with the incident's number and its stored
+// record (version and IL-JSON, valid in tx only), both zero for a
+// tombstone. A change that names no stored record is an error.
+func walkChanges(tx *bolt.Tx, seq uint64, limit int, fn func(c incidentlib.Change, n uint32, rec []byte) error) error {
+	c := tx.Bucket(bucketChanges).Cursor()
+	ib := tx.Bucket(bucketIncidents)
+	done := 0
+	for k, v := c.Seek(u64key(seq + 1)); k != nil && done < limit; k, v = c.Next() {
+		var ch change
+		if err := json.Unmarshal(v, &ch); err != nil {
+			return fmt.Errorf("storage: change %d is corrupt: %w", getU64(k), err)
+		}
+		var n uint32
+		var rec []byte
+		if !ch.Deleted {
+			var ok bool
+			if n, ok = incidentlib.ParseID(ch.ID); !ok {
+				return fmt.Errorf("storage: change %d names a malformed id %q", ch.Seq, ch.ID)
+			}
+			if rec = ib.Get(u32key(n)); len(rec) < 8 {
+				return fmt.Errorf("storage: change %d of %s has no record", ch.Seq, ch.ID)
+			}
+		}
+		if err := fn(incidentlib.Change{Seq: ch.Seq, ID: ch.ID, Deleted: ch.Deleted}, n, rec); err != nil {
+			return err
+		}
+		done++
+	}
+	return nil
+}
+
+// SeqAbove returns a channel that is closed once the store's sequence is
+// above seq: at once if it already is, else at the first commit that
+// raises it. Long polls of the change feed wait on it.
+func (db *DB) SeqAbove(seq uint64) <-chan struct{} {
+	ch := db.watch.wait()
+	if db.Seq() > seq {
+		return closedChan
+	}
+	return ch
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// seqWatch hands out one channel per sequence change, closed by publish.
+type seqWatch struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (w *seqWatch) wait() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch == nil {
+		w.ch = make(chan struct{})
+	}
+	return w.ch
+}
+
+func (w *seqWatch) wake() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch != nil {
+		close(w.ch)
+		w.ch = nil
+	}
+}
+
+func checkLimit(limit int) error {
+	if limit <= 0 {
+		return incidentlib.Errorf(incidentlib.EINVALID, "limit must be positive, got %d", limit)
+	}
+	return nil
 }

@@ -43,7 +43,7 @@ func TestChangesSince(t *testing.T) {
 	if _, err := db.DeleteIncident(ctx, victim, incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var all []storage.Change
+	var all []incidentlib.Change
 	var from uint64
 	for {
 		page, err := db.ChangesSince(ctx, from, 7)

@@ -264,25 +264,19 @@ func (db *DB) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	return n, err
 }
 
-// Stats are the store figures exported as metrics.
-type Stats struct {
-	bolt.Stats
-	FileBytes   int64
-	Incidents   uint64
-	PageSize    int
-	Seq         uint64
-	FreePages   int
-	PendingPage int
-}
-
-// Stats reads bbolt's statistics and the file size. It takes no
-// transaction and never waits on writers.
-func (db *DB) Stats() Stats {
-	s := Stats{Stats: db.bolt.Stats(), Seq: db.Seq(), PageSize: db.bolt.Info().PageSize}
+// StoreStats reads bbolt's statistics, the file size and the writes in
+// flight (incidentlib.StoreMonitor). It takes no transaction and never
+// waits on writers.
+func (db *DB) StoreStats() incidentlib.StoreStats {
+	bs := db.bolt.Stats()
+	s := incidentlib.StoreStats{
+		ReadTxTotal: bs.TxN, OpenReadTx: bs.OpenTxN,
+		FreePages: bs.FreePageN, PendingPages: bs.PendingPageN, FreeAllocBytes: bs.FreeAlloc, FreelistBytes: bs.FreelistInuse,
+		PageBytes: db.bolt.Info().PageSize, Seq: db.Seq(), WritesInFlight: int(db.mut.inflight.Load()),
+	}
 	if fi, err := os.Stat(db.path); err == nil {
 		s.FileBytes = fi.Size()
 	}
-	s.FreePages, s.PendingPage = s.Stats.FreePageN, s.Stats.PendingPageN
 	return s
 }
 

@@ -69,8 +69,13 @@ type Options struct {
 	// UpstreamLinks lets related and recurrence_of name incidents that
 	// are not in this store: they resolve from an upstream library
 	// (serve --upstream). Check then lists them as upstream links, not as
-	// dangling ones. See replicate.go.
+	// dangling ones. See links.go.
 	UpstreamLinks bool
+	// ObserveCommit, if set, receives the duration of every write
+	// transaction that committed (the commit-latency histogram). It is
+	// called after the commit, outside the transaction, and must not
+	// block.
+	ObserveCommit func(time.Duration)
 }
 
 // DB is the incident store.
@@ -83,18 +88,15 @@ type DB struct {
 
 	// Now stamps updated_at on writes that do not keep it.
 	Now func() time.Time
-	// OnCommit, if set, is called after every write transaction that
-	// committed, with the store's sequence after it.
-	OnCommit func(seq uint64)
-	// Observe, if set, receives the duration of every write commit.
-	Observe func(d time.Duration)
+
+	observeCommit func(time.Duration) // Options.ObserveCommit, or a no-op
 
 	mut mutState // how mutations share commits (mutate.go)
 
 	orgs orgCache // decoded organizations (query.go)
 
 	upstreamLinks bool     // Options.UpstreamLinks
-	watch         seqWatch // wakes readers waiting for the sequence to grow (replicate.go)
+	watch         seqWatch // wakes readers waiting for the sequence to grow (changes.go)
 }
 
 type cachedIncident struct {
@@ -146,7 +148,11 @@ func Open(path string, opts Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	db := &DB{bolt: b, path: path, tax: opts.Taxonomy, Now: time.Now, upstreamLinks: opts.UpstreamLinks}
+	db := &DB{bolt: b, path: path, tax: opts.Taxonomy, Now: time.Now, upstreamLinks: opts.UpstreamLinks,
+		observeCommit: opts.ObserveCommit}
+	if db.observeCommit == nil {
+		db.observeCommit = func(time.Duration) {}
+	}
 	if opts.RecordCache > 0 {
 		db.cache, _ = lru.New[uint32, *cachedIncident](opts.RecordCache)
 	}
@@ -322,9 +328,7 @@ func (db *DB) update(ctx context.Context, fn func(*writeTx) error) error {
 	if err != nil {
 		return err
 	}
-	if db.Observe != nil {
-		db.Observe(time.Since(start))
-	}
+	db.observeCommit(time.Since(start))
 	db.publish(seq)
 	return nil
 }

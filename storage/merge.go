@@ -31,16 +31,11 @@ func (w *writeTx) applyMerges(merges map[string]string) error {
 		} else if kept == nil {
 			return incidentlib.Errorf(incidentlib.EINVALID, "cannot merge %s into %s: %s is not in the library", dropID, keepID, keepID)
 		}
-		linking := append(sources(w.tx, bucketRelatedRev, d), sources(w.tx, bucketRecurrences, d)...)
-		slices.Sort(linking)
-		for _, s := range slices.Compact(linking) {
-			src, err := w.get(s)
-			if err != nil {
-				return err
-			}
-			if src == nil || s == d {
-				continue
-			}
+		linking, err := w.linking(d)
+		if err != nil {
+			return err
+		}
+		for _, src := range linking {
 			c := *src
 			c.Related = nil
 			for _, r := range src.Related {
@@ -84,6 +79,27 @@ func (w *writeTx) applyMerges(merges map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// linking returns the incidents other than n whose related or
+// recurrence_of names n, in number order, as this transaction holds them.
+func (w *writeTx) linking(n uint32) ([]*incidentlib.Incident, error) {
+	nums := append(sources(w.tx, bucketRelatedRev, n), sources(w.tx, bucketRecurrences, n)...)
+	slices.Sort(nums)
+	var out []*incidentlib.Incident
+	for _, s := range slices.Compact(nums) {
+		if s == n {
+			continue
+		}
+		src, err := w.get(s)
+		if err != nil {
+			return nil, err
+		}
+		if src != nil {
+			out = append(out, src)
+		}
+	}
+	return out, nil
 }
 
 // current re-reads the given records as this transaction now holds them.

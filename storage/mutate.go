@@ -48,9 +48,7 @@ func (db *DB) joinCommit(tx *bolt.Tx) *commitState {
 	cs := &commitState{tx: tx, start: time.Now()}
 	db.mut.cur = cs
 	tx.OnCommit(func() {
-		if db.Observe != nil {
-			db.Observe(time.Since(cs.start))
-		}
+		db.observeCommit(time.Since(cs.start))
 		if db.cache != nil {
 			for _, r := range cs.written {
 				if r.inc == nil {
@@ -68,8 +66,8 @@ func (db *DB) joinCommit(tx *bolt.Tx) *commitState {
 }
 
 // publish raises the store's published sequence to seq, never lowering it
-// (transactions may finish their commit handlers out of order), and calls
-// OnCommit when it did.
+// (transactions may finish their commit handlers out of order), and wakes
+// the readers waiting for it (SeqAbove) when it did.
 func (db *DB) publish(seq uint64) {
 	for {
 		cur := db.seq.Load()
@@ -81,9 +79,6 @@ func (db *DB) publish(seq uint64) {
 		}
 	}
 	db.watch.wake()
-	if db.OnCommit != nil {
-		db.OnCommit(seq)
-	}
 }
 
 // mutate runs one mutation in a write transaction that concurrent
@@ -136,10 +131,6 @@ func (db *DB) mutate(ctx context.Context, check, apply func(*writeTx) error) err
 	return refused
 }
 
-// WritesInFlight is how many mutations are waiting for or running their
-// write transaction.
-func (db *DB) WritesInFlight() int { return int(db.mut.inflight.Load()) }
-
 // sameRecord reports whether two records have the same canonical IL-JSON.
 func sameRecord(a, b *incidentlib.Incident) bool {
 	x, err1 := json.Marshal(a)
@@ -189,6 +180,21 @@ func checkExpected(id string, old *incidentlib.Incident, opts incidentlib.WriteO
 	return nil
 }
 
+// expect reads record n, the incident id a mutation is about, and checks
+// the mutation's preconditions against it: with mustExist, ENOTFOUND when
+// there is no such incident; then the expected version (checkExpected).
+// It returns the stored record, nil when there is none.
+func (w *writeTx) expect(n uint32, id string, mustExist bool, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+	old, err := w.get(n)
+	if err != nil {
+		return nil, err
+	}
+	if old == nil && mustExist {
+		return nil, incidentlib.FieldErrorf(incidentlib.ENOTFOUND, []string{"id"}, "incident %s is not in the library", id)
+	}
+	return old, checkExpected(id, old, opts)
+}
+
 func validateExpected(opts incidentlib.WriteOptions) error {
 	if p := opts.ExpectedUpdatedAt; p != nil && *p != "" {
 		if _, err := incidentlib.ParseTimestamp(*p); err != nil {
@@ -230,11 +236,8 @@ func (db *DB) UpsertIncident(ctx context.Context, in *incidentlib.Incident, opts
 	var out *incidentlib.Incident
 	err = db.mutate(ctx, func(w *writeTx) error {
 		out = nil
-		old, err := w.get(n)
+		old, err := w.expect(n, inc.ID, false, opts)
 		if err != nil {
-			return err
-		}
-		if err := checkExpected(inc.ID, old, opts); err != nil {
 			return err
 		}
 		rec = inc
@@ -287,26 +290,15 @@ func (db *DB) DeleteIncident(ctx context.Context, id string, opts incidentlib.Wr
 	err := db.mutate(ctx, func(w *writeTx) error {
 		res = nil
 		var err error
-		if old, err = w.get(n); err != nil {
+		old, err = w.expect(n, id, true, opts)
+		return err
+	}, func(w *writeTx) error {
+		linking, err := w.linking(n)
+		if err != nil {
 			return err
 		}
-		if old == nil {
-			return incidentlib.FieldErrorf(incidentlib.ENOTFOUND, []string{"id"}, "incident %s is not in the library", id)
-		}
-		return checkExpected(id, old, opts)
-	}, func(w *writeTx) error {
-		linking := append(sources(w.tx, bucketRelatedRev, n), sources(w.tx, bucketRecurrences, n)...)
-		slices.Sort(linking)
-		linking = slices.Compact(linking)
 		r := &incidentlib.DeleteResult{ID: id, Unlinked: []string{}}
-		for _, s := range linking {
-			src, err := w.get(s)
-			if err != nil {
-				return err
-			}
-			if src == nil || s == n {
-				continue
-			}
+		for _, src := range linking {
 			c := *src
 			c.Related = slices.DeleteFunc(slices.Clone(src.Related), func(r string) bool { return r == id })
 			if c.RecurrenceOf == id {
@@ -364,13 +356,8 @@ func (db *DB) ReviewIncident(ctx context.Context, id, reviewer string, opts inci
 	err := db.mutate(ctx, func(w *writeTx) error {
 		out = nil
 		var err error
-		if old, err = w.get(n); err != nil {
-			return err
-		}
-		if old == nil {
-			return incidentlib.FieldErrorf(incidentlib.ENOTFOUND, []string{"id"}, "incident %s is not in the library", id)
-		}
-		return checkExpected(id, old, opts)
+		old, err = w.expect(n, id, true, opts)
+		return err
 	}, func(w *writeTx) error {
 		c := *old
 		c.Review.ReviewedAt, c.Review.ReviewedBy = w.now, reviewer

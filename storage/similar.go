@@ -7,6 +7,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/incidentlib/incidentlib"
 )
 
@@ -39,22 +40,13 @@ func (db *DB) Similar(ctx context.Context, id string, n int) ([]incidentlib.Simi
 			org    bool
 		}
 		cands := map[uint32]*cand{}
-		get := func(doc uint32) *cand {
-			c := cands[doc]
-			if c == nil {
-				c = &cand{}
-				cands[doc] = c
-			}
-			return c
-		}
-		for _, t := range inc.Terms() {
-			if t.Kind == incidentlib.KindSeverity {
-				continue
-			}
-			p := readPosting(tx, postTerm(t.Kind, t.Slug))
+		// add scores the other incidents of posting p, shared term t (nil:
+		// the organization), by its rarity; a posting of one incident
+		// shares nothing.
+		add := func(p *roaring.Bitmap, t *incidentlib.TermKey) {
 			df := float64(p.GetCardinality())
 			if df <= 1 {
-				continue
+				return
 			}
 			w := math.Log(1 + total/df)
 			it := p.Iterator()
@@ -63,25 +55,25 @@ func (db *DB) Similar(ctx context.Context, id string, n int) ([]incidentlib.Simi
 				if doc == self {
 					continue
 				}
-				c := get(doc)
-				c.score += w
-				c.shared = append(c.shared, t)
-			}
-		}
-		op := readPosting(tx, postOrg(inc.OrgSlug))
-		if df := float64(op.GetCardinality()); df > 1 {
-			w := math.Log(1 + total/df)
-			it := op.Iterator()
-			for it.HasNext() {
-				doc := it.Next()
-				if doc == self {
-					continue
+				c := cands[doc]
+				if c == nil {
+					c = &cand{}
+					cands[doc] = c
 				}
-				c := get(doc)
 				c.score += w
-				c.org = true
+				if t == nil {
+					c.org = true
+				} else {
+					c.shared = append(c.shared, *t)
+				}
 			}
 		}
+		for _, t := range inc.Terms() {
+			if t.Kind != incidentlib.KindSeverity {
+				add(readPosting(tx, postTerm(t.Kind, t.Slug)), &t)
+			}
+		}
+		add(readPosting(tx, postOrg(inc.OrgSlug)), nil)
 		docs := make([]uint32, 0, len(cands))
 		for d := range cands {
 			docs = append(docs, d)

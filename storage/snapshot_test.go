@@ -21,10 +21,10 @@ func TestSnapshot(t *testing.T) {
 	ctx := context.Background()
 	id := incs[0].ID
 
-	txBefore, seqAtSnapshot := db.Stats().TxN, db.Seq()
+	txBefore, seqAtSnapshot := db.StoreStats().ReadTxTotal, db.Seq()
 	snap := db.ReadSnapshot(ctx)
 	t.Cleanup(snap.Release) // before the store closes, if the test stops early
-	if n := db.Stats().TxN - txBefore; n != 0 {
+	if n := db.StoreStats().ReadTxTotal - txBefore; n != 0 {
 		t.Fatalf("a snapshot began %d transactions before its first read", n)
 	}
 	read := func(r incidentlib.Reader) (string, int, error) {
@@ -72,7 +72,7 @@ func TestSnapshot(t *testing.T) {
 	if err != nil || title != incs[0].Title.En || total != 300 {
 		t.Fatalf("the snapshot saw a later write: %q, %d, %v", title, total, err)
 	}
-	if n := db.Stats().TxN - txBefore; n != 1 {
+	if n := db.StoreStats().ReadTxTotal - txBefore; n != 1 {
 		t.Fatalf("reads through the snapshot began %d transactions, want 1", n)
 	}
 	// The change log is never read through a snapshot: the search index

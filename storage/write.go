@@ -2,7 +2,6 @@ package storage
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -31,7 +30,7 @@ type writeTx struct {
 	orgNames map[string][]string
 	// trusted marks a replica applying its primary's changes: the primary
 	// checked the records, and a page may hold a mix of states that only
-	// the later pages make consistent again (replicate.go).
+	// the later pages make consistent again (apply.go).
 	trusted bool
 	// recs holds the records this transaction read or wrote (nil when
 	// absent), so that each is decoded once; written lists the records it
@@ -449,98 +448,4 @@ func (w *writeTx) checkLinks(incs []*incidentlib.Incident, fieldPrefix func(i in
 		return es
 	}
 	return nil
-}
-
-// ImportIncidents validates every record and writes all of them in one
-// transaction, or none. Records identical to the stored ones are left
-// alone. Errors name the record by index in the Field path ("records", i).
-func (db *DB) ImportIncidents(ctx context.Context, incs []*incidentlib.Incident, opts incidentlib.ImportOptions) (*incidentlib.ImportResult, error) {
-	field := func(i int) []string { return []string{"records", strconv.Itoa(i)} }
-	var es incidentlib.Errors
-	seen := map[string]int{}
-	for i, inc := range incs {
-		err := inc.Validate()
-		if err == nil {
-			err = inc.ValidateTerms(db.tax)
-		}
-		for _, e := range incidentlib.ErrorList(err) {
-			es = append(es, &incidentlib.Error{Code: e.Code, Field: append(field(i), e.Field...),
-				Message: fmt.Sprintf("incident %s: %s", inc.ID, e.Message)})
-		}
-		if j, dup := seen[inc.ID]; dup && inc.ID != "" {
-			es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, append(field(i), "id"),
-				"incident %s appears twice (records %d and %d)", inc.ID, j, i))
-		}
-		seen[inc.ID] = i
-	}
-	if len(es) > 0 {
-		return nil, es
-	}
-	res := &incidentlib.ImportResult{}
-	err := db.update(ctx, func(w *writeTx) error {
-		*res = incidentlib.ImportResult{}
-		if opts.OnlyIfNew {
-			if w.seq > 0 || w.tx.Bucket(bucketIncidents).Stats().KeyN > 0 {
-				return nil
-			}
-		}
-		for i, in := range incs {
-			if i%1024 == 0 {
-				if err := ctx.Err(); err != nil {
-					return ctxError(err)
-				}
-				if opts.Progress != nil {
-					opts.Progress(i, len(incs))
-				}
-			}
-			inc := *in
-			n, _ := incidentlib.ParseID(inc.ID)
-			old, err := w.get(n)
-			if err != nil {
-				return err
-			}
-			if !opts.KeepUpdatedAt {
-				inc.UpdatedAt = w.now
-			}
-			if old != nil {
-				if !opts.KeepUpdatedAt {
-					// A stamped record is unchanged if all but the stamp is.
-					inc.UpdatedAt = old.UpdatedAt
-					if !sameRecord(old, &inc) {
-						inc.UpdatedAt = w.now
-					}
-				}
-				a, _ := json.Marshal(old)
-				b, _ := json.Marshal(&inc)
-				if bytes.Equal(a, b) {
-					res.Unchanged++
-					continue
-				}
-				res.Updated++
-			} else {
-				res.Created++
-			}
-			if err := w.put(&inc); err != nil {
-				if e := incidentlib.ErrorList(err); len(e) == 1 {
-					return &incidentlib.Error{Code: e[0].Code, Field: append(field(i), e[0].Field...), Message: e[0].Message}
-				}
-				return err
-			}
-		}
-		if opts.Progress != nil {
-			opts.Progress(len(incs), len(incs))
-		}
-		if err := w.applyMerges(opts.Merges); err != nil {
-			return err
-		}
-		stored, err := w.current(incs)
-		if err != nil {
-			return err
-		}
-		return w.checkLinks(stored, field)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
 }

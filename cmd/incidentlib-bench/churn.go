@@ -200,7 +200,7 @@ func (b *churnBench) run(ctx context.Context, path string, out io.Writer) error 
 		return err
 	}
 	fmt.Fprintf(out, "load: %d incidents in %s; file %s, live data %s (records %s)\n\n",
-		b.incidents, time.Since(start).Round(time.Millisecond), mib(db.Stats().FileBytes), mib(live.KeyValueBytes), mib(live.RecordBytes))
+		b.incidents, time.Since(start).Round(time.Millisecond), mib(db.StoreStats().FileBytes), mib(live.KeyValueBytes), mib(live.RecordBytes))
 
 	st := &churnState{base: map[string]*incidentlib.Incident{}, pos: map[string]int{},
 		rng: rand.New(rand.NewPCG(uint64(b.seed), 2)), tax: tax}
@@ -252,12 +252,12 @@ func (b *churnBench) run(ctx context.Context, path string, out io.Writer) error 
 			}
 		}
 		if i%every == 0 || i == b.writes {
-			s := db.Stats()
-			peakFreelist, peakFree = max(peakFreelist, s.FreelistInuse), max(peakFree, s.FreePageN)
+			s := db.StoreStats()
+			peakFreelist, peakFree = max(peakFreelist, s.FreelistBytes), max(peakFree, s.FreePages)
 			fmt.Fprintf(out, row, strconv.Itoa(i),
 				percentile(rowUps, 0.5).Round(time.Microsecond), percentile(rowUps, 0.99).Round(time.Microsecond),
 				percentile(rowDels, 0.5).Round(time.Microsecond), mib(s.FileBytes),
-				strconv.Itoa(s.FreePageN), strconv.Itoa(s.PendingPageN), strconv.Itoa(s.FreelistInuse))
+				strconv.Itoa(s.FreePages), strconv.Itoa(s.PendingPages), strconv.Itoa(s.FreelistBytes))
 			rowUps, rowDels = rowUps[:0], rowDels[:0]
 		}
 	}
@@ -265,7 +265,7 @@ func (b *churnBench) run(ctx context.Context, path string, out io.Writer) error 
 	if len(last) > window {
 		last = last[len(last)-window:]
 	}
-	s := db.Stats()
+	s := db.StoreStats()
 	live, err = db.Live(ctx)
 	if err != nil {
 		return err
@@ -278,7 +278,7 @@ func (b *churnBench) run(ctx context.Context, path string, out io.Writer) error 
 	fmt.Fprintf(out, "file %s vs live data %s (%.2fx; records alone %s); %d incidents live\n",
 		mib(s.FileBytes), mib(live.KeyValueBytes), float64(s.FileBytes)/float64(live.KeyValueBytes), mib(live.RecordBytes), live.Incidents)
 	fmt.Fprintf(out, "freelist: %d bytes now, %d at most (free pages: %d now, %d at most); the hashmap freelist is not written at commit (NoFreelistSync)\n",
-		s.FreelistInuse, peakFreelist, s.FreePageN, peakFree)
+		s.FreelistBytes, peakFreelist, s.FreePages, peakFree)
 
 	if err := db.Close(); err != nil {
 		return err

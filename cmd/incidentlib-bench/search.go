@@ -138,7 +138,7 @@ func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) err
 	if err != nil {
 		return err
 	}
-	size := searchDirSize(idxPath)
+	size := x.DiskBytes()
 	fmt.Fprintf(stdout, "index build: %d incidents in %s = %.0f incidents/s (target at least 5,000/s); %.1f MiB on disk (%.0f bytes per incident)\n",
 		n, build.Round(time.Millisecond), float64(n)/build.Seconds(), float64(size)/(1<<20), float64(size)/float64(n))
 	fmt.Fprintf(stdout, "index build CPU: %.2f ms per incident (user+system, all threads): at most %.0f incidents/s on %d idle cores\n",
@@ -444,19 +444,6 @@ func searchPct(sorted []time.Duration, p int) time.Duration {
 }
 
 func searchMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-func searchDirSize(dir string) int64 {
-	var n int64
-	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
-			}
-		}
-		return nil
-	})
-	return n
-}
 
 // searchHeap is the live heap after collections (two: the second empties
 // the pools of scratch memory).

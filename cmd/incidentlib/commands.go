@@ -45,7 +45,13 @@ func addStoreFlags(f *flags) storeFlags {
 	}
 }
 
-func (s storeFlags) open(readOnly bool) (*storage.DB, error) {
+// open opens the store the flags name.
+func (s storeFlags) open(readOnly bool) (*storage.DB, error) { return s.openObserved(readOnly, nil) }
+
+// openObserved is open with observeCommit, if not nil, receiving the
+// duration of every write commit (serve's metrics:
+// storage.Options.ObserveCommit).
+func (s storeFlags) openObserved(readOnly bool, observeCommit func(time.Duration)) (*storage.DB, error) {
 	tax, err := seeds.Taxonomy()
 	if err != nil {
 		return nil, err
@@ -57,8 +63,18 @@ func (s storeFlags) open(readOnly bool) (*storage.DB, error) {
 	}
 	return storage.Open(*s.path, storage.Options{
 		OpenTimeout: *s.openTimeout, Taxonomy: tax, ReadOnly: readOnly, RecordCache: *s.recordCache,
-		UpstreamLinks: *s.upstream != "",
+		UpstreamLinks: *s.upstream != "", ObserveCommit: observeCommit,
 	})
+}
+
+// with opens the store, runs fn on it and closes it.
+func (s storeFlags) with(readOnly bool, fn func(*storage.DB) error) error {
+	db, err := s.open(readOnly)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return fn(db)
 }
 
 func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -135,12 +151,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	db, err := sf.open(false)
+	db, err := sf.openObserved(false, m.ObserveCommit)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	db.Observe = m.ObserveCommit               // until storage.Options.ObserveCommit: storeshim.go
 	if *seed == "auto" && of.primary() == "" { // a replica's incidents come from its primary
 		incs, err := seeds.Incidents()
 		if err != nil {
@@ -171,7 +186,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	cfg := lf.config(ef.config(server.Config{Prod: *prod, QueryCacheSize: *queryCache, Logger: logger, Primary: of.primary(),
 		AdminToken: *adminToken, BackupDir: filepath.Dir(db.Path()), GenericExecutor: *executor == "gqlgen"}, of))
-	srv, err := newServer(db, incidents, searchSvc, m, cfg)
+	srv, _, err := server.Assemble(db, incidents, searchSvc, m, cfg)
 	if err != nil {
 		return err
 	}
@@ -245,12 +260,7 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
-	db, err := sf.open(false)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	return importLocal(ctx, db, res, *skipBad, stdout, stderr)
+	return sf.with(false, func(db *storage.DB) error { return importLocal(ctx, db, res, *skipBad, stdout, stderr) })
 }
 
 func formatList() string {
@@ -310,16 +320,13 @@ func runExport(ctx context.Context, args []string, getenv func(string) string, s
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	db, err := sf.open(true)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	w := bufio.NewWriterSize(stdout, 1<<20)
-	if err := db.Export(ctx, w); err != nil {
-		return err
-	}
-	return w.Flush()
+	return sf.with(true, func(db *storage.DB) error {
+		w := bufio.NewWriterSize(stdout, 1<<20)
+		if err := db.Export(ctx, w); err != nil {
+			return err
+		}
+		return w.Flush()
+	})
 }
 
 func runCheck(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/incidentlib/incidentlib/linkcheck"
 	"github.com/incidentlib/incidentlib/outbound"
+	"github.com/incidentlib/incidentlib/storage"
 )
 
 // linkcheckFlags are the flags of the link checker, in linkcheck and in
@@ -64,12 +65,9 @@ func runLinkcheck(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return err
 	}
-	db, err := sf.open(false)
-	if err != nil {
+	return sf.with(false, func(db *storage.DB) error {
+		sum, err := lc.Run(ctx, db)
+		fmt.Fprintln(stdout, "linkcheck:", sum.String())
 		return err
-	}
-	defer db.Close()
-	sum, err := lc.Run(ctx, db)
-	fmt.Fprintln(stdout, "linkcheck:", sum.String())
-	return err
+	})
 }

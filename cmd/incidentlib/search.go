@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"runtime"
 	"time"
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/search"
-	"github.com/incidentlib/incidentlib/storage"
 )
 
 // searchFlags locate the search index of the store.
@@ -51,13 +48,13 @@ func (s searchFlags) indexPath() string {
 // rebuilding it if it belongs to another store or program version), and
 // keeps it following the store's commits until stop. svc is nil when
 // search is off.
-func (s searchFlags) start(ctx context.Context, db *storage.DB, logger *slog.Logger) (svc incidentlib.SearchService, stop func(), err error) {
+func (s searchFlags) start(ctx context.Context, db search.Store, logger *slog.Logger) (svc incidentlib.SearchService, stop func(), err error) {
 	path := s.indexPath()
 	if path == "" {
 		return nil, func() {}, nil
 	}
 	began := time.Now()
-	opts := search.Options{Logger: logger}
+	opts := search.Options{Logger: logger, Follow: true}
 	if s.concurrency != nil {
 		opts.Concurrency = *s.concurrency
 	}
@@ -70,20 +67,8 @@ func (s searchFlags) start(ctx context.Context, db *storage.DB, logger *slog.Log
 		return nil, nil, err
 	}
 	logger.Info("search index ready", "path", path, "seq", x.Seq(), "took", time.Since(began).String())
-	fctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { x.Follow(fctx); close(done) }()
-	prev := db.OnCommit
-	db.OnCommit = func(seq uint64) {
-		if prev != nil {
-			prev(seq)
-		}
-		x.Notify()
-	}
 	return x, func() {
-		cancel()
-		<-done
-		if err := x.Close(); err != nil {
+		if err := x.Close(); err != nil { // stops following the store
 			logger.Warn("closing the search index", "err", err)
 		}
 	}, nil
@@ -91,7 +76,7 @@ func (s searchFlags) start(ctx context.Context, db *storage.DB, logger *slog.Log
 
 // check compares the index with the store and prints what it found. A
 // missing index or one pending catch-up is not a failure.
-func (s searchFlags) check(ctx context.Context, db *storage.DB, stdout io.Writer) (failures int, err error) {
+func (s searchFlags) check(ctx context.Context, db incidentlib.ChangeLog, stdout io.Writer) (failures int, err error) {
 	path := s.indexPath()
 	if path == "" {
 		return 0, nil
@@ -138,20 +123,6 @@ func runReindex(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	took := time.Since(began)
 	fmt.Fprintf(stdout, "reindexed %d incidents into %s in %s (%.0f incidents/s, %s on disk), at store sequence %d\n",
-		n, path, took.Round(time.Millisecond), float64(n)/took.Seconds(), fmt.Sprintf("%.1f MiB", float64(dirBytes(path))/(1<<20)), x.Seq())
+		n, path, took.Round(time.Millisecond), float64(n)/took.Seconds(), fmt.Sprintf("%.1f MiB", float64(x.DiskBytes())/(1<<20)), x.Seq())
 	return nil
-}
-
-// dirBytes is the size of the files under dir.
-func dirBytes(dir string) int64 {
-	var n int64
-	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
-			}
-		}
-		return nil
-	})
-	return n
 }

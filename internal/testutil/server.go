@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/incidentlib/incidentlib"
-	"github.com/incidentlib/incidentlib/graph"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/server/metrics"
@@ -48,9 +47,10 @@ type ServerParts struct {
 	// Registry (nil: a private registry).
 	Metrics  *metrics.Metrics
 	Registry prometheus.Registerer
-	// Resolver, if set, completes the resolver before the server is built
-	// (a test's upstream library).
-	Resolver func(*graph.Resolver)
+	// Incidents, if set, replaces the store for the resolver's incident
+	// reads: the store composed with a test's upstream library
+	// (server.Assemble).
+	Incidents incidentlib.IncidentService
 }
 
 // ServerOn builds the library's whole HTTP handler over db, wired as
@@ -65,19 +65,11 @@ func ServerOn(db *storage.DB, cfg server.Config, parts ServerParts) (*server.Ser
 			return nil, err
 		}
 	}
-	store := serverStore{db}
-	// Until storage.Options.ObserveCommit: then ServerStore's caller
-	// passes m.ObserveCommit when it opens the store.
-	db.Observe = m.ObserveCommit
-	res := &graph.Resolver{Incidents: db, Organizations: db, Snapshots: db, Taxonomy: db.Taxonomy(), LoaderMetrics: m, Search: parts.Search}
-	if parts.Resolver != nil {
-		parts.Resolver(res)
-	}
-	es := graph.NewExecutableSchema(graph.Config{Resolvers: res, Complexity: graph.Complexity()})
 	if cfg.BackupDir == "" {
 		cfg.BackupDir = filepath.Dir(db.Path())
 	}
-	return server.New(server.Services{Changes: store, Incidents: db, Writer: db, Backups: db, Monitor: store}, res, es, m, cfg)
+	srv, _, err := server.Assemble(db, parts.Incidents, parts.Search, m, cfg)
+	return srv, err
 }
 
 // ServerTest serves ServerOn(db, cfg, parts) with httptest, marked ready,

@@ -16,9 +16,9 @@ import (
 
 // changesOf reads the whole change feed of db after since, in pages of
 // limit.
-func changesOf(tb testing.TB, db *storage.DB, since uint64, limit int) []storage.Change {
+func changesOf(tb testing.TB, db *storage.DB, since uint64, limit int) []incidentlib.Change {
 	tb.Helper()
-	var out []storage.Change
+	var out []incidentlib.Change
 	for {
 		page, err := db.ChangesSince(context.Background(), since, limit)
 		if err != nil {
@@ -38,7 +38,7 @@ func rpFollow(tb testing.TB, src, dst *storage.DB, size int) {
 	tb.Helper()
 	ctx := context.Background()
 	for {
-		pos, _, err := dst.FollowSeq(ctx)
+		pos, _, err := dst.AppliedSeq(ctx)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -99,7 +99,7 @@ func rpSame(tb testing.TB, src, dst *storage.DB) {
 		tb.Fatalf("the replica's export differs from the primary's (%d and %d bytes)", len(a), len(b))
 	}
 	mustCheck(tb, dst)
-	pos, following, err := dst.FollowSeq(context.Background())
+	pos, following, err := dst.AppliedSeq(context.Background())
 	if err != nil || !following || pos != src.Seq() {
 		tb.Fatalf("replica position %d (following %v, err %v), want the primary's sequence %d", pos, following, err, src.Seq())
 	}
@@ -108,7 +108,7 @@ func rpSame(tb testing.TB, src, dst *storage.DB) {
 func TestApplyChangesCopiesAStore(t *testing.T) {
 	ctx := context.Background()
 	src, dst := rpOpen(t), rpOpen(t)
-	if _, following, _ := dst.FollowSeq(ctx); following {
+	if _, following, _ := dst.AppliedSeq(ctx); following {
 		t.Fatal("a new store follows nothing")
 	}
 	mustImport(t, src, corpus(t, 300, 3))
@@ -162,7 +162,7 @@ func TestApplyChangesRefusesPagesThatDoNotFollowOn(t *testing.T) {
 	}
 	want := export(t, dst)
 	pos := all[19].Seq
-	bad := func(name, code string, from uint64, page []storage.Change) {
+	bad := func(name, code string, from uint64, page []incidentlib.Change) {
 		t.Run(name, func(t *testing.T) {
 			to, err := dst.ApplyChanges(ctx, from, page)
 			if got := incidentlib.ErrorCode(err); got != code {
@@ -171,7 +171,7 @@ func TestApplyChangesRefusesPagesThatDoNotFollowOn(t *testing.T) {
 			if to != from {
 				t.Fatalf("returned position %d after an error, want %d", to, from)
 			}
-			if got, _, _ := dst.FollowSeq(ctx); got != pos {
+			if got, _, _ := dst.AppliedSeq(ctx); got != pos {
 				t.Fatalf("position moved to %d", got)
 			}
 			if !bytes.Equal(export(t, dst), want) {
@@ -182,20 +182,20 @@ func TestApplyChangesRefusesPagesThatDoNotFollowOn(t *testing.T) {
 	bad("ErrPageAppliedTwice", incidentlib.ECONFLICT, 0, all[:20])
 	bad("ErrGap", incidentlib.ECONFLICT, all[25].Seq, all[26:30])
 	bad("ErrOverlap", incidentlib.EINVALID, pos, all[19:30])
-	bad("ErrSeqNotIncreasing", incidentlib.EINVALID, pos, []storage.Change{all[21], all[20]})
+	bad("ErrSeqNotIncreasing", incidentlib.EINVALID, pos, []incidentlib.Change{all[21], all[20]})
 	unknownTerm := *all[20].Incident
 	unknownTerm.Symptoms = []string{"no-such-symptom"}
-	bad("ErrUnknownTerm", incidentlib.EINVALID, pos, []storage.Change{{Seq: all[20].Seq, ID: all[20].ID, Incident: &unknownTerm}})
-	bad("ErrRecordOfAnotherID", incidentlib.EINVALID, pos, []storage.Change{{Seq: all[20].Seq, ID: all[21].ID, Incident: all[20].Incident}})
-	bad("ErrNoRecord", incidentlib.EINVALID, pos, []storage.Change{{Seq: all[20].Seq, ID: all[20].ID}})
-	bad("ErrMalformedID", incidentlib.EINVALID, pos, []storage.Change{{Seq: all[20].Seq, ID: "IL-1", Deleted: true}})
+	bad("ErrUnknownTerm", incidentlib.EINVALID, pos, []incidentlib.Change{{Seq: all[20].Seq, ID: all[20].ID, Incident: &unknownTerm}})
+	bad("ErrRecordOfAnotherID", incidentlib.EINVALID, pos, []incidentlib.Change{{Seq: all[20].Seq, ID: all[21].ID, Incident: all[20].Incident}})
+	bad("ErrNoRecord", incidentlib.EINVALID, pos, []incidentlib.Change{{Seq: all[20].Seq, ID: all[20].ID}})
+	bad("ErrMalformedID", incidentlib.EINVALID, pos, []incidentlib.Change{{Seq: all[20].Seq, ID: "IL-1", Deleted: true}})
 	t.Run("ErrContextDone", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
 		if _, err := dst.ApplyChanges(cctx, pos, all[20:]); err == nil {
 			t.Fatal("applied with a cancelled context")
 		}
-		if got, _, _ := dst.FollowSeq(ctx); got != pos {
+		if got, _, _ := dst.AppliedSeq(ctx); got != pos {
 			t.Fatalf("position moved to %d", got)
 		}
 	})
@@ -224,7 +224,7 @@ func TestFollowPositionSurvivesReopen(t *testing.T) {
 	dst.Close()
 	dst = open()
 	defer dst.Close()
-	pos, following, err := dst.FollowSeq(ctx)
+	pos, following, err := dst.AppliedSeq(ctx)
 	if err != nil || !following || pos != page[49].Seq {
 		t.Fatalf("after reopening: position %d following %v err %v, want %d", pos, following, err, page[49].Seq)
 	}
@@ -264,7 +264,7 @@ func TestApplyChangesCancelledMidPageWritesNothing(t *testing.T) {
 	if cctx.n.Load() >= 0 {
 		t.Fatal("the context was not asked midway through the page")
 	}
-	if pos, following, _ := dst.FollowSeq(ctx); pos != 0 || following {
+	if pos, following, _ := dst.AppliedSeq(ctx); pos != 0 || following {
 		t.Fatalf("the cancelled page moved the position to %d", pos)
 	}
 	if !bytes.Equal(export(t, dst), empty) {
@@ -289,7 +289,7 @@ func TestApplyChangesTakesTransientStates(t *testing.T) {
 	rpUpsert(t, src, rpIncident("IL-0002", "Bar", "bar", "Y"))
 	rpUpsert(t, src, rpIncident("IL-0001", "Foo Inc", "foo", "X"))
 	rpUpsert(t, src, rpIncident("IL-0002", "Foo Inc", "foo", "Y"))
-	pos, _, _ := dst.FollowSeq(ctx)
+	pos, _, _ := dst.AppliedSeq(ctx)
 	page := changesOf(t, src, pos, 100)
 	if len(page) != 2 || page[0].ID != "IL-0001" {
 		t.Fatalf("the log should hold X then Y, got %+v", page)

@@ -1,0 +1,144 @@
+package incidentlib_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The arrows between the packages of the module (docs/design.md). The
+// domain (the root package) is the only seam: the store, the search
+// index, the replica, the link checker, the resolvers and the HTTP edge
+// know one another only through its interfaces, and cmd/... alone wires
+// the concrete types.
+
+const module = "github.com/incidentlib/incidentlib"
+
+// listedPackage is a package as `go list -json` describes it: its
+// non-test imports.
+type listedPackage struct {
+	ImportPath string
+	Imports    []string
+}
+
+// importRules returns one line per import of pkgs that breaks an arrow of
+// the design, in the order of pkgs and their imports.
+func importRules(pkgs []listedPackage) []string {
+	ours := func(p string) bool { return p == module || strings.HasPrefix(p, module+"/") }
+	under := func(p, dir string) bool {
+		p = strings.TrimPrefix(p, module)
+		return p == dir || strings.HasPrefix(p, dir+"/")
+	}
+	var bad []string
+	for _, pkg := range pkgs {
+		from := pkg.ImportPath
+		if !ours(from) {
+			continue
+		}
+		for _, to := range pkg.Imports {
+			if !ours(to) || to == from {
+				continue
+			}
+			var why string
+			switch {
+			case from == module:
+				why = "the root package imports no package of the module"
+			case to == module+"/storage" && !under(from, "/cmd") && from != module+"/internal/testutil":
+				why = "only cmd/... (and internal/testutil for tests) may import storage"
+			case from == module+"/storage" && to != module:
+				why = "storage imports nothing of ours but the root package"
+			case from == module+"/outbound":
+				why = "outbound imports nothing of ours"
+			case (from == module+"/graph" || from == module+"/graph/model") && to != module && to != module+"/graph/model":
+				why = "graph imports nothing of ours but the root package and graph/model"
+			case to == module+"/internal/testutil":
+				why = "internal/testutil is for tests only"
+			}
+			if why != "" {
+				bad = append(bad, fmt.Sprintf("%s imports %s: %s", strings.TrimPrefix(from, module+"/"), strings.TrimPrefix(to, module+"/"), why))
+			}
+		}
+	}
+	return bad
+}
+
+// TestImportGraph lists the module's packages with the go tool and fails
+// on any import that breaks an arrow of the design.
+func TestImportGraph(t *testing.T) {
+	if testing.Short() {
+		t.Skip("lists every package of the module")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool on PATH")
+	}
+	cmd := exec.Command(goTool, "list", "-e", "-json=ImportPath,Imports", "./...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
+	}
+	var pkgs []listedPackage
+	for dec := json.NewDecoder(bytes.NewReader(out)); dec.More(); {
+		var p listedPackage
+		if err := dec.Decode(&p); err != nil {
+			t.Fatalf("go list output: %v", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if !slices.ContainsFunc(pkgs, func(p listedPackage) bool { return p.ImportPath == module+"/storage" }) {
+		t.Fatalf("go list found no storage package among %d packages: not run from the module's root?", len(pkgs))
+	}
+	for _, line := range importRules(pkgs) {
+		t.Error(line)
+	}
+}
+
+// TestImportRules: each arrow the design forbids is caught, and the
+// allowed ones pass.
+func TestImportRules(t *testing.T) {
+	m := func(p string) string {
+		if p == "" {
+			return module
+		}
+		return module + "/" + p
+	}
+	for _, c := range []struct {
+		name     string
+		from, to string // "" is the root package
+		bad      bool
+	}{
+		{"RootImportsStorage", "", "storage", true},
+		{"RootImportsOutbound", "", "outbound", true},
+		{"SearchImportsStorage", "search", "storage", true},
+		{"GraphImportsStorage", "graph", "storage", true},
+		{"ServerImportsStorage", "server/edge", "storage", true},
+		{"StorageImportsGraph", "storage", "graph", true},
+		{"StorageImportsSearch", "storage", "search", true},
+		{"StorageImportsServer", "storage", "server/admin", true},
+		{"StorageImportsSeeds", "storage", "seeds", true},
+		{"OutboundImportsRoot", "outbound", "", true},
+		{"GraphImportsOutbound", "graph", "outbound", true},
+		{"GraphModelImportsSearch", "graph/model", "search", true},
+		{"ServerImportsTestutil", "server", "internal/testutil", true},
+		{"CmdImportsStorage", "cmd/incidentlib", "storage", false},
+		{"BenchImportsStorage", "cmd/incidentlib-bench", "storage", false},
+		{"TestutilImportsStorage", "internal/testutil", "storage", false},
+		{"StorageImportsRoot", "storage", "", false},
+		{"GraphImportsModel", "graph", "graph/model", false},
+		{"SearchImportsRoot", "search", "", false},
+		{"ReplicaImportsOutbound", "replica", "outbound", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := importRules([]listedPackage{{ImportPath: m(c.from), Imports: []string{"fmt", m(c.to)}}})
+			if bad := len(got) > 0; bad != c.bad {
+				t.Errorf("%s -> %s: broken arrows %q, want broken %v", m(c.from), m(c.to), got, c.bad)
+			}
+		})
+	}
+}

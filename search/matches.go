@@ -1,0 +1,145 @@
+package search
+
+import (
+	bits64 "math/bits"
+	"slices"
+	"sort"
+)
+
+// The matches of a query as bitsets of slots, topK's first step (see
+// topk.go), and the incident numbers of every match for facets and years.
+
+// clauseSlots sets in dst the slots that hold the clause's term in one of
+// its fields, or, for a phrase, its rarest term in a field that holds
+// every term (a superset that phraseIn narrows down).
+func (m *memIndex) clauseSlots(c *clauseQ, dst []uint64) {
+	for _, f := range c.fields {
+		if lead := m.rarest(c.find, f); lead != nil {
+			for _, s := range lead.docs {
+				dst[s>>6] |= 1 << (s & 63)
+			}
+		}
+	}
+}
+
+// rarest returns the shortest posting in f of the terms ("" skipped), nil
+// if one of them is not in f (or none is given).
+func (m *memIndex) rarest(terms []string, f ifield) *posting {
+	var lead *posting
+	for _, t := range terms {
+		if t == "" {
+			continue
+		}
+		p := m.posting(f, t)
+		if p == nil {
+			return nil
+		}
+		if lead == nil || len(p.docs) < len(lead.docs) {
+			lead = p
+		}
+	}
+	return lead
+}
+
+// matches sets t.set to the slots that match c (keep as for topK) and
+// returns the must clauses in the order their scores are summed, and how
+// many slots match. The phrase matches of the must clauses stay in t.hits.
+func (t *topState) matches(m *memIndex, c *compiled, keep []uint64) ([]clauseQ, int) {
+	words := len(m.slots)/64 + 1
+	t.resize(words, len(m.slots))
+	set, tmp := t.set, t.tmp
+
+	t.must = append(t.must[:0], c.must...)
+	must := t.must
+	sort.SliceStable(must, func(i, j int) bool { return m.clauseCost(&must[i]) < m.clauseCost(&must[j]) })
+
+	// Candidates: every clause (a phrase: its rarest term, for now).
+	for i := range must {
+		dst := set
+		if i > 0 {
+			dst = tmp
+			clear(tmp)
+		}
+		m.clauseSlots(&must[i], dst)
+		if i > 0 {
+			for w := range set {
+				set[w] &= tmp[w]
+			}
+		}
+	}
+	// Dead slots and the filter.
+	for w, b := range set {
+		if m.dead == 0 && keep == nil {
+			break
+		}
+		for b != 0 {
+			s := uint32(w<<6 + bits64.TrailingZeros64(b))
+			b &= b - 1
+			sl := &m.slots[s]
+			if sl.seq == 0 || (keep != nil && (int(sl.num>>6) >= len(keep) || keep[sl.num>>6]&(1<<(sl.num&63)) == 0)) {
+				set[w] &^= 1 << (s & 63)
+			}
+		}
+	}
+	// Exclusions.
+	for i := range c.mustNot {
+		cl := &c.mustNot[i]
+		for _, f := range cl.fields {
+			if len(cl.find) == 1 {
+				if p := m.posting(f, cl.find[0]); p != nil {
+					for _, s := range p.docs {
+						set[s>>6] &^= 1 << (s & 63)
+					}
+				}
+				continue
+			}
+			t.ms, _ = m.phraseIn(t, cl.find, f, set, t.ms[:0])
+			for _, mt := range t.ms {
+				set[mt.slot>>6] &^= 1 << (mt.slot & 63)
+			}
+		}
+	}
+	// Phrases that must match, by positions, only in the set.
+	for len(t.hits) < len(must)*int(numIFields) {
+		t.hits = append(t.hits, nil)
+	}
+	for i := range must {
+		cl := &must[i]
+		if len(cl.find) == 1 {
+			continue
+		}
+		clear(tmp)
+		for k, f := range cl.fields {
+			h := &t.hits[i*int(numIFields)+k]
+			*h, _ = m.phraseIn(t, cl.find, f, set, (*h)[:0])
+			for _, mt := range *h {
+				tmp[mt.slot>>6] |= 1 << (mt.slot & 63)
+			}
+		}
+		for w := range set {
+			set[w] &= tmp[w]
+		}
+	}
+	total := 0
+	for _, b := range set {
+		total += bits64.OnesCount64(b)
+	}
+	return must, total
+}
+
+// matchNums returns the incident numbers of every match of c, ascending.
+func matchNums(m *memIndex, c *compiled, keep []uint64) []uint32 {
+	t := topStates.Get().(*topState)
+	defer topStates.Put(t)
+	_, total := t.matches(m, c, keep)
+	nums := make([]uint32, 0, total)
+	for w, b := range t.set {
+		for b != 0 {
+			s := w<<6 + bits64.TrailingZeros64(b)
+			b &= b - 1
+			nums = append(nums, m.slots[s].num)
+		}
+	}
+	slices.Sort(nums)
+	return nums
+}

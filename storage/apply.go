@@ -1,0 +1,131 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// Applying another library's change log (incidentlib.ChangeApplier): a
+// read replica copies its primary's change feed (ChangesSince, served as
+// GET /api/v1/changes) into its own store. ApplyChanges writes one page of
+// changes and the position it reached in one transaction, so a copy that
+// stops at any moment resumes from a position that matches its data
+// exactly, without gaps or duplicates.
+
+// metaFollowSeq holds, in a replica's store, the primary's sequence up to
+// which the replica has applied the primary's changes (u64). A store that
+// never followed a primary has no such key.
+var metaFollowSeq = []byte("follow_seq")
+
+// AppliedSeq returns the primary sequence this store has applied up to,
+// and whether the store follows a primary at all (it applied a page
+// before).
+func (db *DB) AppliedSeq(ctx context.Context) (seq uint64, following bool, err error) {
+	err = db.view(ctx, func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketMeta).Get(metaFollowSeq)
+		seq, following = getU64(v), v != nil
+		return nil
+	})
+	return seq, following, err
+}
+
+// ApplyChanges applies one page of a primary's changes, oldest first, in
+// one write transaction: a change with a record stores it in place of any
+// earlier version (updated_at and review kept exactly as given, every index
+// and reverse link kept in step), a tombstone removes the incident if the
+// store has it. The transaction also stores the position: the sequence of
+// the last change. Nothing is stamped; records identical to the stored ones
+// are left alone.
+//
+// from is the position the page was read after: it must be the stored
+// position (0 for a store that never followed), else nothing is written and
+// ECONFLICT is returned, so that a page is never applied twice or after a
+// gap. Sequences must increase and exceed from. Records are validated
+// against the taxonomy (EINVALID names the change), but links and
+// organizations are not checked: the primary checked them, and a page read
+// from a log that keeps only each incident's latest change may hold
+// records whose links are completed by later pages. Returns the new
+// position. If ctx ends during the transaction, nothing is written.
+func (db *DB) ApplyChanges(ctx context.Context, from uint64, changes []incidentlib.Change) (uint64, error) {
+	if len(changes) == 0 {
+		return from, nil
+	}
+	var es incidentlib.Errors
+	prev := from
+	nums := make([]uint32, len(changes))
+	for i, c := range changes {
+		field := []string{"changes", fmt.Sprint(i)}
+		if c.Seq <= prev {
+			es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, append(field, "seq"),
+				"change %d has sequence %d, not above %d", i, c.Seq, prev))
+		}
+		prev = c.Seq
+		n, ok := incidentlib.ParseID(c.ID)
+		if !ok {
+			es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, append(field, "id"), "change %d (seq %d): %q is not an incident id", i, c.Seq, c.ID))
+			continue
+		}
+		nums[i] = n
+		if c.Deleted {
+			continue
+		}
+		if c.Incident == nil || c.Incident.ID != c.ID {
+			es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, field, "change %d (seq %d) of %s carries no record of %s", i, c.Seq, c.ID, c.ID))
+			continue
+		}
+		err := c.Incident.Validate()
+		if err == nil {
+			err = c.Incident.ValidateTerms(db.tax)
+		}
+		for _, e := range incidentlib.ErrorList(err) {
+			es = append(es, &incidentlib.Error{Code: e.Code, Field: append(field, e.Field...),
+				Message: fmt.Sprintf("change %d (seq %d) of %s: %s", i, c.Seq, c.ID, e.Message)})
+		}
+	}
+	if len(es) > 0 {
+		return from, es
+	}
+	last := changes[len(changes)-1].Seq
+	err := db.update(ctx, func(w *writeTx) error {
+		meta := w.tx.Bucket(bucketMeta)
+		if cur := getU64(meta.Get(metaFollowSeq)); cur != from {
+			return incidentlib.Errorf(incidentlib.ECONFLICT,
+				"the store has applied its primary's changes up to %d, not %d: the page does not follow on", cur, from)
+		}
+		w.trusted = true
+		for i, c := range changes {
+			if i%128 == 0 {
+				if err := ctx.Err(); err != nil {
+					return ctxError(err)
+				}
+			}
+			old, err := w.get(nums[i])
+			if err != nil {
+				return err
+			}
+			if c.Deleted {
+				if old != nil {
+					if err := w.remove(nums[i], old); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if old != nil && sameRecord(old, c.Incident) {
+				continue
+			}
+			if err := w.put(c.Incident); err != nil {
+				return err
+			}
+		}
+		return meta.Put(metaFollowSeq, u64key(last))
+	})
+	if err != nil {
+		return from, err
+	}
+	return last, nil
+}

@@ -1,0 +1,198 @@
+package storage
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// Filters: an incident filter becomes a set of incident numbers read
+// from the postings, in the transaction of the read that uses it.
+
+// readPosting returns the bitmap of name; the result must be used only
+// inside tx, since it points into the memory-mapped file.
+func readPosting(tx *bolt.Tx, name string) *roaring.Bitmap {
+	v := tx.Bucket(bucketPostings).Get([]byte(name))
+	bm := roaring.New()
+	if v != nil {
+		if _, err := bm.FromBuffer(v); err != nil {
+			return roaring.New()
+		}
+	}
+	return bm
+}
+
+// matchSet is the set of incident numbers a filter selects; all is true
+// when the filter does not constrain (bm is then the all posting).
+type matchSet struct {
+	bm  *roaring.Bitmap
+	all bool
+	// dateFrom and dateTo, when set, let an ordered scan by date start at
+	// the bound instead of walking the whole index.
+	dateFrom, dateTo *uint32
+}
+
+// count is how many incidents of posting are in the set.
+func (ms *matchSet) count(posting *roaring.Bitmap) uint64 {
+	if ms.all {
+		return posting.GetCardinality()
+	}
+	return ms.bm.AndCardinality(posting)
+}
+
+// match evaluates a filter from the indexes.
+func (db *DB) match(tx *bolt.Tx, f incidentlib.IncidentFilter) (*matchSet, error) {
+	all := readPosting(tx, postAll)
+	var sets []*roaring.Bitmap
+	union := func(names []string) {
+		bms := make([]*roaring.Bitmap, 0, len(names))
+		for _, n := range names {
+			bms = append(bms, readPosting(tx, n))
+		}
+		sets = append(sets, roaring.FastOr(bms...))
+	}
+	if len(f.IDs) > 0 {
+		bm := roaring.New()
+		for _, id := range f.IDs {
+			if n, ok := incidentlib.ParseID(id); ok {
+				bm.Add(n)
+			}
+		}
+		sets = append(sets, bm)
+	}
+	if len(f.Organizations) > 0 {
+		names := make([]string, len(f.Organizations))
+		for i, s := range f.Organizations {
+			names[i] = postOrg(s)
+		}
+		union(names)
+	}
+	lists := f.TermLists()
+	for _, kind := range incidentlib.TermKinds {
+		if slugs := lists[kind]; len(slugs) > 0 {
+			names := make([]string, len(slugs))
+			for i, s := range slugs {
+				names[i] = postTerm(kind, s)
+			}
+			union(names)
+		}
+	}
+	flag := func(b *bool, name string) {
+		if b == nil {
+			return
+		}
+		p := readPosting(tx, name)
+		if *b {
+			sets = append(sets, p)
+		} else {
+			sets = append(sets, roaring.AndNot(all, p))
+		}
+	}
+	flag(f.Reviewed, postReviewed)
+	flag(f.IsRecurrence, postRecurrence)
+	flag(f.HasRecurrences, postHasRec)
+	ms := &matchSet{}
+	if f.DateFrom != nil || f.DateTo != nil {
+		bm, from, to, err := dateRange(tx, f.DateFrom, f.DateTo)
+		if err != nil {
+			return nil, err
+		}
+		sets = append(sets, bm)
+		ms.dateFrom, ms.dateTo = from, to
+	}
+	if f.UpdatedSince != nil {
+		t, err := incidentlib.ParseTimestamp(*f.UpdatedSince)
+		if err != nil {
+			return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"filter", "updatedSince"}, "updatedSince %s", err)
+		}
+		bm := roaring.New()
+		lo := append([]byte{ordUpdAsc, 0}, u64key(uint64(t.UnixNano())^(1<<63))...)
+		c := tx.Bucket(bucketOrders).Cursor()
+		for k, _ := c.Seek(lo); k != nil && k[0] == ordUpdAsc && k[1] == 0; k, _ = c.Next() {
+			bm.Add(numberOfOrderKey(ordUpdAsc, k[1:]))
+		}
+		sets = append(sets, bm)
+	}
+	if len(sets) == 0 {
+		ms.bm, ms.all = all, true
+		return ms, nil
+	}
+	sets = append(sets, all)
+	ms.bm = roaring.FastAnd(sets...)
+	return ms, nil
+}
+
+// dateRange returns the dated incidents within the inclusive bounds: whole
+// years from the year postings, the partial years at either end from the
+// date index.
+func dateRange(tx *bolt.Tx, fromS, toS *string) (*roaring.Bitmap, *uint32, *uint32, error) {
+	fromP, err := dateBound(fromS, "dateFrom")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	toP, err := dateBound(toS, "dateTo")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	from, to := uint32(0), ^uint32(0)
+	if fromP != nil {
+		from = *fromP
+	}
+	if toP != nil {
+		to = *toP
+	}
+	bm := roaring.New()
+	if from > to {
+		return bm, fromP, toP, nil
+	}
+	// Years fully inside the range come from their postings.
+	c := tx.Bucket(bucketPostings).Cursor()
+	var partial [][2]uint32
+	for k, _ := c.Seek([]byte(prefixYear)); k != nil && bytes.HasPrefix(k, []byte(prefixYear)); k, _ = c.Next() {
+		y, ok := yearOfPosting(string(k))
+		if !ok {
+			continue
+		}
+		ys := daysOf(time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC))
+		ye := daysOf(time.Date(y, 12, 31, 0, 0, 0, 0, time.UTC))
+		switch {
+		case ye < from || ys > to:
+		case ys >= from && ye <= to:
+			bm.Or(readPosting(tx, string(k)))
+		default:
+			partial = append(partial, [2]uint32{max(ys, from), min(ye, to)})
+		}
+	}
+	oc := tx.Bucket(bucketOrders).Cursor()
+	for _, r := range partial {
+		lo := append([]byte{ordDateAsc, 0}, u32key(r[0])...)
+		for k, _ := oc.Seek(lo); k != nil && k[0] == ordDateAsc && k[1] == 0; k, _ = oc.Next() {
+			if d := be32(k[2:6]); d > r[1] {
+				break
+			}
+			bm.Add(numberOfOrderKey(ordDateAsc, k[1:]))
+		}
+	}
+	return bm, fromP, toP, nil
+}
+
+// dateBound parses the filter's date bound name, in days; nil when unset.
+func dateBound(s *string, name string) (*uint32, error) {
+	if s == nil {
+		return nil, nil
+	}
+	t, err := incidentlib.ParseDate(*s)
+	if err != nil {
+		return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"filter", name}, "%s %s", name, err)
+	}
+	d := daysOf(t)
+	return &d, nil
+}
+
+func be32(b []byte) uint32 {
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
