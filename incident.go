@@ -36,17 +36,9 @@ func (t Text) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads a text object; null is an empty text.
 func (t *Text) UnmarshalJSON(data []byte) error {
-	if string(data) == "null" {
-		*t = Text{}
-		return nil
-	}
-	var w textJSON
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	extra, err := extraFields(data, textKnown)
-	*t = Text{En: w.En, Ko: w.Ko, Extra: extra}
-	return err
+	return unmarshalWithExtra(data, t, textKnown, nullIsZero, func(w textJSON, extra Extra) Text {
+		return Text{En: w.En, Ko: w.Ko, Extra: extra}
+	})
 }
 
 // IsZero reports whether neither language is present.
@@ -234,15 +226,11 @@ func (i Incident) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads an IL-JSON record, keeping unknown fields in Extra.
 func (i *Incident) UnmarshalJSON(data []byte) error {
-	var w incidentJSON
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	extra, err := extraFields(data, incidentKnown)
-	if err != nil {
-		return err
-	}
-	*i = Incident{
+	return unmarshalWithExtra(data, i, incidentKnown, nullIsError, incidentFromWire)
+}
+
+func incidentFromWire(w incidentJSON, extra Extra) Incident {
+	return Incident{
 		ID: w.ID, Org: w.Org, OrgSlug: w.OrgSlug, Date: strVal(w.Date), DateKind: strVal(w.DateKind),
 		Title: w.Title, Summary: w.Summary, Lessons: w.Lessons, Trigger: w.Trigger,
 		Detection: w.Detection, SymptomsText: w.SymptomsText,
@@ -252,7 +240,6 @@ func (i *Incident) UnmarshalJSON(data []byte) error {
 		Sources: w.Sources, Docs: w.Docs, Related: w.Related, RecurrenceOf: strVal(w.RecurrenceOf),
 		Review: w.Review, UpdatedAt: strVal(w.UpdatedAt), URL: strVal(w.URL), Extra: extra,
 	}
-	return nil
 }
 
 type impactJSON struct {
@@ -270,17 +257,9 @@ func (m Impact) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads an impact, keeping unknown fields.
 func (m *Impact) UnmarshalJSON(data []byte) error {
-	if string(data) == "null" {
-		*m = Impact{}
-		return nil
-	}
-	var w impactJSON
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	extra, err := extraFields(data, impactKnown)
-	*m = Impact{Scope: strVal(w.Scope), Users: strVal(w.Users), Region: strVal(w.Region), Extra: extra}
-	return err
+	return unmarshalWithExtra(data, m, impactKnown, nullIsZero, func(w impactJSON, extra Extra) Impact {
+		return Impact{Scope: strVal(w.Scope), Users: strVal(w.Users), Region: strVal(w.Region), Extra: extra}
+	})
 }
 
 type timelineJSON struct {
@@ -297,17 +276,9 @@ func (t Timeline) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads a timeline, keeping unknown fields.
 func (t *Timeline) UnmarshalJSON(data []byte) error {
-	if string(data) == "null" {
-		*t = Timeline{}
-		return nil
-	}
-	var w timelineJSON
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	extra, err := extraFields(data, timelineKnown)
-	*t = Timeline{DetectedAfter: strVal(w.DetectedAfter), ResolvedAfter: strVal(w.ResolvedAfter), Extra: extra}
-	return err
+	return unmarshalWithExtra(data, t, timelineKnown, nullIsZero, func(w timelineJSON, extra Extra) Timeline {
+		return Timeline{DetectedAfter: strVal(w.DetectedAfter), ResolvedAfter: strVal(w.ResolvedAfter), Extra: extra}
+	})
 }
 
 type itemJSON struct {
@@ -323,13 +294,9 @@ func (it Item) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads an item, keeping unknown fields.
 func (it *Item) UnmarshalJSON(data []byte) error {
-	var w itemJSON
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	extra, err := extraFields(data, itemKnown)
-	*it = Item{Text: w.Text, Extra: extra}
-	return err
+	return unmarshalWithExtra(data, it, itemKnown, nullIsError, func(w itemJSON, extra Extra) Item {
+		return Item{Text: w.Text, Extra: extra}
+	})
 }
 
 type sourceJSON struct {
@@ -347,13 +314,9 @@ func (s Source) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads a source, keeping unknown fields.
 func (s *Source) UnmarshalJSON(data []byte) error {
-	var w sourceJSON
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	extra, err := extraFields(data, sourceKnown)
-	*s = Source{URL: w.URL, Kind: strVal(w.Kind), Archived: strVal(w.Archived), Extra: extra}
-	return err
+	return unmarshalWithExtra(data, s, sourceKnown, nullIsError, func(w sourceJSON, extra Extra) Source {
+		return Source{URL: w.URL, Kind: strVal(w.Kind), Archived: strVal(w.Archived), Extra: extra}
+	})
 }
 
 type reviewJSON struct {
@@ -371,16 +334,36 @@ func (r Review) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads a review, keeping unknown fields.
 func (r *Review) UnmarshalJSON(data []byte) error {
-	if string(data) == "null" {
-		*r = Review{}
+	return unmarshalWithExtra(data, r, reviewKnown, nullIsZero, func(w reviewJSON, extra Extra) Review {
+		return Review{WrittenBy: strVal(w.WrittenBy), ReviewedAt: strVal(w.ReviewedAt), ReviewedBy: strVal(w.ReviewedBy), Extra: extra}
+	})
+}
+
+// nullRule says what JSON null decodes to in unmarshalWithExtra.
+type nullRule bool
+
+const (
+	nullIsZero  nullRule = true  // null is the zero value
+	nullIsError nullRule = false // null is not an object: an error
+)
+
+// unmarshalWithExtra is the one UnmarshalJSON of the record types that
+// keep unknown fields: it decodes data into the wire form W, collects the
+// members not in known as Extra, and stores what fromWire makes of both in
+// *dst. On an error in the unknown fields, *dst still holds the known
+// ones.
+func unmarshalWithExtra[W, T any](data []byte, dst *T, known map[string]bool, null nullRule, fromWire func(W, Extra) T) error {
+	if null == nullIsZero && string(data) == "null" {
+		var zero T
+		*dst = zero
 		return nil
 	}
-	var w reviewJSON
+	var w W
 	if err := json.Unmarshal(data, &w); err != nil {
 		return err
 	}
-	extra, err := extraFields(data, reviewKnown)
-	*r = Review{WrittenBy: strVal(w.WrittenBy), ReviewedAt: strVal(w.ReviewedAt), ReviewedBy: strVal(w.ReviewedBy), Extra: extra}
+	extra, err := extraFields(data, known)
+	*dst = fromWire(w, extra)
 	return err
 }
 
