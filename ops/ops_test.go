@@ -375,7 +375,7 @@ func TestMetricsTheDashboardAndAlertsUse(t *testing.T) {
 				for y := g.Y; y < g.Y+g.H; y++ {
 					if other, ok := taken[cell{x, y}]; ok {
 						t.Errorf("panels %q and %q overlap", other, p.Title)
-						x, y = g.X+g.W, g.Y+g.H
+						x = g.X + g.W // and out of the outer loop
 						break
 					}
 					taken[cell{x, y}] = p.Title

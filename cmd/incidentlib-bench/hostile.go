@@ -240,10 +240,9 @@ func hostileRequests() []hostileRequest {
 type serverTimes struct {
 	inFlight sync.WaitGroup // every request, so that the store closes after the last
 
-	mu      sync.Mutex
-	byKind  map[string][]time.Duration
-	status  map[string]map[int]int
-	refused map[string]int
+	mu     sync.Mutex
+	byKind map[string][]time.Duration
+	status map[string]map[int]int
 }
 
 type timedWriter struct {
