@@ -68,17 +68,11 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	old := debug.SetGCPercent(b.gcPercent)
 	defer debug.SetGCPercent(old)
 
-	dir, err := os.MkdirTemp("", "incidentlib-bench-")
+	db, incs, done, err := tempGenerated(ctx, "graphql", b.count, b.seed, stdout)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	fmt.Fprintf(stdout, "graphql: generating and importing %d incidents (seed %d)\n", b.count, b.seed)
-	db, incs, err := openGenerated(ctx, filepath.Join(dir, "bench.db"), b.count, b.seed)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
+	defer done()
 
 	srv, err := server.New(db, executionConfig, nil)
 	if err != nil {
@@ -292,6 +286,23 @@ func listenTurns(h http.Handler, turns bool) (url string, stop func(), err error
 	}
 	go func() { _ = hs.Serve(ln) }()
 	return "http://" + ln.Addr().String(), func() { _ = hs.Close() }, nil
+}
+
+// tempGenerated is openGenerated in a new temporary directory, announced
+// on stdout as "NAME: generating and importing ..."; done closes the
+// store and removes the directory.
+func tempGenerated(ctx context.Context, name string, count int, seed int64, stdout io.Writer) (db *storage.DB, incs []*incidentlib.Incident, done func(), err error) {
+	dir, err := os.MkdirTemp("", "incidentlib-bench-"+name+"-")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	fmt.Fprintf(stdout, "%s: generating and importing %d incidents (seed %d)\n", name, count, seed)
+	db, incs, err = openGenerated(ctx, filepath.Join(dir, "bench.db"), count, seed)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, nil, err
+	}
+	return db, incs, func() { db.Close(); os.RemoveAll(dir) }, nil
 }
 
 // openGenerated opens a new store at path holding a generated corpus.
