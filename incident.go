@@ -367,6 +367,30 @@ func unmarshalWithExtra[W, T any](data []byte, dst *T, known map[string]bool, nu
 	return err
 }
 
+// KnownMembers returns the member names IL-JSON defines for an object of
+// v's type (Incident, Text, Impact, Timeline, Item, Source or Review),
+// which are read into its fields; any other member is kept in its Extra.
+// It returns nil for other types. The map is shared: do not change it.
+func KnownMembers(v any) map[string]bool {
+	switch v.(type) {
+	case Incident, *Incident:
+		return incidentKnown
+	case Text, *Text:
+		return textKnown
+	case Impact, *Impact:
+		return impactKnown
+	case Timeline, *Timeline:
+		return timelineKnown
+	case Item, *Item:
+		return itemKnown
+	case Source, *Source:
+		return sourceKnown
+	case Review, *Review:
+		return reviewKnown
+	}
+	return nil
+}
+
 // knownFields lists the JSON names of a wire struct's fields.
 func knownFields(v any) map[string]bool {
 	b, err := json.Marshal(v)

@@ -64,13 +64,13 @@ type schema struct {
 }
 
 var incidentSchema = func() *schema {
-	text := &schema{known: knownOf(incidentlib.Text{})}
-	item := &schema{known: knownOf(incidentlib.Item{}), children: map[string]*schema{"text": text}}
-	s := &schema{known: knownOf(incidentlib.Incident{}), children: map[string]*schema{
-		"impact":      {known: knownOf(incidentlib.Impact{})},
-		"timeline":    {known: knownOf(incidentlib.Timeline{})},
-		"review":      {known: knownOf(incidentlib.Review{})},
-		"sources":     {known: knownOf(incidentlib.Source{})},
+	text := &schema{known: incidentlib.KnownMembers(incidentlib.Text{})}
+	item := &schema{known: incidentlib.KnownMembers(incidentlib.Item{}), children: map[string]*schema{"text": text}}
+	s := &schema{known: incidentlib.KnownMembers(incidentlib.Incident{}), children: map[string]*schema{
+		"impact":      {known: incidentlib.KnownMembers(incidentlib.Impact{})},
+		"timeline":    {known: incidentlib.KnownMembers(incidentlib.Timeline{})},
+		"review":      {known: incidentlib.KnownMembers(incidentlib.Review{})},
+		"sources":     {known: incidentlib.KnownMembers(incidentlib.Source{})},
 		"remediation": item, "action_items": item,
 	}}
 	for _, f := range []string{"title", "summary", "lessons", "trigger", "detection", "symptoms_text"} {
@@ -78,26 +78,6 @@ var incidentSchema = func() *schema {
 	}
 	return s
 }()
-
-// knownOf lists the JSON member names v marshals with.
-func knownOf(v any) map[string]bool {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		panic(err)
-	}
-	known := map[string]bool{}
-	for k := range m {
-		known[k] = true
-	}
-	if _, ok := v.(incidentlib.Text); ok {
-		known["en"], known["ko"] = true, true
-	}
-	return known
-}
 
 // checkCase returns an error naming the first member of raw whose name
 // differs only in case from a known member name.

@@ -376,12 +376,7 @@ func (l *loader) parseSectioned(f *file) ([]Record, []Problem, string) {
 		setExtra(inc, "source_id", pmID)
 	}
 
-	var w []string
-	rec.Unmapped, w = tags.finish()
-	rec.Warnings = append(rec.Warnings, w...)
-	l.terms.severityUnknown(inc)
-	rec.Warnings = append(rec.Warnings, fit.warnings...)
-	provenance(&rec, f.Coll)
+	l.finishRecord(&rec, tags, &fit, f.Coll)
 	return []Record{rec}, nil, ""
 }
 
