@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/incidentlib/incidentlib"
@@ -86,12 +87,7 @@ func (s *schema) checkCase(raw json.RawMessage, path string) error {
 	if json.Unmarshal(raw, &obj) != nil {
 		return nil // not an object: encoding/json reports it
 	}
-	names := make([]string, 0, len(obj))
-	for name := range obj {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(obj)) {
 		val := obj[name]
 		if !s.known[name] {
 			for k := range s.known {

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -54,10 +53,7 @@ func runCache(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
-	old := debug.SetGCPercent(b.gcPercent)
-	defer debug.SetGCPercent(old)
-
-	db, _, done, err := tempGenerated(ctx, "cache", b.count, b.seed, stdout)
+	db, _, done, err := b.openGenerated(ctx, "cache", stdout)
 	if err != nil {
 		return err
 	}

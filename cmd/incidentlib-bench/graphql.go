@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"text/tabwriter"
 	"time"
 
@@ -65,10 +64,7 @@ func runGraphQL(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
-	old := debug.SetGCPercent(b.gcPercent)
-	defer debug.SetGCPercent(old)
-
-	db, incs, done, err := tempGenerated(ctx, "graphql", b.count, b.seed, stdout)
+	db, incs, done, err := b.openGenerated(ctx, "graphql", stdout)
 	if err != nil {
 		return err
 	}
@@ -303,6 +299,19 @@ func tempGenerated(ctx context.Context, name string, count int, seed int64, stdo
 		return nil, nil, nil, err
 	}
 	return db, incs, func() { db.Close(); os.RemoveAll(dir) }, nil
+}
+
+// workDir returns dir, made if need be, or when dir is empty a new
+// temporary directory that done removes.
+func workDir(dir, name string) (string, func(), error) {
+	if dir != "" {
+		return dir, func() {}, os.MkdirAll(dir, 0o755)
+	}
+	d, err := os.MkdirTemp("", "incidentlib-"+name+"-")
+	if err != nil {
+		return "", nil, err
+	}
+	return d, func() { os.RemoveAll(d) }, nil
 }
 
 // openGenerated opens a new store at path holding a generated corpus.

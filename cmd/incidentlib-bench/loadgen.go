@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/storage"
 )
 
 // The keep-alive load generator of the graphql and cache benchmarks: a
@@ -64,6 +66,20 @@ func (f *loadFlags) register(fs *flag.FlagSet, profiled, client string) {
 	fs.StringVar(&f.prof.cpu, "cpuprofile", "", "write a CPU profile of "+profiled+" to this file")
 	fs.StringVar(&f.prof.trace, "trace", "", "write an execution trace of "+profiled+" to this file (scheduler waits: go tool trace -pprof=sched FILE)")
 	fs.StringVar(&f.prof.mem, "memprofile", "", "write allocation profiles before (FILE.base) and after "+profiled+": go tool pprof -diff_base FILE.base FILE")
+}
+
+// openGenerated sets the collector's budget to -gc-percent and opens a
+// temporary store of -count incidents generated with -seed
+// (tempGenerated); done closes and removes the store and restores the
+// budget.
+func (f *loadFlags) openGenerated(ctx context.Context, name string, stdout io.Writer) (db *storage.DB, incs []*incidentlib.Incident, done func(), err error) {
+	old := debug.SetGCPercent(f.gcPercent)
+	db, incs, closeStore, err := tempGenerated(ctx, name, f.count, f.seed, stdout)
+	if err != nil {
+		debug.SetGCPercent(old)
+		return nil, nil, nil, err
+	}
+	return db, incs, func() { closeStore(); debug.SetGCPercent(old) }, nil
 }
 
 // check refuses values out of range.

@@ -74,17 +74,11 @@ func runSearchBench(ctx context.Context, args []string, stdout io.Writer) error 
 	if _, err := server.SetGCPercent(b.gcPercent); err != nil {
 		return fmt.Errorf("-gc-percent: %w", err)
 	}
-	dir := b.dir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "incidentlib-search-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, done, err := workDir(b.dir, "search")
+	if err != nil {
 		return err
 	}
+	defer done()
 	return b.run(ctx, dir, stdout)
 }
 
