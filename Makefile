@@ -55,9 +55,17 @@ fuzz:
 bench:
 	$(GO) run ./cmd/incidentlib-bench $(BENCH)
 
+# golangci-lint v2 with .golangci.yml (govet, staticcheck, errcheck,
+# ineffassign, unused, dupl), run from the module proxy rather than made a
+# dependency; `make lint GOLANGCI_LINT=golangci-lint` uses one on PATH.
+# Not part of `make test`.
+GOLANGCI_LINT_VERSION ?= v2.15.0
+GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
 lint:
 	$(GO) vet $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
+	$(GOLANGCI_LINT) run $(PKGS)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

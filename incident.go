@@ -7,11 +7,7 @@
 package incidentlib
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"sort"
 )
 
 // Text is a piece of text in English and Korean; either may be empty.
@@ -36,17 +32,9 @@ func (t Text) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads a text object; null is an empty text.
 func (t *Text) UnmarshalJSON(data []byte) error {
-	if string(data) == "null" {
-		*t = Text{}
-		return nil
-	}
-	var w textJSON
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	extra, err := extraFields(data, textKnown)
-	*t = Text{En: w.En, Ko: w.Ko, Extra: extra}
-	return err
+	return unmarshalWithExtra(data, t, textKnown, nullIsZero, func(w textJSON, extra Extra) Text {
+		return Text{En: w.En, Ko: w.Ko, Extra: extra}
+	})
 }
 
 // IsZero reports whether neither language is present.
@@ -234,15 +222,11 @@ func (i Incident) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads an IL-JSON record, keeping unknown fields in Extra.
 func (i *Incident) UnmarshalJSON(data []byte) error {
-	var w incidentJSON
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	extra, err := extraFields(data, incidentKnown)
-	if err != nil {
-		return err
-	}
-	*i = Incident{
+	return unmarshalWithExtra(data, i, incidentKnown, nullIsError, incidentFromWire)
+}
+
+func incidentFromWire(w incidentJSON, extra Extra) Incident {
+	return Incident{
 		ID: w.ID, Org: w.Org, OrgSlug: w.OrgSlug, Date: strVal(w.Date), DateKind: strVal(w.DateKind),
 		Title: w.Title, Summary: w.Summary, Lessons: w.Lessons, Trigger: w.Trigger,
 		Detection: w.Detection, SymptomsText: w.SymptomsText,
@@ -252,7 +236,6 @@ func (i *Incident) UnmarshalJSON(data []byte) error {
 		Sources: w.Sources, Docs: w.Docs, Related: w.Related, RecurrenceOf: strVal(w.RecurrenceOf),
 		Review: w.Review, UpdatedAt: strVal(w.UpdatedAt), URL: strVal(w.URL), Extra: extra,
 	}
-	return nil
 }
 
 type impactJSON struct {
@@ -264,23 +247,19 @@ type impactJSON struct {
 var impactKnown = knownFields(impactJSON{})
 
 // MarshalJSON writes the impact with null for unknown parts.
+//
+//nolint:dupl // Impact and Review are both three optional strings: the same shape of data, each its own fields.
 func (m Impact) MarshalJSON() ([]byte, error) {
 	return marshalWithExtra(impactJSON{strPtr(m.Scope), strPtr(m.Users), strPtr(m.Region)}, m.Extra)
 }
 
 // UnmarshalJSON reads an impact, keeping unknown fields.
+//
+//nolint:dupl // as MarshalJSON
 func (m *Impact) UnmarshalJSON(data []byte) error {
-	if string(data) == "null" {
-		*m = Impact{}
-		return nil
-	}
-	var w impactJSON
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	extra, err := extraFields(data, impactKnown)
-	*m = Impact{Scope: strVal(w.Scope), Users: strVal(w.Users), Region: strVal(w.Region), Extra: extra}
-	return err
+	return unmarshalWithExtra(data, m, impactKnown, nullIsZero, func(w impactJSON, extra Extra) Impact {
+		return Impact{Scope: strVal(w.Scope), Users: strVal(w.Users), Region: strVal(w.Region), Extra: extra}
+	})
 }
 
 type timelineJSON struct {
@@ -297,17 +276,9 @@ func (t Timeline) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads a timeline, keeping unknown fields.
 func (t *Timeline) UnmarshalJSON(data []byte) error {
-	if string(data) == "null" {
-		*t = Timeline{}
-		return nil
-	}
-	var w timelineJSON
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	extra, err := extraFields(data, timelineKnown)
-	*t = Timeline{DetectedAfter: strVal(w.DetectedAfter), ResolvedAfter: strVal(w.ResolvedAfter), Extra: extra}
-	return err
+	return unmarshalWithExtra(data, t, timelineKnown, nullIsZero, func(w timelineJSON, extra Extra) Timeline {
+		return Timeline{DetectedAfter: strVal(w.DetectedAfter), ResolvedAfter: strVal(w.ResolvedAfter), Extra: extra}
+	})
 }
 
 type itemJSON struct {
@@ -323,13 +294,9 @@ func (it Item) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads an item, keeping unknown fields.
 func (it *Item) UnmarshalJSON(data []byte) error {
-	var w itemJSON
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	extra, err := extraFields(data, itemKnown)
-	*it = Item{Text: w.Text, Extra: extra}
-	return err
+	return unmarshalWithExtra(data, it, itemKnown, nullIsError, func(w itemJSON, extra Extra) Item {
+		return Item{Text: w.Text, Extra: extra}
+	})
 }
 
 type sourceJSON struct {
@@ -347,13 +314,9 @@ func (s Source) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads a source, keeping unknown fields.
 func (s *Source) UnmarshalJSON(data []byte) error {
-	var w sourceJSON
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	extra, err := extraFields(data, sourceKnown)
-	*s = Source{URL: w.URL, Kind: strVal(w.Kind), Archived: strVal(w.Archived), Extra: extra}
-	return err
+	return unmarshalWithExtra(data, s, sourceKnown, nullIsError, func(w sourceJSON, extra Extra) Source {
+		return Source{URL: w.URL, Kind: strVal(w.Kind), Archived: strVal(w.Archived), Extra: extra}
+	})
 }
 
 type reviewJSON struct {
@@ -365,199 +328,17 @@ type reviewJSON struct {
 var reviewKnown = knownFields(reviewJSON{})
 
 // MarshalJSON writes the review with null for what has not happened.
+//
+//nolint:dupl // Impact and Review are both three optional strings: the same shape of data, each its own fields.
 func (r Review) MarshalJSON() ([]byte, error) {
 	return marshalWithExtra(reviewJSON{strPtr(r.WrittenBy), strPtr(r.ReviewedAt), strPtr(r.ReviewedBy)}, r.Extra)
 }
 
 // UnmarshalJSON reads a review, keeping unknown fields.
+//
+//nolint:dupl // as MarshalJSON
 func (r *Review) UnmarshalJSON(data []byte) error {
-	if string(data) == "null" {
-		*r = Review{}
-		return nil
-	}
-	var w reviewJSON
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	extra, err := extraFields(data, reviewKnown)
-	*r = Review{WrittenBy: strVal(w.WrittenBy), ReviewedAt: strVal(w.ReviewedAt), ReviewedBy: strVal(w.ReviewedBy), Extra: extra}
-	return err
-}
-
-// knownFields lists the JSON names of a wire struct's fields.
-func knownFields(v any) map[string]bool {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		panic(err)
-	}
-	known := make(map[string]bool, len(m))
-	for k := range m {
-		known[k] = true
-	}
-	return known
-}
-
-// extraFields returns the members of the JSON object data whose names are
-// not known, each value as its bytes in data. It returns nil when there
-// are none. data is JSON its caller has already decoded (so it is valid);
-// extraFields only walks its top-level members, allocating nothing for the
-// known ones.
-func extraFields(data []byte, known map[string]bool) (Extra, error) {
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return nil, errors.New("expected a JSON object")
-	}
-	var extra Extra
-	for i++; ; {
-		i = skipSpace(data, i)
-		if i < len(data) && data[i] == ',' {
-			i = skipSpace(data, i+1)
-		}
-		if i >= len(data) {
-			return nil, errMalformedObject
-		}
-		if data[i] == '}' {
-			return extra, nil
-		}
-		keyStart := i
-		keyEnd, plain := endOfString(data, i)
-		if keyEnd < 0 {
-			return nil, errMalformedObject
-		}
-		i = skipSpace(data, keyEnd)
-		if i >= len(data) || data[i] != ':' {
-			return nil, errMalformedObject
-		}
-		valStart := skipSpace(data, i+1)
-		valEnd := endOfValue(data, valStart)
-		if valEnd < 0 {
-			return nil, errMalformedObject
-		}
-		i = valEnd
-		var name string
-		if key := data[keyStart+1 : keyEnd-1]; plain {
-			if known[string(key)] {
-				continue
-			}
-			name = string(key)
-		} else if err := json.Unmarshal(data[keyStart:keyEnd], &name); err != nil {
-			return nil, err
-		} else if known[name] {
-			continue
-		}
-		if extra == nil {
-			extra = Extra{}
-		}
-		extra[name] = append(json.RawMessage(nil), data[valStart:valEnd]...)
-	}
-}
-
-var errMalformedObject = errors.New("malformed JSON object")
-
-func skipSpace(data []byte, i int) int {
-	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// endOfString returns the position after the JSON string that starts at
-// i, or -1, and whether its bytes are its value: no escapes, only ASCII.
-func endOfString(data []byte, i int) (end int, plain bool) {
-	if i >= len(data) || data[i] != '"' {
-		return -1, false
-	}
-	plain = true
-	for i++; i < len(data); i++ {
-		switch c := data[i]; {
-		case c == '"':
-			return i + 1, plain
-		case c == '\\':
-			plain = false
-			i++
-		case c >= 0x80:
-			plain = false
-		}
-	}
-	return -1, false
-}
-
-// endOfValue returns the position after the JSON value that starts at i,
-// or -1.
-func endOfValue(data []byte, i int) int {
-	if i >= len(data) {
-		return -1
-	}
-	switch data[i] {
-	case '"':
-		end, _ := endOfString(data, i)
-		return end
-	case '{', '[':
-		depth := 0
-		for i < len(data) {
-			switch data[i] {
-			case '"':
-				end, _ := endOfString(data, i)
-				if end < 0 {
-					return -1
-				}
-				i = end
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return -1
-	}
-	start := i
-	for i < len(data) {
-		switch data[i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return i
-		}
-		i++
-	}
-	if i == start {
-		return -1
-	}
-	return i
-}
-
-// marshalWithExtra writes w as a JSON object followed by the unknown fields
-// in name order.
-func marshalWithExtra(w any, extra Extra) ([]byte, error) {
-	b, err := json.Marshal(w)
-	if err != nil || len(extra) == 0 {
-		return b, err
-	}
-	names := make([]string, 0, len(extra))
-	for k := range extra {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	var buf bytes.Buffer
-	buf.Write(b[:len(b)-1])
-	for n, k := range names {
-		kb, _ := json.Marshal(k)
-		if n > 0 || len(b) > 2 {
-			buf.WriteByte(',')
-		}
-		buf.Write(kb)
-		buf.WriteByte(':')
-		if err := json.Compact(&buf, extra[k]); err != nil {
-			return nil, fmt.Errorf("field %s: %w", k, err)
-		}
-	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
+	return unmarshalWithExtra(data, r, reviewKnown, nullIsZero, func(w reviewJSON, extra Extra) Review {
+		return Review{WrittenBy: strVal(w.WrittenBy), ReviewedAt: strVal(w.ReviewedAt), ReviewedBy: strVal(w.ReviewedBy), Extra: extra}
+	})
 }

@@ -23,9 +23,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/internal/testutil"
-	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/storage"
 )
@@ -65,18 +63,7 @@ func artifactDir(t *testing.T) string {
 func TestGraphiQLRunsAnExample(t *testing.T) {
 	browser := chromium(t)
 
-	db, err := storage.Open(filepath.Join(t.TempDir(), "e2e.db"), storage.Options{Taxonomy: seeds.MustTaxonomy()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	incs, err := seeds.Incidents()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
-		t.Fatal(err)
-	}
+	db := testutil.OpenSeeded(t, storage.Options{})
 	srv, err := testutil.ServerOn(db, server.Config{}, testutil.ServerParts{})
 	if err != nil {
 		t.Fatal(err)

@@ -170,6 +170,19 @@ func escapePathSegment(s string) string {
 	return b.String()
 }
 
+// finishRecord completes a record converted from a collection's format:
+// the values its tags did not map and their warnings, severity "unknown"
+// where the taxonomy has it, the warnings of fitting its texts, and its
+// provenance.
+func (l *loader) finishRecord(rec *Record, tags *tagSet, fit *textFitter, c *collection) {
+	var w []string
+	rec.Unmapped, w = tags.finish()
+	rec.Warnings = append(rec.Warnings, w...)
+	l.terms.severityUnknown(rec.Incident)
+	rec.Warnings = append(rec.Warnings, fit.warnings...)
+	provenance(rec, c)
+}
+
 // provenance sets the licence, attribution and source key on a record of a
 // collection format.
 func provenance(rec *Record, c *collection) {

@@ -273,13 +273,7 @@ func (l *loader) parseFrontmatter(f *file) ([]Record, []Problem) {
 	tags := l.terms.newSet(inc)
 	l.terms.add(tags, "categories", fm.lists["categories"])
 	l.terms.add(tags, "keywords", fm.lists["keywords"])
-	var w []string
-	rec.Unmapped, w = tags.finish()
-	rec.Warnings = append(rec.Warnings, w...)
-	l.terms.severityUnknown(inc)
-
-	rec.Warnings = append(rec.Warnings, fit.warnings...)
-	provenance(&rec, f.Coll)
+	l.finishRecord(&rec, tags, &fit, f.Coll)
 	return []Record{rec}, nil
 }
 

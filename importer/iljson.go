@@ -12,82 +12,35 @@ import (
 )
 
 // parseILJSON reads IL-JSON: one object, an array of objects, or (lines
-// true) one object per line. Records keep their ids; a record without
-// review.written_by gets "import".
+// true) one object per line, split by incidentlib.SplitRecords. Records
+// keep their ids; a record without review.written_by gets "import".
 func (l *loader) parseILJSON(f *file, lines bool) ([]Record, []Problem) {
-	data := f.Data
-	trimmed := bytes.TrimSpace(data)
-	if !lines && len(trimmed) > 0 && trimmed[0] == '[' {
-		return l.parseILJSONArray(f)
-	}
-	if !lines {
-		// One object; JSON Lines when another value follows it.
-		dec := json.NewDecoder(bytes.NewReader(data))
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err == nil && len(bytes.TrimSpace(data[dec.InputOffset():])) == 0 {
-			start := int(dec.InputOffset()) - len(raw)
-			rec, prob := l.ilRecord(f, raw, fmt.Sprintf("%s:%d", f.Path, lineOf(data, start)), start)
-			if prob != nil {
-				return nil, []Problem{*prob}
-			}
-			return []Record{rec}, nil
-		} else if err != nil {
-			return nil, []Problem{jsonProblem(f, data, 0, err)}
-		}
-	}
 	var recs []Record
 	var probs []Problem
-	off := 0
-	for n, line := range bytes.Split(data, []byte("\n")) {
-		start := off
-		off += len(line) + 1
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
+	form, err := incidentlib.SplitRecords(f.Data, lines, func(r incidentlib.RawRecord) {
+		where := fmt.Sprintf("%s:%d", f.Path, r.Line)
+		if r.Index >= 0 {
+			where += fmt.Sprintf(" [%d]", r.Index)
 		}
-		where := fmt.Sprintf("%s:%d", f.Path, n+1)
-		rec, prob := l.ilRecord(f, line, where, start)
+		rec, prob := l.ilRecord(f, r.JSON, where, r.Offset)
 		if prob != nil {
 			probs = append(probs, *prob)
-			continue
+			return
 		}
 		recs = append(recs, rec)
-	}
-	if len(recs) == 0 && len(probs) == 0 {
-		probs = append(probs, Problem{Where: f.Path, Reason: "no records"})
-	}
-	return recs, probs
-}
-
-func (l *loader) parseILJSONArray(f *file) ([]Record, []Problem) {
-	data := f.Data
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if _, err := dec.Token(); err != nil {
-		return nil, []Problem{jsonProblem(f, data, 0, err)}
-	}
-	var recs []Record
-	var probs []Problem
-	for i := 0; dec.More(); i++ {
-		start := int(dec.InputOffset())
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return recs, append(probs, jsonProblem(f, data, 0, err))
+	})
+	var se *incidentlib.SplitError
+	if errors.As(err, &se) {
+		switch {
+		case se.Err == incidentlib.ErrNoRecords && form == incidentlib.FormArray:
+			probs = append(probs, Problem{Where: f.Path, Reason: "empty array: no records"})
+		case se.Err == incidentlib.ErrNoRecords:
+			probs = append(probs, Problem{Where: f.Path, Reason: "no records"})
+		case se.Err == incidentlib.ErrTrailingData:
+			probs = append(probs, Problem{Where: fmt.Sprintf("%s:%d", f.Path, lineOf(f.Data, se.Offset)), Reason: "unexpected data after the JSON array"})
+		default:
+			probs = append(probs, jsonProblem(f, f.Data, 0, se.Err))
 		}
-		start += bytes.IndexByte(data[start:], raw[0])
-		where := fmt.Sprintf("%s:%d [%d]", f.Path, lineOf(data, start), i)
-		rec, prob := l.ilRecord(f, raw, where, start)
-		if prob != nil {
-			probs = append(probs, *prob)
-			continue
-		}
-		recs = append(recs, rec)
-	}
-	if _, err := dec.Token(); err != nil {
-		probs = append(probs, jsonProblem(f, data, 0, err))
-	} else if rest := bytes.TrimSpace(data[dec.InputOffset():]); len(rest) > 0 {
-		probs = append(probs, Problem{Where: fmt.Sprintf("%s:%d", f.Path, lineOf(data, int(dec.InputOffset()))), Reason: "unexpected data after the JSON array"})
-	}
-	if len(recs) == 0 && len(probs) == 0 {
-		probs = append(probs, Problem{Where: f.Path, Reason: "empty array: no records"})
 	}
 	return recs, probs
 }
@@ -149,20 +102,6 @@ func peekID(raw []byte) string {
 	}
 	s, _ := v.ID.(string)
 	return s
-}
-
-// hasSecondJSONLine reports whether text holds more than one JSON value,
-// the first ending on its own line: JSON Lines.
-func hasSecondJSONLine(text []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(text))
-	var raw json.RawMessage
-	if dec.Decode(&raw) != nil {
-		// A broken first line: JSON Lines if the second line starts an object.
-		lines := bytes.SplitN(text, []byte("\n"), 3)
-		return len(lines) > 1 && bytes.HasPrefix(bytes.TrimSpace(lines[1]), []byte("{"))
-	}
-	rest := bytes.TrimSpace(text[dec.InputOffset():])
-	return len(rest) > 0
 }
 
 // looksLikeJSONList reports whether a JSON array holds macintux entries:

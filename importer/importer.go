@@ -292,7 +292,7 @@ func detect(name string, data []byte) (Format, string) {
 		}
 		return FormatILJSON, ""
 	case '{':
-		if ext == ".jsonl" || ext == ".ndjson" || hasSecondJSONLine(text) {
+		if ext == ".jsonl" || ext == ".ndjson" || incidentlib.IsJSONLines(text) {
 			return FormatJSONL, ""
 		}
 		return FormatILJSON, ""

@@ -1,12 +1,12 @@
 package importer
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/incidentlib/incidentlib"
@@ -20,14 +20,20 @@ type jsonError struct {
 
 func (e *jsonError) Error() string { return e.Msg }
 
-// jsonErrorOffset returns the byte offset an encoding/json error names, or -1.
+// jsonErrorOffset returns the byte offset a JSON error names, or -1.
 func jsonErrorOffset(err error) int64 {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	var je *jsonError
+	var de *incidentlib.DuplicateKeyError
+	var pe *incidentlib.JSONError
 	switch {
 	case errors.As(err, &je):
 		return je.Offset
+	case errors.As(err, &de):
+		return de.Offset
+	case errors.As(err, &pe):
+		return pe.Offset
 	case errors.As(err, &se):
 		return se.Offset
 	case errors.As(err, &te):
@@ -36,85 +42,17 @@ func jsonErrorOffset(err error) int64 {
 	return -1
 }
 
-// checkJSONDuplicateKeys returns a *jsonError for the first object, at any
-// depth, that has a member name twice, and for a syntax error.
+// checkJSONDuplicateKeys is incidentlib.CheckDuplicateKeys, whose
+// *DuplicateKeyError says "duplicate key ..." (jsonProblem keeps such
+// reasons as they are), with an input that ends inside a value said as
+// encoding/json says it.
 func checkJSONDuplicateKeys(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	type frame struct {
-		object    bool
-		expectKey bool
-		keys      map[string]bool
+	err := incidentlib.CheckDuplicateKeys(data)
+	var pe *incidentlib.JSONError
+	if errors.As(err, &pe) && pe.Err == io.EOF {
+		return &jsonError{Offset: pe.Offset, Msg: "unexpected end of JSON input"}
 	}
-	var stack []*frame
-	valueDone := func() {
-		if n := len(stack); n > 0 && stack[n-1].object {
-			stack[n-1].expectKey = true
-		}
-	}
-	for {
-		off := dec.InputOffset()
-		tok, err := dec.Token()
-		if err == io.EOF {
-			if len(stack) > 0 {
-				return &jsonError{Offset: int64(len(data)), Msg: "unexpected end of JSON input"}
-			}
-			return nil
-		}
-		if err != nil {
-			if o := jsonErrorOffset(err); o >= 0 {
-				return &jsonError{Offset: o, Msg: err.Error()}
-			}
-			return &jsonError{Offset: dec.InputOffset(), Msg: err.Error()}
-		}
-		top := (*frame)(nil)
-		if n := len(stack); n > 0 {
-			top = stack[n-1]
-		}
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{':
-				if top != nil && top.object {
-					top.expectKey = false
-				}
-				stack = append(stack, &frame{object: true, expectKey: true, keys: map[string]bool{}})
-			case '[':
-				if top != nil && top.object {
-					top.expectKey = false
-				}
-				stack = append(stack, &frame{})
-			case '}', ']':
-				stack = stack[:len(stack)-1]
-				valueDone()
-			}
-		case string:
-			if top != nil && top.object && top.expectKey {
-				if top.keys[t] {
-					return &jsonError{Offset: keyOffset(data, off), Msg: fmt.Sprintf("duplicate key %q in a JSON object", t)}
-				}
-				top.keys[t] = true
-				top.expectKey = false
-				continue
-			}
-			valueDone()
-		default:
-			valueDone()
-		}
-		if len(stack) == 0 {
-			// one top-level value read; more values are JSON Lines, which
-			// callers split themselves, so stop here.
-			return nil
-		}
-	}
-}
-
-// keyOffset moves off past separators to the start of the key it precedes.
-func keyOffset(data []byte, off int64) int64 {
-	for off < int64(len(data)) && strings.IndexByte(" \t\r\n,:", data[off]) >= 0 {
-		off++
-	}
-	return off
+	return err
 }
 
 // schema lists the member names of an IL-JSON object and the schemas of
@@ -127,13 +65,13 @@ type schema struct {
 }
 
 var incidentSchema = func() *schema {
-	text := &schema{known: knownOf(incidentlib.Text{})}
-	item := &schema{known: knownOf(incidentlib.Item{}), children: map[string]*schema{"text": text}}
-	s := &schema{known: knownOf(incidentlib.Incident{}), children: map[string]*schema{
-		"impact":      {known: knownOf(incidentlib.Impact{})},
-		"timeline":    {known: knownOf(incidentlib.Timeline{})},
-		"review":      {known: knownOf(incidentlib.Review{})},
-		"sources":     {known: knownOf(incidentlib.Source{})},
+	text := &schema{known: incidentlib.KnownMembers(incidentlib.Text{})}
+	item := &schema{known: incidentlib.KnownMembers(incidentlib.Item{}), children: map[string]*schema{"text": text}}
+	s := &schema{known: incidentlib.KnownMembers(incidentlib.Incident{}), children: map[string]*schema{
+		"impact":      {known: incidentlib.KnownMembers(incidentlib.Impact{})},
+		"timeline":    {known: incidentlib.KnownMembers(incidentlib.Timeline{})},
+		"review":      {known: incidentlib.KnownMembers(incidentlib.Review{})},
+		"sources":     {known: incidentlib.KnownMembers(incidentlib.Source{})},
 		"remediation": item, "action_items": item,
 	}}
 	for _, f := range []string{"title", "summary", "lessons", "trigger", "detection", "symptoms_text"} {
@@ -142,26 +80,6 @@ var incidentSchema = func() *schema {
 	return s
 }()
 
-// knownOf lists the JSON member names v marshals with.
-func knownOf(v any) map[string]bool {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		panic(err)
-	}
-	known := map[string]bool{}
-	for k := range m {
-		known[k] = true
-	}
-	if _, ok := v.(incidentlib.Text); ok {
-		known["en"], known["ko"] = true, true
-	}
-	return known
-}
-
 // checkCase returns an error naming the first member of raw whose name
 // differs only in case from a known member name.
 func (s *schema) checkCase(raw json.RawMessage, path string) error {
@@ -169,12 +87,7 @@ func (s *schema) checkCase(raw json.RawMessage, path string) error {
 	if json.Unmarshal(raw, &obj) != nil {
 		return nil // not an object: encoding/json reports it
 	}
-	names := make([]string, 0, len(obj))
-	for name := range obj {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(obj)) {
 		val := obj[name]
 		if !s.known[name] {
 			for k := range s.known {

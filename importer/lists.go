@@ -145,12 +145,7 @@ func (l *loader) listRecord(f *file, raw json.RawMessage, where string) (Record,
 
 	tags := l.terms.newSet(inc)
 	l.terms.add(tags, "keywords", kws)
-	var w []string
-	rec.Unmapped, w = tags.finish()
-	rec.Warnings = append(rec.Warnings, w...)
-	l.terms.severityUnknown(inc)
-	rec.Warnings = append(rec.Warnings, fit.warnings...)
-	provenance(&rec, f.Coll)
+	l.finishRecord(&rec, tags, &fit, f.Coll)
 	return rec, nil
 }
 
@@ -257,12 +252,7 @@ func (l *loader) parseLinkList(f *file) ([]Record, []Problem) {
 		if heading != "" {
 			l.terms.add(tags, "heading", []string{heading})
 		}
-		var w []string
-		rec.Unmapped, w = tags.finish()
-		rec.Warnings = append(rec.Warnings, w...)
-		l.terms.severityUnknown(inc)
-		rec.Warnings = append(rec.Warnings, fit.warnings...)
-		provenance(&rec, f.Coll)
+		l.finishRecord(&rec, tags, &fit, f.Coll)
 		recs = append(recs, rec)
 	}
 	if len(recs) == 0 && len(probs) == 0 {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -22,12 +21,10 @@ import (
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/ops"
 	"github.com/incidentlib/incidentlib/outbound"
 	"github.com/incidentlib/incidentlib/replica"
-	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/server/gqledge"
 	"github.com/incidentlib/incidentlib/storage"
@@ -53,23 +50,7 @@ var labelsAddedByPrometheus = map[string]bool{"job": true, "instance": true}
 func scrape(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
 	ctx := context.Background()
-	open := func(name string) *storage.DB {
-		db, err := storage.Open(filepath.Join(t.TempDir(), name), storage.Options{Taxonomy: seeds.MustTaxonomy()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
-
-	primaryDB := open("primary.db")
-	incs, err := seeds.Incidents()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := primaryDB.ImportIncidents(ctx, incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
-		t.Fatal(err)
-	}
+	primaryDB := testutil.OpenSeeded(t, storage.Options{})
 	primary, err := testutil.ServerOn(primaryDB, server.Config{}, testutil.ServerParts{})
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +62,7 @@ func scrape(t *testing.T) map[string]*dto.MetricFamily {
 	// The replica, wired as serve --follow wires it: one registry for the
 	// server, the outbound client, the follower and the upstream links.
 	reg := prometheus.NewRegistry()
-	replicaDB := open("replica.db")
+	replicaDB := testutil.OpenStore(t, storage.Options{})
 	client, err := outbound.New(outbound.DefaultConfig(), reg)
 	if err != nil {
 		t.Fatal(err)
@@ -377,7 +358,7 @@ func TestMetricsTheDashboardAndAlertsUse(t *testing.T) {
 				for y := g.Y; y < g.Y+g.H; y++ {
 					if other, ok := taken[cell{x, y}]; ok {
 						t.Errorf("panels %q and %q overlap", other, p.Title)
-						x, y = g.X+g.W, g.Y+g.H
+						x = g.X + g.W // and out of the outer loop
 						break
 					}
 					taken[cell{x, y}] = p.Title

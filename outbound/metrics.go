@@ -80,45 +80,35 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var err error
-	m.requests, err = register(reg, m.requests)
+	registerInto(reg, &m.requests, &err)
+	registerInto(reg, &m.duration, &err)
+	registerInto(reg, &m.connReused, &err)
+	registerInto(reg, &m.connNew, &err)
+	registerInto(reg, &m.retries, &err)
+	registerInto(reg, &m.budgetExhausted, &err)
+	registerInto(reg, &m.breakerState, &err)
 	if err != nil {
-		return nil, err
-	}
-	if m.duration, err = register(reg, m.duration); err != nil {
-		return nil, err
-	}
-	if m.connReused, err = register(reg, m.connReused); err != nil {
-		return nil, err
-	}
-	if m.connNew, err = register(reg, m.connNew); err != nil {
-		return nil, err
-	}
-	if m.retries, err = register(reg, m.retries); err != nil {
-		return nil, err
-	}
-	if m.budgetExhausted, err = register(reg, m.budgetExhausted); err != nil {
-		return nil, err
-	}
-	if m.breakerState, err = register(reg, m.breakerState); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-// register registers c, or returns the identical collector already registered
-// (so that several Clients can share one registry).
-func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
-	if err := reg.Register(c); err != nil {
+// registerInto registers *c, or replaces it with the identical collector
+// already registered (so that several Clients can share one registry).
+// Once *err holds an error it does nothing, so that a run of
+// registrations is checked once, at its end.
+func registerInto[T prometheus.Collector](reg prometheus.Registerer, c *T, err *error) {
+	if *err != nil {
+		return
+	}
+	if *err = reg.Register(*c); *err != nil {
 		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
+		if errors.As(*err, &are) {
 			if existing, ok := are.ExistingCollector.(T); ok {
-				return existing, nil
+				*c, *err = existing, nil
 			}
 		}
-		var zero T
-		return zero, err
 	}
-	return c, nil
 }
 
 // Stats is a snapshot of the client's plain counters (handy in tests and

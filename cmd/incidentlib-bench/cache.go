@@ -10,10 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -57,20 +54,11 @@ func runCache(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
-	old := debug.SetGCPercent(b.gcPercent)
-	defer debug.SetGCPercent(old)
-
-	dir, err := os.MkdirTemp("", "incidentlib-bench-cache-")
+	db, _, done, err := b.openGenerated(ctx, "cache", stdout)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	fmt.Fprintf(stdout, "cache: generating and importing %d incidents (seed %d)\n", b.count, b.seed)
-	db, _, err := openGenerated(ctx, filepath.Join(dir, "bench.db"), b.count, b.seed)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
+	defer done()
 
 	// Both servers as serve runs them (prod mode, a request log line per
 	// request, formatted as JSON and thrown away), over the same store;

@@ -57,17 +57,11 @@ func runChurn(ctx context.Context, args []string, stdout io.Writer) error {
 	case b.window < 10 || b.rows < 1:
 		return errors.New("-window must be at least 10 and -rows at least 1")
 	}
-	dir := b.dir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "incidentlib-churn-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, done, err := workDir(b.dir, "churn")
+	if err != nil {
 		return err
 	}
+	defer done()
 	return b.run(ctx, filepath.Join(dir, "churn.db"), stdout)
 }
 

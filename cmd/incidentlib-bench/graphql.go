@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"text/tabwriter"
 	"time"
 
@@ -65,20 +64,11 @@ func runGraphQL(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
-	old := debug.SetGCPercent(b.gcPercent)
-	defer debug.SetGCPercent(old)
-
-	dir, err := os.MkdirTemp("", "incidentlib-bench-")
+	db, incs, done, err := b.openGenerated(ctx, "graphql", stdout)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	fmt.Fprintf(stdout, "graphql: generating and importing %d incidents (seed %d)\n", b.count, b.seed)
-	db, incs, err := openGenerated(ctx, filepath.Join(dir, "bench.db"), b.count, b.seed)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
+	defer done()
 
 	srv, err := newServer(db, nil, executionConfig, nil)
 	if err != nil {
@@ -123,7 +113,8 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 			return err
 		}
 	}
-	incs, ids = nil, nil // the server's own memory only, from here on
+	//nolint:ineffassign // dropped so that, from here on, the heap is the server's own
+	incs, ids = nil, nil
 	incBody, _ := json.Marshal(map[string]any{"query": IncidentPageQuery, "variables": map[string]any{"id": id}})
 
 	listResp, listHeader, err := fetch(ctx, client.http, gqlURL+"/graphql", listBody)
@@ -291,6 +282,36 @@ func listenTurns(h http.Handler, turns bool) (url string, stop func(), err error
 	}
 	go func() { _ = hs.Serve(ln) }()
 	return "http://" + ln.Addr().String(), func() { _ = hs.Close() }, nil
+}
+
+// tempGenerated is openGenerated in a new temporary directory, announced
+// on stdout as "NAME: generating and importing ..."; done closes the
+// store and removes the directory.
+func tempGenerated(ctx context.Context, name string, count int, seed int64, stdout io.Writer) (db *storage.DB, incs []*incidentlib.Incident, done func(), err error) {
+	dir, err := os.MkdirTemp("", "incidentlib-bench-"+name+"-")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	fmt.Fprintf(stdout, "%s: generating and importing %d incidents (seed %d)\n", name, count, seed)
+	db, incs, err = openGenerated(ctx, filepath.Join(dir, "bench.db"), count, seed)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, nil, err
+	}
+	return db, incs, func() { db.Close(); os.RemoveAll(dir) }, nil
+}
+
+// workDir returns dir, made if need be, or when dir is empty a new
+// temporary directory that done removes.
+func workDir(dir, name string) (string, func(), error) {
+	if dir != "" {
+		return dir, func() {}, os.MkdirAll(dir, 0o755)
+	}
+	d, err := os.MkdirTemp("", "incidentlib-"+name+"-")
+	if err != nil {
+		return "", nil, err
+	}
+	return d, func() { os.RemoveAll(d) }, nil
 }
 
 // openGenerated opens a new store at path holding a generated corpus.

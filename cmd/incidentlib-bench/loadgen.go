@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -11,11 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"net/url"
-	"os"
 	"runtime"
-	"runtime/pprof"
-	"runtime/trace"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -23,6 +19,7 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/storage"
 )
 
 // The keep-alive load generator of the graphql and cache benchmarks: a
@@ -69,6 +66,20 @@ func (f *loadFlags) register(fs *flag.FlagSet, profiled, client string) {
 	fs.StringVar(&f.prof.cpu, "cpuprofile", "", "write a CPU profile of "+profiled+" to this file")
 	fs.StringVar(&f.prof.trace, "trace", "", "write an execution trace of "+profiled+" to this file (scheduler waits: go tool trace -pprof=sched FILE)")
 	fs.StringVar(&f.prof.mem, "memprofile", "", "write allocation profiles before (FILE.base) and after "+profiled+": go tool pprof -diff_base FILE.base FILE")
+}
+
+// openGenerated sets the collector's budget to -gc-percent and opens a
+// temporary store of -count incidents generated with -seed
+// (tempGenerated); done closes and removes the store and restores the
+// budget.
+func (f *loadFlags) openGenerated(ctx context.Context, name string, stdout io.Writer) (db *storage.DB, incs []*incidentlib.Incident, done func(), err error) {
+	old := debug.SetGCPercent(f.gcPercent)
+	db, incs, closeStore, err := tempGenerated(ctx, name, f.count, f.seed, stdout)
+	if err != nil {
+		debug.SetGCPercent(old)
+		return nil, nil, nil, err
+	}
+	return db, incs, func() { closeStore(); debug.SetGCPercent(old) }, nil
 }
 
 // check refuses values out of range.
@@ -162,25 +173,20 @@ type loadClient struct {
 
 // newLoadClient is a client for concurrency workers; close it when done.
 func newLoadClient(concurrency int, kind string) *loadClient {
-	transport := &http.Transport{
-		// Connections with receive timestamps where they can be read
-		// (arrival_linux.go), for the latency to arrival.
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			var d net.Dialer
-			c, err := d.DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			if sc, err := stampArrivals(c); err == nil {
-				return sc, nil
-			}
-			return c, nil
-		},
-		MaxIdleConns:        concurrency * 2,
-		MaxIdleConnsPerHost: concurrency,
-		MaxConnsPerHost:     concurrency,
-		IdleConnTimeout:     time.Minute,
-		DisableCompression:  true,
+	transport := benchTransport(concurrency)
+	transport.MaxIdleConns = concurrency * 2 // the targets are on several hosts
+	// Connections with receive timestamps where they can be read
+	// (arrival_linux.go), for the latency to arrival.
+	transport.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		if sc, err := stampArrivals(c); err == nil {
+			return sc, nil
+		}
+		return c, nil
 	}
 	return &loadClient{
 		http:      &http.Client{Transport: transport, Timeout: 30 * time.Second},
@@ -190,59 +196,6 @@ func newLoadClient(concurrency int, kind string) *loadClient {
 }
 
 func (c *loadClient) close() { c.transport.CloseIdleConnections() }
-
-// connSender sends one target's request over one keep-alive connection,
-// one request after the other, in the caller's goroutine.
-type connSender struct {
-	conn   net.Conn
-	stamps *stampConn // conn with receive timestamps; nil where they are not read
-	br     *bufio.Reader
-	req    []byte // the whole request, headers and body
-}
-
-func dialTarget(ctx context.Context, t loadTarget) (*connSender, error) {
-	u, err := url.Parse(t.url)
-	if err != nil {
-		return nil, err
-	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", u.Host)
-	if err != nil {
-		return nil, err
-	}
-	method := t.method
-	if method == "" {
-		method = http.MethodPost
-	}
-	req := fmt.Appendf(nil, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, u.RequestURI(), u.Host)
-	if t.body != nil {
-		req = fmt.Appendf(req, "Content-Type: application/json\r\nContent-Length: %d\r\n", len(t.body))
-	}
-	req = append(append(req, "\r\n"...), t.body...)
-	s := &connSender{conn: conn, req: req}
-	if sc, err := stampArrivals(conn); err == nil {
-		s.conn, s.stamps = sc, sc
-	}
-	s.br = bufio.NewReaderSize(s.conn, 16<<10)
-	return s, nil
-}
-
-// send sends the request once and returns the body of a 200 response,
-// read into buf. After an error the connection is not usable.
-func (s *connSender) send(buf []byte) ([]byte, error) {
-	if _, err := s.conn.Write(s.req); err != nil {
-		return nil, err
-	}
-	resp, err := http.ReadResponse(s.br, nil)
-	if err != nil {
-		return nil, err
-	}
-	if resp.Close { // the next request would find the connection gone
-		resp.Body.Close()
-		return nil, fmt.Errorf("status %d: the server closed the connection", resp.StatusCode)
-	}
-	return readOK(resp, buf)
-}
 
 // readOK reads resp's body into buf and closes it; any status but 200 is an
 // error quoting the body.
@@ -283,13 +236,76 @@ func (t loadTarget) do(ctx context.Context, client *http.Client, buf []byte) ([]
 	return readOK(resp, buf)
 }
 
-// drive runs concurrency workers against t for d and measures them. It
-// returns the first error when any request failed or answered other bytes.
-func drive(ctx context.Context, client *loadClient, concurrency int, t loadTarget, d time.Duration) (result, error) {
+// loadWorker is one connection's part of a keep-alive load. send sends
+// one request and waits for its answer: the time it takes is the
+// request's latency. checked, when set, then judges the answer outside
+// that time and returns the request's error; close, when set, is called
+// when the worker stops.
+type loadWorker struct {
+	send    func() error
+	checked func(t0 time.Time, err error) error
+	close   func()
+}
+
+// keepAlive is the one keep-alive load loop of the harness: workers
+// goroutines, each made by newWorker, send one request after the other
+// until ctx is done or, when deadline is not zero, until the next request
+// would start after it. Without a deadline, ctx's end is the run's, and
+// the request it cuts short is not counted. It returns the latencies of
+// every worker, how many requests failed (a worker newWorker could not
+// make counts as one) and the first failure.
+func keepAlive(ctx context.Context, workers int, deadline time.Time, newWorker func(w int) (loadWorker, error)) (lat [][]time.Duration, failed int, first error) {
 	var wg sync.WaitGroup
 	var errs atomic.Int64
 	var firstErr atomic.Pointer[error]
-	lat := make([][]time.Duration, concurrency)
+	fail := func(err error) {
+		if errs.Add(1) == 1 {
+			firstErr.Store(&err)
+		}
+	}
+	lat = make([][]time.Duration, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			lw, err := newWorker(w)
+			if err != nil {
+				fail(err)
+				return
+			}
+			if lw.close != nil {
+				defer lw.close()
+			}
+			for ctx.Err() == nil {
+				t0 := time.Now()
+				if !deadline.IsZero() && t0.After(deadline) {
+					return
+				}
+				err := lw.send()
+				d := time.Since(t0)
+				if deadline.IsZero() && ctx.Err() != nil {
+					return // cut short by the end of the run
+				}
+				lat[w] = append(lat[w], d)
+				if lw.checked != nil {
+					err = lw.checked(t0, err)
+				}
+				if err != nil {
+					fail(err)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	if p := firstErr.Load(); p != nil {
+		first = *p
+	}
+	return lat, int(errs.Load()), first
+}
+
+// drive runs concurrency workers against t for d and measures them. It
+// returns the first error when any request failed or answered other bytes.
+func drive(ctx context.Context, client *loadClient, concurrency int, t loadTarget, d time.Duration) (result, error) {
 	arrival := make([][]time.Duration, concurrency) // where the answers' arrival is known
 	runtime.GC()
 	if t.timer != nil {
@@ -299,61 +315,45 @@ func drive(ctx context.Context, client *loadClient, concurrency int, t loadTarge
 	runtime.ReadMemStats(&before)
 	cpu0 := processCPU()
 	start := time.Now()
-	deadline := start.Add(d)
-	for w := 0; w < concurrency; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			buf := make([]byte, 0, len(t.want)+512)
-			// stamps is the connection the answer came on, when its
-			// arrival can be read. Through the transport it is the one
-			// the request got from the pool: it goes back to the pool
-			// when the answer's body is read, so another worker's next
-			// answer could reach it before this worker reads its
-			// arrival, which would only make the latency longer.
-			var stamps *stampConn
-			var send func() ([]byte, error)
-			if client.ownConns {
-				s, err := dialTarget(ctx, t)
-				if err != nil {
-					if errs.Add(1) == 1 {
-						firstErr.Store(&err)
-					}
-					return
-				}
-				defer s.conn.Close()
-				stamps = s.stamps
-				send = func() ([]byte, error) { return s.send(buf) }
-			} else {
-				trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { stamps, _ = i.Conn.(*stampConn) }}
-				tctx := httptrace.WithClientTrace(ctx, trace)
-				send = func() ([]byte, error) { stamps = nil; return t.do(tctx, client.http, buf) }
-			}
-			for ctx.Err() == nil {
-				t0 := time.Now()
-				if t0.After(deadline) {
-					return
-				}
-				resp, err := send()
-				lat[w] = append(lat[w], time.Since(t0))
-				if stamps != nil && err == nil {
-					if a := stamps.arrived(); !a.Before(t0) { // a zero time is before
-						arrival[w] = append(arrival[w], a.Sub(t0))
-					}
-				}
-				if err == nil && t.want != nil && !bytes.Equal(resp, t.want) {
-					err = fmt.Errorf("the response differs from the reference: %.200s", resp)
-				}
-				if err != nil && errs.Add(1) == 1 {
-					firstErr.Store(&err)
-				}
-				if resp != nil {
-					buf = resp[:0]
+	lat, failed, firstErr := keepAlive(ctx, concurrency, start.Add(d), func(w int) (loadWorker, error) {
+		buf := make([]byte, 0, len(t.want)+512)
+		var resp []byte
+		// stamps is the connection the answer came on, when its arrival
+		// can be read. Through the transport it is the one the request
+		// got from the pool: it goes back to the pool when the answer's
+		// body is read, so another worker's next answer could reach it
+		// before this worker reads its arrival, which would only make the
+		// latency longer.
+		var stamps *stampConn
+		lw := loadWorker{checked: func(t0 time.Time, err error) error {
+			if stamps != nil && err == nil {
+				if a := stamps.arrived(); !a.Before(t0) { // a zero time is before
+					arrival[w] = append(arrival[w], a.Sub(t0))
 				}
 			}
-		}(w)
-	}
-	wg.Wait()
+			if err == nil && t.want != nil && !bytes.Equal(resp, t.want) {
+				err = fmt.Errorf("the response differs from the reference: %.200s", resp)
+			}
+			if resp != nil {
+				buf = resp[:0]
+			}
+			return err
+		}}
+		if client.ownConns {
+			s, err := dialTarget(ctx, t)
+			if err != nil {
+				return loadWorker{}, err
+			}
+			stamps = s.stamps
+			lw.send = func() (err error) { resp, err = s.send(buf); return err }
+			lw.close = func() { s.conn.Close() }
+		} else {
+			trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { stamps, _ = i.Conn.(*stampConn) }}
+			tctx := httptrace.WithClientTrace(ctx, trace)
+			lw.send = func() (err error) { stamps = nil; resp, err = t.do(tctx, client.http, buf); return err }
+		}
+		return lw, nil
+	})
 	elapsed := time.Since(start)
 	cpu := processCPU() - cpu0 // the whole process: servers and load generator (cpu_unix.go)
 	runtime.ReadMemStats(&after)
@@ -366,27 +366,29 @@ func drive(ctx context.Context, client *loadClient, concurrency int, t loadTarge
 	}
 	r := result{
 		requests: len(all),
-		errors:   int(errs.Load()),
+		errors:   failed,
 		elapsed:  elapsed,
-		p50:      all[len(all)*50/100],
-		p99:      all[min(len(all)-1, len(all)*99/100)],
 		cpu:      time.Duration(cpu / int64(len(all))),
 		allocs:   float64(after.Mallocs-before.Mallocs) / float64(len(all)),
 		bytes:    float64(after.TotalAlloc-before.TotalAlloc) / float64(len(all)),
 	}
+	r.p50, r.p99 = percentiles(all)
 	// The latency to arrival only when every answer's arrival is known.
 	if arr := sortedLatencies(arrival); len(arr) == len(all) {
-		r.arrivalP50, r.arrivalP99 = arr[len(arr)*50/100], arr[min(len(arr)-1, len(arr)*99/100)]
+		r.arrivalP50, r.arrivalP99 = percentiles(arr)
 	}
 	if t.timer != nil {
 		if in := t.timer.take(); len(in) > 0 {
-			r.inHandlerP50, r.inHandlerP99 = in[len(in)*50/100], in[min(len(in)-1, len(in)*99/100)]
+			r.inHandlerP50, r.inHandlerP99 = percentiles(in)
 		}
 	}
-	if p := firstErr.Load(); p != nil {
-		return r, *p
-	}
-	return r, nil
+	return r, firstErr
+}
+
+// percentiles returns the median and the 99th percentile of sorted, which
+// is not empty.
+func percentiles(sorted []time.Duration) (p50, p99 time.Duration) {
+	return sorted[len(sorted)*50/100], sorted[min(len(sorted)-1, len(sorted)*99/100)]
 }
 
 // median returns the measurement with the median throughput.
@@ -412,73 +414,6 @@ func medianCPU(rs []result) time.Duration {
 	}
 	slices.Sort(ds)
 	return ds[len(ds)/2]
-}
-
-// profiles writes a CPU profile (to cpu) and allocation profiles before
-// (mem.base) and after (mem) one measurement; empty names write nothing.
-type profiles struct {
-	cpu, mem, trace    string
-	cpuFile, traceFile *os.File
-}
-
-func (p *profiles) start() error {
-	if p.mem != "" {
-		if err := writeAllocs(p.mem + ".base"); err != nil {
-			return err
-		}
-	}
-	if p.trace != "" {
-		f, err := os.Create(p.trace)
-		if err != nil {
-			return err
-		}
-		p.traceFile = f
-		if err := trace.Start(f); err != nil {
-			return err
-		}
-	}
-	if p.cpu == "" {
-		return nil
-	}
-	f, err := os.Create(p.cpu)
-	if err != nil {
-		return err
-	}
-	p.cpuFile = f
-	return pprof.StartCPUProfile(f)
-}
-
-func (p *profiles) stop() error {
-	if p.cpuFile != nil {
-		pprof.StopCPUProfile()
-		if err := p.cpuFile.Close(); err != nil {
-			return err
-		}
-		p.cpuFile = nil
-	}
-	if p.traceFile != nil {
-		trace.Stop()
-		if err := p.traceFile.Close(); err != nil {
-			return err
-		}
-		p.traceFile = nil
-	}
-	if p.mem != "" {
-		return writeAllocs(p.mem)
-	}
-	return nil
-}
-
-func writeAllocs(name string) error {
-	f, err := os.Create(name)
-	if err != nil {
-		return err
-	}
-	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // measure drives t for d, under p's profiles when p is not nil.

@@ -74,17 +74,11 @@ func runSearchBench(ctx context.Context, args []string, stdout io.Writer) error 
 	if _, err := server.SetGCPercent(b.gcPercent); err != nil {
 		return fmt.Errorf("-gc-percent: %w", err)
 	}
-	dir := b.dir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "incidentlib-search-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, done, err := workDir(b.dir, "search")
+	if err != nil {
 		return err
 	}
+	defer done()
 	return b.run(ctx, dir, stdout)
 }
 
@@ -186,9 +180,8 @@ func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) err
 		return err
 	}
 	defer stop()
-	transport := &http.Transport{MaxIdleConnsPerHost: b.clients, MaxConnsPerHost: b.clients, IdleConnTimeout: time.Minute, DisableCompression: true}
-	defer transport.CloseIdleConnections()
-	client := &http.Client{Transport: transport, Timeout: 30 * time.Second}
+	client := newBenchClient(b.clients)
+	defer client.CloseIdleConnections()
 	if stopProfile, err = b.startProfile("http"); err != nil {
 		return err
 	}
@@ -256,23 +249,14 @@ func (b *searchBench) measureHTTP(ctx context.Context, client *http.Client, url 
 	return b.runClients(qs, func() func(i int) (int, error) {
 		buf := make([]byte, 0, 64<<10) // one client's, reused
 		return func(i int) (int, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(bodies[i]))
+			raw, err := loadTarget{url: url, body: bodies[i]}.do(ctx, client, buf)
 			if err != nil {
 				return 0, err
 			}
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := client.Do(req)
-			if err != nil {
-				return 0, err
-			}
-			w := bytes.NewBuffer(buf[:0])
-			_, err = io.Copy(w, resp.Body)
-			resp.Body.Close()
-			raw := w.Bytes()
 			buf = raw[:0]
 			n, ok := totalCountOf(raw)
-			if err != nil || resp.StatusCode != http.StatusOK || !ok || bytes.Contains(raw, []byte(`"errors"`)) {
-				return 0, fmt.Errorf("status %d, %v: %.200s", resp.StatusCode, err, raw)
+			if !ok || bytes.Contains(raw, []byte(`"errors"`)) {
+				return 0, fmt.Errorf("status %d: %.200s", http.StatusOK, raw)
 			}
 			return n, nil
 		}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/incidentlib/incidentlib/internal/testutil"
 )
 
 func TestEdgeFlagsNonsenseRefused(t *testing.T) {
@@ -20,33 +22,19 @@ func TestEdgeFlagsNonsenseRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := filepath.Join(dir, "il.db")
-	for name, c := range map[string]struct {
-		args []string
-		env  map[string]string
-		want string
-	}{
-		"CacheSizeWithoutUnit":      {[]string{"serve", "--response-cache-size", "64"}, nil, "unit"},
-		"CacheSizeNegative":         {[]string{"serve", "--response-cache-size", "-1MiB"}, nil, "response-cache-size"},
-		"CacheSizeEnvWithoutUnit":   {[]string{"serve"}, map[string]string{"INCIDENTLIB_RESPONSE_CACHE_SIZE": "100"}, "INCIDENTLIB_RESPONSE_CACHE_SIZE"},
-		"CacheControlEmpty":         {[]string{"serve", "--cache-control", ""}, nil, "cache-control"},
-		"CacheControlMalformed":     {[]string{"serve", "--cache-control", "max age=5"}, nil, "cache-control"},
-		"APQNegative":               {[]string{"serve", "--apq-cache-size", "-1"}, nil, "apq-cache-size"},
-		"PprofNoPort":               {[]string{"serve", "--pprof-addr", "localhost"}, nil, "pprof-addr"},
-		"TrustedMissing":            {[]string{"serve", "--trusted-documents", filepath.Join(dir, "none.json")}, nil, "trusted-documents"},
-		"TrustedDocumentInvalid":    {[]string{"serve", "--db", db, "--addr", "127.0.0.1:0", "--trusted-documents", bad}, nil, "does not validate"},
-		"ExecutorUnknown":           {[]string{"serve", "--executor", "turbo"}, nil, "--executor must be fast or gqlgen"},
-		"TrustedDocumentsEnvAsFlag": {[]string{"serve"}, map[string]string{"INCIDENTLIB_TRUSTED_DOCUMENTS": filepath.Join(dir, "none.json")}, "trusted-documents"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, stderr, err := runCmd(t, c.env, "", c.args...)
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			if !strings.Contains(err.Error()+stderr, c.want) {
-				t.Fatalf("the error must name %s: %v %s", c.want, err, stderr)
-			}
-		})
-	}
+	testutil.Refuses(t, run, map[string]testutil.Refusal{
+		"CacheSizeWithoutUnit":      {Args: []string{"serve", "--response-cache-size", "64"}, Want: []string{"unit"}},
+		"CacheSizeNegative":         {Args: []string{"serve", "--response-cache-size", "-1MiB"}, Want: []string{"response-cache-size"}},
+		"CacheSizeEnvWithoutUnit":   {Args: []string{"serve"}, Env: map[string]string{"INCIDENTLIB_RESPONSE_CACHE_SIZE": "100"}, Want: []string{"INCIDENTLIB_RESPONSE_CACHE_SIZE"}},
+		"CacheControlEmpty":         {Args: []string{"serve", "--cache-control", ""}, Want: []string{"cache-control"}},
+		"CacheControlMalformed":     {Args: []string{"serve", "--cache-control", "max age=5"}, Want: []string{"cache-control"}},
+		"APQNegative":               {Args: []string{"serve", "--apq-cache-size", "-1"}, Want: []string{"apq-cache-size"}},
+		"PprofNoPort":               {Args: []string{"serve", "--pprof-addr", "localhost"}, Want: []string{"pprof-addr"}},
+		"TrustedMissing":            {Args: []string{"serve", "--trusted-documents", filepath.Join(dir, "none.json")}, Want: []string{"trusted-documents"}},
+		"TrustedDocumentInvalid":    {Args: []string{"serve", "--db", db, "--addr", "127.0.0.1:0", "--trusted-documents", bad}, Want: []string{"does not validate"}},
+		"ExecutorUnknown":           {Args: []string{"serve", "--executor", "turbo"}, Want: []string{"--executor must be fast or gqlgen"}},
+		"TrustedDocumentsEnvAsFlag": {Args: []string{"serve"}, Env: map[string]string{"INCIDENTLIB_TRUSTED_DOCUMENTS": filepath.Join(dir, "none.json")}, Want: []string{"trusted-documents"}},
+	})
 }
 
 func TestServeEdgeFlags(t *testing.T) {
@@ -57,7 +45,7 @@ func TestServeEdgeFlags(t *testing.T) {
 	if err := os.WriteFile(docs, manifest, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr, pprofAddr := freeAddr(t), freeAddr(t)
+	addr, pprofAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var stderr syncBuffer
 	done := make(chan error, 1)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/incidentlib/incidentlib/internal/testutil"
 )
 
 func TestOutboundFlagsNonsenseRefused(t *testing.T) {
@@ -53,7 +55,7 @@ func TestOutboundFlagsNonsenseRefused(t *testing.T) {
 // serveBg runs serve in-process until the test ends.
 func serveBg(t *testing.T, args ...string) (base string, stderr *syncBuffer) {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	stderr = &syncBuffer{}

@@ -8,30 +8,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/server"
 )
 
 func TestGCPercentNonsenseRefused(t *testing.T) {
-	for name, c := range map[string]struct {
-		args []string
-		env  map[string]string
-	}{
-		"BelowMinimum": {[]string{"serve", "--gc-percent", "5"}, nil},
-		"Off":          {[]string{"serve", "--gc-percent", "-1"}, nil},
-		"AboveMaximum": {[]string{"serve", "--gc-percent", "20000"}, nil},
-		"NotANumber":   {[]string{"serve", "--gc-percent", "400%"}, nil},
-		"EnvBelow":     {[]string{"serve"}, map[string]string{"INCIDENTLIB_GC_PERCENT": "0"}},
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, stderr, err := runCmd(t, c.env, "", append(c.args, "--db", filepath.Join(t.TempDir(), "il.db"))...)
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			if !strings.Contains(err.Error()+stderr, "gc-percent") && !strings.Contains(err.Error()+stderr, "GC_PERCENT") {
-				t.Fatalf("the error must name the flag: %v %s", err, stderr)
-			}
-		})
-	}
+	db := filepath.Join(t.TempDir(), "il.db")
+	want := []string{"gc-percent", "GC_PERCENT"}
+	testutil.Refuses(t, run, map[string]testutil.Refusal{
+		"BelowMinimum": {Args: []string{"serve", "--gc-percent", "5", "--db", db}, Want: want},
+		"Off":          {Args: []string{"serve", "--gc-percent", "-1", "--db", db}, Want: want},
+		"AboveMaximum": {Args: []string{"serve", "--gc-percent", "20000", "--db", db}, Want: want},
+		"NotANumber":   {Args: []string{"serve", "--gc-percent", "400%", "--db", db}, Want: want},
+		"EnvBelow":     {Args: []string{"serve", "--db", db}, Env: map[string]string{"INCIDENTLIB_GC_PERCENT": "0"}, Want: want},
+	})
 }
 
 // TestGCPercentApplied serves with an explicit budget and reads it back
@@ -49,7 +39,7 @@ func TestGCPercentApplied(t *testing.T) {
 		{nil, nil, server.DefaultGCPercent},
 	} {
 		debug.SetGCPercent(100)
-		addr := freeAddr(t)
+		addr := testutil.FreeAddr(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		var stdout, stderr syncBuffer
 		done := make(chan error, 1)

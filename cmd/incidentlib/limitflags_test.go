@@ -9,48 +9,36 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/incidentlib/incidentlib/internal/testutil"
 )
 
 func TestLimitFlagsNonsenseRefused(t *testing.T) {
-	for name, c := range map[string]struct {
-		args []string
-		env  map[string]string
-		want string
-	}{
-		"BodyWithoutUnit":       {[]string{"serve", "--max-body", "1048576"}, nil, "max-body"},
-		"BodyTooSmall":          {[]string{"serve", "--max-body", "10B"}, nil, "max-body"},
-		"ZeroCost":              {[]string{"serve", "--max-cost", "0"}, nil, "max-cost"},
-		"DepthTooSmall":         {[]string{"serve", "--max-depth", "1"}, nil, "max-depth"},
-		"TokensTooFew":          {[]string{"serve", "--max-tokens", "5"}, nil, "max-tokens"},
-		"ZeroBatch":             {[]string{"serve", "--max-batch", "0"}, nil, "max-batch"},
-		"ZeroRequestTimeout":    {[]string{"serve", "--request-timeout", "0s"}, nil, "request-timeout"},
-		"UnitlessTimeoutEnv":    {[]string{"serve"}, map[string]string{"INCIDENTLIB_REQUEST_TIMEOUT": "10"}, "INCIDENTLIB_REQUEST_TIMEOUT"},
-		"NegativeRate":          {[]string{"serve", "--rate-limit", "-1"}, nil, "rate-limit"},
-		"BurstBelowCost":        {[]string{"serve", "--rate-limit", "100", "--rate-burst", "50"}, nil, "rate-burst"},
-		"MemoryLimitTooLow":     {[]string{"serve", "--memory-limit", "64MiB"}, nil, "memory-limit"},
-		"MemoryLimitWithout":    {[]string{"serve"}, map[string]string{"INCIDENTLIB_MEMORY_LIMIT": "1073741824"}, "INCIDENTLIB_MEMORY_LIMIT"},
-		"BadProxyHeader":        {[]string{"serve", "--trusted-proxy-header", "X Forwarded For"}, nil, "trusted-proxy-header"},
-		"OriginWithPath":        {[]string{"serve", "--cors-origins", "https://example.org/app"}, nil, "cors-origins"},
-		"OriginWithoutScheme":   {[]string{"serve", "--cors-origins", "https://ok.example.org,example.org"}, nil, "cors-origins"},
-		"IntrospectionNotABool": {[]string{"serve", "--introspection=maybe"}, nil, "introspection"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, stderr, err := runCmd(t, c.env, "", c.args...)
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			if !strings.Contains(err.Error()+stderr, c.want) {
-				t.Fatalf("the error must name %s: %v %s", c.want, err, stderr)
-			}
-		})
-	}
+	testutil.Refuses(t, run, map[string]testutil.Refusal{
+		"BodyWithoutUnit":       {Args: []string{"serve", "--max-body", "1048576"}, Want: []string{"max-body"}},
+		"BodyTooSmall":          {Args: []string{"serve", "--max-body", "10B"}, Want: []string{"max-body"}},
+		"ZeroCost":              {Args: []string{"serve", "--max-cost", "0"}, Want: []string{"max-cost"}},
+		"DepthTooSmall":         {Args: []string{"serve", "--max-depth", "1"}, Want: []string{"max-depth"}},
+		"TokensTooFew":          {Args: []string{"serve", "--max-tokens", "5"}, Want: []string{"max-tokens"}},
+		"ZeroBatch":             {Args: []string{"serve", "--max-batch", "0"}, Want: []string{"max-batch"}},
+		"ZeroRequestTimeout":    {Args: []string{"serve", "--request-timeout", "0s"}, Want: []string{"request-timeout"}},
+		"UnitlessTimeoutEnv":    {Args: []string{"serve"}, Env: map[string]string{"INCIDENTLIB_REQUEST_TIMEOUT": "10"}, Want: []string{"INCIDENTLIB_REQUEST_TIMEOUT"}},
+		"NegativeRate":          {Args: []string{"serve", "--rate-limit", "-1"}, Want: []string{"rate-limit"}},
+		"BurstBelowCost":        {Args: []string{"serve", "--rate-limit", "100", "--rate-burst", "50"}, Want: []string{"rate-burst"}},
+		"MemoryLimitTooLow":     {Args: []string{"serve", "--memory-limit", "64MiB"}, Want: []string{"memory-limit"}},
+		"MemoryLimitWithout":    {Args: []string{"serve"}, Env: map[string]string{"INCIDENTLIB_MEMORY_LIMIT": "1073741824"}, Want: []string{"INCIDENTLIB_MEMORY_LIMIT"}},
+		"BadProxyHeader":        {Args: []string{"serve", "--trusted-proxy-header", "X Forwarded For"}, Want: []string{"trusted-proxy-header"}},
+		"OriginWithPath":        {Args: []string{"serve", "--cors-origins", "https://example.org/app"}, Want: []string{"cors-origins"}},
+		"OriginWithoutScheme":   {Args: []string{"serve", "--cors-origins", "https://ok.example.org,example.org"}, Want: []string{"cors-origins"}},
+		"IntrospectionNotABool": {Args: []string{"serve", "--introspection=maybe"}, Want: []string{"introspection"}},
+	})
 }
 
 // TestServeWithLimits starts serve with limits from flags and the
 // environment and sees them applied.
 func TestServeWithLimits(t *testing.T) {
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {

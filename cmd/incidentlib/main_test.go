@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/incidentlib/incidentlib/internal/testutil"
 )
 
 // runCmd runs the program in-process and returns its output.
@@ -23,16 +24,6 @@ func runCmd(t *testing.T, env map[string]string, stdin string, args ...string) (
 	getenv := func(k string) string { return env[k] }
 	err := run(context.Background(), args, getenv, strings.NewReader(stdin), &stdout, &stderr)
 	return stdout.String(), stderr.String(), err
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // syncBuffer is a bytes.Buffer safe for a goroutine writer and a reader.
@@ -55,7 +46,7 @@ func (s *syncBuffer) String() string {
 
 func TestServeWithSeedsAndShutdown(t *testing.T) {
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout, stderr syncBuffer
 	done := make(chan error, 1)
@@ -113,7 +104,7 @@ func waitHealthy(t *testing.T, base string, done chan error) {
 
 func TestSeedNoneKeepsTaxonomyOnly(t *testing.T) {
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -136,29 +127,15 @@ func TestSeedNoneKeepsTaxonomyOnly(t *testing.T) {
 }
 
 func TestNonsenseConfigurationIsRefused(t *testing.T) {
-	for name, c := range map[string]struct {
-		args []string
-		env  map[string]string
-		want string
-	}{
-		"ZeroTimeout":     {[]string{"serve", "--read-timeout", "0s"}, nil, "read-timeout"},
-		"NegativeTimeout": {[]string{"serve", "--open-timeout", "-1s"}, nil, "open-timeout"},
-		"UnitlessEnv":     {[]string{"serve"}, map[string]string{"INCIDENTLIB_WRITE_TIMEOUT": "30"}, "INCIDENTLIB_WRITE_TIMEOUT"},
-		"BadSeedMode":     {[]string{"serve", "--seed", "sometimes"}, nil, "--seed"},
-		"NegativeCache":   {[]string{"serve", "--record-cache", "-5"}, nil, "record-cache"},
-		"NoSearchTurns":   {[]string{"serve", "--search-concurrency", "0"}, nil, "search-concurrency"},
-		"GenZeroCount":    {[]string{"gen", "--count", "0"}, nil, "count"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, stderr, err := runCmd(t, c.env, "", c.args...)
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			if !strings.Contains(err.Error()+stderr, c.want) {
-				t.Fatalf("the error must name %s: %v %s", c.want, err, stderr)
-			}
-		})
-	}
+	testutil.Refuses(t, run, map[string]testutil.Refusal{
+		"ZeroTimeout":     {Args: []string{"serve", "--read-timeout", "0s"}, Want: []string{"read-timeout"}},
+		"NegativeTimeout": {Args: []string{"serve", "--open-timeout", "-1s"}, Want: []string{"open-timeout"}},
+		"UnitlessEnv":     {Args: []string{"serve"}, Env: map[string]string{"INCIDENTLIB_WRITE_TIMEOUT": "30"}, Want: []string{"INCIDENTLIB_WRITE_TIMEOUT"}},
+		"BadSeedMode":     {Args: []string{"serve", "--seed", "sometimes"}, Want: []string{"--seed"}},
+		"NegativeCache":   {Args: []string{"serve", "--record-cache", "-5"}, Want: []string{"record-cache"}},
+		"NoSearchTurns":   {Args: []string{"serve", "--search-concurrency", "0"}, Want: []string{"search-concurrency"}},
+		"GenZeroCount":    {Args: []string{"gen", "--count", "0"}, Want: []string{"count"}},
+	})
 }
 
 func TestImportExportCheckCLI(t *testing.T) {

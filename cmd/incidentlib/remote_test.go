@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/storage"
 )
@@ -19,7 +20,7 @@ import (
 // test ends and returns its base URL.
 func serveInProcess(t *testing.T, db string) string {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	env := map[string]string{"INCIDENTLIB_ADMIN_TOKEN": crashToken}
