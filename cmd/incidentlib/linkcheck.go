@@ -64,6 +64,7 @@ func runLinkcheck(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return err
 	}
+	defer lc.Close()
 	return sf.with(false, func(db *storage.DB) error {
 		sum, err := lc.Run(ctx, db)
 		fmt.Fprintln(stdout, "linkcheck:", sum.String())
