@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -174,9 +175,13 @@ func TestInternalAddressesRefused(t *testing.T) {
 		"/ping":           redirectTo("/pong"),
 		"/pong":           redirectTo("/ping"),
 		"/file":           redirectTo("file:///etc/passwd"),
-		"/javascript":     redirectTo("javascript:alert(1)"),
-		"/bad-location":   redirectTo("http://[::1"),
-		"/forbidden":      func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusForbidden) },
+		"/chain": func(w http.ResponseWriter, r *http.Request) {
+			n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+			redirectTo("/chain?n="+strconv.Itoa(n+1))(w, r)
+		},
+		"/javascript":   redirectTo("javascript:alert(1)"),
+		"/bad-location": redirectTo("http://[::1"),
+		"/forbidden":    func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusForbidden) },
 		"/auth": func(w http.ResponseWriter, r *http.Request) {
 			redirectTo("http://again:secret2@outside.test:"+outsidePort(r)+"/landing")(w, r)
 		},
@@ -237,6 +242,7 @@ func TestInternalAddressesRefused(t *testing.T) {
 		out + "/loop":                                      {Error: "redirect loop"},
 		out + "/ping":                                      {Error: "redirect loop"},
 		out + "/file":                                      {Error: "unsupported scheme"},
+		out + "/chain":                                     {Error: "too many redirects"},
 		out + "/javascript":                                {Error: "unsupported scheme"},
 		out + "/bad-location":                              {Error: "malformed URL"},
 		out + "/forbidden":                                 {Status: 403, FinalURL: out + "/forbidden"},
@@ -284,7 +290,7 @@ func TestInternalAddressesRefused(t *testing.T) {
 	if n := inside.total(); n != 0 {
 		t.Errorf("the inside server got %d requests: %v", n, inside.n)
 	}
-	for path, want := range map[string]int{"/to-inside": 1, "/loop": 1, "/ping": 1, "/pong": 1, "/file": 1, "/javascript": 1, "/bad-location": 1, "/forbidden": 1, "/auth": 1, "/landing": 1, "/slow-then-ok": 2, "/busy-then-ok": 2} {
+	for path, want := range map[string]int{"/to-inside": 1, "/loop": 1, "/ping": 1, "/pong": 1, "/file": 1, "/chain": 11, "/javascript": 1, "/bad-location": 1, "/forbidden": 1, "/auth": 1, "/landing": 1, "/slow-then-ok": 2, "/busy-then-ok": 2} {
 		if got := outside.count(path); got != want {
 			t.Errorf("outside %s: %d requests, want %d (permanent failures are not retried, transient ones are)", path, got, want)
 		}

@@ -288,7 +288,7 @@ func (c *Checker) follow(ctx context.Context, method, raw string) (status int, f
 		case seen[at]:
 			return 0, "", &Error{Reason: "redirect loop", Detail: at}
 		case hops > maxRedirects:
-			return 0, "", &Error{Reason: "too many redirects", Detail: fmt.Sprintf("more than %d from %s", maxRedirects, raw)}
+			return 0, "", &Error{Reason: "too many redirects", Detail: fmt.Sprintf("more than %d, the last to %s", maxRedirects, at)}
 		}
 		seen[at] = true
 		if e := c.guard.literal(u.Hostname(), port(u)); e != nil {
