@@ -7,7 +7,7 @@ import (
 )
 
 // The link checker (incidentlib linkcheck) records on each source what it
-// last found at the URL. The three fields are kept among the source's
+// last found at the URL. The four fields are kept among the source's
 // extra fields of IL-JSON, so that records without them, and programs that
 // do not know them, round-trip byte for byte:
 //
@@ -15,11 +15,15 @@ import (
 //	 "checked_at": "2026-11-30T12:00:00Z", "final_url": "https://...", "status": 200}
 //
 // status is the HTTP status of the final response after redirects, or 0
-// when no response came (connection refused, reset, DNS failure, timeout).
+// when no response came (connection refused, reset, DNS failure, timeout,
+// or an address the checker refuses to reach); check_error then says why,
+// in a few words from a fixed list ("timeout", "refused: loopback
+// address", ...; linkcheck.Reason), and final_url is absent.
 const (
-	SourceStatusField    = "status"
-	SourceCheckedAtField = "checked_at"
-	SourceFinalURLField  = "final_url"
+	SourceStatusField     = "status"
+	SourceCheckedAtField  = "checked_at"
+	SourceFinalURLField   = "final_url"
+	SourceCheckErrorField = "check_error"
 )
 
 // SourceCheck is the result of checking one source URL.
@@ -30,6 +34,8 @@ type SourceCheck struct {
 	CheckedAt string
 	// FinalURL is the URL after redirects.
 	FinalURL string
+	// Error says why no response came (Status 0); empty otherwise.
+	Error string
 }
 
 // Check returns the source's last link check, and false if it was never
@@ -53,6 +59,9 @@ func (s Source) Check() (SourceCheck, bool) {
 	if v, ok := s.Extra[SourceFinalURLField]; ok {
 		_ = json.Unmarshal(v, &c.FinalURL)
 	}
+	if v, ok := s.Extra[SourceCheckErrorField]; ok {
+		_ = json.Unmarshal(v, &c.Error)
+	}
 	return c, true
 }
 
@@ -70,6 +79,11 @@ func (s Source) WithCheck(c SourceCheck) Source {
 		extra[SourceFinalURLField] = str(c.FinalURL)
 	} else {
 		delete(extra, SourceFinalURLField)
+	}
+	if c.Error != "" {
+		extra[SourceCheckErrorField] = str(c.Error)
+	} else {
+		delete(extra, SourceCheckErrorField)
 	}
 	s.Extra = extra
 	return s

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -19,7 +21,6 @@ import (
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/linkcheck"
-	"github.com/incidentlib/incidentlib/outbound"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/storage"
@@ -87,20 +88,42 @@ func goroutineGuard(t *testing.T) {
 	})
 }
 
-func newChecker(t *testing.T, cfg linkcheck.Config) (*linkcheck.Checker, *outbound.Client) {
+// newChecker builds a checker with short backoffs whose connections
+// never leave loopback, whatever its address policy says (a test of a
+// broken policy must not send anything to 169.254.169.254 or 10.0.0.7).
+// The loopback sites of these tests stand for the outside world: they set
+// cfg.AllowPrivate or cfg.Reachable.
+func newChecker(t *testing.T, cfg linkcheck.Config) *linkcheck.Checker {
 	t.Helper()
+	if cfg.Connect == nil {
+		cfg.Connect = loopbackOnly(t, nil)
+	}
 	oc := linkcheck.ClientConfig(cfg)
 	oc.BackoffBase, oc.BackoffCap = time.Millisecond, 5*time.Millisecond
-	client, err := outbound.New(oc, nil)
+	c, err := linkcheck.New(oc, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(client.Close)
-	c, err := linkcheck.New(client, cfg)
-	if err != nil {
-		t.Fatal(err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+// loopbackOnly connects to loopback addresses only, counting the
+// connections in n (if set); any other address fails the test and is not
+// dialled.
+func loopbackOnly(t *testing.T, n *atomic.Int64) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ap, err := netip.ParseAddrPort(addr)
+		if err != nil || !ap.Addr().Unmap().IsLoopback() {
+			t.Errorf("the checker dialled %q", addr)
+			return nil, errors.New("test: not a loopback address")
+		}
+		if n != nil {
+			n.Add(1)
+		}
+		return d.DialContext(ctx, network, addr)
 	}
-	return c, client
 }
 
 func TestRunRecordsEverySource(t *testing.T) {
@@ -152,8 +175,8 @@ func TestRunRecordsEverySource(t *testing.T) {
 		a.URL + "/no-head":              {Status: 200, FinalURL: a.URL + "/no-head"},
 		a.URL + "/head-not-implemented": {Status: 204, FinalURL: a.URL + "/head-not-implemented"},
 		a.URL + "/broken":               {Status: 500, FinalURL: a.URL + "/broken"},
-		a.URL + "/reset":                {Status: 0},
-		closed:                          {Status: 0},
+		a.URL + "/reset":                {Status: 0, Error: "connection reset"},
+		closed:                          {Status: 0, Error: "connection refused"},
 	}
 	var incs []*incidentlib.Incident
 	n := 0
@@ -176,7 +199,8 @@ func TestRunRecordsEverySource(t *testing.T) {
 	cfg := linkcheck.DefaultConfig()
 	cfg.PerHost, cfg.Timeout, cfg.WriteBatch = 2, 5*time.Second, 3
 	cfg.Now = func() time.Time { return now }
-	c, _ := newChecker(t, cfg)
+	cfg.AllowPrivate = true
+	c := newChecker(t, cfg)
 	sum, err := c.Run(ctx, db)
 	if err != nil {
 		t.Fatal(err)
@@ -275,7 +299,8 @@ func TestCheckKeepsPerHostLimitAndReusesConnections(t *testing.T) {
 	}
 	cfg := linkcheck.DefaultConfig()
 	cfg.PerHost, cfg.Concurrency = 3, 16
-	c, client := newChecker(t, cfg)
+	cfg.AllowPrivate = true
+	c := newChecker(t, cfg)
 	var results []linkcheck.Result
 	c.Check(context.Background(), urls, func(r linkcheck.Result) {
 		once.Do(func() { close(release) })
@@ -297,7 +322,7 @@ func TestCheckKeepsPerHostLimitAndReusesConnections(t *testing.T) {
 			t.Fatalf("host %s: %d connections for 40 checks, pool of 3", name, n)
 		}
 	}
-	if st := client.Stats(); st.ReusedConns < uint64(len(urls)-6) {
+	if st := c.Stats(); st.ReusedConns < uint64(len(urls)-6) {
 		t.Fatalf("only %d of %d requests reused a connection", st.ReusedConns, len(urls))
 	}
 }
@@ -307,7 +332,9 @@ func TestCheckCancelled(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {})
 	a := newSite(t, mux)
-	c, _ := newChecker(t, linkcheck.DefaultConfig())
+	cfg := linkcheck.DefaultConfig()
+	cfg.AllowPrivate = true
+	c := newChecker(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	skipped := 0
@@ -322,10 +349,6 @@ func TestCheckCancelled(t *testing.T) {
 }
 
 func TestConfigRefused(t *testing.T) {
-	client, err := outbound.New(outbound.DefaultConfig(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for name, tweak := range map[string]func(*linkcheck.Config){
 		"ErrPerHostZero":      func(c *linkcheck.Config) { c.PerHost = 0 },
 		"ErrPerHostTooMany":   func(c *linkcheck.Config) { c.PerHost = 65 },
@@ -337,7 +360,7 @@ func TestConfigRefused(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := linkcheck.DefaultConfig()
 			tweak(&cfg)
-			if _, err := linkcheck.New(client, cfg); err == nil {
+			if _, err := linkcheck.New(linkcheck.ClientConfig(linkcheck.DefaultConfig()), cfg); err == nil {
 				t.Fatalf("%+v accepted", cfg)
 			}
 		})

@@ -102,9 +102,13 @@ func newTransport(cfg Config) *http.Transport {
 		Timeout:   cfg.DialTimeout,
 		KeepAlive: cfg.KeepAlive,
 	}
+	dial, proxy := dialer.DialContext, http.ProxyFromEnvironment
+	if cfg.DialContext != nil {
+		dial, proxy = cfg.DialContext, nil
+	}
 	return &http.Transport{
-		Proxy:                  http.ProxyFromEnvironment,
-		DialContext:            dialer.DialContext,
+		Proxy:                  proxy,
+		DialContext:            dial,
 		ForceAttemptHTTP2:      true,
 		MaxConnsPerHost:        cfg.MaxConnsPerHost,
 		MaxIdleConnsPerHost:    cfg.MaxIdleConnsPerHost,
@@ -147,7 +151,11 @@ func (c *Client) Config() Config {
 // Retried: GET, HEAD, OPTIONS, PUT, DELETE, and POST with an Idempotency-Key
 // header, provided the body is absent or req.GetBody is set; on connection
 // errors and per-attempt timeouts (not on caller cancellation or the
-// caller's own deadline), 429, 502, 503, 504, and 500 if Config.RetryOn500.
+// caller's own deadline), 429, 502, 503, 504, 500 if Config.RetryOn500 and
+// 408 if Config.RetryOn408. An error that says it is permanent (it, or an
+// error it wraps, has a Permanent() bool method answering true, such as a
+// dial the caller's Config.DialContext refused) is returned at once and is
+// not counted by the breaker: the request never reached the host.
 // A Retry-After longer than Config.BackoffCap stops the retries and the
 // response is returned at once.
 //
@@ -279,7 +287,13 @@ func (c *Client) send(ctx context.Context, up *upstream, req *http.Request, body
 
 	c.stats.attempts.Add(1)
 	start := time.Now()
-	resp, err := c.http.Do(r)
+	var resp *http.Response
+	var err error
+	if c.cfg.NoRedirects {
+		resp, err = c.transport.RoundTrip(r)
+	} else {
+		resp, err = c.http.Do(r)
+	}
 	up.duration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		if resp != nil && resp.Body != nil {
@@ -313,6 +327,10 @@ func (c *Client) classify(ctx context.Context, up *upstream, resp *http.Response
 			up.outcomes[OutcomeHTTP4xx].Inc()
 			c.stats.http4xx.Add(1)
 			return attemptResult{breakerErr: errBreakerFailure, retryable: true, reason: reason}
+		case code == http.StatusRequestTimeout && c.cfg.RetryOn408:
+			up.outcomes[OutcomeHTTP4xx].Inc()
+			c.stats.http4xx.Add(1)
+			return attemptResult{retryable: true, reason: "status_408"}
 		case code >= 400:
 			up.outcomes[OutcomeHTTP4xx].Inc()
 			c.stats.http4xx.Add(1)
@@ -340,6 +358,9 @@ func (c *Client) classify(ctx context.Context, up *upstream, resp *http.Response
 
 	up.outcomes[OutcomeError].Inc()
 	c.stats.errors.Add(1)
+	if permanentError(err) {
+		return attemptResult{breakerErr: errBreakerExcluded}
+	}
 	if !retryableError(err) {
 		return attemptResult{breakerErr: errBreakerFailure}
 	}
@@ -349,6 +370,13 @@ func (c *Client) classify(ctx context.Context, up *upstream, resp *http.Response
 		reason = "timeout"
 	}
 	return attemptResult{breakerErr: errBreakerFailure, retryable: true, reason: reason}
+}
+
+// permanentError reports whether err, or an error it wraps, says it is
+// permanent (a Permanent() bool method answering true).
+func permanentError(err error) bool {
+	var p interface{ Permanent() bool }
+	return errors.As(err, &p) && p.Permanent()
 }
 
 // retryableError reports whether a transport error (the caller's context

@@ -1,9 +1,11 @@
 package outbound
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"time"
 )
 
@@ -159,6 +161,25 @@ type Config struct {
 	// UserAgent is sent on requests that do not set their own User-Agent.
 	// Default: "incidentlib-outbound/1". Empty means Go's default.
 	UserAgent string
+
+	// RetryOn408 makes 408 Request Timeout retryable, like RetryOn500.
+	// Default: false.
+	RetryOn408 bool
+
+	// DialContext, when set, makes every connection of the client in place
+	// of a net.Dialer with DialTimeout and KeepAlive; the transport then
+	// uses no proxy from the environment either, since a proxy would make
+	// the connections in its place. An error from it whose Permanent()
+	// method answers true is not retried (see Client.Do). The link checker
+	// uses it to dial only addresses it has resolved and allowed.
+	// Default: nil (the built-in dialer, HTTP(S)_PROXY honoured).
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	// NoRedirects hands every response to the caller as it came, a
+	// redirect too: its Location is neither read nor followed (the link
+	// checker follows redirects itself, checking each hop). Default: false
+	// (redirects followed as http.Client does, at most 10).
+	NoRedirects bool
 }
 
 // DefaultConfig returns the production defaults documented on Config.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,6 +39,7 @@ func TestOutboundFlagsNonsenseRefused(t *testing.T) {
 		"ErrLinkcheckPerHostTooMany":   {args: []string{"--linkcheck-per-host", "65"}},
 		"ErrFollowWaitEnv":             {env: map[string]string{"INCIDENTLIB_FOLLOW_WAIT": "soon"}},
 		"ErrUpstreamEnv":               {env: map[string]string{"INCIDENTLIB_UPSTREAM": "nowhere"}},
+		"ErrLinkcheckAllowPrivateEnv":  {env: map[string]string{"INCIDENTLIB_LINKCHECK_ALLOW_PRIVATE": "maybe"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db}, c.args...)
@@ -140,7 +142,9 @@ func TestUpstreamLinksCLI(t *testing.T) {
 }
 
 func TestLinkcheckCommand(t *testing.T) {
+	var hits atomic.Int64
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
 		if r.URL.Path == "/gone" {
 			http.NotFound(w, r)
 		}
@@ -157,12 +161,33 @@ func TestLinkcheckCommand(t *testing.T) {
 	if _, _, err := runCmd(t, nil, "", "import", "--db", db, rec); err != nil {
 		t.Fatal(err)
 	}
+	// The site is on loopback: by default it is out of reach, and what
+	// is recorded says so.
 	out, stderr, err := runCmd(t, nil, "", "linkcheck", "--db", db, "--linkcheck-per-host", "1")
+	if err != nil || !strings.Contains(out, "2 no response (2 refused addresses)") || hits.Load() != 0 {
+		t.Fatalf("linkcheck of loopback links: %v, %d requests reached the site\n%s\n%s", err, hits.Load(), out, stderr)
+	}
+	exp, _, err := runCmd(t, nil, "", "export", "--db", db)
+	if err != nil || strings.Count(exp, `"check_error":"refused: loopback address"`) != 2 || strings.Contains(exp, "final_url") || strings.Count(exp, `"status":0`) != 2 {
+		t.Fatalf("export after the refused linkcheck: %v\n%s", err, exp)
+	}
+	// check_error round-trips like the other fields of a check.
+	again := filepath.Join(dir, "again.db")
+	if _, stderr, err := runCmd(t, nil, exp, "import", "--db", again, "-"); err != nil {
+		t.Fatalf("import of the export: %v\n%s", err, stderr)
+	}
+	if exp2, _, err := runCmd(t, nil, "", "export", "--db", again); err != nil || exp2 != exp {
+		t.Fatalf("export -> import -> export changed:\n%s\n%s", exp, exp2)
+	}
+	// --linkcheck-allow-private (here from the environment) gives the
+	// reach back.
+	env := map[string]string{"INCIDENTLIB_LINKCHECK_ALLOW_PRIVATE": "true"}
+	out, stderr, err = runCmd(t, env, "", "linkcheck", "--db", db, "--linkcheck-per-host", "1")
 	if err != nil || !strings.Contains(out, "checked 2 source URLs on 1 hosts: 1 ok (0 redirected), 1 4xx") {
 		t.Fatalf("linkcheck: %v\n%s\n%s", err, out, stderr)
 	}
-	exp, _, err := runCmd(t, nil, "", "export", "--db", db)
-	if err != nil || !strings.Contains(exp, `"final_url":"`+site.URL+`/post","status":200}`) || !strings.Contains(exp, `"status":404}`) {
+	exp, _, err = runCmd(t, nil, "", "export", "--db", db)
+	if err != nil || !strings.Contains(exp, `"final_url":"`+site.URL+`/post","status":200}`) || !strings.Contains(exp, `"status":404}`) || strings.Contains(exp, "check_error") {
 		t.Fatalf("export after linkcheck: %v\n%s", err, exp)
 	}
 }

@@ -8,16 +8,16 @@ import (
 	"time"
 
 	"github.com/incidentlib/incidentlib/linkcheck"
-	"github.com/incidentlib/incidentlib/outbound"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
 // linkcheckFlags are the flags of the link checker, in linkcheck and in
 // serve (--linkcheck-interval).
 type linkcheckFlags struct {
-	perHost     *int
-	concurrency *int
-	timeout     *time.Duration
+	perHost      *int
+	concurrency  *int
+	timeout      *time.Duration
+	allowPrivate *bool
 }
 
 func addLinkcheckFlags(f *flags) linkcheckFlags {
@@ -26,6 +26,8 @@ func addLinkcheckFlags(f *flags) linkcheckFlags {
 		perHost:     f.count("linkcheck-per-host", def.PerHost, 1, "source links checked at once on one host, in requests (at most 64)"),
 		concurrency: f.count("linkcheck-concurrency", def.Concurrency, 1, "source links checked at once in all, in requests (at most 1024)"),
 		timeout:     f.duration("linkcheck-timeout", def.Timeout, false, "longest check of one link, redirects and retries included"),
+		allowPrivate: f.boolean("linkcheck-allow-private", false,
+			"let link checks reach loopback, private, link-local (cloud metadata), unique-local, CGNAT and multicast addresses; off, such links record status 0 and the reason"),
 	}
 	f.checks = append(f.checks, func() error {
 		if *lf.perHost > 64 {
@@ -45,11 +47,8 @@ func addLinkcheckFlags(f *flags) linkcheckFlags {
 func (lf linkcheckFlags) checker(logger *slog.Logger) (*linkcheck.Checker, error) {
 	cfg := linkcheck.DefaultConfig()
 	cfg.PerHost, cfg.Concurrency, cfg.Timeout, cfg.Logger = *lf.perHost, *lf.concurrency, *lf.timeout, logger
-	client, err := outbound.New(linkcheck.ClientConfig(cfg), nil)
-	if err != nil {
-		return nil, err
-	}
-	return linkcheck.New(client, cfg)
+	cfg.AllowPrivate = *lf.allowPrivate
+	return linkcheck.New(linkcheck.ClientConfig(cfg), cfg)
 }
 
 // runLinkcheck checks every source link of a store once and records the
@@ -65,6 +64,7 @@ func runLinkcheck(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return err
 	}
+	defer lc.Close()
 	return sf.with(false, func(db *storage.DB) error {
 		sum, err := lc.Run(ctx, db)
 		fmt.Fprintln(stdout, "linkcheck:", sum.String())
