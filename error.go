@@ -44,35 +44,29 @@ func (e *Error) Error() string {
 
 // ErrorCode unwraps an application error and returns its code.
 // Non-application errors always return EINTERNAL.
-func ErrorCode(err error) string {
-	var e *Error
-	if err == nil {
-		return ""
-	} else if errors.As(err, &e) {
-		return e.Code
-	}
-	return EINTERNAL
-}
+func ErrorCode(err error) string { return errorOf(err).Code }
 
 // ErrorMessage unwraps an application error and returns its message.
 // Non-application errors always return "internal error".
-func ErrorMessage(err error) string {
-	var e *Error
-	if err == nil {
-		return ""
-	} else if errors.As(err, &e) {
-		return e.Message
-	}
-	return "internal error"
-}
+func ErrorMessage(err error) string { return errorOf(err).Message }
 
 // ErrorField returns the field path of an application error, if any.
-func ErrorField(err error) []string {
+func ErrorField(err error) []string { return errorOf(err).Field }
+
+// noError and internalError are what errorOf returns for nil and for an
+// error that is not an application error. They are never changed.
+var noError, internalError = &Error{}, &Error{Code: EINTERNAL, Message: "internal error"}
+
+// errorOf unwraps err: its application error, noError for nil, or
+// internalError.
+func errorOf(err error) *Error {
 	var e *Error
-	if errors.As(err, &e) {
-		return e.Field
+	if err == nil {
+		return noError
+	} else if errors.As(err, &e) {
+		return e
 	}
-	return nil
+	return internalError
 }
 
 // Errorf is a helper function to return an application error.

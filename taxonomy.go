@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 )
 
@@ -24,14 +25,7 @@ const (
 var TermKinds = []TermKind{KindDomain, KindSymptom, KindComponent, KindRootCause, KindContributing, KindSeverity}
 
 // IsValid reports whether k is a known kind.
-func (k TermKind) IsValid() bool {
-	for _, x := range TermKinds {
-		if x == k {
-			return true
-		}
-	}
-	return false
-}
+func (k TermKind) IsValid() bool { return slices.Contains(TermKinds, k) }
 
 // Term is one taxonomy term.
 type Term struct {

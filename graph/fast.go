@@ -154,6 +154,14 @@ type fastExec struct {
 
 func bail() { panic(errBail) }
 
+// must returns v, or bails on an error.
+func must[T any](v T, err error) T {
+	if err != nil {
+		bail()
+	}
+	return v
+}
+
 // run writes the data of the operation into buf, or reports false.
 func (x *fastExec) run(onPanic func(context.Context, any)) (ok bool) {
 	defer func() {

@@ -20,105 +20,50 @@ func (x *fastExec) query(sel ast.SelectionSet) {
 		case "__typename":
 			x.str("Query")
 		case "incidents":
-			args, err := x.ec.field_Query_incidents_args(x.ctx, f.args)
-			if err != nil {
-				bail()
-			}
-			conn, err := x.r.connection(x.ctx, argFilter(args), argOrder(args), pageArgs(args))
-			if err != nil {
-				bail()
-			}
-			x.connection(conn, f.Selections)
+			args := must(x.ec.field_Query_incidents_args(x.ctx, f.args))
+			x.connection(must(x.r.connection(x.ctx, argFilter(args), argOrder(args), pageArgs(args))), f.Selections)
 		case "incident":
-			args, err := x.ec.field_Query_incident_args(x.ctx, f.args)
-			if err != nil {
-				bail()
-			}
-			inc, err := qr.Incident(x.ctx, args["id"].(string))
-			if err != nil {
-				bail()
-			}
-			if inc == nil {
+			args := must(x.ec.field_Query_incident_args(x.ctx, f.args))
+			if inc := must(qr.Incident(x.ctx, args["id"].(string))); inc != nil {
+				x.incidentList([]*model.Incident{inc}, f.Selections, false)
+			} else {
 				x.null()
-				continue
 			}
-			x.incidentList([]*model.Incident{inc}, f.Selections, false)
 		case "organization":
-			args, err := x.ec.field_Query_organization_args(x.ctx, f.args)
-			if err != nil {
-				bail()
-			}
-			o, err := qr.Organization(x.ctx, args["slug"].(string))
-			if err != nil {
-				bail()
-			}
-			if o == nil {
+			args := must(x.ec.field_Query_organization_args(x.ctx, f.args))
+			if o := must(qr.Organization(x.ctx, args["slug"].(string))); o != nil {
+				x.organizations([]*model.Organization{o}, f.Selections).write(x, 0)
+			} else {
 				x.null()
-				continue
 			}
-			x.organizations([]*model.Organization{o}, f.Selections).write(x, 0)
 		case "taxonomy":
-			args, err := x.ec.field_Query_taxonomy_args(x.ctx, f.args)
-			if err != nil {
-				bail()
-			}
-			terms, err := qr.Taxonomy(x.ctx, args["kind"].(model.TaxonomyKind))
-			if err != nil {
-				bail()
-			}
-			x.termList(terms, f.Selections)
+			args := must(x.ec.field_Query_taxonomy_args(x.ctx, f.args))
+			x.termList(must(qr.Taxonomy(x.ctx, args["kind"].(model.TaxonomyKind))), f.Selections)
 		case "term":
-			args, err := x.ec.field_Query_term_args(x.ctx, f.args)
-			if err != nil {
-				bail()
-			}
-			t, err := qr.Term(x.ctx, args["kind"].(model.TaxonomyKind), args["slug"].(string))
-			if err != nil {
-				bail()
-			}
-			if t == nil {
+			args := must(x.ec.field_Query_term_args(x.ctx, f.args))
+			if t := must(qr.Term(x.ctx, args["kind"].(model.TaxonomyKind), args["slug"].(string))); t != nil {
+				x.terms([]*model.TaxonomyTerm{t}, f.Selections).write(x, 0)
+			} else {
 				x.null()
-				continue
 			}
-			x.terms([]*model.TaxonomyTerm{t}, f.Selections).write(x, 0)
-		case "node", "nodes":
-			var ids []string
-			if f.Name == "node" {
-				args, err := x.ec.field_Query_node_args(x.ctx, f.args)
-				if err != nil {
-					bail()
-				}
-				ids = []string{args["id"].(string)}
-			} else {
-				args, err := x.ec.field_Query_nodes_args(x.ctx, f.args)
-				if err != nil {
-					bail()
-				}
-				ids = args["ids"].([]string)
-			}
-			var nodes []model.Node
-			var err error
-			if f.Name == "node" {
-				var n model.Node
-				n, err = qr.Node(x.ctx, ids[0])
-				nodes = []model.Node{n}
-			} else {
-				nodes, err = qr.Nodes(x.ctx, ids)
-			}
-			if err != nil || len(nodes) != len(ids) {
+		case "node":
+			args := must(x.ec.field_Query_node_args(x.ctx, f.args))
+			x.nodes([]model.Node{must(qr.Node(x.ctx, args["id"].(string)))}, f.Selections, false)
+		case "nodes":
+			ids := must(x.ec.field_Query_nodes_args(x.ctx, f.args))["ids"].([]string)
+			nodes := must(qr.Nodes(x.ctx, ids))
+			if len(nodes) != len(ids) {
 				bail()
 			}
-			x.nodes(nodes, f.Selections, f.Name == "nodes")
+			x.nodes(nodes, f.Selections, true)
 		case "search":
-			args, err := x.ec.field_Query_search_args(x.ctx, f.args)
-			if err != nil {
-				bail()
-			}
+			args := must(x.ec.field_Query_search_args(x.ctx, f.args))
 			filter, _ := args["filter"].(*incidentlib.IncidentFilter)
 			lang, _ := args["lang"].(*model.Lang)
 			first, _ := args["first"].(*int)
 			after, _ := args["after"].(*string)
 			var conn *model.IncidentSearchConnection
+			var err error
 			x.outsideSnapshot(func(ctx context.Context) {
 				conn, err = qr.Search(ctx, args["query"].(string), filter, lang, first, after)
 			})

@@ -49,14 +49,22 @@ func (r *Resolver) connection(ctx context.Context, filter *incidentlib.IncidentF
 		edges = append(edges, model.IncidentEdge{Cursor: p.Cursors[i], Node: conn.Nodes[len(edges)]})
 		conn.Edges = append(conn.Edges, &edges[len(edges)-1])
 	}
-	if len(conn.Edges) > 0 {
-		conn.PageInfo.StartCursor = &conn.Edges[0].Cursor
-		conn.PageInfo.EndCursor = &conn.Edges[len(conn.Edges)-1].Cursor
-	}
-	if err := r.prefetchConnection(ctx, present); err != nil {
+	edgeCursor := func(i int) *string { return &conn.Edges[i].Cursor }
+	if err := r.endPage(ctx, conn.PageInfo, len(conn.Edges), edgeCursor, present); err != nil {
 		return nil, err
 	}
 	return conn, nil
+}
+
+// endPage ends a page of n edges: its start and end cursors are the first
+// and last edge's (cursor(i) is edge i's), and what the selection asks
+// below its present incidents is read ahead, one batch per loader per
+// level (prefetchConnection).
+func (r *Resolver) endPage(ctx context.Context, pi *model.PageInfo, n int, cursor func(i int) *string, present []*incidentlib.Incident) error {
+	if n > 0 {
+		pi.StartCursor, pi.EndCursor = cursor(0), cursor(n-1)
+	}
+	return r.prefetchConnection(ctx, present)
 }
 
 // withTerm returns filter narrowed to one term or organization.

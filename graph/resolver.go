@@ -136,26 +136,16 @@ func (r *Resolver) prefetch(ctx context.Context, level []group) error {
 				}
 			}
 		}
-		recs := make(map[string][]string, len(recKeys))
-		if len(recKeys) > 0 {
-			vals, err := ls.Recurrences.LoadAll(ctx, recKeys)
-			if err != nil {
-				return err
-			}
-			for i, k := range recKeys {
-				recs[k] = vals[i]
-				incKeys = append(incKeys, vals[i]...)
-			}
+		recs, err := loadMap(ctx, &ls.Recurrences, recKeys)
+		if err != nil {
+			return err
 		}
-		incs := make(map[string]*incidentlib.Incident, len(incKeys))
-		if len(incKeys) > 0 {
-			vals, err := ls.Incidents.LoadAll(ctx, incKeys)
-			if err != nil {
-				return err
-			}
-			for i, k := range incKeys {
-				incs[k] = vals[i]
-			}
+		for _, k := range recKeys {
+			incKeys = append(incKeys, recs[k]...)
+		}
+		incs, err := loadMap(ctx, &ls.Incidents, incKeys)
+		if err != nil {
+			return err
 		}
 		if len(orgKeys) > 0 {
 			if _, err := ls.Organizations.LoadAll(ctx, orgKeys); err != nil {
@@ -198,6 +188,23 @@ func (r *Resolver) prefetch(ctx context.Context, level []group) error {
 		level = next
 	}
 	return nil
+}
+
+// loadMap loads keys through l, in one batch if any is not cached yet,
+// and returns their values by key.
+func loadMap[K comparable, V any](ctx context.Context, l *Loader[K, V], keys []K) (map[K]V, error) {
+	m := make(map[K]V, len(keys))
+	if len(keys) == 0 {
+		return m, nil
+	}
+	vals, err := l.LoadAll(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	for i, k := range keys {
+		m[k] = vals[i]
+	}
+	return m, nil
 }
 
 func hasField(oc *graphql.OperationContext, f graphql.CollectedField, typ, name string) bool {

@@ -74,13 +74,10 @@ func (r *queryResolver) Search(ctx context.Context, query string, filter *incide
 		conn.Nodes = append(conn.Nodes, n)
 		conn.Edges = append(conn.Edges, &model.IncidentSearchEdge{Cursor: p.Hits[i].Cursor, Node: n, Score: p.Hits[i].Score, Highlights: hs})
 	}
-	if len(conn.Edges) > 0 {
-		conn.PageInfo.StartCursor = &conn.Edges[0].Cursor
-		conn.PageInfo.EndCursor = &conn.Edges[len(conn.Edges)-1].Cursor
-	}
 	// The connection's nodes and edges { node } select like an
 	// IncidentConnection's: one batch per loader per level.
-	if err := r.prefetchConnection(ctx, present); err != nil {
+	edgeCursor := func(i int) *string { return &conn.Edges[i].Cursor }
+	if err := r.endPage(ctx, conn.PageInfo, len(conn.Edges), edgeCursor, present); err != nil {
 		return nil, err
 	}
 	return conn, nil

@@ -46,31 +46,26 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricRequests,
-			Help: "Outbound HTTP attempts by upstream host and outcome (success, http_4xx, http_5xx, error, breaker_open, canceled).",
-		}, []string{"host", "outcome"}),
+		requests: counterVec(MetricRequests,
+			"Outbound HTTP attempts by upstream host and outcome (success, http_4xx, http_5xx, error, breaker_open, canceled).",
+			"host", "outcome"),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    MetricRequestDuration,
 			Help:    "Time from sending an outbound attempt to its response headers or error, in seconds.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15},
 		}, []string{"host"}),
-		connReused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricConnReused,
-			Help: "Outbound attempts that reused a pooled keep-alive connection (httptrace GotConn.Reused).",
-		}, []string{"host"}),
-		connNew: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricConnNew,
-			Help: "Outbound attempts that had to open a new connection (httptrace GotConn, not Reused).",
-		}, []string{"host"}),
-		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricRetries,
-			Help: "Outbound retries by upstream host and reason (status_429, status_500, status_502, status_503, status_504, conn_error, timeout).",
-		}, []string{"host", "reason"}),
-		budgetExhausted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricRetryBudgetExhausted,
-			Help: "Retries not made because the upstream's retry budget was exhausted.",
-		}, []string{"host"}),
+		connReused: counterVec(MetricConnReused,
+			"Outbound attempts that reused a pooled keep-alive connection (httptrace GotConn.Reused).",
+			"host"),
+		connNew: counterVec(MetricConnNew,
+			"Outbound attempts that had to open a new connection (httptrace GotConn, not Reused).",
+			"host"),
+		retries: counterVec(MetricRetries,
+			"Outbound retries by upstream host and reason (status_429, status_500, status_502, status_503, status_504, conn_error, timeout).",
+			"host", "reason"),
+		budgetExhausted: counterVec(MetricRetryBudgetExhausted,
+			"Retries not made because the upstream's retry budget was exhausted.",
+			"host"),
 		breakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: MetricBreakerState,
 			Help: "Circuit breaker state per upstream host: 0 closed, 1 half-open, 2 open.",
@@ -91,6 +86,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// counterVec is a counter with labels.
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 }
 
 // registerInto registers *c, or replaces it with the identical collector

@@ -87,6 +87,15 @@ func (j *outboundJobs) stop() {
 	j.wg.Wait()
 }
 
+// run runs job in a goroutine that stop waits for.
+func (j *outboundJobs) run(job func()) {
+	j.wg.Add(1)
+	go func() {
+		defer j.wg.Done()
+		job()
+	}()
+}
+
 // client builds the outbound client when serve needs one (--follow or
 // --upstream), nil otherwise.
 func (o *outboundFlags) client(reg prometheus.Registerer) (*outbound.Client, error) {
@@ -133,17 +142,12 @@ func (o *outboundFlags) start(ctx context.Context, db *storage.DB, client *outbo
 			cancel()
 			return nil, err
 		}
-		jobs.wg.Add(2)
-		go func() {
-			defer jobs.wg.Done()
-			_ = f.Run(jctx)
-		}()
-		go func() {
-			defer jobs.wg.Done()
+		jobs.run(func() { _ = f.Run(jctx) })
+		jobs.run(func() {
 			if f.WaitLevel(jctx) == nil {
 				srv.SetReady(true)
 			}
-		}()
+		})
 	}
 	if *o.linkcheckInterval > 0 {
 		lc, err := o.linkcheck.checker(logger)
@@ -151,11 +155,7 @@ func (o *outboundFlags) start(ctx context.Context, db *storage.DB, client *outbo
 			cancel()
 			return nil, err
 		}
-		jobs.wg.Add(1)
-		go func() {
-			defer jobs.wg.Done()
-			lc.Every(jctx, db, *o.linkcheckInterval)
-		}()
+		jobs.run(func() { lc.Every(jctx, db, *o.linkcheckInterval) })
 	}
 	return jobs, nil
 }

@@ -47,6 +47,16 @@ Run 'incidentlib COMMAND -h' for a command's flags. Every flag can also be
 set with an environment variable INCIDENTLIB_<FLAG> (dashes as underscores).
 `
 
+// command is a subcommand: it reads its flags from args.
+type command func(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error
+
+// commands are the subcommands by name, but import, the one that reads
+// stdin.
+var commands = map[string]command{
+	"serve": runServe, "export": runExport, "check": runCheck, "compact": runCompact,
+	"reindex": runReindex, "backup": runBackup, "gen": runGen, "linkcheck": runLinkcheck,
+}
+
 // run is the whole program; main only wires signals and the process.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -55,27 +65,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
-	case "serve":
-		return runServe(ctx, rest, getenv, stdout, stderr)
 	case "import":
 		return runImport(ctx, rest, getenv, stdin, stdout, stderr)
-	case "export":
-		return runExport(ctx, rest, getenv, stdout, stderr)
-	case "check":
-		return runCheck(ctx, rest, getenv, stdout, stderr)
-	case "compact":
-		return runCompact(ctx, rest, getenv, stdout, stderr)
-	case "reindex":
-		return runReindex(ctx, rest, getenv, stdout, stderr)
-	case "backup":
-		return runBackup(ctx, rest, getenv, stdout, stderr)
-	case "gen":
-		return runGen(ctx, rest, getenv, stdout, stderr)
-	case "linkcheck":
-		return runLinkcheck(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
+	}
+	if c, ok := commands[cmd]; ok {
+		return c(ctx, rest, getenv, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "incidentlib: unknown command %q\n\n%s", cmd, usage)
 	return exitCode(2)

@@ -6,16 +6,19 @@ import (
 	"strconv"
 )
 
-// enum implements gqlgen's marshaling for a string enum with known values.
-func unmarshalEnum[T ~string](v any, name string, valid func(T) bool) (T, error) {
+// unmarshalEnum implements gqlgen's UnmarshalGQL for a string enum: it
+// sets *e to v, a string that valid accepts, and names the enum otherwise.
+func unmarshalEnum[T ~string](e *T, v any, name string, valid func(T) bool) error {
+	*e = ""
 	s, ok := v.(string)
 	if !ok {
-		return "", fmt.Errorf("%s must be a string", name)
+		return fmt.Errorf("%s must be a string", name)
 	}
 	if !valid(T(s)) {
-		return "", fmt.Errorf("%s is not a valid %s", s, name)
+		return fmt.Errorf("%s is not a valid %s", s, name)
 	}
-	return T(s), nil
+	*e = T(s)
+	return nil
 }
 
 func writeEnum(w io.Writer, s string) { _, _ = io.WriteString(w, strconv.Quote(s)) }
@@ -33,34 +36,21 @@ func (e Lang) IsValid() bool  { return e == LangEn || e == LangKo }
 func (e Lang) String() string { return string(e) }
 
 // UnmarshalGQL reads the enum.
-func (e *Lang) UnmarshalGQL(v any) (err error) {
-	*e, err = unmarshalEnum(v, "Lang", Lang.IsValid)
-	return err
-}
+func (e *Lang) UnmarshalGQL(v any) error { return unmarshalEnum(e, v, "Lang", Lang.IsValid) }
 
 // MarshalGQL writes the enum.
 func (e Lang) MarshalGQL(w io.Writer) { writeEnum(w, string(e)) }
 
-// TaxonomyKind is the GraphQL enum of term kinds.
+// TaxonomyKind is the GraphQL enum of term kinds: its values are
+// incidentlib.TermKinds in upper case (KindOf, TermKindOf).
 type TaxonomyKind string
-
-// Term kinds.
-const (
-	TaxonomyKindDomain       TaxonomyKind = "DOMAIN"
-	TaxonomyKindSymptom      TaxonomyKind = "SYMPTOM"
-	TaxonomyKindComponent    TaxonomyKind = "COMPONENT"
-	TaxonomyKindRootCause    TaxonomyKind = "ROOT_CAUSE"
-	TaxonomyKindContributing TaxonomyKind = "CONTRIBUTING"
-	TaxonomyKindSeverity     TaxonomyKind = "SEVERITY"
-)
 
 func (e TaxonomyKind) IsValid() bool  { return TermKindOf(e).IsValid() }
 func (e TaxonomyKind) String() string { return string(e) }
 
 // UnmarshalGQL reads the enum.
-func (e *TaxonomyKind) UnmarshalGQL(v any) (err error) {
-	*e, err = unmarshalEnum(v, "TaxonomyKind", TaxonomyKind.IsValid)
-	return err
+func (e *TaxonomyKind) UnmarshalGQL(v any) error {
+	return unmarshalEnum(e, v, "TaxonomyKind", TaxonomyKind.IsValid)
 }
 
 // MarshalGQL writes the enum.
@@ -82,9 +72,8 @@ func (e IncidentOrderField) IsValid() bool {
 func (e IncidentOrderField) String() string { return string(e) }
 
 // UnmarshalGQL reads the enum.
-func (e *IncidentOrderField) UnmarshalGQL(v any) (err error) {
-	*e, err = unmarshalEnum(v, "IncidentOrderField", IncidentOrderField.IsValid)
-	return err
+func (e *IncidentOrderField) UnmarshalGQL(v any) error {
+	return unmarshalEnum(e, v, "IncidentOrderField", IncidentOrderField.IsValid)
 }
 
 // MarshalGQL writes the enum.
@@ -103,9 +92,8 @@ func (e OrderDirection) IsValid() bool  { return e == OrderDirectionAsc || e == 
 func (e OrderDirection) String() string { return string(e) }
 
 // UnmarshalGQL reads the enum.
-func (e *OrderDirection) UnmarshalGQL(v any) (err error) {
-	*e, err = unmarshalEnum(v, "OrderDirection", OrderDirection.IsValid)
-	return err
+func (e *OrderDirection) UnmarshalGQL(v any) error {
+	return unmarshalEnum(e, v, "OrderDirection", OrderDirection.IsValid)
 }
 
 // MarshalGQL writes the enum.

@@ -231,9 +231,8 @@ func (e UserErrorCode) IsValid() bool {
 func (e UserErrorCode) String() string { return string(e) }
 
 // UnmarshalGQL reads the enum.
-func (e *UserErrorCode) UnmarshalGQL(v any) (err error) {
-	*e, err = unmarshalEnum(v, "UserErrorCode", UserErrorCode.IsValid)
-	return err
+func (e *UserErrorCode) UnmarshalGQL(v any) error {
+	return unmarshalEnum(e, v, "UserErrorCode", UserErrorCode.IsValid)
 }
 
 // MarshalGQL writes the enum.

@@ -47,22 +47,11 @@ func NewHighlight(h incidentlib.Highlight) *Highlight {
 // SearchField is the GraphQL enum of the fields a search looks in.
 type SearchField string
 
-// Searched fields.
-const (
-	SearchFieldTitle        SearchField = "TITLE"
-	SearchFieldSummary      SearchField = "SUMMARY"
-	SearchFieldLessons      SearchField = "LESSONS"
-	SearchFieldTrigger      SearchField = "TRIGGER"
-	SearchFieldDetection    SearchField = "DETECTION"
-	SearchFieldSymptomsText SearchField = "SYMPTOMS_TEXT"
-	SearchFieldOrg          SearchField = "ORG"
-)
-
-// searchFields maps the domain's field names to the enum.
+// searchFields maps the domain's field names (search.Field) to the enum's
+// values.
 var searchFields = map[string]SearchField{
-	"title": SearchFieldTitle, "summary": SearchFieldSummary, "lessons": SearchFieldLessons,
-	"trigger": SearchFieldTrigger, "detection": SearchFieldDetection,
-	"symptomsText": SearchFieldSymptomsText, "org": SearchFieldOrg,
+	"title": "TITLE", "summary": "SUMMARY", "lessons": "LESSONS", "trigger": "TRIGGER",
+	"detection": "DETECTION", "symptomsText": "SYMPTOMS_TEXT", "org": "ORG",
 }
 
 func (e SearchField) IsValid() bool {
@@ -77,9 +66,8 @@ func (e SearchField) IsValid() bool {
 func (e SearchField) String() string { return string(e) }
 
 // UnmarshalGQL reads the enum.
-func (e *SearchField) UnmarshalGQL(v any) (err error) {
-	*e, err = unmarshalEnum(v, "SearchField", SearchField.IsValid)
-	return err
+func (e *SearchField) UnmarshalGQL(v any) error {
+	return unmarshalEnum(e, v, "SearchField", SearchField.IsValid)
 }
 
 // MarshalGQL writes the enum.
