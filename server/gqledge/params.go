@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -33,7 +34,9 @@ const maxRequestNesting = 64
 
 // RequestError is a client's mistake in the HTTP form of a GraphQL
 // request: answered 400 with extensions.code BAD_QUERY and, for JSON that
-// does not parse, extensions.offset, the byte where parsing stopped.
+// does not parse, extensions.offset: where parsing stopped, the 0-based
+// index of the first byte that could not be read (the length of the text
+// when it ended too soon).
 type RequestError struct {
 	Msg    string
 	Offset int64 // -1 when the JSON parsed
@@ -206,7 +209,13 @@ func jsonError(err error, what string) *RequestError {
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
-		return reqErr(se.Offset, "%s is not valid JSON: %s", what, se.Error())
+		// encoding/json counts the bytes it read, the bad one included;
+		// the offset is that byte's, or the length when the text ended.
+		off := se.Offset
+		if off > 0 && !strings.HasPrefix(se.Error(), "unexpected end") {
+			off--
+		}
+		return reqErr(off, "%s is not valid JSON: %s", what, se.Error())
 	case errors.As(err, &te):
 		return reqErr(te.Offset, "%s must be a JSON object, not a %s", what, te.Value)
 	case err != nil && err.Error() == "unexpected EOF":
