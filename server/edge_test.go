@@ -70,6 +70,9 @@ func TestMalformedRequestBodies(t *testing.T) {
 		{"BadUTF8", "{\"query\": \"{ __typename } \xff\"}", 26},
 		{"DeepNesting", deep, int64(strings.Index(deep, "[") + 62)}, // the 65th level
 		{"Null", `null`, -1},
+		{"NoQuery", `{"qeury": "{ __typename }"}`, -1},
+		{"EmptyQuery", `{"query": ""}`, -1},
+		{"KeysMatchExactly", `{"QUERY": "{ __typename }"}`, -1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -114,6 +117,7 @@ func TestMalformedRequestBodies(t *testing.T) {
 			"VariablesString":   {"query": {"{ __typename }"}, "variables": {`"str"`}},
 			"ExtensionsArray":   {"query": {"{ __typename }"}, "extensions": {`[]`}},
 			"QueryBadUTF8":      {"query": {"{ __typename \xff }"}},
+			"NoQuery":           {"operationName": {"Q"}},
 		} {
 			req, _ := http.NewRequest(http.MethodGet, hs.URL+"/graphql?"+params.Encode(), nil)
 			r := hs.do(t, req)

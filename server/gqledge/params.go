@@ -103,7 +103,16 @@ func decodeBody(body []byte) (*wireParams, *RequestError) {
 	if w.params.Extensions, _, err = objectParam(fields["extensions"], "extensions", false); err != nil {
 		return nil, err
 	}
-	return w, nil
+	return w, w.checkQuery()
+}
+
+// checkQuery refuses a request without a document: query is required,
+// unless a persisted query (APQ, a trusted document's id) names one.
+func (w *wireParams) checkQuery() *RequestError {
+	if w.params.Query == "" && w.params.Extensions["persistedQuery"] == nil {
+		return reqErr(-1, "the request has no query: send the document in query (or a persisted query's id in extensions)")
+	}
+	return nil
 }
 
 // decodeQuery decodes the GraphQL parameters of a GET's query string.
@@ -136,7 +145,7 @@ func decodeQuery(rawQuery string) (*wireParams, *RequestError) {
 			return nil, rerr
 		}
 	}
-	return w, nil
+	return w, w.checkQuery()
 }
 
 // stringParam reads a string member of the request object: "" when it is
