@@ -127,6 +127,15 @@ func TestMalformedRequestBodies(t *testing.T) {
 			noDataEntry(t, r.raw)
 		}
 	})
+	t.Run("EscapedNULIsASyntaxError", func(t *testing.T) {
+		// Well-formed JSON whose document holds U+0000, which GraphQL
+		// source text may not: the parser's error, no data, not INTERNAL.
+		r := hs.postBody(t, []byte(`{"query": "{ __typename }\u0000"}`))
+		if r.status != 400 || r.code() != "GRAPHQL_PARSE_FAILED" {
+			t.Fatalf("%d %s", r.status, r.raw)
+		}
+		noDataEntry(t, r.raw)
+	})
 	t.Run("WellFormedStillServed", func(t *testing.T) {
 		for _, body := range []string{
 			`{"query": "{ __typename }"}`,
