@@ -9,6 +9,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -27,6 +28,13 @@ import (
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/storage"
 )
+
+// graphqlResponse is one response of /graphql the page received.
+type graphqlResponse struct {
+	id     network.RequestID
+	status int64
+	body   []byte
+}
 
 // chromium finds the browser or fails the test.
 func chromium(t *testing.T) string {
@@ -55,11 +63,14 @@ func artifactDir(t *testing.T) string {
 	return dir
 }
 
-// TestGraphiQLRunsAnExample opens the playground of a dev server, runs the
-// first example query (the list page) by clicking the run button, checks
-// that the result pane shows incidents, then runs the second tab (an
-// incident with its relations); the page must load nothing from anywhere
-// but the server and throw no exception.
+// TestGraphiQLRunsAnExample opens the playground of a dev server, checks
+// that GraphiQL's schema loaded (the docs explorer lists Query's fields:
+// its introspection passed the limits), runs the first example query (the
+// list page) by clicking the run button, checks that the result pane shows
+// incidents, then runs the second tab (an incident with its relations);
+// every /graphql request the page sent must be answered 200 without
+// errors, and the page must load nothing from anywhere but the server and
+// throw no exception.
 func TestGraphiQLRunsAnExample(t *testing.T) {
 	browser := chromium(t)
 
@@ -86,9 +97,11 @@ func TestGraphiQLRunsAnExample(t *testing.T) {
 	ctx, cancelCtx := chromedp.NewContext(actx)
 	defer cancelCtx()
 
-	// Every request the page makes, and every exception it throws.
+	// Every request the page makes, every response of /graphql, and every
+	// exception it throws.
 	var logMu sync.Mutex
 	var exceptions, foreign []string
+	var graphqlResponses []graphqlResponse
 	err = chromedp.Listen(ctx, func(ev any) {
 		logMu.Lock()
 		defer logMu.Unlock()
@@ -97,6 +110,10 @@ func TestGraphiQLRunsAnExample(t *testing.T) {
 			u := ev.Request.URL
 			if !strings.HasPrefix(u, ts.URL+"/") && !strings.HasPrefix(u, "data:") && !strings.HasPrefix(u, "blob:") {
 				foreign = append(foreign, u)
+			}
+		case *network.EventResponseReceived:
+			if strings.HasPrefix(ev.Response.URL, ts.URL+"/graphql") {
+				graphqlResponses = append(graphqlResponses, graphqlResponse{id: ev.RequestID, status: ev.Response.Status})
 			}
 		case *runtime.EventExceptionThrown:
 			d := ev.ExceptionDetails
@@ -117,7 +134,7 @@ func TestGraphiQLRunsAnExample(t *testing.T) {
 	defer cancelTimeout()
 
 	var tabs int
-	var editor, result string
+	var editor, result, docs string
 	var shot []byte
 	err = func() error {
 		if err := chromedp.Do(tctx,
@@ -130,6 +147,23 @@ func TestGraphiQLRunsAnExample(t *testing.T) {
 			return err
 		}
 		if editor, err = chromedp.Run(tctx, chromedp.Text(chromedp.CSS(".graphiql-query-editor"))); err != nil {
+			return err
+		}
+		// The schema loaded: the docs explorer lists the fields of Query.
+		if err := chromedp.Do(tctx, chromedp.Click(chromedp.CSS(`.graphiql-sidebar button[aria-label="Show Documentation Explorer"]`))); err != nil {
+			return fmt.Errorf("the docs explorer's button: %w", err)
+		}
+		if _, err := chromedp.Run(tctx, chromedp.Poll[chromedp.Void](
+			`(() => { const q = [...document.querySelectorAll('.graphiql-doc-explorer a')].find(a => a.innerText.trim() === 'Query'); if (q) { q.click(); return true } return false })()`,
+			chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+			return fmt.Errorf("the docs explorer never showed the Query type (the schema did not load): %w", err)
+		}
+		if _, err := chromedp.Run(tctx, chromedp.Poll[chromedp.Void](
+			`(() => { const d = document.querySelector('.graphiql-doc-explorer'); return !!d && d.innerText.includes('incidents') && d.innerText.includes('incident') && d.innerText.includes('organizations'); })()`,
+			chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+			return fmt.Errorf("the docs explorer does not list Query's fields: %w", err)
+		}
+		if docs, err = chromedp.Run(tctx, chromedp.Text(chromedp.CSS(".graphiql-doc-explorer"))); err != nil {
 			return err
 		}
 		if err := chromedp.Do(tctx, chromedp.Click(chromedp.CSS(".graphiql-execute-button"))); err != nil {
@@ -159,6 +193,14 @@ func TestGraphiQLRunsAnExample(t *testing.T) {
 			chromedp.WithPollingTimeout(30*time.Second))); err != nil {
 			return fmt.Errorf("the second tab's query never showed: %w", err)
 		}
+		// The tab's title is the operation name GraphiQL will send: once
+		// it reads IncidentPage, the run goes out with it (an earlier
+		// click sends ListPage with this document, which is an error).
+		if _, err := chromedp.Run(tctx, chromedp.Poll[chromedp.Void](
+			`(() => { const a = document.querySelector('.graphiql-tab.graphiql-tab-active, .graphiql-tab[aria-selected="true"]'); return !!a && a.innerText.includes('IncidentPage'); })()`,
+			chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+			return fmt.Errorf("the second tab's operation name never showed: %w", err)
+		}
 		for attempt := 1; ; attempt++ {
 			if err := chromedp.Do(tctx, chromedp.Click(chromedp.CSS(".graphiql-execute-button"))); err != nil {
 				return err
@@ -173,6 +215,17 @@ func TestGraphiQLRunsAnExample(t *testing.T) {
 	}()
 	// The screenshot is taken either way: it shows what went wrong.
 	shot, _ = chromedp.Run(tctx, chromedp.CaptureScreenshot())
+	// The bodies of the page's GraphQL responses, read from the browser.
+	logMu.Lock()
+	responses := append([]graphqlResponse(nil), graphqlResponses...)
+	logMu.Unlock()
+	for i := range responses {
+		res, berr := chromedp.Call(tctx, network.GetResponseBody, network.GetResponseBodyParams{RequestID: responses[i].id})
+		if berr != nil {
+			t.Errorf("the body of a /graphql response: %v", berr)
+		}
+		responses[i].body = res.Body
+	}
 	logMu.Lock()
 	defer logMu.Unlock()
 	if len(shot) > 0 {
@@ -196,6 +249,21 @@ func TestGraphiQLRunsAnExample(t *testing.T) {
 	if !strings.Contains(result, `"organization"`) || strings.Contains(result, `"errors"`) {
 		t.Errorf("the result pane: %.500s", result)
 	}
+	if !strings.Contains(docs, "incidents") {
+		t.Errorf("the docs explorer: %.300s", docs)
+	}
+	// Every request the page sent itself (its introspection first, then
+	// the examples) was answered 200 without errors.
+	if len(responses) < 3 {
+		t.Errorf("%d responses of /graphql, want the introspection and two examples at least", len(responses))
+	}
+	for _, r := range responses {
+		var m map[string]json.RawMessage
+		if r.status != 200 || json.Unmarshal(r.body, &m) != nil || m["errors"] != nil {
+			t.Errorf("the page's request was answered %d: %.500s", r.status, r.body)
+		}
+	}
+	t.Logf("%d /graphql responses", len(responses))
 	if len(foreign) > 0 {
 		t.Errorf("the playground loaded from elsewhere: %v", foreign)
 	}

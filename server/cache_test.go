@@ -64,6 +64,7 @@ func (ts *testServer) post(tb testing.TB, body map[string]any, headers ...string
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/graphql", bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/graphql-response+json") // unless headers say otherwise
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
@@ -74,6 +75,7 @@ func (ts *testServer) post(tb testing.TB, body map[string]any, headers ...string
 func (ts *testServer) get(tb testing.TB, params url.Values, headers ...string) *rawResponse {
 	tb.Helper()
 	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/graphql?"+params.Encode(), nil)
+	req.Header.Set("Accept", "application/graphql-response+json") // unless headers say otherwise
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
@@ -198,6 +200,7 @@ func TestResponseCache(t *testing.T) {
 		raw := `{ "variables" : {"first":3}, "query": ` + strconv.Quote(cacheListPage) + ` }`
 		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/graphql", strings.NewReader(raw))
 		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/graphql-response+json")
 		if third := ts.do(t, req); !bytes.Equal(third.body, first.body) || c.get(t, "hit") != 2 {
 			t.Errorf("a respaced request was not a hit")
 		}

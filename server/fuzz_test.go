@@ -64,6 +64,7 @@ func FuzzGraphQL(f *testing.F) {
 			req = httptest.NewRequest(http.MethodPost, "/graphql", bytes.NewReader(b))
 			req.Header.Set("Content-Type", "application/json")
 		}
+		req.Header.Set("Accept", "application/graphql-response+json")
 		before := hs.work()
 		rec := httptest.NewRecorder()
 		hs.srv.ServeHTTP(rec, req)

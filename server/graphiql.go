@@ -105,7 +105,20 @@ var graphiqlPage = template.Must(template.New("graphiql").Parse(`<!DOCTYPE html>
 <div id="graphiql"><div class="loading">Loading…</div></div>
 <script>
 const tabs = JSON.parse({{.Tabs}});
-const fetcher = GraphiQL.createFetcher({ url: location.protocol + '//' + location.host + {{.Endpoint}} });
+const fetchGraphQL = GraphiQL.createFetcher({ url: location.protocol + '//' + location.host + {{.Endpoint}} });
+// For a moment after a tab switch GraphiQL still sends the previous tab's
+// operation name, which the new tab's document does not define (an error:
+// "operation ListPage not found"). A name the document does not define is
+// dropped: the server then runs the document's one operation, or says it
+// needs a name.
+const fetcher = (params, opts) => {
+  const name = params && params.operationName;
+  if (name && typeof params.query === 'string' &&
+      !new RegExp('\\b(query|mutation|subscription)\\s+' + name + '\\b').test(params.query)) {
+    params = Object.assign({}, params, { operationName: undefined });
+  }
+  return fetchGraphQL(params, opts);
+};
 ReactDOM.createRoot(document.getElementById('graphiql')).render(
   React.createElement(GraphiQL, {
     fetcher: fetcher,

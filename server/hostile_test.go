@@ -110,6 +110,9 @@ func (hs *hostileServer) postBody(tb testing.TB, body []byte, headers ...string)
 	tb.Helper()
 	req, _ := http.NewRequest(http.MethodPost, hs.URL+"/graphql", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
+	// The statuses of the GraphQL-over-HTTP media type, unless the test
+	// asks for another.
+	req.Header.Set("Accept", "application/graphql-response+json")
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
@@ -125,6 +128,7 @@ func (hs *hostileServer) post(tb testing.TB, q string, vars map[string]any, head
 func (hs *hostileServer) get(tb testing.TB, q string, headers ...string) *response {
 	tb.Helper()
 	req, _ := http.NewRequest(http.MethodGet, hs.URL+"/graphql?"+url.Values{"query": {q}}.Encode(), nil)
+	req.Header.Set("Accept", "application/graphql-response+json")
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
@@ -605,20 +609,26 @@ func TestGraphQLOverHTTP(t *testing.T) {
 		status      int
 		contentType string
 	}{
-		{"DefaultMediaType", req("POST", "application/json", "", body), 200, "application/graphql-response+json"},
+		// application/json without Accept and for a wildcard, as the
+		// GraphQL-over-HTTP specification asks (legacy clients).
+		{"DefaultMediaType", req("POST", "application/json", "", body), 200, "application/json"},
 		{"AcceptGraphQLResponse", req("POST", "application/json", "application/graphql-response+json", body), 200, "application/graphql-response+json"},
+		{"AcceptBoth", req("POST", "application/json", "application/graphql-response+json, application/json", body), 200, "application/graphql-response+json"},
 		{"AcceptJSON", req("POST", "application/json", "application/json", body), 200, "application/json"},
 		{"AcceptByQuality", req("POST", "application/json", "application/graphql-response+json;q=0.5, application/json", body), 200, "application/json"},
-		{"AcceptAny", req("POST", "application/json", "*/*", body), 200, "application/graphql-response+json"},
+		{"AcceptAny", req("POST", "application/json", "*/*", body), 200, "application/json"},
+		{"AcceptApplicationAny", req("POST", "application/json", "application/*", body), 200, "application/json"},
 		{"NotAcceptable406", req("POST", "application/json", "text/html", body), 406, "application/json"},
 		{"NotAcceptableQZero406", req("POST", "application/json", "application/json;q=0", body), 406, "application/json"},
-		{"UnsupportedMediaType415", req("POST", "text/plain", "", body), 415, "application/graphql-response+json"},
-		{"NoContentType415", req("POST", "", "", body), 415, "application/graphql-response+json"},
-		{"MalformedJSON400", req("POST", "application/json", "", []byte(`{"query": `)), 400, "application/graphql-response+json"},
-		{"ValidationErrorIs400", req("POST", "application/json", "", []byte(`{"query": "{ nope }"}`)), 400, "application/graphql-response+json"},
+		{"UnsupportedMediaType415", req("POST", "text/plain", "", body), 415, "application/json"},
+		{"NoContentType415", req("POST", "", "", body), 415, "application/json"},
+		{"MalformedJSON400", req("POST", "application/json", "", []byte(`{"query": `)), 400, "application/json"},
+		{"MalformedJSONGraphQLResponse400", req("POST", "application/json", "application/graphql-response+json", []byte(`{"query": `)), 400, "application/graphql-response+json"},
+		{"ValidationErrorIs400", req("POST", "application/json", "application/graphql-response+json", []byte(`{"query": "{ nope }"}`)), 400, "application/graphql-response+json"},
 		{"ValidationErrorAsJSONIs200", req("POST", "application/json", "application/json", []byte(`{"query": "{ nope }"}`)), 200, "application/json"},
+		{"ValidationErrorNoAcceptIs200", req("POST", "application/json", "", []byte(`{"query": "{ nope }"}`)), 200, "application/json"},
 		{"PutIs405", req("PUT", "application/json", "", body), 405, "application/json"},
-		{"GetWithoutQuery400", req("GET", "", "", nil), 400, "application/graphql-response+json"},
+		{"GetWithoutQuery400", req("GET", "", "application/graphql-response+json", nil), 400, "application/graphql-response+json"},
 	}
 	getOK, _ := http.NewRequest("GET", hs.URL+"/graphql?"+url.Values{"query": {q}}.Encode(), nil)
 	cases = append(cases, struct {
@@ -626,7 +636,7 @@ func TestGraphQLOverHTTP(t *testing.T) {
 		req         *http.Request
 		status      int
 		contentType string
-	}{"GetQueryOK", getOK, 200, "application/graphql-response+json"})
+	}{"GetQueryOK", getOK, 200, "application/json"})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := hs.do(t, c.req)
@@ -635,6 +645,11 @@ func TestGraphQLOverHTTP(t *testing.T) {
 			}
 			if c.status == 405 && r.header.Get("Allow") == "" {
 				t.Fatal("405 without Allow")
+			}
+			// A request that fails before execution has no data entry
+			// (the GraphQL specification's request error).
+			if len(r.Errors) > 0 && bytes.Contains(r.raw, []byte(`"data"`)) {
+				t.Fatalf("a request error with a data entry: %s", r.raw)
 			}
 		})
 	}

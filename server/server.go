@@ -181,6 +181,7 @@ func New(svc Services, res *graph.Resolver, es graphql.ExecutableSchema, m *metr
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", edge.GraphQL(res.Middleware(gql)))
 	mux.HandleFunc("GET /schema.graphql", edge.ServeSchema)
+	mux.HandleFunc("GET /favicon.ico", serveFavicon)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))

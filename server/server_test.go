@@ -385,7 +385,7 @@ func TestErrorCodes(t *testing.T) {
 		})
 	}
 	t.Run("ParseErrorIs400", func(t *testing.T) {
-		r := ts.query(t, `{ incidents(`, nil)
+		r := ts.query(t, `{ incidents(`, nil, "Accept", "application/graphql-response+json")
 		if r.status != http.StatusBadRequest || len(r.Errors) == 0 {
 			t.Fatalf("status %d errors %+v", r.status, r.Errors)
 		}

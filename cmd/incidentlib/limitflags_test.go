@@ -102,7 +102,11 @@ func TestServeWithLimits(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(sdl), "type Query") {
 		t.Fatalf("the schema in prod mode: %d", resp.StatusCode)
 	}
-	r, err := http.Get(base + "/graphql?" + url.Values{"query": {`{ __schema { queryType { name } } }`}}.Encode())
+	// With application/graphql-response+json a refusal is 400 (200 with
+	// application/json, the answer without Accept).
+	ireq, _ := http.NewRequest(http.MethodGet, base+"/graphql?"+url.Values{"query": {`{ __schema { queryType { name } } }`}}.Encode(), nil)
+	ireq.Header.Set("Accept", "application/graphql-response+json")
+	r, err := http.DefaultClient.Do(ireq)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,9 +95,11 @@ func New(opts Options, changes incidentlib.ChangeLog, m *metrics.Metrics, gql *h
 		return nil, err
 	}
 	gql.AddTransport(transport.Options{})
-	// gqlgen's GET and POST, writing responses in one pass (respwriter.go).
-	gql.AddTransport(getTransport{transport.GET{UseGrapQLResponseJsonByDefault: true}})
-	gql.AddTransport(postTransport{POST: transport.POST{UseGrapQLResponseJsonByDefault: true}, params: &e.params})
+	// gqlgen's GET and POST, writing responses in one pass (respwriter.go);
+	// application/json unless the client asks for
+	// application/graphql-response+json (the guard negotiates, negotiate).
+	gql.AddTransport(getTransport{transport.GET{}})
+	gql.AddTransport(postTransport{POST: transport.POST{}, params: &e.params})
 	gql.SetErrorPresenter(e.PresentError)
 	size := opts.ResponseCacheBytes
 	switch {

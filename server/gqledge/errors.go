@@ -32,11 +32,6 @@ func (s *Edge) PresentError(ctx context.Context, err error) *gqlerror.Error {
 	if out.Extensions["code"] == incidentlib.EINTERNAL {
 		out.Extensions["requestId"] = RequestID(ctx)
 	}
-	// gqlgen's POST transport quotes the whole body when it cannot decode it.
-	if strings.HasPrefix(out.Message, "json request body could not be decoded") {
-		out.Message = "the request body is not a GraphQL request: query must be a string, variables and extensions objects"
-		out.Extensions["code"] = CodeBadRequest
-	}
 	if s.prod {
 		out.Message = stripSuggestions(out.Message)
 	}

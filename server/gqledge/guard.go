@@ -9,7 +9,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -68,6 +67,8 @@ type reply struct {
 	query   string
 	// body is the decoded POST body, which keeps its operation's cost.
 	body *decodedBody
+	// doc is the parsed document the guard checked, nil if it does not parse.
+	doc *ast.QueryDocument
 }
 
 type requestKey struct{}
@@ -185,17 +186,10 @@ func (g *guard) graphqlHTTP(next http.Handler) http.Handler {
 			if hits != nil && hits.serveHit(w, r, nil) {
 				return
 			}
-			// gqlgen's GET answers malformed parameters without a code.
-			q, err := url.ParseQuery(r.URL.RawQuery)
-			if err != nil {
-				refuse(w, ct, http.StatusBadRequest, CodeBadRequest, "the query string is malformed", nil)
+			// The one decoder (params.go) answers what the client got wrong.
+			if _, rerr := decodeQuery(r.URL.RawQuery); rerr != nil {
+				refuseRequest(w, ct, rerr)
 				return
-			}
-			for _, p := range []string{"variables", "extensions"} {
-				if v := q.Get(p); v != "" && (!isJSONObject([]byte(v)) || !json.Valid([]byte(v))) {
-					refuse(w, ct, http.StatusBadRequest, CodeBadRequest, p+" must be a JSON object", nil)
-					return
-				}
 			}
 		}
 		var body []byte
@@ -220,6 +214,12 @@ func (g *guard) graphqlHTTP(next http.Handler) http.Handler {
 				return
 			}
 			if hits != nil && isJSONObject(body) && hits.serveHit(w, r, body) {
+				return
+			}
+			// What encoding/json lets through (bad UTF-8) or reports late
+			// (deep nesting), for a batch as for one request.
+			if rerr := checkJSONText(body, "the request body"); rerr != nil {
+				refuseRequest(w, ct, rerr)
 				return
 			}
 		}
@@ -294,14 +294,18 @@ func (g *guard) serveOne(w http.ResponseWriter, r *http.Request, next http.Handl
 	}
 	decoded := false
 	if r.Method == http.MethodPost {
-		// As the POST transport decodes it, once for both (decodeParams).
-		if d, err := sharedParams(&g.e.params, body); err == nil {
-			params := &d.params
-			p.Query, p.OperationName, decoded = params.Query, params.OperationName, true
-			p.Variables = func() string {
-				b, _ := json.Marshal(params.Variables)
-				return string(b)
-			}
+		// As the POST transport decodes it, once for both (decodeParams);
+		// a body it cannot decode is the client's mistake, answered here.
+		d, rerr := sharedParams(&g.e.params, body)
+		if rerr != nil {
+			refuseRequest(w, r.Header.Get("Accept"), rerr)
+			return
+		}
+		params := &d.params
+		p.Query, p.OperationName, decoded = params.Query, params.OperationName, true
+		p.Variables = func() string {
+			b, _ := json.Marshal(params.Variables)
+			return string(b)
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
@@ -311,7 +315,8 @@ func (g *guard) serveOne(w http.ResponseWriter, r *http.Request, next http.Handl
 		p.Variables = func() string { return q.Get("variables") }
 	}
 	if decoded && p.Query != "" {
-		if e := g.checkDocument(ctx, p.Query, p.OperationName, requestFrom(ctx), rp); e != nil {
+		doc, e := g.checkDocument(ctx, p.Query, p.OperationName, requestFrom(ctx), rp)
+		if e != nil {
 			if st := stateOf(ctx); st != nil && st.debug { // the request log, as the response cache sets it
 				st.queryPrefix = truncate(p.Query, logPrefixBytes)
 				st.varsPrefix = truncate(p.Variables(), logPrefixBytes)
@@ -319,7 +324,7 @@ func (g *guard) serveOne(w http.ResponseWriter, r *http.Request, next http.Handl
 			g.refuseEarly(w, r, rp, p.OperationName, e)
 			return
 		}
-		rp.checked, rp.query = true, p.Query
+		rp.checked, rp.query, rp.doc = true, p.Query, doc
 	}
 	next.ServeHTTP(&replyWriter{ResponseWriter: w, reply: rp}, r)
 }
@@ -346,7 +351,7 @@ func (g *guard) refuseEarly(w http.ResponseWriter, r *http.Request, rp *reply, o
 	if st := stateOf(r.Context()); st != nil {
 		st.op, st.cost = opName, rp.cost
 	}
-	out, _ := json.Marshal(graphql.Response{Errors: gqlerror.List{e}, Extensions: map[string]any{"cost": rp.cost}})
+	out, _ := json.Marshal(requestErrors{Errors: gqlerror.List{e}, Extensions: map[string]any{"cost": rp.cost}})
 	w.Header().Set("Content-Type", ct)
 	w.WriteHeader(status)
 	_, _ = w.Write(out)

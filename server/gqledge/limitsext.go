@@ -42,44 +42,58 @@ func (l *limitsExtension) Validate(es graphql.ExecutableSchema) error {
 // MutateOperationParameters runs before gqlgen parses and validates. A
 // document in the query cache passed these checks when it was added; one
 // the HTTP guard checked (serveOne) is not checked twice.
+//
+// It then coerces the variables (coerce.go), on the request's own copy of
+// them, so that gqlgen's coercion sees only values the specification
+// admits.
 func (l *limitsExtension) MutateOperationParameters(ctx context.Context, p *graphql.RawParams) *gqlerror.Error {
 	rq, rp := requestFrom(ctx), replyFrom(ctx)
+	var doc *ast.QueryDocument
 	if rp != nil && rp.checked && rp.query == p.Query {
+		doc = rp.doc
+	} else {
+		var e *gqlerror.Error
+		if doc, e = l.g.checkDocument(ctx, p.Query, p.OperationName, rq, rp); e != nil {
+			return e
+		}
+	}
+	if len(p.Variables) == 0 || doc == nil || l.g.es == nil {
 		return nil
 	}
-	return l.g.checkDocument(ctx, p.Query, p.OperationName, rq, rp)
+	return coerceVariables(l.g.es.Schema(), doc, p.OperationName, p.Variables)
 }
 
 // checkDocument checks a document before it is validated: the method, the
 // token limit, then its shape (measure). Refusals that depend on the
-// document alone are remembered.
-func (g *guard) checkDocument(ctx context.Context, query, opName string, rq *request, rp *reply) *gqlerror.Error {
+// document alone are remembered. It returns the parsed document (nil when
+// it does not parse: gqlgen reports the syntax error).
+func (g *guard) checkDocument(ctx context.Context, query, opName string, rq *request, rp *reply) (*ast.QueryDocument, *gqlerror.Error) {
 	if doc, ok := g.cache.Get(ctx, query); ok {
-		return checkMethod(doc, opName, rq, rp)
+		return doc, checkMethod(doc, opName, rq, rp)
 	}
 	sum := sha256.Sum256([]byte(query))
 	key := string(sum[:])
 	if e, ok := g.refused.Get(ctx, key); ok {
-		return refuseDocument(e, rp)
+		return nil, refuseDocument(e, rp)
 	}
 	lim := g.lim
 	if n := countTokens(query, lim.MaxTokens); n > lim.MaxTokens {
 		e := refusal(CodeTokenLimit, fmt.Sprintf("the document has more than %d tokens", lim.MaxTokens), map[string]any{"limit": lim.MaxTokens})
 		g.refused.Add(ctx, key, e)
-		return refuseDocument(e, rp)
+		return nil, refuseDocument(e, rp)
 	}
 	doc, err := parser.ParseQuery(&ast.Source{Input: query})
 	if err != nil {
-		return nil // gqlgen parses it again and reports the syntax error
+		return nil, nil // gqlgen parses it again and reports the syntax error
 	}
 	if e := checkMethod(doc, opName, rq, rp); e != nil {
-		return e
+		return nil, e
 	}
 	if e := measure(doc, lim); e != nil {
 		g.refused.Add(ctx, key, e)
-		return refuseDocument(e, rp)
+		return nil, refuseDocument(e, rp)
 	}
-	return nil
+	return doc, nil
 }
 
 // refuseDocument returns a copy of a remembered refusal (gqlgen adds to

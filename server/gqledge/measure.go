@@ -2,6 +2,7 @@ package gqledge
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -37,10 +38,28 @@ type shape struct {
 type measurer struct {
 	lim      Limits
 	frags    map[string]*ast.FragmentDefinition
-	memo     map[string]*shape
+	memo     map[fragmentIn]*shape
 	visiting map[string]bool
 	err      *gqlerror.Error
 }
+
+// fragmentIn is a fragment measured in data (intro false) or below an
+// introspection field, where another depth limit applies.
+type fragmentIn struct {
+	name  string
+	intro bool
+}
+
+// MaxIntrospectionDepth is how deep fields may nest from __schema or
+// __type down, that field included. The depth limit bounds the data a
+// query reads; introspection reads the schema, which is small and fixed,
+// and the introspection queries of GraphiQL and of the common clients and
+// code generators (graphql-js's getIntrospectionQuery, which Apollo,
+// graphql-codegen and Relay's get-graphql-schema use, with its TypeRef of
+// 7 to 9 ofType levels) nest 15 or 16 deep. A hostile ofType chain is
+// refused past it; the validator's MaxIntrospectionDepth rule bounds
+// fields/interfaces/possibleTypes/inputFields nesting on its own.
+const MaxIntrospectionDepth = 20
 
 // measure checks every operation and fragment of a parsed, unvalidated
 // document against the limits, each operation on its own. Each fragment is measured once, so a chain
@@ -50,7 +69,7 @@ func measure(doc *ast.QueryDocument, lim Limits) *gqlerror.Error {
 	m := &measurer{
 		lim:      lim,
 		frags:    make(map[string]*ast.FragmentDefinition, len(doc.Fragments)),
-		memo:     map[string]*shape{},
+		memo:     map[fragmentIn]*shape{},
 		visiting: map[string]bool{},
 	}
 	for _, f := range doc.Fragments {
@@ -67,7 +86,7 @@ func measure(doc *ast.QueryDocument, lim Limits) *gqlerror.Error {
 	// Fragments no operation uses are validated too (and refused as unused):
 	// they must not be slow to validate either.
 	for _, f := range doc.Fragments {
-		m.fragment(f.Name)
+		m.fragment(f.Name, strings.HasPrefix(f.TypeCondition, "__"))
 		if m.err != nil {
 			return m.err
 		}
@@ -86,8 +105,11 @@ func (m *measurer) check(sh *shape) *gqlerror.Error {
 	return nil
 }
 
-func (m *measurer) fragment(name string) *shape {
-	if sh, ok := m.memo[name]; ok {
+// fragment measures a fragment where it is spread: in data, or below an
+// introspection field (intro).
+func (m *measurer) fragment(name string, intro bool) *shape {
+	key := fragmentIn{name, intro}
+	if sh, ok := m.memo[key]; ok {
 		return sh
 	}
 	def := m.frags[name]
@@ -95,14 +117,20 @@ func (m *measurer) fragment(name string) *shape {
 		return &shape{}
 	}
 	m.visiting[name] = true
-	sh := m.set(def.SelectionSet, false)
+	sh := m.set(def.SelectionSet, intro)
 	delete(m.visiting, name)
-	m.memo[name] = sh
+	m.memo[key] = sh
 	return sh
 }
 
-// set measures a selection set; inIntro is true below __schema or __type.
+// set measures a selection set; inIntro is true below __schema or __type,
+// where MaxIntrospectionDepth bounds the depth instead of MaxDepth. An
+// introspection field counts 1 towards the depth of the data around it.
 func (m *measurer) set(sel ast.SelectionSet, inIntro bool) *shape {
+	maxDepth := m.lim.MaxDepth
+	if inIntro {
+		maxDepth = MaxIntrospectionDepth
+	}
 	sh := &shape{names: map[string]int{}}
 	merge := func(sub *shape) {
 		sh.depth = max(sh.depth, sub.depth)
@@ -130,7 +158,8 @@ func (m *measurer) set(sel ast.SelectionSet, inIntro bool) *shape {
 			if key != s.Name {
 				sh.aliases = satAdd(sh.aliases, 1)
 			}
-			intro := inIntro || s.Name == "__schema" || s.Name == "__type"
+			root := !inIntro && (s.Name == "__schema" || s.Name == "__type")
+			intro := inIntro || root
 			var child *shape
 			if len(s.SelectionSet) > 0 {
 				child = m.set(s.SelectionSet, intro)
@@ -144,22 +173,30 @@ func (m *measurer) set(sel ast.SelectionSet, inIntro bool) *shape {
 			if s.Name != "__schema" { // gqlgen's complexity leaves __schema out
 				sh.fields = satAdd(sh.fields, satAdd(1, child.fields))
 			}
-			d := 1
-			if !intro {
-				d = satAdd(1, child.depth)
+			d := satAdd(1, child.depth)
+			if root {
+				if d > MaxIntrospectionDepth {
+					m.err = introspectionDepthRefusal()
+					return sh
+				}
+				d = 1
 			}
 			sh.depth = max(sh.depth, d)
 		case *ast.InlineFragment:
 			merge(m.set(s.SelectionSet, inIntro))
 		case *ast.FragmentSpread:
-			merge(m.fragment(s.Name))
+			merge(m.fragment(s.Name, inIntro))
 		}
 		if m.err != nil {
 			return sh
 		}
-		if sh.depth > m.lim.MaxDepth {
-			m.err = refusal(CodeDepthLimit, fmt.Sprintf("the document nests fields more than %d deep", m.lim.MaxDepth),
-				map[string]any{"limit": m.lim.MaxDepth})
+		if sh.depth > maxDepth {
+			if inIntro {
+				m.err = introspectionDepthRefusal()
+			} else {
+				m.err = refusal(CodeDepthLimit, fmt.Sprintf("the document nests fields more than %d deep", m.lim.MaxDepth),
+					map[string]any{"limit": m.lim.MaxDepth})
+			}
 			return sh
 		}
 		if e := m.check(sh); e != nil {
@@ -168,6 +205,11 @@ func (m *measurer) set(sel ast.SelectionSet, inIntro bool) *shape {
 		}
 	}
 	return sh
+}
+
+func introspectionDepthRefusal() *gqlerror.Error {
+	return refusal(CodeDepthLimit, fmt.Sprintf("the introspection nests fields more than %d deep", MaxIntrospectionDepth),
+		map[string]any{"limit": MaxIntrospectionDepth, "introspection": true})
 }
 
 // count adds n selections of the response name key to sh; true when that

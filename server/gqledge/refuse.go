@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 )
 
@@ -20,15 +19,21 @@ const (
 	mediaJSON            = "application/json"
 )
 
-// negotiate picks the response's media type from the Accept header:
-// application/graphql-response+json unless the client prefers
-// application/json; "" when it accepts neither.
+// negotiate picks the response's media type from the Accept header, as
+// the GraphQL-over-HTTP specification has it: application/json without an
+// Accept header and for a wildcard (*/*, application/*), which legacy
+// clients send and may not understand the newer type for;
+// application/graphql-response+json when the client names it and does not
+// prefer application/json; "" when it accepts neither.
 func negotiate(accept []string) string {
+	if len(accept) == 0 {
+		return mediaJSON
+	}
 	if len(accept) == 1 { // the common headers, without parsing them
 		switch accept[0] {
-		case mediaGraphQLResponse, "*/*", mediaGraphQLResponse + ", " + mediaJSON:
+		case mediaGraphQLResponse, mediaGraphQLResponse + ", " + mediaJSON:
 			return mediaGraphQLResponse
-		case mediaJSON:
+		case mediaJSON, "*/*", "":
 			return mediaJSON
 		}
 	}
@@ -53,9 +58,9 @@ func negotiate(accept []string) string {
 			}
 			var cand string
 			switch mt {
-			case mediaGraphQLResponse, "*/*", "application/*":
+			case mediaGraphQLResponse:
 				cand = mediaGraphQLResponse
-			case mediaJSON:
+			case mediaJSON, "*/*", "application/*":
 				cand = mediaJSON
 			default:
 				continue
@@ -66,7 +71,7 @@ func negotiate(accept []string) string {
 		}
 	}
 	if !seen {
-		return mediaGraphQLResponse
+		return mediaJSON
 	}
 	return best
 }
@@ -80,12 +85,18 @@ func refuse(w http.ResponseWriter, contentType string, status int, code, msg str
 	_, _ = w.Write(b.Bytes())
 }
 
+// refuseRequest answers a malformed request (params.go): 400 BAD_QUERY,
+// with the offset where JSON parsing stopped.
+func refuseRequest(w http.ResponseWriter, contentType string, e *RequestError) {
+	refuse(w, contentType, http.StatusBadRequest, CodeBadRequest, e.Error(), e.extensions())
+}
+
 func writeRefusalBody(b *bytes.Buffer, code, msg string, ext map[string]any) {
 	e := map[string]any{"code": code}
 	for k, v := range ext {
 		e[k] = v
 	}
-	resp := graphql.Response{
+	resp := requestErrors{
 		Errors:     gqlerror.List{{Message: msg, Extensions: e}},
 		Extensions: map[string]any{"cost": 0},
 	}

@@ -8,8 +8,9 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
 	"sync"
+
+	"github.com/99designs/gqlgen/graphql"
 
 	"github.com/incidentlib/incidentlib"
 )
@@ -60,18 +61,12 @@ func (o *Edge) readGraphQLRequest(r *http.Request) (req gqlRequest, ok bool) {
 				o.getMemo.put(r.URL.RawQuery, req.memoized())
 			}
 		}()
-		q, err := url.ParseQuery(r.URL.RawQuery)
-		if err != nil {
+		wp, rerr := decodeQuery(r.URL.RawQuery)
+		if rerr != nil {
 			return req, false
 		}
-		pb.Query, pb.OperationName = q.Get("query"), q.Get("operationName")
-		if v := q.Get("variables"); v != "" {
-			pb.Variables = json.RawMessage(v)
-		}
-		if ext := q.Get("extensions"); ext != "" {
-			if json.Unmarshal([]byte(ext), &pb.Extensions) != nil {
-				return req, false
-			}
+		if pb, ok = bodyOf(&wp.params, wp.rawVars); !ok {
+			return req, false
 		}
 	case http.MethodPost:
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -91,13 +86,40 @@ func (o *Edge) readGraphQLRequest(r *http.Request) (req gqlRequest, ok bool) {
 				o.postMemo.put(string(body), req.memoized())
 			}
 		}()
-		if json.Unmarshal(body, &pb) != nil {
-			return req, false // a batch (an array) or malformed: gqlgen answers
+		// The parameters as the guard and the POST transport decoded them.
+		d, rerr := sharedParams(&o.params, body)
+		if rerr != nil {
+			return req, false // a batch (an array) or malformed: the guard answers
+		}
+		if pb, ok = bodyOf(&d.params, d.rawVars); !ok {
+			return req, false
 		}
 	default:
 		return req, false
 	}
 	return o.parseRequest(&pb)
+}
+
+// bodyOf is what the cache reads of decoded parameters: the persisted
+// query extension as APQ reads it (a version that is not a whole number
+// is no version), and the variables as sent.
+func bodyOf(p *graphql.RawParams, rawVars json.RawMessage) (postBody, bool) {
+	pb := postBody{Query: p.Query, OperationName: p.OperationName, Variables: rawVars}
+	if v, ok := p.Extensions["persistedQuery"]; ok && v != nil {
+		pq, ok := v.(map[string]any)
+		if !ok {
+			return pb, false // APQ refuses it; gqlgen answers
+		}
+		ext := &persistedQueryExt{}
+		if n, ok := pq["version"].(json.Number); ok {
+			if v, err := n.Int64(); err == nil {
+				ext.Version = int(v)
+			}
+		}
+		ext.Sha256Hash, _ = pq["sha256Hash"].(string)
+		pb.Extensions.PersistedQuery = ext
+	}
+	return pb, true
 }
 
 // parseRequest makes the cache's reading of a decoded request.

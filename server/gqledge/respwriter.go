@@ -8,7 +8,6 @@ import (
 	"maps"
 	"mime"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -61,17 +60,18 @@ func (h postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		gqlErr := gqlerror.Errorf("could not read request body: %+v", err)
-		writeJSON(w, exec.DispatchError(ctx, gqlerror.List{gqlErr}))
+		writeRequestErrors(w, exec.DispatchError(ctx, gqlerror.List{gqlErr}))
 		return
 	}
-	params, decoded, err := decodeParams(h.params, body)
+	params, decoded, rerr := decodeParams(h.params, body)
 	if rp := replyFrom(ctx); rp != nil {
 		rp.body = decoded // for the limits extension's cost
 	}
-	if err != nil {
+	if rerr != nil {
+		// The guard refuses such a body before it gets here; this is for
+		// the transport used on its own.
 		w.WriteHeader(http.StatusBadRequest)
-		gqlErr := gqlerror.Errorf("json request body could not be decoded: %+v body:%s", err, string(body))
-		writeJSON(w, exec.DispatchError(ctx, gqlerror.List{gqlErr}))
+		writeRequestError(w, rerr)
 		return
 	}
 	params.Headers = r.Header
@@ -80,7 +80,7 @@ func (h postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	rc, opErr := exec.CreateOperationContext(ctx, params)
 	if opErr != nil {
 		w.WriteHeader(statusFor(contentType, opErr))
-		writeJSON(w, exec.DispatchError(graphql.WithOperationContext(ctx, rc), opErr))
+		writeRequestErrors(w, exec.DispatchError(graphql.WithOperationContext(ctx, rc), opErr))
 		return
 	}
 	ctx, bufs := graph.WithResponseBuffers(ctx)
@@ -90,41 +90,24 @@ func (h postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 }
 
 func (h getTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
-	query, err := url.ParseQuery(r.URL.RawQuery)
-	if err != nil {
-		w.WriteHeader(http.StatusBadRequest)
-		writeJSONError(w, err.Error())
-		return
-	}
 	contentType := responseContentType(h.ResponseHeaders, r, h.UseGrapQLResponseJsonByDefault)
 	writeHeaders(w, contentType, h.ResponseHeaders)
-
-	raw := &graphql.RawParams{
-		Query:         query.Get("query"),
-		OperationName: query.Get("operationName"),
-		Headers:       r.Header,
+	start := graphql.Now()
+	wp, rerr := decodeQuery(r.URL.RawQuery)
+	if rerr != nil {
+		// The guard refuses such a query string before it gets here.
+		w.WriteHeader(http.StatusBadRequest)
+		writeRequestError(w, rerr)
+		return
 	}
-	raw.ReadTime.Start = graphql.Now()
-	if variables := query.Get("variables"); variables != "" {
-		if err := jsonDecode(strings.NewReader(variables), &raw.Variables); err != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			writeJSONError(w, "variables could not be decoded")
-			return
-		}
-	}
-	if extensions := query.Get("extensions"); extensions != "" {
-		if err := jsonDecode(strings.NewReader(extensions), &raw.Extensions); err != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			writeJSONError(w, "extensions could not be decoded")
-			return
-		}
-	}
-	raw.ReadTime.End = graphql.Now()
+	raw := &wp.params
+	raw.Headers = r.Header
+	raw.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
 
 	opCtx, gqlErr := exec.CreateOperationContext(r.Context(), raw)
 	if gqlErr != nil {
 		w.WriteHeader(statusFor(contentType, gqlErr))
-		writeJSON(w, exec.DispatchError(graphql.WithOperationContext(r.Context(), opCtx), gqlErr))
+		writeRequestErrors(w, exec.DispatchError(graphql.WithOperationContext(r.Context(), opCtx), gqlErr))
 		return
 	}
 	if op := opCtx.Doc.Operations.ForName(opCtx.OperationName); op.Operation != ast.Query {
@@ -191,6 +174,7 @@ func writeHeaders(w http.ResponseWriter, contentType string, extra map[string][]
 // limits extension computes the first time (0 until then, else cost + 1).
 type decodedBody struct {
 	params    graphql.RawParams
+	rawVars   json.RawMessage // the variables as sent, for the response cache's key
 	costPlus1 atomic.Int64
 }
 
@@ -198,7 +182,7 @@ type decodedBody struct {
 // once per distinct body (m) and copied for each request, variables and
 // extensions included: gqlgen's coercion of variables writes into the maps
 // of input objects, so no request is given the memo's own maps.
-func decodeParams(m *memo[*decodedBody], body []byte) (*graphql.RawParams, *decodedBody, error) {
+func decodeParams(m *memo[*decodedBody], body []byte) (*graphql.RawParams, *decodedBody, *RequestError) {
 	d, err := sharedParams(m, body)
 	if err != nil {
 		return nil, nil, err
@@ -211,13 +195,14 @@ func decodeParams(m *memo[*decodedBody], body []byte) (*graphql.RawParams, *deco
 
 // sharedParams is decodeParams without the copy, for readers that change
 // nothing (the guard).
-func sharedParams(m *memo[*decodedBody], body []byte) (*decodedBody, error) {
+func sharedParams(m *memo[*decodedBody], body []byte) (*decodedBody, *RequestError) {
 	d, ok := m.getBytes(body)
 	if !ok {
-		d = &decodedBody{}
-		if err := jsonDecode(bytes.NewReader(body), &d.params); err != nil {
+		w, err := decodeBody(body)
+		if err != nil {
 			return nil, err
 		}
+		d = &decodedBody{params: w.params, rawVars: w.rawVars}
 		m.put(string(body), d)
 	}
 	return d, nil
@@ -250,12 +235,6 @@ func cloneJSON(v any) any {
 	return v
 }
 
-func jsonDecode(r io.Reader, v any) error {
-	dec := json.NewDecoder(r)
-	dec.UseNumber()
-	return dec.Decode(v)
-}
-
 // statusFor is the status of a request that failed before execution: 400
 // (application/graphql-response+json) or 422 (application/json) for
 // protocol errors, 200 otherwise.
@@ -269,8 +248,33 @@ func statusFor(contentType string, errs gqlerror.List) int {
 	return http.StatusUnprocessableEntity
 }
 
+// writeRequestError writes the refusal of a malformed request.
+func writeRequestError(w io.Writer, e *RequestError) {
+	var b bytes.Buffer
+	writeRefusalBody(&b, CodeBadRequest, e.Error(), e.extensions())
+	_, _ = w.Write(b.Bytes())
+}
+
 func writeJSONError(w io.Writer, msg string) {
-	writeJSON(w, &graphql.Response{Errors: gqlerror.List{{Message: msg}}})
+	writeRequestErrors(w, &graphql.Response{Errors: gqlerror.List{{Message: msg}}})
+}
+
+// requestErrors is the response to a request that failed before it was
+// executed (it did not decode, parse or validate, or a limit refused it):
+// the GraphQL specification's "request error", which has no data entry at
+// all (section 7.1.2), unlike an execution that produced null.
+type requestErrors struct {
+	Errors     gqlerror.List  `json:"errors"`
+	Extensions map[string]any `json:"extensions,omitempty"`
+}
+
+// writeRequestErrors writes resp's errors and extensions, without data.
+func writeRequestErrors(w io.Writer, resp *graphql.Response) {
+	b, err := json.Marshal(requestErrors{Errors: resp.Errors, Extensions: resp.Extensions})
+	if err != nil {
+		panic(fmt.Errorf("unable to marshal errors: %w", err))
+	}
+	_, _ = w.Write(b)
 }
 
 // writeJSON writes resp with json.Marshal, as gqlgen does.

@@ -64,12 +64,12 @@ func TestResponseBytes(t *testing.T) {
 		})))
 	}
 	ours := map[string]http.Handler{
-		http.MethodGet:  through(getTransport{transport.GET{UseGrapQLResponseJsonByDefault: true}}),
-		http.MethodPost: through(postTransport{POST: transport.POST{UseGrapQLResponseJsonByDefault: true}, params: &memo[*decodedBody]{}}),
+		http.MethodGet:  through(getTransport{transport.GET{}}),
+		http.MethodPost: through(postTransport{POST: transport.POST{}, params: &memo[*decodedBody]{}}),
 	}
 	gqlgens := map[string]http.Handler{
-		http.MethodGet:  through(transport.GET{UseGrapQLResponseJsonByDefault: true}),
-		http.MethodPost: through(transport.POST{UseGrapQLResponseJsonByDefault: true}),
+		http.MethodGet:  through(transport.GET{}),
+		http.MethodPost: through(transport.POST{}),
 	}
 
 	list := `query ($first: Int) { incidents(first: $first) { nodes { id title organization { name incidentCount } symptoms { label } components { label } related { id title organization { name } related { id } } recurrenceOf { id title } recurrences { id } } } }`
@@ -97,25 +97,34 @@ func TestResponseBytes(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"query": q, "variables": vars})
 		return string(b)
 	}
+	// Where the transports differ from gqlgen's on purpose: a request that
+	// fails before execution has no data entry (requestErrors), and a
+	// malformed one is BAD_QUERY with the offset (params.go).
+	const (
+		same = iota
+		noData
+		badRequest
+	)
 	cases := []struct {
 		name string
 		req  func() *http.Request
+		diff int
 	}{
-		{"ListPage", func() *http.Request { return post(body(list, map[string]any{"first": 20})) }},
-		{"ListPageKorean", func() *http.Request { return post(body(list, map[string]any{"first": 5}), "Accept-Language", "ko") }},
-		{"EscapedText", func() *http.Request { return post(body(oddQuery, nil)) }},
-		{"AcceptJSON", func() *http.Request { return post(body(oddQuery, nil), "Accept", "application/json") }},
-		{"AcceptOther", func() *http.Request { return post(body(oddQuery, nil), "Accept", "text/html") }},
-		{"AcceptAny", func() *http.Request { return post(body(oddQuery, nil), "Accept", "*/*") }},
-		{"FieldError", func() *http.Request { return post(body(list, map[string]any{"first": 1000})) }},
-		{"ParseError", func() *http.Request { return post(body(`{ incidents(`, nil)) }},
-		{"ParseErrorAcceptJSON", func() *http.Request { return post(body(`{ incidents(`, nil), "Accept", "application/json") }},
-		{"ValidationError", func() *http.Request { return post(body(`{ nope }`, nil)) }},
-		{"BadBody", func() *http.Request { return post(`{"query": `) }},
-		{"GetListPage", func() *http.Request { return get(list, `{"first": 3}`) }},
-		{"GetEscapedText", func() *http.Request { return get(oddQuery, "") }},
-		{"GetBadVariables", func() *http.Request { return get(list, `{"first": `) }},
-		{"GetMutation", func() *http.Request { return get(`mutation { x }`, "") }},
+		{"ListPage", func() *http.Request { return post(body(list, map[string]any{"first": 20})) }, same},
+		{"ListPageKorean", func() *http.Request { return post(body(list, map[string]any{"first": 5}), "Accept-Language", "ko") }, same},
+		{"EscapedText", func() *http.Request { return post(body(oddQuery, nil)) }, same},
+		{"AcceptJSON", func() *http.Request { return post(body(oddQuery, nil), "Accept", "application/json") }, same},
+		{"AcceptOther", func() *http.Request { return post(body(oddQuery, nil), "Accept", "text/html") }, same},
+		{"AcceptAny", func() *http.Request { return post(body(oddQuery, nil), "Accept", "*/*") }, same},
+		{"FieldError", func() *http.Request { return post(body(list, map[string]any{"first": 1000})) }, same},
+		{"ParseError", func() *http.Request { return post(body(`{ incidents(`, nil)) }, noData},
+		{"ParseErrorAcceptJSON", func() *http.Request { return post(body(`{ incidents(`, nil), "Accept", "application/json") }, noData},
+		{"ValidationError", func() *http.Request { return post(body(`{ nope }`, nil)) }, noData},
+		{"BadBody", func() *http.Request { return post(`{"query": `) }, badRequest},
+		{"GetListPage", func() *http.Request { return get(list, `{"first": 3}`) }, same},
+		{"GetEscapedText", func() *http.Request { return get(oddQuery, "") }, same},
+		{"GetBadVariables", func() *http.Request { return get(list, `{"first": `) }, badRequest},
+		{"GetMutation", func() *http.Request { return get(`mutation { x }`, "") }, noData},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -130,8 +139,27 @@ func TestResponseBytes(t *testing.T) {
 			if g, w := got.Header().Get("Content-Type"), want.Header().Get("Content-Type"); g != w {
 				t.Errorf("Content-Type %q, gqlgen's transport %q", g, w)
 			}
-			if !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
-				t.Errorf("body differs:\n got %s\nwant %s", got.Body.Bytes(), want.Body.Bytes())
+			wantBody := want.Body.Bytes()
+			switch c.diff {
+			case noData:
+				if !bytes.Contains(wantBody, []byte(`,"data":null`)) {
+					t.Fatalf("gqlgen's transport answered %s", wantBody)
+				}
+				wantBody = bytes.Replace(wantBody, []byte(`,"data":null`), nil, 1)
+			case badRequest:
+				var resp struct {
+					Errors []struct{ Extensions map[string]any }
+					Data   *json.RawMessage
+				}
+				raw := bytes.Contains(got.Body.Bytes(), []byte(`"data"`))
+				if err := json.Unmarshal(got.Body.Bytes(), &resp); err != nil || raw || len(resp.Errors) != 1 ||
+					resp.Errors[0].Extensions["code"] != CodeBadRequest || resp.Errors[0].Extensions["offset"] == nil {
+					t.Errorf("a malformed request answered %s", got.Body.Bytes())
+				}
+				return
+			}
+			if !bytes.Equal(got.Body.Bytes(), wantBody) {
+				t.Errorf("body differs:\n got %s\nwant %s", got.Body.Bytes(), wantBody)
 			}
 			if cl := got.Header().Get("Content-Length"); cl != "" && cl != strconv.Itoa(got.Body.Len()) {
 				t.Errorf("Content-Length %s for a body of %d bytes", cl, got.Body.Len())

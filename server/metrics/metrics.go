@@ -8,6 +8,8 @@ package metrics
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"strconv"
 	"strings"
@@ -24,9 +26,27 @@ import (
 	"github.com/incidentlib/incidentlib/graph"
 )
 
-// maxOperationNames bounds the operation label: operation names come from
-// clients, and every further name is counted as "other".
-const maxOperationNames = 200
+// Label values a client can influence are bounded in number and in
+// length, so that no client can make /metrics large:
+//
+//   - operation: the first maxOperationNames distinct names, each a
+//     GraphQL name of at most maxOperationNameBytes; a longer one is
+//     "long:" and 16 hex digits of its SHA-256 (stable across restarts and
+//     servers), a string that is not a GraphQL name (an operationName sent
+//     with no such operation) "invalid", an operation without a name
+//     "anonymous", and every name past the cap "other".
+//   - code: an error code as the server writes them (upper case, digits
+//     and underscores, at most maxCodeBytes), the first maxCodes of them;
+//     anything else "other".
+//
+// The other labels (path, status, executor, loader, cache outcome) take
+// values the server chooses from a fixed set.
+const (
+	maxOperationNames     = 200
+	maxOperationNameBytes = 100
+	maxCodes              = 64
+	maxCodeBytes          = 40
+)
 
 // Metrics are the server's Prometheus metrics.
 type Metrics struct {
@@ -48,8 +68,9 @@ type Metrics struct {
 	// searchWaiting reads the search service's queue (SetSearch).
 	searchWaiting atomic.Pointer[func() int]
 
-	mu  sync.Mutex
-	ops map[string]bool
+	mu    sync.Mutex
+	ops   map[string]bool
+	codes map[string]bool
 }
 
 // New registers the metrics on reg; when reg is nil a private registry is
@@ -69,6 +90,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		gatherer: gatherer,
 		reg:      reg,
 		ops:      map[string]bool{},
+		codes:    map[string]bool{},
 		opDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "incidentlib_graphql_request_duration_seconds",
 			Help:    "Time to execute a GraphQL operation, by operation name.",
@@ -179,11 +201,19 @@ func (m *Metrics) Batch(loader string, keys int) {
 // loaderCounters are one loader's series of loaderBatch and loaderKeys.
 type loaderCounters struct{ batches, keys prometheus.Counter }
 
-// OperationLabel is the operation label of an operation named name:
-// "anonymous" without a name, "other" past maxOperationNames names.
+// OperationLabel is the operation label of an operation named name (see
+// maxOperationNames): the name, "long:<hex>" for a long one, "invalid"
+// for one that is not a GraphQL name, "anonymous" without a name, "other"
+// past maxOperationNames names.
 func (m *Metrics) OperationLabel(name string) string {
-	if name == "" {
+	switch {
+	case name == "":
 		return "anonymous"
+	case len(name) > maxOperationNameBytes:
+		sum := sha256.Sum256([]byte(name))
+		name = "long:" + hex.EncodeToString(sum[:8])
+	case !isName(name):
+		return "invalid"
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -197,10 +227,54 @@ func (m *Metrics) OperationLabel(name string) string {
 	return name
 }
 
+// CodeLabel is the code label of an error code (see maxCodes).
+func (m *Metrics) CodeLabel(code string) string {
+	if code == "" {
+		return "GRAPHQL"
+	}
+	if len(code) > maxCodeBytes || !isCode(code) {
+		return "other"
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.codes[code] {
+		return code
+	}
+	if len(m.codes) >= maxCodes {
+		return "other"
+	}
+	m.codes[code] = true
+	return code
+}
+
+// isName says whether s is a GraphQL name: /[_A-Za-z][_0-9A-Za-z]*/.
+func isName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9' {
+			continue
+		}
+		return false
+	}
+	return s != ""
+}
+
+// isCode says whether s is written as the server writes error codes.
+func isCode(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '_' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
+			continue
+		}
+		return false
+	}
+	return s != ""
+}
+
 // CountError counts one error of an operation (by its label) with code,
 // for a refusal answered before gqlgen ran the operation.
 func (m *Metrics) CountError(op, code string) {
-	m.opErrors.WithLabelValues(m.OperationLabel(op), code).Inc()
+	m.opErrors.WithLabelValues(m.OperationLabel(op), m.CodeLabel(code)).Inc()
 }
 
 // HTTPRequest counts one answered request by path and status.
@@ -239,10 +313,7 @@ func (t operationTracer) InterceptResponse(ctx context.Context, next graphql.Res
 	if resp != nil {
 		for _, e := range resp.Errors {
 			code, _ := e.Extensions["code"].(string)
-			if code == "" {
-				code = "GRAPHQL"
-			}
-			t.m.opErrors.WithLabelValues(op, code).Inc()
+			t.m.opErrors.WithLabelValues(op, t.m.CodeLabel(code)).Inc()
 		}
 	}
 	return resp
