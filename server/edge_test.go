@@ -44,7 +44,7 @@ func noErrorLogged(t *testing.T, hs *hostileServer) {
 }
 
 // TestMalformedRequestBodies: whatever a client gets wrong in the body of
-// a POST (or the parameters of a GET) is BAD_QUERY with status 400, the
+// a POST (or the parameters of a GET) is BAD_REQUEST with status 400, the
 // byte offset where JSON parsing stopped when it did not parse, no data
 // entry, nothing run or read, and nothing logged at ERROR; never INTERNAL.
 func TestMalformedRequestBodies(t *testing.T) {

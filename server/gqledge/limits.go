@@ -22,7 +22,7 @@ const (
 	CodeBodyTooLarge         = "BODY_TOO_LARGE"
 	CodeBatchLimit           = "BATCH_LIMIT"
 	CodeRateLimited          = "RATE_LIMITED"
-	CodeBadRequest           = incidentlib.EBADQUERY
+	CodeBadRequest           = incidentlib.EBADREQUEST
 	CodeMethodNotAllowed     = "METHOD_NOT_ALLOWED"
 	CodeNotAcceptable        = "NOT_ACCEPTABLE"
 	CodeUnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE"

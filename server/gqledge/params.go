@@ -15,7 +15,7 @@ import (
 // The one decoder of a GraphQL request's parameters, for POST bodies and
 // GET query strings alike: the guard decodes a request with it before
 // anything else reads the request, so that what the client got wrong is
-// answered once, as BAD_QUERY with HTTP 400 and the byte offset where
+// answered once, as BAD_REQUEST with HTTP 400 and the byte offset where
 // JSON parsing stopped; the transports and the response cache read what
 // it decoded (Edge.params), never the raw request again.
 //
@@ -33,7 +33,7 @@ import (
 const maxRequestNesting = 64
 
 // RequestError is a client's mistake in the HTTP form of a GraphQL
-// request: answered 400 with extensions.code BAD_QUERY and, for JSON that
+// request: answered 400 with extensions.code BAD_REQUEST and, for JSON that
 // does not parse, extensions.offset: where parsing stopped, the 0-based
 // index of the first byte that could not be read (the length of the text
 // when it ended too soon).

@@ -21,7 +21,7 @@ import (
 // parameters and through the whole handler. The decoder never panics and
 // refuses with a RequestError whose offset lies in the body; the handler
 // answers JSON with a GraphQL-over-HTTP status, never INTERNAL, and a body
-// the decoder refuses is BAD_QUERY with 400 and no data entry. Without
+// the decoder refuses is BAD_REQUEST with 400 and no data entry. Without
 // -fuzz only the seeds run; `make test` fuzzes it by count.
 func FuzzDecodeParams(f *testing.F) {
 	for _, seed := range []string{

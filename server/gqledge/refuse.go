@@ -85,7 +85,7 @@ func refuse(w http.ResponseWriter, contentType string, status int, code, msg str
 	_, _ = w.Write(b.Bytes())
 }
 
-// refuseRequest answers a malformed request (params.go): 400 BAD_QUERY,
+// refuseRequest answers a malformed request (params.go): 400 BAD_REQUEST,
 // with the offset where JSON parsing stopped.
 func refuseRequest(w http.ResponseWriter, contentType string, e *RequestError) {
 	refuse(w, contentType, http.StatusBadRequest, CodeBadRequest, e.Error(), e.extensions())

@@ -99,7 +99,7 @@ func TestResponseBytes(t *testing.T) {
 	}
 	// Where the transports differ from gqlgen's on purpose: a request that
 	// fails before execution has no data entry (requestErrors), and a
-	// malformed one is BAD_QUERY with the offset (params.go).
+	// malformed one is BAD_REQUEST with the offset (params.go).
 	const (
 		same = iota
 		noData

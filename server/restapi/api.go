@@ -85,7 +85,7 @@ func (a *API) StopLongPolls() {
 // this one place.
 func httpStatus(code string) int {
 	switch code {
-	case incidentlib.EINVALID, incidentlib.EBADCURSOR, incidentlib.EBADQUERY:
+	case incidentlib.EINVALID, incidentlib.EBADCURSOR, incidentlib.EBADQUERY, incidentlib.EBADREQUEST:
 		return http.StatusBadRequest
 	case incidentlib.ENOTFOUND:
 		return http.StatusNotFound
