@@ -273,6 +273,7 @@ func (db *DB) StoreStats() incidentlib.StoreStats {
 		ReadTxTotal: bs.TxN, OpenReadTx: bs.OpenTxN,
 		FreePages: bs.FreePageN, PendingPages: bs.PendingPageN, FreeAllocBytes: bs.FreeAlloc, FreelistBytes: bs.FreelistInuse,
 		PageBytes: db.bolt.Info().PageSize, Seq: db.Seq(), WritesInFlight: int(db.mut.inflight.Load()),
+		Corrupt: db.fault.corrupt.Load() != nil, FullErrors: db.fault.full.Load(),
 	}
 	if fi, err := os.Stat(db.path); err == nil {
 		s.FileBytes = fi.Size()

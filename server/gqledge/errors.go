@@ -3,6 +3,8 @@ package gqledge
 import (
 	"context"
 	"errors"
+	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -29,8 +31,18 @@ func (s *Edge) PresentError(ctx context.Context, err error) *gqlerror.Error {
 	if out.Extensions == nil {
 		out.Extensions = map[string]any{}
 	}
-	if out.Extensions["code"] == incidentlib.EINTERNAL {
+	code, _ := out.Extensions["code"].(string)
+	if incidentlib.IsInternal(code) {
 		out.Extensions["requestId"] = RequestID(ctx)
+	}
+	if code == incidentlib.ESTORAGEFULL {
+		// 503 with Retry-After: nothing was written, and the write may
+		// succeed once space is freed.
+		if rp := replyFrom(ctx); rp != nil {
+			rp.status = http.StatusServiceUnavailable
+			rp.header.Set("Retry-After", strconv.Itoa(storageFullRetryAfter))
+		}
+		out.Extensions["retryAfter"] = storageFullRetryAfter
 	}
 	// gqlgen's POST transport quotes the whole body when it cannot decode it.
 	if strings.HasPrefix(out.Message, "json request body could not be decoded") {
@@ -42,6 +54,10 @@ func (s *Edge) PresentError(ctx context.Context, err error) *gqlerror.Error {
 	}
 	return out
 }
+
+// storageFullRetryAfter is the Retry-After, in seconds, of a write refused
+// for a full disk (STORAGE_FULL).
+const storageFullRetryAfter = 30
 
 // stripSuggestions cuts a "Did you mean ...?" suggestion off a message: the
 // validator's rules without suggestions cover the known cases, this any
