@@ -46,7 +46,9 @@ func addStoreFlags(f *flags) storeFlags {
 }
 
 // open opens the store the flags name.
-func (s storeFlags) open(readOnly bool) (*storage.DB, error) { return s.openObserved(readOnly, nil, nil) }
+func (s storeFlags) open(readOnly bool) (*storage.DB, error) {
+	return s.openObserved(readOnly, nil, nil)
+}
 
 // openObserved is open with observeCommit, if not nil, receiving the
 // duration of every write commit (serve's metrics:
