@@ -116,3 +116,37 @@ func TestDamageUnderOpenStore(t *testing.T) {
 		t.Fatalf("want one log line naming %s and page %d, got:\n%s", path, page, logs.String())
 	}
 }
+
+// TestCheckFindsRecurrenceCycles brings recurrence_of links that loop in
+// through the change feed's path (ApplyChanges checks no links, as a
+// replica applies what its primary sent): check lists each loop once.
+func TestCheckFindsRecurrenceCycles(t *testing.T) {
+	ctx := context.Background()
+	dst := rpOpen(t)
+	a, b, c := rpIncident("IL-0001", "Acme", "acme", "a"), rpIncident("IL-0002", "Acme", "acme", "b"), rpIncident("IL-0003", "Acme", "acme", "c")
+	d, e, f := rpIncident("IL-0004", "Acme", "acme", "d"), rpIncident("IL-0005", "Acme", "acme", "e"), rpIncident("IL-0006", "Acme", "acme", "f")
+	a.RecurrenceOf, b.RecurrenceOf, c.RecurrenceOf = "IL-0002", "IL-0003", "IL-0001" // a loop of three
+	d.RecurrenceOf, e.RecurrenceOf = "IL-0005", "IL-0004"                             // a loop of two
+	f.RecurrenceOf = "IL-0001"                                                         // leads into a loop: no loop of its own
+	var changes []incidentlib.Change
+	for i, inc := range []*incidentlib.Incident{a, b, c, d, e, f} {
+		changes = append(changes, incidentlib.Change{Seq: uint64(i + 1), ID: inc.ID, Incident: inc})
+	}
+	if _, err := dst.ApplyChanges(ctx, 0, changes); err != nil {
+		t.Fatal(err)
+	}
+	problems, err := dst.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cycles []string
+	for _, p := range problems {
+		if strings.HasPrefix(p, "recurrence cycle: ") {
+			cycles = append(cycles, strings.SplitN(strings.TrimPrefix(p, "recurrence cycle: "), " (", 2)[0])
+		}
+	}
+	want := []string{"IL-0001 -> IL-0002 -> IL-0003 -> IL-0001", "IL-0004 -> IL-0005 -> IL-0004"}
+	if strings.Join(cycles, "|") != strings.Join(want, "|") {
+		t.Fatalf("cycles %q, want %q; problems:\n%s", cycles, want, strings.Join(problems, "\n"))
+	}
+}
