@@ -33,6 +33,16 @@ func Check(ctx context.Context, db incidentlib.ChangeLog, path string) (*Report,
 		rep.Missing = true
 		return rep, nil
 	}
+	if named, ok := db.(interface{ Path() string }); ok {
+		why, err := otherStore(path, named)
+		if err != nil {
+			why = err.Error()
+		}
+		if why != "" {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("search index: %s (serve rebuilds it)", why))
+			return rep, nil
+		}
+	}
 	m, err := load(path)
 	if err != nil {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("search index: %v", err))

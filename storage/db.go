@@ -10,6 +10,8 @@ package storage
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -51,6 +53,11 @@ var (
 var (
 	metaSchema = []byte("schema") // u32 schema version
 	metaSeq    = []byte("seq")    // u64 last change sequence
+	// metaStoreID is the store's identity: 16 random bytes, hex, written
+	// once at creation (or the first writable open of an older store) and
+	// kept for the file's life. Copies of the file (backups) share it;
+	// a replica has its own. The search index records it (StoreID).
+	metaStoreID = []byte("store_id")
 )
 
 const schemaVersion = 1
@@ -105,6 +112,8 @@ type DB struct {
 	watch         seqWatch // wakes readers waiting for the sequence to grow (changes.go)
 
 	fault faultState // a corrupt file, a full disk (fault.go)
+
+	storeID string // metaStoreID, "" in an older store opened read-only
 }
 
 type cachedIncident struct {
@@ -251,7 +260,9 @@ func (db *DB) load(readOnly bool) (err error) {
 		}
 	}
 	return db.bolt.View(func(tx *bolt.Tx) error {
-		db.seq.Store(getU64(tx.Bucket(bucketMeta).Get(metaSeq)))
+		meta := tx.Bucket(bucketMeta)
+		db.seq.Store(getU64(meta.Get(metaSeq)))
+		db.storeID = string(meta.Get(metaStoreID))
 		return nil
 	})
 }
@@ -271,6 +282,15 @@ func (db *DB) init() error {
 			}
 		} else if got := binary.BigEndian.Uint32(v); got != schemaVersion {
 			return fmt.Errorf("%s has schema version %d; this program reads version %d", db.path, got, schemaVersion)
+		}
+		if meta.Get(metaStoreID) == nil {
+			id := make([]byte, 16)
+			if _, err := rand.Read(id); err != nil {
+				return err
+			}
+			if err := meta.Put(metaStoreID, []byte(hex.EncodeToString(id))); err != nil {
+				return err
+			}
 		}
 		return writeTaxonomy(tx, db.tax)
 	})
@@ -316,6 +336,12 @@ func (db *DB) Close() error { return db.bolt.Close() }
 
 // Path is the file's path.
 func (db *DB) Path() string { return db.path }
+
+// StoreID is the store's identity, random and written once at creation:
+// the search index records it, so that an index is never shared by two
+// stores. "" for a store made by an older version and opened read-only
+// since.
+func (db *DB) StoreID() string { return db.storeID }
 
 // Taxonomy returns the taxonomy of the store.
 func (db *DB) Taxonomy() *incidentlib.Taxonomy { return db.tax }
