@@ -11,8 +11,8 @@ package storage
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"

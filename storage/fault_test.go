@@ -126,8 +126,8 @@ func TestCheckFindsRecurrenceCycles(t *testing.T) {
 	a, b, c := rpIncident("IL-0001", "Acme", "acme", "a"), rpIncident("IL-0002", "Acme", "acme", "b"), rpIncident("IL-0003", "Acme", "acme", "c")
 	d, e, f := rpIncident("IL-0004", "Acme", "acme", "d"), rpIncident("IL-0005", "Acme", "acme", "e"), rpIncident("IL-0006", "Acme", "acme", "f")
 	a.RecurrenceOf, b.RecurrenceOf, c.RecurrenceOf = "IL-0002", "IL-0003", "IL-0001" // a loop of three
-	d.RecurrenceOf, e.RecurrenceOf = "IL-0005", "IL-0004"                             // a loop of two
-	f.RecurrenceOf = "IL-0001"                                                         // leads into a loop: no loop of its own
+	d.RecurrenceOf, e.RecurrenceOf = "IL-0005", "IL-0004"                            // a loop of two
+	f.RecurrenceOf = "IL-0001"                                                       // leads into a loop: no loop of its own
 	var changes []incidentlib.Change
 	for i, inc := range []*incidentlib.Incident{a, b, c, d, e, f} {
 		changes = append(changes, incidentlib.Change{Seq: uint64(i + 1), ID: inc.ID, Incident: inc})
