@@ -236,14 +236,10 @@ func (db *DB) refuseWrite() error {
 	return nil
 }
 
-// preflightSink keeps the bytes the walk read from being optimized away.
-var preflightSink atomic.Uint32
-
-// preflight walks every page of the open, read-only b under the fault
-// recovery: it finds a damaged page before bbolt's own walk could meet it
-// in a goroutine of its own. It reads every key and the first and last
-// byte of every value of every bucket, and checks that the file holds the
-// pages its meta page counts.
+// preflight checks the open, read-only b before bbolt walks its pages in a
+// goroutine of its own: that the file holds the pages its meta page counts
+// (a truncated file), and the structure of every reachable page, read from
+// the file (walkFile).
 func preflight(b *bolt.DB, path string, fileSize int64) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -260,32 +256,10 @@ func preflight(b *bolt.DB, path string, fileSize int64) (err error) {
 		return err
 	}
 	defer tx.Rollback()
+	ps := int64(b.Info().PageSize)
 	if size := tx.Size(); size > fileSize {
-		ps := int64(b.Info().PageSize)
 		return &CorruptError{Path: path, Page: fileSize / ps,
 			Detail: fmt.Sprintf("the file is truncated: it is %d bytes, but its pages reach %d (%d pages of %d bytes)", fileSize, size, size/ps, ps)}
 	}
-	var sink byte
-	var walk func(bk *bolt.Bucket) error
-	walk = func(bk *bolt.Bucket) error {
-		c := bk.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			sink ^= k[0] ^ k[len(k)-1]
-			if v == nil {
-				if child := bk.Bucket(k); child != nil {
-					if err := walk(child); err != nil {
-						return err
-					}
-				}
-				continue
-			}
-			if len(v) > 0 {
-				sink ^= v[0] ^ v[len(v)-1]
-			}
-		}
-		return nil
-	}
-	err = tx.ForEach(func(_ []byte, bk *bolt.Bucket) error { return walk(bk) })
-	preflightSink.Store(uint32(sink))
-	return err
+	return walkFile(path, ps, fileSize)
 }
