@@ -21,7 +21,18 @@ const (
 	EUNAVAILABLE         = "UNAVAILABLE"
 	EUPSTREAMUNAVAILABLE = "UPSTREAM_UNAVAILABLE"
 	EREADONLY            = "READ_ONLY"
+	// ESTORECORRUPT: the store's file has a damaged page. A client sees an
+	// internal error (message "internal error", a request id, HTTP 500);
+	// the store logs the file and the page once, /readyz answers 503.
+	ESTORECORRUPT = "STORE_CORRUPT"
+	// ESTORAGEFULL: a write failed for want of disk space (ENOSPC, EFBIG,
+	// EDQUOT) and wrote nothing: HTTP 503 with Retry-After.
+	ESTORAGEFULL = "STORAGE_FULL"
 )
+
+// IsInternal reports whether an error code is shown to a client as an
+// internal error, with a request id and no detail.
+func IsInternal(code string) bool { return code == EINTERNAL || code == ESTORECORRUPT }
 
 // Error is the one error type of the application. Anything that is not an
 // *Error is internal and its message is never shown to a client.

@@ -138,6 +138,11 @@ type StoreStats struct {
 	Seq uint64
 	// WritesInFlight is how many writes are waiting for or inside a commit.
 	WritesInFlight int
+	// Corrupt is set once a transaction met a damaged page
+	// (STORE_CORRUPT): /readyz answers 503 from then on.
+	Corrupt bool
+	// FullErrors counts the writes refused for a full disk (STORAGE_FULL).
+	FullErrors uint64
 }
 
 // StoreMonitor reports the store's figures without waiting on it:

@@ -177,7 +177,7 @@ func (x *Index) follow(ctx context.Context) {
 			x.mu.RUnlock()
 			if due {
 				if err := x.saveIfDirty(); err != nil {
-					x.opts.Logger.Error("saving the search index failed", "err", err)
+					x.saveFailed(err)
 				}
 			}
 		}

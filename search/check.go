@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 
 	"github.com/incidentlib/incidentlib"
@@ -29,9 +30,21 @@ type Report struct {
 // the same version of the record, and nothing else may be.
 func Check(ctx context.Context, db incidentlib.ChangeLog, path string) (*Report, error) {
 	rep := &Report{StoreSeq: db.Seq()}
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+	// No directory, or one whose index was never saved (a full disk at
+	// its first save): serve builds it.
+	if _, err := os.Stat(filepath.Join(path, indexFile)); errors.Is(err, os.ErrNotExist) {
 		rep.Missing = true
 		return rep, nil
+	}
+	if named, ok := db.(interface{ Path() string }); ok {
+		why, err := otherStore(path, named)
+		if err != nil {
+			why = err.Error()
+		}
+		if why != "" {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("search index: %s (serve rebuilds it)", why))
+			return rep, nil
+		}
 	}
 	m, err := load(path)
 	if err != nil {

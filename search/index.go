@@ -168,6 +168,10 @@ type Index struct {
 	turns   *semaphore.Weighted // Options.Concurrency, first come first served
 	waiting atomic.Int64        // searches waiting for a turn
 
+	lk           *dirLock      // the directory's lock, held until Close (dir.go)
+	identified   bool          // the store's identity is written (dir.go); under lock
+	saveFailures atomic.Uint64 // saves that failed (SaveFailures)
+
 	mu      sync.RWMutex // guards mem; writers also hold lock
 	mem     *memIndex
 	dirty   bool // mem differs from the file
@@ -175,15 +179,25 @@ type Index struct {
 }
 
 // ErrRebuild is returned by Open for an index that cannot be caught up:
-// built by another version of the program, or ahead of the store (made
-// from another store). Rebuild replaces it.
+// built by another version of the program, made from another store (its
+// recorded identity, or a sequence ahead of the store's). Rebuild
+// replaces it.
 var ErrRebuild = errors.New("the search index must be rebuilt")
 
 // Open opens the index at path for db, creating an empty one if there is
 // none, and catches it up with the store; with opts.Follow it then follows
-// the store until Close. Returns an error wrapping ErrRebuild if the index
-// belongs to another store or program version.
+// the store until Close. The directory is locked until Close (ErrLocked if
+// another process holds it, dir.go). Returns an error wrapping ErrRebuild
+// if the index belongs to another store or program version.
+//
+// An index that cannot be saved (a full disk) is no error: it serves from
+// memory, the failure is logged as a warning and counted
+// (SaveFailures), and the next save retries.
 func Open(ctx context.Context, db Store, path string, opts Options) (*Index, error) {
+	return open(ctx, db, path, opts, false)
+}
+
+func open(ctx context.Context, db Store, path string, opts Options, rebuild bool) (*Index, error) {
 	if opts.BatchSize == 0 {
 		opts.BatchSize = 2000
 	}
@@ -199,21 +213,40 @@ func Open(ctx context.Context, db Store, path string, opts Options) (*Index, err
 	if opts.Concurrency == 0 {
 		opts.Concurrency = runtime.GOMAXPROCS(0)
 	}
+	lk, err := lockDir(path, db)
+	if err != nil {
+		return nil, err
+	}
+	x, err := openLocked(ctx, db, path, opts, rebuild)
+	if err != nil {
+		lk.release()
+		return nil, err
+	}
+	x.lk = lk
+	return x, nil
+}
+
+// openLocked is Open once the directory is locked; rebuild starts from an
+// empty index whatever the directory holds (its file is replaced by the
+// first save).
+func openLocked(ctx context.Context, db Store, path string, opts Options, rebuild bool) (*Index, error) {
 	x := &Index{db: db, path: path, opts: opts, turns: semaphore.NewWeighted(int64(opts.Concurrency)),
 		lock: make(chan struct{}, 1), stop: func() {}, cache: newSetCache(32), filters: newFilterCache()}
-	_, statErr := os.Stat(path)
+	_, statErr := os.Stat(filepath.Join(path, indexFile))
 	switch {
-	case errors.Is(statErr, os.ErrNotExist):
-		if err := os.MkdirAll(path, 0o755); err != nil {
-			return nil, fmt.Errorf("create the search index %s: %w", path, err)
-		}
+	case rebuild || errors.Is(statErr, os.ErrNotExist):
 		x.mem = newMemIndex()
-		if err := x.save(); err != nil {
-			return nil, err
-		}
+		x.dirty = true // saved below, with the store's identity
 	case statErr != nil:
 		return nil, fmt.Errorf("open the search index: %w", statErr)
 	default:
+		why, err := otherStore(path, db)
+		if err != nil {
+			return nil, fmt.Errorf("open the search index: %w", err)
+		}
+		if why != "" {
+			return nil, fmt.Errorf("%w: %s", ErrRebuild, why)
+		}
 		m, err := load(path)
 		if err != nil {
 			return nil, err
@@ -233,7 +266,7 @@ func Open(ctx context.Context, db Store, path string, opts Options) (*Index, err
 		return nil, err
 	}
 	if err := x.saveIfDirty(); err != nil {
-		return nil, err
+		x.saveFailed(err) // serves from memory; the next save retries
 	}
 	if opts.Follow {
 		fctx, cancel := context.WithCancel(context.Background())
@@ -244,11 +277,28 @@ func Open(ctx context.Context, db Store, path string, opts Options) (*Index, err
 	return x, nil
 }
 
+// saveFailed logs a save that failed and counts it: the index goes on from
+// memory.
+func (x *Index) saveFailed(err error) {
+	x.saveFailures.Add(1)
+	x.opts.Logger.Warn("the search index could not be saved; it serves from memory and the next save retries",
+		"path", x.path, "err", err.Error())
+}
+
+// SaveFailures counts the saves of the index that failed (a full disk):
+// the index served from memory meanwhile.
+func (x *Index) SaveFailures() uint64 { return x.saveFailures.Load() }
+
 // Close stops following the store (Options.Follow) and saves the index if
 // it changed since it was last saved.
 func (x *Index) Close() error {
 	x.stop()
-	return x.saveIfDirty()
+	defer x.lk.release()
+	err := x.saveIfDirty()
+	if err != nil {
+		x.saveFailures.Add(1)
+	}
+	return err
 }
 
 // saveIfDirty saves the index if it changed since it was last saved.
@@ -277,6 +327,14 @@ func (x *Index) save() error {
 		x.mu.Lock()
 		m.compact()
 		x.mu.Unlock()
+	}
+	if !x.identified {
+		// The store's identity before the index: an index file is never
+		// there without the record of its store.
+		if err := writeIdentity(x.path, x.db); err != nil {
+			return fmt.Errorf("search: save the index's store identity: %w", err)
+		}
+		x.identified = true
 	}
 	file := filepath.Join(x.path, indexFile)
 	tmp := file + ".tmp"
@@ -342,27 +400,9 @@ func (x *Index) DocCount() (uint64, error) {
 }
 
 // Rebuild builds a new index of every incident of db at path, replacing
-// any index there only once the new one is complete.
+// any index there only once the new one is saved (if it cannot be saved,
+// the new index serves from memory, as Open's does).
 func Rebuild(ctx context.Context, db Store, path string, opts Options) (*Index, error) {
-	tmp := path + ".new"
-	if err := os.RemoveAll(tmp); err != nil {
-		return nil, err
-	}
-	build := opts
-	build.Follow = false
-	x, err := Open(ctx, db, tmp, build)
-	if err != nil {
-		os.RemoveAll(tmp)
-		return nil, err
-	}
-	if err := x.Close(); err != nil {
-		return nil, err
-	}
-	if err := os.RemoveAll(path); err != nil {
-		return nil, err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return nil, err
-	}
-	return Open(ctx, db, path, opts)
+	_ = os.RemoveAll(path + ".new") // left by an older version's rebuild
+	return open(ctx, db, path, opts, true)
 }

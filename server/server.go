@@ -193,6 +193,12 @@ func New(svc Services, res *graph.Resolver, es graphql.ExecutableSchema, m *metr
 			_, _ = w.Write([]byte("starting\n"))
 			return
 		}
+		if svc.Monitor != nil && svc.Monitor.StoreStats().Corrupt {
+			// For good: the file needs restoring (STORE_CORRUPT, logged once).
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("store corrupt: restore it from a backup\n"))
+			return
+		}
 		_, _ = w.Write([]byte("ready\n"))
 	})
 	mux.Handle("GET /metrics", m.Handler())

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	bolt "go.etcd.io/bbolt"
@@ -79,6 +81,10 @@ func (db *DB) Check(ctx context.Context) ([]string, error) {
 				}
 			}
 		}
+		for _, cycle := range recurrenceCycles(incs) {
+			add("recurrence cycle: %s (recurrence_of links that loop; a feed or replica can bring them in: fix one record)",
+				strings.Join(cycle, " -> "))
+		}
 		want.compare(tx, add)
 		_ = tx.Bucket(bucketAliases).ForEach(func(k, v []byte) error {
 			from, to := binary.BigEndian.Uint32(k), binary.BigEndian.Uint32(v)
@@ -115,6 +121,42 @@ func (db *DB) Check(ctx context.Context) ([]string, error) {
 	})
 	sort.Strings(problems)
 	return problems, err
+}
+
+// recurrenceCycles finds the loops of recurrence_of links: each incident
+// names at most one, so following them from every incident, three colours
+// (unseen, on the path, done) find every loop once. Each cycle is listed
+// from its smallest id and ends with it again.
+func recurrenceCycles(incs []*incidentlib.Incident) [][]string {
+	next := make(map[string]string, len(incs))
+	for _, inc := range incs {
+		if inc.RecurrenceOf != "" {
+			next[inc.ID] = inc.RecurrenceOf
+		}
+	}
+	const onPath, done = 1, 2
+	state := make(map[string]int, len(next))
+	var cycles [][]string
+	for _, inc := range incs {
+		var path []string
+		id := inc.ID
+		for id != "" && state[id] == 0 {
+			state[id] = onPath
+			path = append(path, id)
+			id = next[id]
+		}
+		if id != "" && state[id] == onPath { // a new loop, from id on
+			i := slices.Index(path, id)
+			loop := slices.Clone(path[i:])
+			least := slices.Index(loop, slices.Min(loop))
+			loop = append(loop[least:], loop[:least]...)
+			cycles = append(cycles, append(loop, loop[0]))
+		}
+		for _, p := range path {
+			state[p] = done
+		}
+	}
+	return cycles
 }
 
 // expected holds the indexes as they should be, rebuilt from the records.
@@ -273,6 +315,7 @@ func (db *DB) StoreStats() incidentlib.StoreStats {
 		ReadTxTotal: bs.TxN, OpenReadTx: bs.OpenTxN,
 		FreePages: bs.FreePageN, PendingPages: bs.PendingPageN, FreeAllocBytes: bs.FreeAlloc, FreelistBytes: bs.FreelistInuse,
 		PageBytes: db.bolt.Info().PageSize, Seq: db.Seq(), WritesInFlight: int(db.mut.inflight.Load()),
+		Corrupt: db.fault.corrupt.Load() != nil, FullErrors: db.fault.full.Load(),
 	}
 	if fi, err := os.Stat(db.path); err == nil {
 		s.FileBytes = fi.Size()

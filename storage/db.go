@@ -10,12 +10,17 @@ package storage
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -48,6 +53,11 @@ var (
 var (
 	metaSchema = []byte("schema") // u32 schema version
 	metaSeq    = []byte("seq")    // u64 last change sequence
+	// metaStoreID is the store's identity: 16 random bytes, hex, written
+	// once at creation (or the first writable open of an older store) and
+	// kept for the file's life. Copies of the file (backups) share it;
+	// a replica has its own. The search index records it (StoreID).
+	metaStoreID = []byte("store_id")
 )
 
 const schemaVersion = 1
@@ -76,6 +86,9 @@ type Options struct {
 	// called after the commit, outside the transaction, and must not
 	// block.
 	ObserveCommit func(time.Duration)
+	// Logger receives the one line that reports a corrupt file and the
+	// warning of a full disk (fault.go); default slog.Default().
+	Logger *slog.Logger
 }
 
 // DB is the incident store.
@@ -97,6 +110,10 @@ type DB struct {
 
 	upstreamLinks bool     // Options.UpstreamLinks
 	watch         seqWatch // wakes readers waiting for the sequence to grow (changes.go)
+
+	fault faultState // a corrupt file, a full disk (fault.go)
+
+	storeID string // metaStoreID, "" in an older store opened read-only
 }
 
 type cachedIncident struct {
@@ -126,6 +143,9 @@ func Open(path string, opts Options) (*DB, error) {
 	if opts.RecordCache < 0 {
 		return nil, fmt.Errorf("record cache size must not be negative, got %d", opts.RecordCache)
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
 	if !opts.ReadOnly {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return nil, fmt.Errorf("create the database directory: %w", err)
@@ -141,48 +161,110 @@ func Open(path string, opts Options) (*DB, error) {
 		ReadOnly:       opts.ReadOnly,
 		NoSync:         opts.NoSync,
 	}
-	b, err := bolt.Open(path, 0o600, bopts)
+	b, err := openChecked(path, bopts)
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
-			return nil, fmt.Errorf("open %s: %w (waited %s)", path, ErrLocked, opts.OpenTimeout)
-		}
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
 	}
 	db := &DB{bolt: b, path: path, tax: opts.Taxonomy, Now: time.Now, upstreamLinks: opts.UpstreamLinks,
 		observeCommit: opts.ObserveCommit}
+	db.fault.logger = opts.Logger
 	if db.observeCommit == nil {
 		db.observeCommit = func(time.Duration) {}
 	}
 	if opts.RecordCache > 0 {
 		db.cache, _ = lru.New[uint32, *cachedIncident](opts.RecordCache)
 	}
-	if !opts.ReadOnly {
+	if err := db.load(opts.ReadOnly); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// openChecked opens the file with bbolt, refusing an existing empty file
+// and one with a damaged page (fault.go): an existing file is first opened
+// read-only and walked page by page (preflight), and only then, for
+// writing, opened again.
+func openChecked(path string, bopts *bolt.Options) (b *bolt.DB, err error) {
+	fi, statErr := os.Stat(path)
+	switch {
+	case statErr == nil && fi.Size() == 0:
+		return nil, fmt.Errorf("open %s: the file is empty (0 bytes), not an incidentlib store; "+
+			"if a first start was interrupted, delete it and start again, otherwise restore it from a backup", path)
+	case statErr == nil && fi.IsDir():
+		return nil, fmt.Errorf("open %s: it is a directory, not an incidentlib store", path)
+	}
+	open := func(o *bolt.Options) (b *bolt.DB, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				ce, ok := corruption(r, path)
+				if !ok {
+					panic(r)
+				}
+				b, err = nil, ce
+			}
+		}()
+		defer faultGuard(debug.SetPanicOnFault(true))
+		b, err = bolt.Open(path, 0o600, o)
+		if err == nil {
+			return b, nil
+		}
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("open %s: %w (waited %s)", path, ErrLocked, o.Timeout)
+		}
+		if errors.Is(err, bolt.ErrInvalid) || errors.Is(err, bolt.ErrChecksum) || errors.Is(err, bolt.ErrVersionMismatch) ||
+			strings.Contains(err.Error(), "file size too small") {
+			return nil, &CorruptError{Path: path, Page: 0, Detail: "both meta pages (0 and 1) are unreadable: " + err.Error()}
+		}
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if statErr != nil {
+		return open(bopts) // a new store (or an error bbolt reports)
+	}
+	ro := *bopts
+	ro.ReadOnly = true
+	pre, err := open(&ro)
+	if err != nil {
+		return nil, err
+	}
+	if err := preflight(pre, path, fi.Size()); err != nil {
+		pre.Close()
+		return nil, err
+	}
+	if bopts.ReadOnly {
+		return pre, nil
+	}
+	pre.Close()
+	return open(bopts)
+}
+
+// load checks or creates the buckets and reads the sequence.
+func (db *DB) load(readOnly bool) (err error) {
+	defer db.recoverFault(&err)
+	defer faultGuard(debug.SetPanicOnFault(true))
+	if !readOnly {
 		if err := db.init(); err != nil {
-			b.Close()
-			return nil, err
+			return err
 		}
 	} else {
-		err := b.View(func(tx *bolt.Tx) error {
+		err := db.bolt.View(func(tx *bolt.Tx) error {
 			for _, name := range allBuckets {
 				if tx.Bucket(name) == nil {
-					return fmt.Errorf("%s is not an incidentlib store (no bucket %q)", path, name)
+					return fmt.Errorf("%s is not an incidentlib store (no bucket %q)", db.path, name)
 				}
 			}
 			return nil
 		})
 		if err != nil {
-			b.Close()
-			return nil, err
+			return err
 		}
 	}
-	if err := b.View(func(tx *bolt.Tx) error {
-		db.seq.Store(getU64(tx.Bucket(bucketMeta).Get(metaSeq)))
+	return db.bolt.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		db.seq.Store(getU64(meta.Get(metaSeq)))
+		db.storeID = string(meta.Get(metaStoreID))
 		return nil
-	}); err != nil {
-		b.Close()
-		return nil, err
-	}
-	return db, nil
+	})
 }
 
 // init creates every bucket and writes the taxonomy, in one transaction.
@@ -200,6 +282,15 @@ func (db *DB) init() error {
 			}
 		} else if got := binary.BigEndian.Uint32(v); got != schemaVersion {
 			return fmt.Errorf("%s has schema version %d; this program reads version %d", db.path, got, schemaVersion)
+		}
+		if meta.Get(metaStoreID) == nil {
+			id := make([]byte, 16)
+			if _, err := rand.Read(id); err != nil {
+				return err
+			}
+			if err := meta.Put(metaStoreID, []byte(hex.EncodeToString(id))); err != nil {
+				return err
+			}
 		}
 		return writeTaxonomy(tx, db.tax)
 	})
@@ -246,6 +337,12 @@ func (db *DB) Close() error { return db.bolt.Close() }
 // Path is the file's path.
 func (db *DB) Path() string { return db.path }
 
+// StoreID is the store's identity, random and written once at creation:
+// the search index records it, so that an index is never shared by two
+// stores. "" for a store made by an older version and opened read-only
+// since.
+func (db *DB) StoreID() string { return db.storeID }
+
 // Taxonomy returns the taxonomy of the store.
 func (db *DB) Taxonomy() *incidentlib.Taxonomy { return db.tax }
 
@@ -258,10 +355,12 @@ func (db *DB) Bolt() *bolt.DB { return db.bolt }
 
 // view runs fn in a read transaction, failing early if ctx is done: the
 // snapshot's of ctx if it has one of db's (Snapshot), else its own.
-func (db *DB) view(ctx context.Context, fn func(*bolt.Tx) error) error {
+func (db *DB) view(ctx context.Context, fn func(*bolt.Tx) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return ctxError(err)
 	}
+	defer db.recoverFault(&err)
+	defer faultGuard(debug.SetPanicOnFault(true))
 	if s, ok := ctx.Value(snapshotKey{}).(*snapshot); ok && s.db == db {
 		if s.released {
 			return errors.New("storage: read through a snapshot already released")
@@ -285,10 +384,12 @@ func (db *DB) view(ctx context.Context, fn func(*bolt.Tx) error) error {
 // It refuses while ctx's snapshot of db holds a transaction: one goroutine
 // holding two read transactions can deadlock against a writer that waits
 // for the first to grow the file's mapping (the second waits behind it).
-func (db *DB) viewLatest(ctx context.Context, fn func(*bolt.Tx) error) error {
+func (db *DB) viewLatest(ctx context.Context, fn func(*bolt.Tx) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return ctxError(err)
 	}
+	defer db.recoverFault(&err)
+	defer faultGuard(debug.SetPanicOnFault(true))
 	if s, ok := ctx.Value(snapshotKey{}).(*snapshot); ok && s.db == db && s.tx != nil {
 		return errSnapshotOpen
 	}
@@ -312,9 +413,12 @@ func (db *DB) update(ctx context.Context, fn func(*writeTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return ctxError(err)
 	}
+	if err := db.refuseWrite(); err != nil {
+		return err
+	}
 	var seq uint64
 	start := time.Now()
-	err := db.bolt.Update(func(tx *bolt.Tx) error {
+	err := db.updateGuarded(func(tx *bolt.Tx) error {
 		w := newWriteTx(db, tx)
 		if err := fn(w); err != nil {
 			return err
@@ -325,12 +429,19 @@ func (db *DB) update(ctx context.Context, fn func(*writeTx) error) error {
 		seq = w.seq
 		return nil
 	})
-	if err != nil {
+	if err := db.writeError(err); err != nil {
 		return err
 	}
 	db.observeCommit(time.Since(start))
 	db.publish(seq)
 	return nil
+}
+
+// updateGuarded is bbolt's Update under the fault recovery.
+func (db *DB) updateGuarded(fn func(*bolt.Tx) error) (err error) {
+	defer db.recoverFault(&err)
+	defer faultGuard(debug.SetPanicOnFault(true))
+	return db.bolt.Update(fn)
 }
 
 func getU64(b []byte) uint64 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -92,8 +93,15 @@ func (db *DB) mutate(ctx context.Context, check, apply func(*writeTx) error) err
 	if err := ctx.Err(); err != nil {
 		return ctxError(err)
 	}
+	if err := db.refuseWrite(); err != nil {
+		return err
+	}
 	var refused error
-	fn := func(tx *bolt.Tx) error {
+	// fn recovers a damaged page itself (fault.go): bbolt's Batch runs it
+	// in a goroutine of bbolt's when it joins other mutations.
+	fn := func(tx *bolt.Tx) (err error) {
+		defer db.recoverFault(&err)
+		defer faultGuard(debug.SetPanicOnFault(true))
 		refused = nil
 		cs := db.joinCommit(tx)
 		w := newWriteTx(db, tx)
@@ -120,12 +128,12 @@ func (db *DB) mutate(ctx context.Context, check, apply func(*writeTx) error) err
 	}
 	var err error
 	if db.mut.inflight.Add(1) == 1 {
-		err = db.bolt.Update(fn)
+		err = db.updateGuarded(fn)
 	} else {
 		err = db.bolt.Batch(fn)
 	}
 	db.mut.inflight.Add(-1)
-	if err != nil {
+	if err := db.writeError(err); err != nil {
 		return err
 	}
 	return refused

@@ -46,12 +46,15 @@ func addStoreFlags(f *flags) storeFlags {
 }
 
 // open opens the store the flags name.
-func (s storeFlags) open(readOnly bool) (*storage.DB, error) { return s.openObserved(readOnly, nil) }
+func (s storeFlags) open(readOnly bool) (*storage.DB, error) {
+	return s.openObserved(readOnly, nil, nil)
+}
 
 // openObserved is open with observeCommit, if not nil, receiving the
 // duration of every write commit (serve's metrics:
-// storage.Options.ObserveCommit).
-func (s storeFlags) openObserved(readOnly bool, observeCommit func(time.Duration)) (*storage.DB, error) {
+// storage.Options.ObserveCommit), and logger, if not nil, the store's
+// report of a corrupt file or a full disk.
+func (s storeFlags) openObserved(readOnly bool, observeCommit func(time.Duration), logger *slog.Logger) (*storage.DB, error) {
 	tax, err := seeds.Taxonomy()
 	if err != nil {
 		return nil, err
@@ -63,7 +66,7 @@ func (s storeFlags) openObserved(readOnly bool, observeCommit func(time.Duration
 	}
 	return storage.Open(*s.path, storage.Options{
 		OpenTimeout: *s.openTimeout, Taxonomy: tax, ReadOnly: readOnly, RecordCache: *s.recordCache,
-		UpstreamLinks: *s.upstream != "", ObserveCommit: observeCommit,
+		UpstreamLinks: *s.upstream != "", ObserveCommit: observeCommit, Logger: logger,
 	})
 }
 
@@ -151,9 +154,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	db, err := sf.openObserved(false, m.ObserveCommit)
+	db, err := sf.openObserved(false, m.ObserveCommit, logger)
 	if err != nil {
-		return err
+		// A damaged or empty file: the message names the file (and the
+		// page) and says what to do; serve does not start on it.
+		return fmt.Errorf("serve: %w", err)
 	}
 	defer db.Close()
 	if *seed == "auto" && of.primary() == "" { // a replica's incidents come from its primary
@@ -337,11 +342,17 @@ func runCheck(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	db, err := sf.open(true)
+	if errors.Is(err, storage.ErrCorrupt) {
+		return reportCorrupt(stdout, err)
+	}
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	problems, err := db.Check(ctx)
+	if errors.Is(err, storage.ErrCorrupt) {
+		return reportCorrupt(stdout, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -361,6 +372,14 @@ func runCheck(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	fmt.Fprintln(stdout, "check: ok")
 	return nil
+}
+
+// reportCorrupt prints check's verdict on a file with a damaged page: the
+// file, the page and what to do, and no stack.
+func reportCorrupt(stdout io.Writer, err error) error {
+	fmt.Fprintf(stdout, "%s: %v\n", incidentlib.ESTORECORRUPT, err)
+	fmt.Fprintln(stdout, "check: the store is corrupt")
+	return exitCode(1)
 }
 
 func runCompact(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

@@ -52,8 +52,16 @@ type proc struct {
 // answers.
 func startServe(t *testing.T, bin, db string, extra ...string) *proc {
 	t.Helper()
+	return startServeUnder(t, nil, bin, db, extra...)
+}
+
+// startServeUnder is startServe with the binary run by the command in
+// wrapper (such as prlimit with its flags), if any.
+func startServeUnder(t *testing.T, wrapper []string, bin, db string, extra ...string) *proc {
+	t.Helper()
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--seed", "none", "--log-level", "warn"}, extra...)
-	cmd := exec.Command(bin, args...)
+	argv := append(append(append([]string(nil), wrapper...), bin), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = []string{"INCIDENTLIB_ADMIN_TOKEN=" + crashToken}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

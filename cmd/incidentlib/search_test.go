@@ -63,7 +63,7 @@ func TestReindexAndCheckSearchIndex(t *testing.T) {
 		db.Close()
 		out, _, err := runCmd(t, nil, "", "check", "--db", other, "--search-index", dbPath+".search")
 		var ec exitCode
-		if !errors.As(err, &ec) || ec != 1 || !strings.Contains(out, "ahead of the store") {
+		if !errors.As(err, &ec) || ec != 1 || !strings.Contains(out, "another store") {
 			t.Errorf("check: %v\n%s", err, out)
 		}
 	})

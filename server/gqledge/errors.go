@@ -3,6 +3,8 @@ package gqledge
 import (
 	"context"
 	"errors"
+	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -29,14 +31,28 @@ func (s *Edge) PresentError(ctx context.Context, err error) *gqlerror.Error {
 	if out.Extensions == nil {
 		out.Extensions = map[string]any{}
 	}
-	if out.Extensions["code"] == incidentlib.EINTERNAL {
+	code, _ := out.Extensions["code"].(string)
+	if incidentlib.IsInternal(code) {
 		out.Extensions["requestId"] = RequestID(ctx)
+	}
+	if code == incidentlib.ESTORAGEFULL {
+		// 503 with Retry-After: nothing was written, and the write may
+		// succeed once space is freed.
+		if rp := replyFrom(ctx); rp != nil {
+			rp.status = http.StatusServiceUnavailable
+			rp.header.Set("Retry-After", strconv.Itoa(storageFullRetryAfter))
+		}
+		out.Extensions["retryAfter"] = storageFullRetryAfter
 	}
 	if s.prod {
 		out.Message = stripSuggestions(out.Message)
 	}
 	return out
 }
+
+// storageFullRetryAfter is the Retry-After, in seconds, of a write refused
+// for a full disk (STORAGE_FULL).
+const storageFullRetryAfter = 30
 
 // stripSuggestions cuts a "Did you mean ...?" suggestion off a message: the
 // validator's rules without suggestions cover the known cases, this any

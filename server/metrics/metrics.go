@@ -67,6 +67,8 @@ type Metrics struct {
 
 	// searchWaiting reads the search service's queue (SetSearch).
 	searchWaiting atomic.Pointer[func() int]
+	// searchSaveFailures reads the search index's failed saves.
+	searchSaveFailures atomic.Pointer[func() uint64]
 
 	mu    sync.Mutex
 	ops   map[string]bool
@@ -136,7 +138,16 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}
 		return 0
 	})
-	for _, c := range []prometheus.Collector{m.opDuration, m.opErrors, m.httpRequests, m.loaderBatch, m.loaderKeys, m.executor, m.commit, searchWaiting} {
+	searchSaveFailures := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "incidentlib_search_index_save_failures_total",
+		Help: "Saves of the search index that failed (a full disk): the index served from memory meanwhile, and the next save retries.",
+	}, func() float64 {
+		if f := m.searchSaveFailures.Load(); f != nil {
+			return float64((*f)())
+		}
+		return 0
+	})
+	for _, c := range []prometheus.Collector{m.opDuration, m.opErrors, m.httpRequests, m.loaderBatch, m.loaderKeys, m.executor, m.commit, searchWaiting, searchSaveFailures} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -174,6 +185,10 @@ func (m *Metrics) ObserveSearch(svc incidentlib.SearchService) {
 	if q, ok := svc.(interface{ Waiting() int }); ok {
 		f := q.Waiting
 		m.searchWaiting.Store(&f)
+	}
+	if q, ok := svc.(interface{ SaveFailures() uint64 }); ok {
+		f := q.SaveFailures
+		m.searchSaveFailures.Store(&f)
 	}
 }
 

@@ -13,6 +13,7 @@ type storeCollector struct {
 	mon                                            incidentlib.StoreMonitor
 	readTx, openTx, free, pending, freeAlloc, used *prometheus.Desc
 	fileBytes, seq, pageSize, writesInFlight       *prometheus.Desc
+	corrupt, fullErrors                            *prometheus.Desc
 }
 
 func newStoreCollector(mon incidentlib.StoreMonitor) *storeCollector {
@@ -30,11 +31,15 @@ func newStoreCollector(mon incidentlib.StoreMonitor) *storeCollector {
 		pageSize:  d("incidentlib_bbolt_page_bytes", "The database page size."),
 		writesInFlight: d("incidentlib_store_writes_in_flight",
 			"Mutations waiting for or running their write transaction (more than one share a commit through bbolt's Batch)."),
+		corrupt: d("incidentlib_store_corrupt",
+			"1 once a transaction met a damaged page of the store file (STORE_CORRUPT; restore from a backup), else 0."),
+		fullErrors: d("incidentlib_store_full_errors_total",
+			"Writes refused because the disk was full (STORAGE_FULL: ENOSPC, EFBIG or EDQUOT); nothing of them was written."),
 	}
 }
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.readTx, c.openTx, c.free, c.pending, c.freeAlloc, c.used, c.fileBytes, c.seq, c.pageSize, c.writesInFlight} {
+	for _, d := range []*prometheus.Desc{c.readTx, c.openTx, c.free, c.pending, c.freeAlloc, c.used, c.fileBytes, c.seq, c.pageSize, c.writesInFlight, c.corrupt, c.fullErrors} {
 		ch <- d
 	}
 }
@@ -51,4 +56,10 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.seq, prometheus.GaugeValue, float64(s.Seq))
 	ch <- prometheus.MustNewConstMetric(c.pageSize, prometheus.GaugeValue, float64(s.PageBytes))
 	ch <- prometheus.MustNewConstMetric(c.writesInFlight, prometheus.GaugeValue, float64(s.WritesInFlight))
+	corrupt := 0.0
+	if s.Corrupt {
+		corrupt = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.corrupt, prometheus.GaugeValue, corrupt)
+	ch <- prometheus.MustNewConstMetric(c.fullErrors, prometheus.CounterValue, float64(s.FullErrors))
 }

@@ -1,0 +1,103 @@
+package search
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/gen"
+	"github.com/incidentlib/incidentlib/seeds"
+)
+
+// TestOneDirectoryTwoStores points the indexes of two stores at one
+// directory, as two servers given the same --search-index would: the
+// second is refused while the first holds it, and each store's index is
+// rebuilt from its own store when it takes the directory over, so nothing
+// goes missing from either's search.
+func TestOneDirectoryTwoStores(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "shared.search")
+	incsA := generated(t, 200, 1)
+	incsB, err := gen.Generate(gen.Options{Count: 150, Seed: 2, FirstID: 5000, Taxonomy: seeds.MustTaxonomy()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, inc := range incsB {
+		inc.Related, inc.RecurrenceOf = nil, ""
+	}
+	a, b := searchStore(t, incsA), searchStore(t, incsB)
+	if a.StoreID() == "" || a.StoreID() == b.StoreID() {
+		t.Fatalf("store ids %q and %q", a.StoreID(), b.StoreID())
+	}
+
+	xa, err := Open(ctx, a, dir, Options{Follow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second server on the same directory is refused, naming it and the holder.
+	if xb, err := Open(ctx, b, dir, Options{}); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), dir) ||
+		!strings.Contains(err.Error(), a.Path()) {
+		if xb != nil {
+			xb.Close()
+		}
+		t.Fatalf("a second index on a held directory: %v", err)
+	}
+	if _, err := Rebuild(ctx, b, dir, Options{}); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a rebuild of a held directory: %v", err)
+	}
+	extra := *incsA[0]
+	extra.ID, extra.Title = "IL-0900", incidentlib.Text{En: "Quetzal frobnication outage"}
+	if _, err := a.UpsertIncident(ctx, &extra, incidentlib.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := xa.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// B takes the directory over: the index of A is not B's, and is rebuilt.
+	xb, err := Open(ctx, b, dir, Options{})
+	if !errors.Is(err, ErrRebuild) {
+		t.Fatalf("B opened A's index: %v", err)
+	}
+	if xb, err = Rebuild(ctx, b, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := xb.DocCount(); n != uint64(len(incsB)) {
+		t.Errorf("B's index holds %d incidents, want %d", n, len(incsB))
+	}
+	if got := ids(t, xb, "quetzal"); len(got) != 0 {
+		t.Errorf("B's search finds A's incidents: %v", got)
+	}
+	if err := xb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := Check(ctx, b, dir); err != nil || len(rep.Problems) > 0 || rep.Pending > 0 {
+		t.Fatalf("check of B's index: %+v %v", rep, err)
+	}
+	if rep, err := Check(ctx, a, dir); err != nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "another store") {
+		t.Fatalf("check of A against B's index: %+v %v", rep, err)
+	}
+
+	// A again: rebuilt from A, all of it, the write made before included.
+	if _, err := Open(ctx, a, dir, Options{}); !errors.Is(err, ErrRebuild) {
+		t.Fatalf("A opened B's index: %v", err)
+	}
+	xa, err = Rebuild(ctx, a, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer xa.Close()
+	if n, _ := xa.DocCount(); n != uint64(len(incsA)+1) {
+		t.Errorf("A's index holds %d incidents, want %d", n, len(incsA)+1)
+	}
+	if got := ids(t, xa, "quetzal"); len(got) != 1 || got[0] != "IL-0900" {
+		t.Errorf("A's search for its last write: %v", got)
+	}
+	if _, err := os.Stat(dir + ".new"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a rebuild left %s.new", dir)
+	}
+}
