@@ -36,16 +36,18 @@ func TestValidateRefusesControlCharacters(t *testing.T) {
 		set   func(*incidentlib.Incident)
 		field string
 	}{
-		"NULInTitle":         {func(i *incidentlib.Incident) { i.Title.En = "a\x00b" }, "title.en"},
-		"ESCInTitle":         {func(i *incidentlib.Incident) { i.Title.Ko = "\x1b[31mred" }, "title.ko"},
-		"RLOInTitle":         {func(i *incidentlib.Incident) { i.Title.En = "invoice\u202Etxt.exe" }, "title.en"},
-		"IsolateInOrg":       {func(i *incidentlib.Incident) { i.Org = "Acme\u2066" }, "org"},
-		"NewlineInTitle":     {func(i *incidentlib.Incident) { i.Title.En = "two\nlines" }, "title.en"},
-		"TabInOrg":           {func(i *incidentlib.Incident) { i.Org = "Ac\tme" }, "org"},
-		"DELInSummary":       {func(i *incidentlib.Incident) { i.Summary.En = "x\x7fy" }, "summary.en"},
-		"C1InLessons":        {func(i *incidentlib.Incident) { i.Lessons.En = "x\u0085y" }, "lessons.en"},
-		"LoneCRInSummary":    {func(i *incidentlib.Incident) { i.Summary.En = "over\rwritten" }, "summary.en"},
-		"BellInActionItem":   {func(i *incidentlib.Incident) { i.ActionItems = []incidentlib.Item{{Text: incidentlib.Text{En: "ring\a"}}} }, "action_items.0.text.en"},
+		"NULInTitle":      {func(i *incidentlib.Incident) { i.Title.En = "a\x00b" }, "title.en"},
+		"ESCInTitle":      {func(i *incidentlib.Incident) { i.Title.Ko = "\x1b[31mred" }, "title.ko"},
+		"RLOInTitle":      {func(i *incidentlib.Incident) { i.Title.En = "invoice\u202Etxt.exe" }, "title.en"},
+		"IsolateInOrg":    {func(i *incidentlib.Incident) { i.Org = "Acme\u2066" }, "org"},
+		"NewlineInTitle":  {func(i *incidentlib.Incident) { i.Title.En = "two\nlines" }, "title.en"},
+		"TabInOrg":        {func(i *incidentlib.Incident) { i.Org = "Ac\tme" }, "org"},
+		"DELInSummary":    {func(i *incidentlib.Incident) { i.Summary.En = "x\x7fy" }, "summary.en"},
+		"C1InLessons":     {func(i *incidentlib.Incident) { i.Lessons.En = "x\u0085y" }, "lessons.en"},
+		"LoneCRInSummary": {func(i *incidentlib.Incident) { i.Summary.En = "over\rwritten" }, "summary.en"},
+		"BellInActionItem": {func(i *incidentlib.Incident) {
+			i.ActionItems = []incidentlib.Item{{Text: incidentlib.Text{En: "ring\a"}}}
+		}, "action_items.0.text.en"},
 		"NULInOtherLanguage": {func(i *incidentlib.Incident) { i.Title.Extra = incidentlib.Extra{"ja": json.RawMessage(`"a\u0000"`)} }, "title.ja"},
 		"ESCInImpact":        {func(i *incidentlib.Incident) { i.Impact.Scope = "\x1b]0;x\a" }, "impact.scope"},
 		"NULInSourceKind":    {func(i *incidentlib.Incident) { i.Sources[0].Kind = "post\x00" }, "sources.0.kind"},

@@ -44,8 +44,12 @@ func (db *DB) AppliedSeq(ctx context.Context) (seq uint64, following bool, err e
 // from is the position the page was read after: it must be the stored
 // position (0 for a store that never followed), else nothing is written and
 // ECONFLICT is returned, so that a page is never applied twice or after a
-// gap. Sequences must increase and exceed from. Records are validated
-// against the taxonomy (EINVALID names the change), but links and
+// gap. Sequences must increase and exceed from. Records go through
+// incidentlib.ValidateIncoming with the store's record size limit and
+// taxonomy; one that breaks a rule a replica skips for (SkipRule) is
+// refused (EINVALID names the change), one that breaks only the text rule
+// is copied as the primary holds it. A change the reader Skipped
+// (incidentlib.Change.Skipped) writes nothing, but the position passes it. Links and
 // organizations are not checked: the primary checked them, and a page read
 // from a log that keeps only each incident's latest change may hold
 // records whose links are completed by later pages. Returns the new
@@ -64,6 +68,9 @@ func (db *DB) ApplyChanges(ctx context.Context, from uint64, changes []incidentl
 				"change %d has sequence %d, not above %d", i, c.Seq, prev))
 		}
 		prev = c.Seq
+		if c.Skipped != "" {
+			continue // skipped by the reader: the position passes it
+		}
 		n, ok := incidentlib.ParseID(c.ID)
 		if !ok {
 			es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, append(field, "id"), "change %d (seq %d): %q is not an incident id", i, c.Seq, c.ID))
@@ -77,9 +84,12 @@ func (db *DB) ApplyChanges(ctx context.Context, from uint64, changes []incidentl
 			es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, field, "change %d (seq %d) of %s carries no record of %s", i, c.Seq, c.ID, c.ID))
 			continue
 		}
-		err := c.Incident.Validate()
-		if err == nil {
-			err = c.Incident.ValidateTerms(db.tax)
+		// The one validation of records from outside. A record that
+		// breaks only the text rule was stored by the primary before the
+		// rule: it is copied as it is.
+		err := c.Incident.ValidateIncoming(db.tax, db.maxRecord, 0)
+		if incidentlib.SkipRule(err) == "" {
+			continue
 		}
 		for _, e := range incidentlib.ErrorList(err) {
 			es = append(es, &incidentlib.Error{Code: e.Code, Field: append(field, e.Field...),
@@ -102,6 +112,9 @@ func (db *DB) ApplyChanges(ctx context.Context, from uint64, changes []incidentl
 				if err := ctx.Err(); err != nil {
 					return ctxError(err)
 				}
+			}
+			if c.Skipped != "" {
+				continue // skipped by the reader
 			}
 			old, err := w.get(nums[i])
 			if err != nil {

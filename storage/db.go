@@ -76,6 +76,11 @@ type Options struct {
 	// called after the commit, outside the transaction, and must not
 	// block.
 	ObserveCommit func(time.Duration)
+	// MaxRecordBytes bounds one record's canonical IL-JSON on writes and
+	// applied changes (incidentlib.CheckRecordSize); check lists stored
+	// records over it. Unit: bytes. Default (0)
+	// incidentlib.DefaultMaxRecordBytes.
+	MaxRecordBytes int
 }
 
 // DB is the incident store.
@@ -96,6 +101,7 @@ type DB struct {
 	orgs orgCache // decoded organizations (query.go)
 
 	upstreamLinks bool     // Options.UpstreamLinks
+	maxRecord     int      // Options.MaxRecordBytes
 	watch         seqWatch // wakes readers waiting for the sequence to grow (changes.go)
 }
 
@@ -123,6 +129,9 @@ func Open(path string, opts Options) (*DB, error) {
 	if opts.Taxonomy == nil {
 		return nil, errors.New("storage: a taxonomy is required")
 	}
+	if opts.MaxRecordBytes < 0 {
+		return nil, fmt.Errorf("record size limit must not be negative, got %d bytes", opts.MaxRecordBytes)
+	}
 	if opts.RecordCache < 0 {
 		return nil, fmt.Errorf("record cache size must not be negative, got %d", opts.RecordCache)
 	}
@@ -149,7 +158,7 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	db := &DB{bolt: b, path: path, tax: opts.Taxonomy, Now: time.Now, upstreamLinks: opts.UpstreamLinks,
-		observeCommit: opts.ObserveCommit}
+		observeCommit: opts.ObserveCommit, maxRecord: opts.MaxRecordBytes}
 	if db.observeCommit == nil {
 		db.observeCommit = func(time.Duration) {}
 	}

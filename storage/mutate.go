@@ -222,11 +222,9 @@ func (db *DB) UpsertIncident(ctx context.Context, in *incidentlib.Incident, opts
 	inc := *in
 	inc.UpdatedAt = ""
 	inc.Review.ReviewedAt, inc.Review.ReviewedBy = "", ""
-	err := inc.Validate()
-	if err == nil {
-		err = inc.ValidateTerms(db.tax)
-	}
-	es = append(es, incidentlib.ErrorList(err)...)
+	// The one validation of records from outside, the record's size
+	// measured as its canonical IL-JSON.
+	es = append(es, incidentlib.ErrorList(inc.ValidateIncoming(db.tax, db.maxRecord, 0))...)
 	es = append(es, incidentlib.ErrorList(validateExpected(opts))...)
 	if len(es) > 0 {
 		return nil, es
@@ -234,7 +232,7 @@ func (db *DB) UpsertIncident(ctx context.Context, in *incidentlib.Incident, opts
 	n, _ := incidentlib.ParseID(inc.ID)
 	var rec incidentlib.Incident
 	var out *incidentlib.Incident
-	err = db.mutate(ctx, func(w *writeTx) error {
+	err := db.mutate(ctx, func(w *writeTx) error {
 		out = nil
 		old, err := w.expect(n, inc.ID, false, opts)
 		if err != nil {
