@@ -21,6 +21,17 @@ import (
 // never followed a primary has no such key.
 var metaFollowSeq = []byte("follow_seq")
 
+// RecordRules returns the taxonomy and the record size limit in bytes
+// (Options.MaxRecordBytes, else incidentlib.DefaultMaxRecordBytes) that
+// the store holds records to, for a reader of another library's records
+// that validates them as the store will (replica.Store).
+func (db *DB) RecordRules() (*incidentlib.Taxonomy, int) {
+	if db.maxRecord <= 0 {
+		return db.tax, incidentlib.DefaultMaxRecordBytes
+	}
+	return db.tax, db.maxRecord
+}
+
 // AppliedSeq returns the primary sequence this store has applied up to,
 // and whether the store follows a primary at all (it applied a page
 // before).
