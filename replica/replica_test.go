@@ -116,8 +116,13 @@ type follower struct {
 
 func startFollower(tb testing.TB, db *storage.DB, url string, tweak func(*replica.Config)) *follower {
 	tb.Helper()
+	return startFollowerClient(tb, db, url, testClientConfig(), tweak)
+}
+
+func startFollowerClient(tb testing.TB, db *storage.DB, url string, ccfg outbound.Config, tweak func(*replica.Config)) *follower {
+	tb.Helper()
 	reg := prometheus.NewRegistry()
-	client, err := outbound.New(testClientConfig(), reg)
+	client, err := outbound.New(ccfg, reg)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -72,6 +73,7 @@ func (db *DB) ApplyChanges(ctx context.Context, from uint64, changes []incidentl
 	var es incidentlib.Errors
 	prev := from
 	nums := make([]uint32, len(changes))
+	encoded := make([][]byte, len(changes)) // each record's canonical IL-JSON, encoded once
 	for i, c := range changes {
 		field := []string{"changes", fmt.Sprint(i)}
 		if c.Seq <= prev {
@@ -98,7 +100,12 @@ func (db *DB) ApplyChanges(ctx context.Context, from uint64, changes []incidentl
 		// The one validation of records from outside. A record that
 		// breaks only the text rule was stored by the primary before the
 		// rule: it is copied as it is.
-		err := c.Incident.ValidateIncoming(db.tax, db.maxRecord, 0)
+		data, err := json.Marshal(c.Incident)
+		if err != nil {
+			return from, err
+		}
+		encoded[i] = data
+		err = c.Incident.ValidateIncoming(db.tax, db.maxRecord, len(data))
 		if incidentlib.SkipRule(err) == "" {
 			continue
 		}
@@ -139,10 +146,10 @@ func (db *DB) ApplyChanges(ctx context.Context, from uint64, changes []incidentl
 				}
 				continue
 			}
-			if old != nil && sameRecord(old, c.Incident) {
+			if old != nil && w.storedBytes(nums[i], encoded[i]) {
 				continue
 			}
-			if err := w.put(c.Incident); err != nil {
+			if err := w.putEncoded(c.Incident, encoded[i]); err != nil {
 				return err
 			}
 		}

@@ -140,9 +140,15 @@ func sameRecord(a, b *incidentlib.Incident) bool {
 
 // storedAs reports whether record n is stored exactly as inc would be.
 func (w *writeTx) storedAs(n uint32, inc *incidentlib.Incident) bool {
-	v := w.tx.Bucket(bucketIncidents).Get(u32key(n))
 	data, err := json.Marshal(inc)
-	return v != nil && len(v) > 8 && err == nil && string(v[8:]) == string(data)
+	return err == nil && w.storedBytes(n, data)
+}
+
+// storedBytes reports whether record n is stored as the canonical IL-JSON
+// data.
+func (w *writeTx) storedBytes(n uint32, data []byte) bool {
+	v := w.tx.Bucket(bucketIncidents).Get(u32key(n))
+	return v != nil && len(v) > 8 && string(v[8:]) == string(data)
 }
 
 // sameTime reports whether two updated_at values name the same instant
