@@ -37,7 +37,9 @@ func TestServeMaxRecordAndControlCharacters(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"serve", "--addr", addr, "--db", filepath.Join(dir, "il.db"), "--seed", "none",
 			"--max-record", "4KiB", "--max-body", "64KiB"},
-			func(k string) string { return map[string]string{"INCIDENTLIB_ADMIN_TOKEN": "a-test-token-of-some-length-1234"}[k] },
+			func(k string) string {
+				return map[string]string{"INCIDENTLIB_ADMIN_TOKEN": "a-test-token-of-some-length-1234"}[k]
+			},
 			strings.NewReader(""), io.Discard, io.Discard)
 	}()
 	defer func() {
