@@ -281,6 +281,11 @@ func TestFollowerReplicatesOverAHandfulOfConnections(t *testing.T) {
 	if got := f.metric(t, "incidentlib_follow_lag_seconds"); got != 0 {
 		t.Fatalf("incidentlib_follow_lag_seconds %v while level", got)
 	}
+	// Long polls answered with changes committed during the wait carry
+	// the page's sequence in a trailer: none was refused.
+	if got := f.metric(t, "incidentlib_follow_errors_total"); got != 0 {
+		t.Fatalf("%v polls failed following a well-behaved primary", got)
+	}
 	t.Logf("%d incidents, %d requests, %d connections accepted", n, requests.Load(), ts.accepted.Load())
 }
 
