@@ -150,3 +150,37 @@ func TestHostileUpstreamRecordsAreLeftOut(t *testing.T) {
 		t.Fatalf("skipped by rule %v, want url_scheme 2 or more, structure 5, size 1 or more", skipped)
 	}
 }
+
+// An upstream answer over the outbound client's response limit is asked
+// for again in halves: one large record does not make the records asked
+// for with it unavailable, and is itself left out.
+func TestUpstreamAnswerOverTheResponseLimitIsSplit(t *testing.T) {
+	recs := map[string]string{
+		"IL-9001": recordJSON(t, "IL-9001", nil),
+		"IL-9002": recordJSON(t, "IL-9002", func(i *incidentlib.Incident) {
+			i.Extra = incidentlib.Extra{"blob": json.RawMessage(`"` + strings.Repeat("x", 200<<10) + `"`)}
+		}),
+		"IL-9003": recordJSON(t, "IL-9003", nil),
+	}
+	up := hostileUpstream(t, recs)
+	ccfg := outbound.DefaultConfig()
+	ccfg.MaxResponseBytes = 100 << 10
+	client, err := outbound.New(ccfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	cfg := upstream.DefaultConfig(up.URL)
+	cfg.Taxonomy = seeds.MustTaxonomy()
+	reader, err := upstream.New(cfg, client, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := reader.FetchIncidents(t.Context(), []string{"IL-9001", "IL-9002", "IL-9003"})
+	if err != nil {
+		t.Fatalf("one record over the response limit made the others unavailable: %v", err)
+	}
+	if got[0] == nil || got[1] != nil || got[2] == nil {
+		t.Fatalf("got %v, want IL-9001 and IL-9003 and not IL-9002", got)
+	}
+}
