@@ -71,7 +71,8 @@ type Config struct {
 	Wait time.Duration
 	// PageSize is how many changes one request asks for and one
 	// transaction applies. A page larger than the outbound client's
-	// MaxResponseBytes is asked for again in halves. Unit: changes.
+	// MaxResponseBytes ends after its last whole line, and the next page
+	// starts there. Unit: changes.
 	// Default and maximum MaxPageSize.
 	PageSize int
 	// PageTimeout bounds reading one page, on top of Wait. Unit: duration.

@@ -28,7 +28,7 @@ import (
 //	    is {"seq":13,"deleted":true,"id":"IL-0005"}. The feed keeps only
 //	    each incident's latest change, so applying it in order brings a
 //	    copy level with the store. Fewer than N lines means nothing more
-//	    was there. With wait (a duration such as 25s, at most MaxFeedWait)
+//	    was there up to the page's sequence. With wait (a duration such as 25s, at most MaxFeedWait)
 //	    and nothing after SEQ yet, the answer is held until a change is
 //	    committed or the wait is over (long poll); the headers are sent at
 //	    once. The Incidentlib-Seq header carries the store's sequence when
