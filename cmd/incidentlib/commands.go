@@ -334,10 +334,11 @@ func runCheck(ctx context.Context, args []string, getenv func(string) string, st
 	f := newFlags("check", getenv, stderr)
 	sf := addStoreFlags(f)
 	xf := addSearchFlags(f, sf)
+	maxRecord := f.bytes("max-record", incidentlib.DefaultMaxRecordBytes, false, "the record size limit serve runs with (--max-record): records over it are listed as warnings")
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	db, err := sf.open(true)
+	db, err := sf.openObserved(true, nil, int(*maxRecord))
 	if err != nil {
 		return err
 	}

@@ -158,6 +158,9 @@ func TestCheckWarnsAboutRecordsOverTheRules(t *testing.T) {
 	if !strings.Contains(out, "warning: incident IL-0001: record IL-0001 is") || !strings.Contains(out, "check: 1 warnings") || !strings.Contains(out, "check: ok") {
 		t.Fatalf("check output:\n%s", out)
 	}
+	if out, _, err := runCmd(t, nil, "", "check", "--db", path, "--max-record", "2MiB"); err != nil || strings.Contains(out, "warning") {
+		t.Fatalf("check --max-record 2MiB warned about a 1MiB record: %v\n%s", err, out)
+	}
 	if exp, _, err := runCmd(t, nil, "", "export", "--db", path); err != nil || !strings.Contains(exp, `"blob":"xxx`) {
 		t.Fatalf("the record is not exported: %v", err)
 	}
