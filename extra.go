@@ -242,3 +242,16 @@ func marshalWithExtra(w any, extra Extra) ([]byte, error) {
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
 }
+
+// Names returns the member names of the extra fields in order.
+func (e Extra) Names() []string {
+	if len(e) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(e))
+	for name := range e {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -99,3 +99,47 @@ func ParseChangeLine(line []byte) (Change, error) {
 	}
 	return Change{}, fmt.Errorf("change line %d: \"deleted\" must follow \"seq\"", seq)
 }
+
+// ParseChangeHead reads the start of a change line, as far as it goes: the
+// sequence, and the incident id when "id" is the first member after
+// "deleted" (as the primary writes it; "" otherwise). A reader that skips a
+// line too long to read whole still learns which change it skipped.
+func ParseChangeHead(line []byte) (seq uint64, id string, err error) {
+	rest, ok := bytes.CutPrefix(bytes.TrimLeft(line, " \t\r\n"), feedSeqPrefix)
+	if !ok {
+		return 0, "", errors.New(`a change line starts with {"seq":`)
+	}
+	end := bytes.IndexByte(rest, ',')
+	if end < 0 {
+		return 0, "", errors.New("a change line has no deleted member")
+	}
+	seq, err = strconv.ParseUint(string(rest[:end]), 10, 64)
+	if err != nil {
+		return 0, "", fmt.Errorf("change line sequence %q is not a whole number", rest[:end])
+	}
+	rest = rest[end:]
+	for _, p := range [][]byte{feedDeleted, feedRecord} {
+		if r, ok := bytes.CutPrefix(rest, p); ok {
+			if r, ok = bytes.CutPrefix(r, []byte(`"id":"`)); ok {
+				if q := bytes.IndexByte(r, '"'); q > 0 && q <= 16 {
+					if _, ok := ParseID(string(r[:q])); ok {
+						id = string(r[:q])
+					}
+				}
+			}
+		}
+	}
+	return seq, id, nil
+}
+
+// ChangeRecordSize is the size in bytes of the record a change line
+// carries, as its IL-JSON: the line without "seq" and "deleted". It is 0
+// for a line that carries no record.
+func ChangeRecordSize(line []byte) int {
+	line = bytes.TrimSpace(line)
+	i := bytes.Index(line, feedRecord)
+	if i < 0 || !bytes.HasPrefix(line, feedSeqPrefix) {
+		return 0
+	}
+	return len(line) - (i + len(feedRecord)) + 1
+}

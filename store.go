@@ -31,6 +31,11 @@ type Change struct {
 	// Record is the record's canonical IL-JSON as stored (the caller's own
 	// copy) when the change was read raw, else nil.
 	Record []byte
+	// Skipped is set by a reader of another library's feed (a replica)
+	// that skipped the change's record for this rule (SkipRule): the
+	// change carries no record and applying it only moves the position
+	// past it.
+	Skipped Rule
 }
 
 // ChangeLog is the ordered log of the store's writes. The log keeps one
@@ -69,8 +74,10 @@ type ChangeApplier interface {
 	// with the position reached (the last change's Seq) in one
 	// transaction. from must be the stored position (0 for a store that
 	// never applied one), else ECONFLICT and nothing is written; sequences
-	// must increase and exceed from, and records must validate (EINVALID
-	// naming the change). Returns the new position.
+	// must increase and exceed from, and records must pass
+	// ValidateIncoming but for RuleText (EINVALID naming the change). A
+	// change the reader Skipped writes nothing but the position, which
+	// passes it. Returns the new position.
 	ApplyChanges(ctx context.Context, from uint64, changes []Change) (uint64, error)
 }
 

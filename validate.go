@@ -1,6 +1,8 @@
 package incidentlib
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -110,23 +112,174 @@ func ValidHTTPURL(s string) string {
 	return ""
 }
 
-// Validate checks everything about the record that needs nothing else:
-// id, org, texts, dates, durations, URLs, slugs and lengths. It returns an
-// Errors list with one EINVALID error per problem, each naming its field.
-// Whether slugs exist in the taxonomy and links point to real incidents is
-// checked by ValidateTerms and by the store.
-func (i *Incident) Validate() error {
-	var es Errors
-	bad := func(field string, format string, args ...any) {
-		es = append(es, FieldErrorf(EINVALID, strings.Split(field, "."), format, args...))
+// Rule is a class of the record rules: the reason a replica or an
+// upstream reader skips a record (RuleStructure, RuleURLScheme, RuleSize),
+// or RuleText, which only writes and imports refuse.
+type Rule string
+
+// The rules a record is held to (docs/writes.md).
+const (
+	// RuleStructure: the record's shape: id, slugs, dates, durations,
+	// lengths, links (none to itself), duplicates, terms of the taxonomy.
+	RuleStructure Rule = "structure"
+	// RuleURLScheme: a URL that is not an absolute http(s) URL, such as
+	// javascript:alert(1).
+	RuleURLScheme Rule = "url_scheme"
+	// RuleSize: the record's IL-JSON is over the record size limit
+	// (--max-record, CheckRecordSize).
+	RuleSize Rule = "size"
+	// RuleText: a control character (C0 but tab and newline where text is
+	// multi-line, DEL, C1) or a bidirectional override or isolate in text.
+	// Writes and imports refuse it; records stored before the rule stay
+	// readable and replicable, so a replica or an upstream reader takes
+	// them, and check lists them.
+	RuleText Rule = "text"
+)
+
+// SkipRules are the rules for which a replica or an upstream reader skips
+// a record, in the order SkipRule reports them: the bounded label values
+// of incidentlib_replica_records_skipped_total and
+// incidentlib_upstream_records_skipped_total.
+var SkipRules = []Rule{RuleSize, RuleURLScheme, RuleStructure}
+
+// RecordError is the error of Validate and ValidateIncoming: one EINVALID
+// error per problem, each naming its field (Errors), and the rule each
+// breaks (Rules[k] is the rule of Errors[k]). ErrorList, ErrorCode and
+// errors.As see the Errors.
+type RecordError struct {
+	Errors Errors
+	Rules  []Rule
+}
+
+func (e *RecordError) Error() string { return e.Errors.Error() }
+
+// Unwrap returns the Errors.
+func (e *RecordError) Unwrap() error { return e.Errors }
+
+// Broken reports whether the record breaks rule r.
+func (e *RecordError) Broken(r Rule) bool {
+	for _, x := range e.Rules {
+		if x == r {
+			return true
+		}
 	}
+	return false
+}
+
+// Only returns the problems of the given rules, nil when there are none.
+func (e *RecordError) Only(rules ...Rule) *RecordError {
+	var out RecordError
+	for k, r := range e.Rules {
+		for _, want := range rules {
+			if r == want {
+				out.Errors = append(out.Errors, e.Errors[k])
+				out.Rules = append(out.Rules, r)
+			}
+		}
+	}
+	if len(out.Errors) == 0 {
+		return nil
+	}
+	return &out
+}
+
+// SkipRule returns the rule for which a replica or an upstream reader
+// skips a record that ValidateIncoming refused with err: the first of
+// SkipRules it breaks, or "" when it breaks none (nil err, or only
+// RuleText: the record is taken). An error that is not a *RecordError
+// counts as RuleStructure.
+func SkipRule(err error) Rule {
+	if err == nil {
+		return ""
+	}
+	var re *RecordError
+	if !errors.As(err, &re) {
+		return RuleStructure
+	}
+	for _, r := range SkipRules {
+		if re.Broken(r) {
+			return r
+		}
+	}
+	return ""
+}
+
+// ValidateIncoming is the one validation of a record that enters the
+// library from outside: a write (upsertIncident, importIncidents, import),
+// a change a replica reads from its primary's feed, a record an upstream
+// library answers. It runs Validate, ValidateTerms against tax (skipped
+// when tax is nil) and CheckRecordSize against maxRecord bytes (0:
+// DefaultMaxRecordBytes) on size, the record's IL-JSON as received in
+// bytes, or, when size is 0, its canonical IL-JSON as measured here. It
+// returns nil or a *RecordError: writes refuse any problem; a replica or
+// an upstream reader skips the record when SkipRule names a rule.
+func (i *Incident) ValidateIncoming(tax *Taxonomy, maxRecord, size int) error {
+	var p problems
+	if size <= 0 {
+		b, err := json.Marshal(i)
+		if err != nil {
+			p.add(RuleStructure, "", "the record does not encode as IL-JSON: %v", err)
+		}
+		size = len(b)
+	}
+	if err := CheckRecordSize(i.ID, size, maxRecord); err != nil {
+		p.es = append(p.es, err.(*Error))
+		p.rules = append(p.rules, RuleSize)
+	}
+	i.validate(&p)
+	if tax != nil {
+		for _, e := range ErrorList(i.ValidateTerms(tax)) {
+			p.es = append(p.es, e)
+			p.rules = append(p.rules, RuleStructure)
+		}
+	}
+	return p.err()
+}
+
+// problems collects the problems of a record, each with its rule.
+type problems struct {
+	es    Errors
+	rules []Rule
+}
+
+func (p *problems) add(rule Rule, field string, format string, args ...any) {
+	var f []string
+	if field != "" {
+		f = strings.Split(field, ".")
+	}
+	p.es = append(p.es, FieldErrorf(EINVALID, f, format, args...))
+	p.rules = append(p.rules, rule)
+}
+
+func (p *problems) err() error {
+	if len(p.es) == 0 {
+		return nil
+	}
+	return &RecordError{Errors: p.es, Rules: p.rules}
+}
+
+// Validate checks everything about the record that needs nothing else:
+// id, org, texts (lengths, UTF-8 and control characters: checkText),
+// dates, durations, URLs, slugs and lengths. It returns nil or a
+// *RecordError with one EINVALID error per problem, each naming its field.
+// Whether slugs exist in the taxonomy is checked by ValidateTerms, the
+// record's size by CheckRecordSize (both also by ValidateIncoming), and
+// whether links point to real incidents by the store.
+func (i *Incident) Validate() error {
+	var p problems
+	i.validate(&p)
+	return p.err()
+}
+
+func (i *Incident) validate(p *problems) {
+	bad := func(field string, format string, args ...any) { p.add(RuleStructure, field, format, args...) }
 	if _, ok := ParseID(i.ID); !ok {
 		bad("id", "id %q is not IL- followed by at least four digits (such as IL-0213)", i.ID)
 	}
 	if strings.TrimSpace(i.Org) == "" {
 		bad("org", "org is required")
-	} else if utf8.RuneCountInString(i.Org) > MaxNameLen {
-		bad("org", "org is longer than %d characters", MaxNameLen)
+	} else {
+		checkLine(p, "org", i.Org, MaxNameLen)
 	}
 	if !ValidSlug(i.OrgSlug) {
 		bad("org_slug", "org_slug %q is not a slug (lowercase letters and digits in hyphen-separated words)", i.OrgSlug)
@@ -144,24 +297,13 @@ func (i *Incident) Validate() error {
 			bad("updated_at", "updated_at %s", err)
 		}
 	}
-	if utf8.RuneCountInString(i.DateKind) > 50 {
-		bad("date_kind", "date_kind is longer than 50 characters")
-	}
-	checkText := func(field string, t Text, max int) {
-		for lang, s := range map[string]string{"en": t.En, "ko": t.Ko} {
-			if !utf8.ValidString(s) {
-				bad(field+"."+lang, "%s.%s is not valid UTF-8", field, lang)
-			} else if n := utf8.RuneCountInString(s); n > max {
-				bad(field+"."+lang, "%s.%s has %d characters, more than the limit of %d", field, lang, n, max)
-			}
-		}
-	}
-	checkText("title", i.Title, MaxTitleLen)
-	checkText("summary", i.Summary, MaxTextLen)
-	checkText("lessons", i.Lessons, MaxTextLen)
-	checkText("trigger", i.Trigger, MaxTextLen)
-	checkText("detection", i.Detection, MaxTextLen)
-	checkText("symptoms_text", i.SymptomsText, MaxTextLen)
+	checkLine(p, "date_kind", i.DateKind, 50)
+	checkText(p, "title", i.Title, MaxTitleLen, false)
+	checkText(p, "summary", i.Summary, MaxTextLen, true)
+	checkText(p, "lessons", i.Lessons, MaxTextLen, true)
+	checkText(p, "trigger", i.Trigger, MaxTextLen, true)
+	checkText(p, "detection", i.Detection, MaxTextLen, true)
+	checkText(p, "symptoms_text", i.SymptomsText, MaxTextLen, true)
 	checkSlugs := func(field string, list []string) {
 		if len(list) > MaxListLen {
 			bad(field, "%s has %d entries, more than the limit of %d", field, len(list), MaxListLen)
@@ -186,11 +328,9 @@ func (i *Incident) Validate() error {
 	if i.Severity != "" && !ValidSlug(i.Severity) {
 		bad("severity", "severity %q is not a slug", i.Severity)
 	}
-	for _, s := range []struct{ field, v string }{{"impact.scope", i.Impact.Scope}, {"impact.users", i.Impact.Users}, {"impact.region", i.Impact.Region}} {
-		if utf8.RuneCountInString(s.v) > MaxItemLen {
-			bad(s.field, "%s is longer than %d characters", s.field, MaxItemLen)
-		}
-	}
+	checkLine(p, "impact.scope", i.Impact.Scope, MaxItemLen)
+	checkLine(p, "impact.users", i.Impact.Users, MaxItemLen)
+	checkLine(p, "impact.region", i.Impact.Region, MaxItemLen)
 	if i.Timeline.DetectedAfter != "" {
 		if _, err := ParseDuration(i.Timeline.DetectedAfter); err != nil {
 			bad("timeline.detected_after", "timeline.detected_after %s", err)
@@ -209,7 +349,7 @@ func (i *Incident) Validate() error {
 			bad(l.field, "%s has %d entries, more than the limit of %d", l.field, len(l.items), MaxListLen)
 		}
 		for n, it := range l.items {
-			checkText(fmt.Sprintf("%s.%d.text", l.field, n), it.Text, MaxItemLen)
+			checkText(p, fmt.Sprintf("%s.%d.text", l.field, n), it.Text, MaxItemLen, true)
 		}
 	}
 	if len(i.Sources) > MaxListLen {
@@ -217,17 +357,18 @@ func (i *Incident) Validate() error {
 	}
 	for n, s := range i.Sources {
 		if why := ValidHTTPURL(s.URL); why != "" {
-			bad(fmt.Sprintf("sources.%d.url", n), "sources[%d].url %s", n, why)
+			p.add(RuleURLScheme, fmt.Sprintf("sources.%d.url", n), "sources[%d].url %s", n, why)
 		}
 		if s.Archived != "" {
 			if why := ValidHTTPURL(s.Archived); why != "" {
-				bad(fmt.Sprintf("sources.%d.archived", n), "sources[%d].archived %s", n, why)
+				p.add(RuleURLScheme, fmt.Sprintf("sources.%d.archived", n), "sources[%d].archived %s", n, why)
 			}
 		}
+		checkLine(p, fmt.Sprintf("sources.%d.kind", n), s.Kind, 0)
 	}
 	if i.URL != "" {
 		if why := ValidHTTPURL(i.URL); why != "" {
-			bad("url", "url %s", why)
+			p.add(RuleURLScheme, "url", "url %s", why)
 		}
 	}
 	if len(i.Related) > MaxListLen {
@@ -247,6 +388,9 @@ func (i *Incident) Validate() error {
 			bad("recurrence_of", "recurrence_of points to the incident itself")
 		}
 	}
+	// No length limit of their own (the record's size bounds them).
+	checkLine(p, "review.written_by", i.Review.WrittenBy, 0)
+	checkLine(p, "review.reviewed_by", i.Review.ReviewedBy, 0)
 	if i.Review.ReviewedAt != "" {
 		if _, err := ParseTimestamp(i.Review.ReviewedAt); err != nil {
 			if _, err2 := ParseDate(i.Review.ReviewedAt); err2 != nil {
@@ -259,10 +403,70 @@ func (i *Incident) Validate() error {
 			bad(name, "extra field %q has the name of a known field", name)
 		}
 	}
-	if len(es) == 0 {
-		return nil
+}
+
+// checkText checks both languages of a text, and the other languages it
+// carries in Extra (those whose value is a JSON string): valid UTF-8, at
+// most max characters, no control character (checkControls; multiLine
+// allows tab and line breaks).
+func checkText(p *problems, field string, t Text, max int, multiLine bool) {
+	checkString(p, field+".en", t.En, max, multiLine)
+	checkString(p, field+".ko", t.Ko, max, multiLine)
+	for _, lang := range t.Extra.Names() {
+		var s string
+		if json.Unmarshal(t.Extra[lang], &s) == nil {
+			checkString(p, field+"."+lang, s, max, multiLine)
+		}
 	}
-	return es
+}
+
+// checkLine checks a one-line text field: valid UTF-8, at most max
+// characters (0: no limit of its own), no control character at all.
+func checkLine(p *problems, field, s string, max int) { checkString(p, field, s, max, false) }
+
+func checkString(p *problems, field, s string, max int, multiLine bool) {
+	if s == "" {
+		return
+	}
+	if !utf8.ValidString(s) {
+		p.add(RuleStructure, field, "%s is not valid UTF-8", field)
+		return
+	}
+	if n := utf8.RuneCountInString(s); max > 0 && n > max {
+		p.add(RuleStructure, field, "%s has %d characters, more than the limit of %d", field, n, max)
+	}
+	if at, r := controlAt(s, multiLine); at >= 0 {
+		where := "one-line text: tab and line breaks are refused too"
+		if multiLine {
+			where = "tab and line breaks are the only control characters allowed"
+		}
+		p.add(RuleText, field, "%s has the control character U+%04X at character %d (%s)", field, r, utf8.RuneCountInString(s[:at])+1, where)
+	}
+}
+
+// IsControl reports whether r is a character text fields refuse: a C0
+// control (U+0000-U+001F), DEL, a C1 control (U+0080-U+009F), a
+// bidirectional embedding or override (U+202A-U+202E) or isolate
+// (U+2066-U+2069). Tab, line feed and a carriage return before a line
+// feed are allowed in multi-line text (see controlAt).
+func IsControl(r rune) bool {
+	return r < 0x20 || (r >= 0x7f && r <= 0x9f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+}
+
+// controlAt returns the byte offset and rune of the first character of s
+// that IsControl refuses, or -1. In multi-line text, tab, line feed and
+// CR LF are allowed; a lone carriage return is not.
+func controlAt(s string, multiLine bool) (int, rune) {
+	for k, r := range s {
+		if !IsControl(r) {
+			continue
+		}
+		if multiLine && (r == '\t' || r == '\n' || (r == '\r' && k+1 < len(s) && s[k+1] == '\n')) {
+			continue
+		}
+		return k, r
+	}
+	return -1, 0
 }
 
 // ValidateTerms checks that every term slug of the record exists in the

@@ -14,7 +14,7 @@
 //
 //   - il-json, jsonl: the library's own format; one object, an array, or
 //     one object per line. Ids, unknown fields and review are kept
-//     (review.written_by becomes "import" only when it is empty). Problems
+//     (review.written_by null stays null). Problems
 //     name the line, the array index and the id.
 //   - frontmatter-md (github.com/icco/postmortems, GPL-3.0): YAML front
 //     matter and a narrative body. title -> title.en (else the summary's

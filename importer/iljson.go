@@ -13,7 +13,8 @@ import (
 
 // parseILJSON reads IL-JSON: one object, an array of objects, or (lines
 // true) one object per line, split by incidentlib.SplitRecords. Records
-// keep their ids; a record without review.written_by gets "import".
+// are kept as written, ids and review included: written_by null stays null,
+// so export, import, export is byte-identical.
 func (l *loader) parseILJSON(f *file, lines bool) ([]Record, []Problem) {
 	var recs []Record
 	var probs []Problem
@@ -81,9 +82,6 @@ func (l *loader) ilRecord(f *file, raw []byte, where string, start int) (Record,
 	var inc incidentlib.Incident
 	if err := json.Unmarshal(trimmed, &inc); err != nil {
 		return Record{}, &Problem{Where: where, ID: id, Reason: "not an IL-JSON record: " + err.Error()}
-	}
-	if inc.Review.WrittenBy == "" {
-		inc.Review.WrittenBy = "import"
 	}
 	key := f.Coll.Name + "/" + inc.ID
 	if inc.ID == "" {

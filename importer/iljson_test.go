@@ -39,7 +39,7 @@ func TestILJSON(t *testing.T) {
 			t.Errorf("where = %q", r.Where)
 		}
 		noID := record(t, res, "local/array.json:2 [0]")
-		if noID.Incident.ID != "" || noID.Incident.Review.WrittenBy != "import" {
+		if noID.Incident.ID != "" || noID.Incident.Review.WrittenBy != "" {
 			t.Errorf("record without id: id %q written_by %q", noID.Incident.ID, noID.Incident.Review.WrittenBy)
 		}
 	})

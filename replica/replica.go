@@ -10,6 +10,7 @@ package replica
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -37,6 +38,12 @@ type Store interface {
 	CountIncidents(ctx context.Context, filter incidentlib.IncidentFilter) (int, error)
 	// Path names the store in messages.
 	Path() string
+	// RecordRules returns the taxonomy and the record size limit in bytes
+	// the store holds records to: the follower validates the primary's
+	// records with them (incidentlib.Incident.ValidateIncoming) and skips
+	// those that break a rule a replica skips for, a line over the limit
+	// without reading it into memory.
+	RecordRules() (tax *incidentlib.Taxonomy, maxRecordBytes int)
 }
 
 // Feed limits, as the primary's API enforces them (restapi.MaxFeedLimit,
@@ -64,15 +71,15 @@ type Config struct {
 	Wait time.Duration
 	// PageSize is how many changes one request asks for and one
 	// transaction applies. A page larger than the outbound client's
-	// MaxResponseBytes is asked for again in halves. Unit: changes.
+	// MaxResponseBytes ends after its last whole line, and the next page
+	// starts there. Unit: changes.
 	// Default and maximum MaxPageSize.
 	PageSize int
 	// PageTimeout bounds reading one page, on top of Wait. Unit: duration.
 	// Default 60s.
 	PageTimeout time.Duration
-	// MaxLineBytes bounds one line (one record) of the feed. Unit: bytes.
-	// Default 16 MiB.
-	MaxLineBytes int
+	// Now is the follower's clock, for its lag (Lag); default time.Now.
+	Now func() time.Time
 	// Logger receives progress and errors; default slog.Default().
 	Logger *slog.Logger
 }
@@ -81,7 +88,7 @@ type Config struct {
 func DefaultConfig(primary string) Config {
 	return Config{
 		Primary: primary, Interval: time.Second, Wait: 25 * time.Second,
-		PageSize: MaxPageSize, PageTimeout: 60 * time.Second, MaxLineBytes: 16 << 20,
+		PageSize: MaxPageSize, PageTimeout: 60 * time.Second,
 	}
 }
 
@@ -115,8 +122,8 @@ func (c *Config) validate() error {
 	if c.PageTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("follow page timeout must be a positive duration, got %s", c.PageTimeout))
 	}
-	if c.MaxLineBytes < 1<<10 {
-		errs = append(errs, fmt.Errorf("follow line limit must be at least 1KiB, got %d bytes", c.MaxLineBytes))
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -133,8 +140,17 @@ type Status struct {
 	// Level reports that the last poll found nothing more to apply.
 	Level bool
 	// LevelAt is when the replica was last known level with the primary
-	// (the follower's start if never).
+	// (the follower's start if never), by Config.Now.
 	LevelAt time.Time
+	// PollingSince is when the poll in flight started (zero between
+	// polls), PollWait how long it asked the primary to hold it, and
+	// Receiving that the primary has begun to answer it with changes.
+	PollingSince time.Time
+	PollWait     time.Duration
+	Receiving    bool
+	// Skipped counts the changes whose records were skipped since the
+	// follower started (SkipRule).
+	Skipped uint64
 	// Applied counts the changes applied since the follower started.
 	Applied uint64
 	// Requests counts the feed requests made, failed ones included.
@@ -145,21 +161,23 @@ type Status struct {
 
 // Follower copies a primary's changes into a store.
 type Follower struct {
-	db     Store
-	client *outbound.Client
-	cfg    Config
+	db        Store
+	client    *outbound.Client
+	cfg       Config
+	tax       *incidentlib.Taxonomy // the store's RecordRules
+	maxRecord int
 
 	mu      sync.Mutex
 	status  Status
 	changed chan struct{} // closed and replaced at every status change
-	page    int           // current page size (halved on oversized pages)
 
 	// ahead delivers the next page, fetched while the current one is
 	// applied; used by Run's goroutine only.
 	ahead   chan page
 	aheadWG sync.WaitGroup
 
-	errors prometheus.Counter
+	errors  prometheus.Counter
+	skipped *prometheus.CounterVec
 }
 
 // ErrNotReplica is returned by New for a store that holds incidents of its
@@ -191,24 +209,35 @@ func New(ctx context.Context, db Store, client *outbound.Client, cfg Config, reg
 			return nil, fmt.Errorf("%w: %s holds %d incidents; a replica needs an empty store or its own earlier one", ErrNotReplica, db.Path(), n)
 		}
 	}
-	f := &Follower{db: db, client: client, cfg: cfg, changed: make(chan struct{}), page: cfg.PageSize}
-	f.status = Status{Seq: seq, PrimarySeq: seq, LevelAt: time.Now()}
+	f := &Follower{db: db, client: client, cfg: cfg, changed: make(chan struct{})}
+	f.tax, f.maxRecord = db.RecordRules()
+	if f.maxRecord <= 0 {
+		f.maxRecord = incidentlib.DefaultMaxRecordBytes
+	}
+	f.status = Status{Seq: seq, PrimarySeq: seq, LevelAt: cfg.Now()}
 	f.errors = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "incidentlib_follow_errors_total",
-		Help: "Polls of the primary's change feed that failed (the follower retries with backoff).",
+		Help: "Polls of the primary's change feed that failed, pages refused included (the follower retries with backoff).",
 	})
+	f.skipped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "incidentlib_follow_records_skipped_total",
+		Help: "Changes of the primary whose records this replica skipped, by the rule they break (size, url_scheme, structure); each is logged with its id at WARN.",
+	}, []string{"reason"})
+	for _, r := range incidentlib.SkipRules {
+		f.skipped.WithLabelValues(string(r))
+	}
 	if reg != nil {
 		gauge := func(name, help string, v func(Status) float64) prometheus.Collector {
 			return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return v(f.Status()) })
 		}
 		for _, c := range []prometheus.Collector{
-			f.errors,
+			f.errors, f.skipped,
 			gauge("incidentlib_follow_seq", "The primary's change sequence up to which this replica has applied its changes.",
 				func(s Status) float64 { return float64(s.Seq) }),
 			gauge("incidentlib_follow_primary_seq", "The primary's change sequence as last seen by this replica.",
 				func(s Status) float64 { return float64(s.PrimarySeq) }),
-			gauge("incidentlib_follow_lag_seconds", "0 while the replica's last poll found it level with its primary; else the seconds since it last was (it is catching up or cannot reach the primary).",
-				func(s Status) float64 { return lag(s, time.Now()) }),
+			gauge("incidentlib_follow_lag_seconds", "Seconds since the replica was last known level with its primary: 0 while it is (its last poll found nothing more, and a poll in flight is within the wait it asked for and has received no change); else it is catching up, is stuck in a poll or cannot reach the primary.",
+				func(s Status) float64 { return Lag(s, f.cfg.Now()) }),
 		} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
@@ -218,11 +247,21 @@ func New(ctx context.Context, db Store, client *outbound.Client, cfg Config, reg
 	return f, nil
 }
 
-func lag(s Status, now time.Time) float64 {
-	if s.Level {
+// Lag is how far, in seconds at now, the replica of status s is behind
+// its primary: the time since it was last known level (Status.LevelAt).
+// It is 0 while it is level: its last poll found nothing more to apply,
+// and the poll in flight, if any, has received no change and is within the
+// wait it asked the primary for (a poll that started level and was not
+// answered counts only the time past its wait). A poll stuck on a primary
+// that trickles its answer counts all its time.
+func Lag(s Status, now time.Time) float64 {
+	switch {
+	case !s.PollingSince.IsZero() && s.Level && !s.Receiving:
+		return max(0, now.Sub(s.PollingSince.Add(s.PollWait)).Seconds())
+	case s.Level && s.PollingSince.IsZero():
 		return 0
 	}
-	return now.Sub(s.LevelAt).Seconds()
+	return max(0, now.Sub(s.LevelAt).Seconds())
 }
 
 // Primary is the primary's base URL.
@@ -337,8 +376,20 @@ type page struct {
 	since   uint64
 	limit   int
 	changes []incidentlib.Change
-	head    uint64
-	err     error
+	skips   []skip // the changes of the page whose records were skipped
+	head    uint64 // the primary's sequence when it served the page
+	// cut marks a page that ends before the primary's answer did: at the
+	// response size limit, or at a line too long to read. It is not level.
+	cut bool
+	err error
+}
+
+// skip is a change whose record the follower skipped.
+type skip struct {
+	seq  uint64
+	id   string
+	rule incidentlib.Rule
+	why  string
 }
 
 // poll reads the page of the feed after the saved position, waiting up to
@@ -352,43 +403,34 @@ func (f *Follower) poll(ctx context.Context, wait time.Duration) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	f.mu.Lock()
-	limit := f.page
-	f.mu.Unlock()
+	limit := f.cfg.PageSize
 	var pg page
 	if f.ahead != nil {
 		pg = <-f.ahead
 		f.ahead = nil
 	}
 	if pg.limit == 0 || pg.since != from || pg.limit != limit {
-		pg = page{since: from, limit: limit}
-		pg.changes, pg.head, pg.err = f.fetch(ctx, from, limit, wait)
+		f.update(func(s *Status) { s.PollingSince, s.PollWait, s.Receiving = f.cfg.Now(), wait, false })
+		pg = f.fetch(ctx, from, limit, wait, true)
 	}
 	changes, head, err := pg.changes, pg.head, pg.err
 	f.update(func(s *Status) {
 		s.Requests++
+		s.PollingSince, s.Receiving = time.Time{}, false
 		if err != nil {
 			s.Level, s.LastError = false, err.Error()
 		}
 	})
-	if errors.Is(err, outbound.ErrResponseTooLarge) && limit > 1 {
-		f.mu.Lock()
-		f.page = max(1, limit/2)
-		f.mu.Unlock()
-		f.cfg.Logger.Warn("a page of the change feed is larger than the response limit; asking for smaller pages", "page", max(1, limit/2))
-	}
 	if err != nil {
 		return 0, err
 	}
-	if len(changes) == limit {
+	if len(changes) == limit || pg.cut {
 		next := changes[len(changes)-1].Seq
 		f.ahead = make(chan page, 1)
 		f.aheadWG.Add(1)
 		go func(ch chan<- page) {
 			defer f.aheadWG.Done()
-			p := page{since: next, limit: limit}
-			p.changes, p.head, p.err = f.fetch(ctx, next, limit, 0)
-			ch <- p
+			ch <- f.fetch(ctx, next, limit, 0, false)
 		}(f.ahead)
 	}
 	to, err := f.db.ApplyChanges(ctx, from, changes)
@@ -396,28 +438,44 @@ func (f *Follower) poll(ctx context.Context, wait time.Duration) (int, error) {
 		f.update(func(s *Status) { s.Level, s.LastError = false, err.Error() })
 		return 0, fmt.Errorf("apply changes %d..%d: %w", from, to, err)
 	}
-	level := len(changes) < limit
+	for _, sk := range pg.skips {
+		f.skipped.WithLabelValues(string(sk.rule)).Inc()
+		f.cfg.Logger.Warn("skipped a change of the primary: its record breaks the rules records are held to", "seq", sk.seq, "id", sk.id, "rule", string(sk.rule), "err", sk.why)
+	}
+	level := len(changes) < limit && !pg.cut
 	f.update(func(s *Status) {
 		s.Seq = to
 		s.PrimarySeq = max(head, to)
-		s.Applied += uint64(len(changes))
+		s.Applied += uint64(len(changes) - len(pg.skips))
+		s.Skipped += uint64(len(pg.skips))
 		s.LastError = ""
 		s.Level = level
 		if level {
-			s.LevelAt = time.Now()
+			s.LevelAt = f.cfg.Now()
 		}
 	})
-	if level && limit < f.cfg.PageSize {
-		f.mu.Lock()
-		f.page = f.cfg.PageSize // back to full pages once a small one went through
-		f.mu.Unlock()
-	}
 	return len(changes), nil
 }
 
+// linePrefixBytes is the most a change line adds to its record's IL-JSON:
+// {"seq":18446744073709551615,"deleted":false, less the record's "{".
+const linePrefixBytes = 64
+
 // fetch reads one page of the feed. A page is returned only if it was read
-// to its end: a connection cut mid-body is an error, never a short page.
-func (f *Follower) fetch(ctx context.Context, since uint64, limit int, wait time.Duration) ([]incidentlib.Change, uint64, error) {
+// to its end, or to the response size limit or a line too long to read
+// (then it is cut there: every change before is whole, and the long line's
+// change is skipped); a connection cut mid-body is an error, never a short
+// page. Each record is validated as it is read (ValidateIncoming); one
+// that breaks a rule a replica skips for (SkipRule) becomes a Skipped
+// change. A page with a change above the primary's sequence of the page
+// (the Incidentlib-Seq header, or its trailer after a long poll) is
+// refused whole. track marks the poll in the status as it receives.
+func (f *Follower) fetch(ctx context.Context, since uint64, limit int, wait time.Duration, track bool) page {
+	pg := page{since: since, limit: limit}
+	fail := func(err error) page {
+		pg.changes, pg.skips, pg.cut, pg.err = nil, nil, false, err
+		return pg
+	}
 	u := f.cfg.Primary + "/api/v1/changes?since=" + strconv.FormatUint(since, 10) + "&limit=" + strconv.Itoa(limit)
 	if wait > 0 {
 		u += "&wait=" + wait.String()
@@ -426,47 +484,170 @@ func (f *Follower) fetch(ctx context.Context, since uint64, limit int, wait time
 	defer cancel()
 	req, err := http.NewRequestWithContext(pctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, 0, err
+		return fail(err)
 	}
 	req.Header.Set("Accept", "application/x-ndjson")
 	resp, err := f.client.Do(req)
 	if err != nil {
-		return nil, 0, err
+		return fail(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		if resp.StatusCode == http.StatusConflict {
-			return nil, 0, fmt.Errorf("the primary has not reached this replica's position %d (%s): it was replaced or restored; rebuild the replica from an empty store", since, strings.TrimSpace(string(b)))
+			return fail(fmt.Errorf("the primary has not reached this replica's position %d (%s): it was replaced or restored; rebuild the replica from an empty store", since, strings.TrimSpace(string(b))))
 		}
-		return nil, 0, fmt.Errorf("the primary answered %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+		return fail(fmt.Errorf("the primary answered %d: %s", resp.StatusCode, strings.TrimSpace(string(b))))
 	}
-	head, _ := strconv.ParseUint(resp.Header.Get("Incidentlib-Seq"), 10, 64)
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), f.cfg.MaxLineBytes)
-	changes := make([]incidentlib.Change, 0, min(limit, 256))
-	for sc.Scan() {
-		if len(sc.Bytes()) == 0 {
+	head, herr := strconv.ParseUint(resp.Header.Get(seqHeader), 10, 64)
+	var body io.Reader = resp.Body
+	if track {
+		body = &receiving{r: body, f: f}
+	}
+	lr := lineReader{r: bufio.NewReaderSize(body, 64<<10), max: f.maxRecord + linePrefixBytes}
+	pg.changes = make([]incidentlib.Change, 0, min(limit, 256))
+	for n := 1; ; n++ {
+		line, whole, rerr := lr.next()
+		tooLarge := errors.Is(rerr, outbound.ErrResponseTooLarge)
+		switch {
+		case len(line) == 0:
+		case whole:
+			if err := pg.parse(line, f.tax, f.maxRecord); err != nil {
+				return fail(fmt.Errorf("change feed after %d, line %d: %w", since, n, err))
+			}
+		case lr.over || (tooLarge && len(pg.changes) == 0):
+			// Too long to read (over the record limit, or larger than a
+			// whole answer may be): skipped by its head.
+			seq, id, err := incidentlib.ParseChangeHead(line)
+			if err != nil {
+				return fail(fmt.Errorf("change feed after %d, line %d: %w", since, n, err))
+			}
+			pg.add(incidentlib.Change{Seq: seq, ID: id, Skipped: incidentlib.RuleSize},
+				fmt.Sprintf("the record is over %d bytes, the record size limit (--max-record)", f.maxRecord))
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if tooLarge {
+			// The response limit ends the page after its last whole line;
+			// the next page starts there.
+			pg.cut = true
+			break
+		}
+		if rerr != nil {
+			return fail(fmt.Errorf("change feed after %d: reading the page: %w", since, rerr))
+		}
+	}
+	if pg.cut && len(pg.changes) == 0 {
+		return fail(fmt.Errorf("change feed after %d: reading the page: %w", since, outbound.ErrResponseTooLarge))
+	}
+	if len(pg.changes) > limit {
+		return fail(fmt.Errorf("change feed after %d: %d changes for a limit of %d", since, len(pg.changes), limit))
+	}
+	if t := resp.Trailer.Get(seqHeader); t != "" {
+		// A long poll's answer: its header went out before the wait.
+		head, herr = strconv.ParseUint(t, 10, 64)
+	}
+	for _, c := range pg.changes {
+		if herr != nil {
+			return fail(fmt.Errorf("change feed after %d: the page has no valid %s header (the primary's sequence): refused", since, seqHeader))
+		}
+		if c.Seq > head {
+			return fail(fmt.Errorf("change feed after %d: change %d is above the primary's sequence %d (%s) of its own page: the page is refused", since, c.Seq, head, seqHeader))
+		}
+	}
+	pg.head = head
+	return pg
+}
+
+// seqHeader is restapi.SeqHeader.
+const seqHeader = "Incidentlib-Seq"
+
+// add appends a change, and a skip when it carries none.
+func (pg *page) add(c incidentlib.Change, why string) {
+	pg.changes = append(pg.changes, c)
+	if c.Skipped != "" {
+		pg.skips = append(pg.skips, skip{seq: c.Seq, id: c.ID, rule: c.Skipped, why: why})
+	}
+}
+
+// parse reads one whole line of the feed into the page. A record that
+// does not decode, or breaks a rule a replica skips for, is skipped.
+func (pg *page) parse(line []byte, tax *incidentlib.Taxonomy, maxRecord int) error {
+	c, err := incidentlib.ParseChangeLine(line)
+	if err != nil {
+		seq, id, herr := incidentlib.ParseChangeHead(line)
+		if herr != nil || !bytes.Contains(line[:min(len(line), 64)], []byte(`,"deleted":false,`)) {
+			return err // not a change line: the page is broken
+		}
+		pg.add(incidentlib.Change{Seq: seq, ID: id, Skipped: incidentlib.RuleStructure}, err.Error())
+		return nil
+	}
+	if c.Incident != nil {
+		verr := c.Incident.ValidateIncoming(tax, maxRecord, incidentlib.ChangeRecordSize(line))
+		if rule := incidentlib.SkipRule(verr); rule != "" {
+			pg.add(incidentlib.Change{Seq: c.Seq, ID: c.ID, Skipped: rule}, incidentlib.ErrorMessage(verr))
+			return nil
+		}
+	}
+	pg.add(c, "")
+	return nil
+}
+
+// lineReader reads the lines of a feed page, each at most max bytes: the
+// rest of a longer line is read past, not kept.
+type lineReader struct {
+	r    *bufio.Reader
+	max  int
+	over bool // the last line was longer than max
+}
+
+// next returns the next line without its newline; whole is false when the
+// line was longer than max (line is then its first max bytes) or the
+// answer ended inside it (err is then set).
+func (l *lineReader) next() (line []byte, whole bool, err error) {
+	l.over = false
+	var buf []byte
+	for {
+		frag, err := l.r.ReadSlice('\n')
+		if !l.over {
+			if len(buf)+len(frag) > l.max {
+				buf = append(buf, frag[:l.max-len(buf)]...)
+				l.over = true
+			} else {
+				buf = append(buf, frag...)
+			}
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
 			continue
-		}
-		c, err := incidentlib.ParseChangeLine(sc.Bytes())
-		if err != nil {
-			// A read error hands the scanner's partial last line over as
-			// a token: report the read error, not the broken line.
-			for sc.Scan() {
+		case err == nil:
+			if l.over {
+				return buf, false, nil
 			}
-			if rerr := sc.Err(); rerr != nil {
-				return nil, 0, fmt.Errorf("change feed after %d: reading the page: %w", since, rerr)
-			}
-			return nil, 0, fmt.Errorf("change feed after %d, line %d: %w", since, len(changes)+1, err)
+			return bytes.TrimSpace(buf), true, nil
+		case err == io.EOF && !l.over:
+			// The last line may go without a newline.
+			return bytes.TrimSpace(buf), true, io.EOF
+		default:
+			return buf, false, err
 		}
-		changes = append(changes, c)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, 0, fmt.Errorf("change feed after %d: reading the page: %w", since, err)
+}
+
+// receiving marks the poll in flight as receiving once the primary's
+// answer carries a byte of body: a change is on its way.
+type receiving struct {
+	r    io.Reader
+	f    *Follower
+	seen bool
+}
+
+func (r *receiving) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 && !r.seen {
+		r.seen = true
+		r.f.update(func(s *Status) { s.Receiving = true })
 	}
-	if len(changes) > limit {
-		return nil, 0, fmt.Errorf("change feed after %d: %d changes for a limit of %d", since, len(changes), limit)
-	}
-	return changes, head, nil
+	return n, err
 }

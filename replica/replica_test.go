@@ -116,8 +116,13 @@ type follower struct {
 
 func startFollower(tb testing.TB, db *storage.DB, url string, tweak func(*replica.Config)) *follower {
 	tb.Helper()
+	return startFollowerClient(tb, db, url, testClientConfig(), tweak)
+}
+
+func startFollowerClient(tb testing.TB, db *storage.DB, url string, ccfg outbound.Config, tweak func(*replica.Config)) *follower {
+	tb.Helper()
 	reg := prometheus.NewRegistry()
-	client, err := outbound.New(testClientConfig(), reg)
+	client, err := outbound.New(ccfg, reg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -275,6 +280,11 @@ func TestFollowerReplicatesOverAHandfulOfConnections(t *testing.T) {
 	}
 	if got := f.metric(t, "incidentlib_follow_lag_seconds"); got != 0 {
 		t.Fatalf("incidentlib_follow_lag_seconds %v while level", got)
+	}
+	// Long polls answered with changes committed during the wait carry
+	// the page's sequence in a trailer: none was refused.
+	if got := f.metric(t, "incidentlib_follow_errors_total"); got != 0 {
+		t.Fatalf("%v polls failed following a well-behaved primary", got)
 	}
 	t.Logf("%d incidents, %d requests, %d connections accepted", n, requests.Load(), ts.accepted.Load())
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -20,6 +21,17 @@ import (
 // which the replica has applied the primary's changes (u64). A store that
 // never followed a primary has no such key.
 var metaFollowSeq = []byte("follow_seq")
+
+// RecordRules returns the taxonomy and the record size limit in bytes
+// (Options.MaxRecordBytes, else incidentlib.DefaultMaxRecordBytes) that
+// the store holds records to, for a reader of another library's records
+// that validates them as the store will (replica.Store).
+func (db *DB) RecordRules() (*incidentlib.Taxonomy, int) {
+	if db.maxRecord <= 0 {
+		return db.tax, incidentlib.DefaultMaxRecordBytes
+	}
+	return db.tax, db.maxRecord
+}
 
 // AppliedSeq returns the primary sequence this store has applied up to,
 // and whether the store follows a primary at all (it applied a page
@@ -44,8 +56,12 @@ func (db *DB) AppliedSeq(ctx context.Context) (seq uint64, following bool, err e
 // from is the position the page was read after: it must be the stored
 // position (0 for a store that never followed), else nothing is written and
 // ECONFLICT is returned, so that a page is never applied twice or after a
-// gap. Sequences must increase and exceed from. Records are validated
-// against the taxonomy (EINVALID names the change), but links and
+// gap. Sequences must increase and exceed from. Records go through
+// incidentlib.ValidateIncoming with the store's record size limit and
+// taxonomy; one that breaks a rule a replica skips for (SkipRule) is
+// refused (EINVALID names the change), one that breaks only the text rule
+// is copied as the primary holds it. A change the reader Skipped
+// (incidentlib.Change.Skipped) writes nothing, but the position passes it. Links and
 // organizations are not checked: the primary checked them, and a page read
 // from a log that keeps only each incident's latest change may hold
 // records whose links are completed by later pages. Returns the new
@@ -57,6 +73,7 @@ func (db *DB) ApplyChanges(ctx context.Context, from uint64, changes []incidentl
 	var es incidentlib.Errors
 	prev := from
 	nums := make([]uint32, len(changes))
+	encoded := make([][]byte, len(changes)) // each record's canonical IL-JSON, encoded once
 	for i, c := range changes {
 		field := []string{"changes", fmt.Sprint(i)}
 		if c.Seq <= prev {
@@ -64,6 +81,9 @@ func (db *DB) ApplyChanges(ctx context.Context, from uint64, changes []incidentl
 				"change %d has sequence %d, not above %d", i, c.Seq, prev))
 		}
 		prev = c.Seq
+		if c.Skipped != "" {
+			continue // skipped by the reader: the position passes it
+		}
 		n, ok := incidentlib.ParseID(c.ID)
 		if !ok {
 			es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, append(field, "id"), "change %d (seq %d): %q is not an incident id", i, c.Seq, c.ID))
@@ -77,9 +97,17 @@ func (db *DB) ApplyChanges(ctx context.Context, from uint64, changes []incidentl
 			es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, field, "change %d (seq %d) of %s carries no record of %s", i, c.Seq, c.ID, c.ID))
 			continue
 		}
-		err := c.Incident.Validate()
-		if err == nil {
-			err = c.Incident.ValidateTerms(db.tax)
+		// The one validation of records from outside. A record that
+		// breaks only the text rule was stored by the primary before the
+		// rule: it is copied as it is.
+		data, err := json.Marshal(c.Incident)
+		if err != nil {
+			return from, err
+		}
+		encoded[i] = data
+		err = c.Incident.ValidateIncoming(db.tax, db.maxRecord, len(data))
+		if incidentlib.SkipRule(err) == "" {
+			continue
 		}
 		for _, e := range incidentlib.ErrorList(err) {
 			es = append(es, &incidentlib.Error{Code: e.Code, Field: append(field, e.Field...),
@@ -103,6 +131,9 @@ func (db *DB) ApplyChanges(ctx context.Context, from uint64, changes []incidentl
 					return ctxError(err)
 				}
 			}
+			if c.Skipped != "" {
+				continue // skipped by the reader
+			}
 			old, err := w.get(nums[i])
 			if err != nil {
 				return err
@@ -115,10 +146,10 @@ func (db *DB) ApplyChanges(ctx context.Context, from uint64, changes []incidentl
 				}
 				continue
 			}
-			if old != nil && sameRecord(old, c.Incident) {
+			if old != nil && w.storedBytes(nums[i], encoded[i]) {
 				continue
 			}
-			if err := w.put(c.Incident); err != nil {
+			if err := w.putEncoded(c.Incident, encoded[i]); err != nil {
 				return err
 			}
 		}

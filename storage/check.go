@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -54,11 +55,13 @@ func (db *DB) Check(ctx context.Context) ([]string, error) {
 			if inc.ID != incidentlib.FormatID(n) {
 				add("incident %s: stored under the key of %s", inc.ID, incidentlib.FormatID(n))
 			}
-			if err := inc.Validate(); err != nil {
-				add("incident %s: %v", inc.ID, err)
-			}
-			if err := inc.ValidateTerms(db.tax); err != nil {
-				add("incident %s: %v", inc.ID, err)
+			// The rules of a record's structure; those a stored record may
+			// break from before they were made (text, size) are the
+			// warnings of CheckRules.
+			if re := storedRuleErrors(&inc, db.tax, db.maxRecord, len(v)-8); re != nil {
+				if re = re.Only(incidentlib.RuleStructure, incidentlib.RuleURLScheme); re != nil {
+					add("incident %s: %v", inc.ID, re.Errors)
+				}
 			}
 			ids[n] = true
 			incs = append(incs, &inc)
@@ -157,6 +160,46 @@ func recurrenceCycles(incs []*incidentlib.Incident) [][]string {
 		}
 	}
 	return cycles
+}
+
+// CheckRules lists, one line per problem, the stored records that break
+// the rules writes were given after they were stored: control characters
+// in text (incidentlib.RuleText) and the record size limit
+// (Options.MaxRecordBytes, measured on the stored IL-JSON). They are
+// warnings, not corruption: such records stay readable, exportable and
+// replicable, and a write of them is refused until they are fixed.
+func (db *DB) CheckRules(ctx context.Context) ([]string, error) {
+	var warnings []string
+	err := db.view(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketIncidents).ForEach(func(k, v []byte) error {
+			if len(k) != 4 || len(v) < 8 {
+				return nil // Check reports it
+			}
+			var inc incidentlib.Incident
+			if json.Unmarshal(v[8:], &inc) != nil {
+				return nil // Check reports it
+			}
+			if re := storedRuleErrors(&inc, db.tax, db.maxRecord, len(v)-8); re != nil {
+				if re = re.Only(incidentlib.RuleSize, incidentlib.RuleText); re != nil {
+					for _, e := range re.Errors {
+						warnings = append(warnings, fmt.Sprintf("incident %s: %s", inc.ID, e.Message))
+					}
+				}
+			}
+			return ctx.Err()
+		})
+	})
+	return warnings, err
+}
+
+// storedRuleErrors runs incidentlib.ValidateIncoming over a stored record
+// of size bytes.
+func storedRuleErrors(inc *incidentlib.Incident, tax *incidentlib.Taxonomy, maxRecord, size int) *incidentlib.RecordError {
+	var re *incidentlib.RecordError
+	if errors.As(inc.ValidateIncoming(tax, maxRecord, size), &re) {
+		return re
+	}
+	return nil
 }
 
 // expected holds the indexes as they should be, rebuilt from the records.

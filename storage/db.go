@@ -89,6 +89,11 @@ type Options struct {
 	// Logger receives the one line that reports a corrupt file and the
 	// warning of a full disk (fault.go); default slog.Default().
 	Logger *slog.Logger
+	// MaxRecordBytes bounds one record's canonical IL-JSON on writes and
+	// applied changes (incidentlib.CheckRecordSize); check lists stored
+	// records over it. Unit: bytes. Default (0)
+	// incidentlib.DefaultMaxRecordBytes.
+	MaxRecordBytes int
 }
 
 // DB is the incident store.
@@ -109,6 +114,7 @@ type DB struct {
 	orgs orgCache // decoded organizations (query.go)
 
 	upstreamLinks bool     // Options.UpstreamLinks
+	maxRecord     int      // Options.MaxRecordBytes
 	watch         seqWatch // wakes readers waiting for the sequence to grow (changes.go)
 
 	fault faultState // a corrupt file, a full disk (fault.go)
@@ -140,6 +146,9 @@ func Open(path string, opts Options) (*DB, error) {
 	if opts.Taxonomy == nil {
 		return nil, errors.New("storage: a taxonomy is required")
 	}
+	if opts.MaxRecordBytes < 0 {
+		return nil, fmt.Errorf("record size limit must not be negative, got %d bytes", opts.MaxRecordBytes)
+	}
 	if opts.RecordCache < 0 {
 		return nil, fmt.Errorf("record cache size must not be negative, got %d", opts.RecordCache)
 	}
@@ -166,7 +175,7 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{bolt: b, path: path, tax: opts.Taxonomy, Now: time.Now, upstreamLinks: opts.UpstreamLinks,
-		observeCommit: opts.ObserveCommit}
+		observeCommit: opts.ObserveCommit, maxRecord: opts.MaxRecordBytes}
 	db.fault.logger = opts.Logger
 	if db.observeCommit == nil {
 		db.observeCommit = func(time.Duration) {}

@@ -148,9 +148,15 @@ func sameRecord(a, b *incidentlib.Incident) bool {
 
 // storedAs reports whether record n is stored exactly as inc would be.
 func (w *writeTx) storedAs(n uint32, inc *incidentlib.Incident) bool {
-	v := w.tx.Bucket(bucketIncidents).Get(u32key(n))
 	data, err := json.Marshal(inc)
-	return v != nil && len(v) > 8 && err == nil && string(v[8:]) == string(data)
+	return err == nil && w.storedBytes(n, data)
+}
+
+// storedBytes reports whether record n is stored as the canonical IL-JSON
+// data.
+func (w *writeTx) storedBytes(n uint32, data []byte) bool {
+	v := w.tx.Bucket(bucketIncidents).Get(u32key(n))
+	return v != nil && len(v) > 8 && string(v[8:]) == string(data)
 }
 
 // sameTime reports whether two updated_at values name the same instant
@@ -230,11 +236,9 @@ func (db *DB) UpsertIncident(ctx context.Context, in *incidentlib.Incident, opts
 	inc := *in
 	inc.UpdatedAt = ""
 	inc.Review.ReviewedAt, inc.Review.ReviewedBy = "", ""
-	err := inc.Validate()
-	if err == nil {
-		err = inc.ValidateTerms(db.tax)
-	}
-	es = append(es, incidentlib.ErrorList(err)...)
+	// The one validation of records from outside, the record's size
+	// measured as its canonical IL-JSON.
+	es = append(es, incidentlib.ErrorList(inc.ValidateIncoming(db.tax, db.maxRecord, 0))...)
 	es = append(es, incidentlib.ErrorList(validateExpected(opts))...)
 	if len(es) > 0 {
 		return nil, es
@@ -242,7 +246,7 @@ func (db *DB) UpsertIncident(ctx context.Context, in *incidentlib.Incident, opts
 	n, _ := incidentlib.ParseID(inc.ID)
 	var rec incidentlib.Incident
 	var out *incidentlib.Incident
-	err = db.mutate(ctx, func(w *writeTx) error {
+	err := db.mutate(ctx, func(w *writeTx) error {
 		out = nil
 		old, err := w.expect(n, inc.ID, false, opts)
 		if err != nil {

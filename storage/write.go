@@ -177,6 +177,15 @@ func (db *DB) decodeIncident(tx *bolt.Tx, n uint32, v []byte, snap uint64) (*inc
 // put stores inc (already validated) in place of any earlier version and
 // keeps every index and reverse link in step, recording the change.
 func (w *writeTx) put(inc *incidentlib.Incident) error {
+	data, err := json.Marshal(inc)
+	if err != nil {
+		return err
+	}
+	return w.putEncoded(inc, data)
+}
+
+// putEncoded is put with the record's canonical IL-JSON already encoded.
+func (w *writeTx) putEncoded(inc *incidentlib.Incident, data []byte) error {
 	n, ok := incidentlib.ParseID(inc.ID)
 	if !ok {
 		return incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"id"}, "id %q is not an incident id", inc.ID)
@@ -189,10 +198,6 @@ func (w *writeTx) put(inc *incidentlib.Incident) error {
 		if err := w.unindex(n, old); err != nil {
 			return err
 		}
-	}
-	data, err := json.Marshal(inc)
-	if err != nil {
-		return err
 	}
 	w.seq++
 	if err := w.tx.Bucket(bucketIncidents).Put(u32key(n), append(u64key(w.seq), data...)); err != nil {

@@ -5,8 +5,10 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
@@ -49,6 +51,18 @@ type Config struct {
 	// local part of the answer is never lost to a slow upstream.
 	// Unit: duration. Default 2s; must be positive.
 	Timeout time.Duration
+	// Taxonomy and MaxRecordBytes are the rules the upstream's records are
+	// held to, those of the local store (storage.DB.RecordRules): each
+	// record goes through incidentlib.Incident.ValidateIncoming, and one
+	// that breaks a rule a reader skips for (incidentlib.SkipRule) is
+	// left out, as if the upstream did not have it. A nil Taxonomy skips
+	// the terms check; MaxRecordBytes in bytes, 0 for
+	// incidentlib.DefaultMaxRecordBytes.
+	Taxonomy       *incidentlib.Taxonomy
+	MaxRecordBytes int
+	// Logger receives a WARN line, with the id, per record left out;
+	// default slog.Default().
+	Logger *slog.Logger
 }
 
 // DefaultConfig returns the defaults documented on Config.
@@ -63,6 +77,7 @@ type Reader struct {
 	client  *outbound.Client
 	cache   *expirable.LRU[string, *incidentlib.Incident]
 	lookups *prometheus.CounterVec
+	skipped *prometheus.CounterVec
 }
 
 // Lookup results, the values of the result label of
@@ -95,6 +110,12 @@ func New(cfg Config, client *outbound.Client, reg prometheus.Registerer) (*Reade
 	if client == nil {
 		errs = append(errs, errors.New("upstream: an outbound client is required"))
 	}
+	if cfg.MaxRecordBytes < 0 {
+		errs = append(errs, fmt.Errorf("upstream record size limit must not be negative, got %d bytes", cfg.MaxRecordBytes))
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -107,12 +128,21 @@ func New(cfg Config, client *outbound.Client, reg prometheus.Registerer) (*Reade
 			Help: "Incidents looked up in the upstream library, by result (cache_hit, fetched, not_found, unavailable).",
 		}, []string{"result"}),
 	}
+	up.skipped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "incidentlib_upstream_records_skipped_total",
+		Help: "Records of the upstream library left out because they break the rules records are held to, by rule (size, url_scheme, structure); each is logged with its id at WARN.",
+	}, []string{"reason"})
 	for _, r := range []string{CacheHit, Fetched, NotFound, Unavailable} {
 		up.lookups.WithLabelValues(r)
 	}
+	for _, r := range incidentlib.SkipRules {
+		up.skipped.WithLabelValues(string(r))
+	}
 	if reg != nil {
-		if err := reg.Register(up.lookups); err != nil {
-			return nil, err
+		for _, c := range []prometheus.Collector{up.lookups, up.skipped} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return up, nil
@@ -169,7 +199,9 @@ func (u *Reader) FetchIncidents(ctx context.Context, ids []string) ([]*incidentl
 	return out, nil
 }
 
-// call asks the upstream for ids, within the call's time budget.
+// call asks the upstream for ids, within the call's time budget. An
+// answer over the outbound client's response limit is asked for again in
+// halves; one record alone over it is left out (RuleSize).
 func (u *Reader) call(ctx context.Context, ids []string, got map[string]*incidentlib.Incident) error {
 	timeout := u.cfg.Timeout
 	if dl, ok := ctx.Deadline(); ok {
@@ -180,20 +212,71 @@ func (u *Reader) call(ctx context.Context, ids []string, got map[string]*inciden
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var recs []*incidentlib.Incident
-	if err := u.client.GetJSON(cctx, u.cfg.URL+"/api/v1/incidents?ids="+strings.Join(ids, ","), &recs); err != nil {
+	return u.ask(cctx, ids, got)
+}
+
+func (u *Reader) ask(ctx context.Context, ids []string, got map[string]*incidentlib.Incident) error {
+	var recs []json.RawMessage
+	err := u.client.GetJSON(ctx, u.cfg.URL+"/api/v1/incidents?ids="+strings.Join(ids, ","), &recs)
+	if errors.Is(err, outbound.ErrResponseTooLarge) {
+		if len(ids) == 1 {
+			u.skip(ids[0], incidentlib.RuleSize, "the upstream's answer for this one record is over the response size limit")
+			return nil
+		}
+		if err := u.ask(ctx, ids[:len(ids)/2], got); err != nil {
+			return err
+		}
+		return u.ask(ctx, ids[len(ids)/2:], got)
+	}
+	if err != nil {
 		return err
 	}
 	want := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		want[id] = true
 	}
-	for _, inc := range recs {
-		if inc != nil && want[inc.ID] {
-			got[inc.ID] = inc
+	for _, raw := range recs {
+		if string(raw) == "null" {
+			continue
 		}
+		var inc incidentlib.Incident
+		if derr := json.Unmarshal(raw, &inc); derr != nil {
+			if id := peekID(raw); want[id] {
+				u.skip(id, incidentlib.RuleStructure, derr.Error())
+			}
+			continue
+		}
+		if !want[inc.ID] {
+			continue
+		}
+		// The one validation of records from outside, on the record as
+		// the upstream sent it.
+		verr := inc.ValidateIncoming(u.cfg.Taxonomy, u.cfg.MaxRecordBytes, len(raw))
+		if rule := incidentlib.SkipRule(verr); rule != "" {
+			u.skip(inc.ID, rule, incidentlib.ErrorMessage(verr))
+			continue
+		}
+		got[inc.ID] = &inc
 	}
 	return nil
+}
+
+// skip counts and logs a record of the upstream that is left out.
+func (u *Reader) skip(id string, rule incidentlib.Rule, why string) {
+	u.skipped.WithLabelValues(string(rule)).Inc()
+	u.cfg.Logger.Warn("left out a record of the upstream library: it breaks the rules records are held to", "upstream", u.cfg.URL, "id", id, "rule", string(rule), "err", why)
+}
+
+// peekID returns the "id" member of a JSON object when it is a string.
+func peekID(raw []byte) string {
+	var v struct {
+		ID any `json:"id"`
+	}
+	if json.Unmarshal(raw, &v) != nil {
+		return ""
+	}
+	s, _ := v.ID.(string)
+	return s
 }
 
 func headIDs(ids []string) string {

@@ -47,14 +47,15 @@ func addStoreFlags(f *flags) storeFlags {
 
 // open opens the store the flags name.
 func (s storeFlags) open(readOnly bool) (*storage.DB, error) {
-	return s.openObserved(readOnly, nil, nil)
+	return s.openObserved(readOnly, nil, nil, 0)
 }
 
 // openObserved is open with observeCommit, if not nil, receiving the
 // duration of every write commit (serve's metrics:
-// storage.Options.ObserveCommit), and logger, if not nil, the store's
-// report of a corrupt file or a full disk.
-func (s storeFlags) openObserved(readOnly bool, observeCommit func(time.Duration), logger *slog.Logger) (*storage.DB, error) {
+// storage.Options.ObserveCommit), logger, if not nil, the store's report
+// of a corrupt file or a full disk, and the record size limit maxRecord
+// (storage.Options.MaxRecordBytes; 0 for the default).
+func (s storeFlags) openObserved(readOnly bool, observeCommit func(time.Duration), logger *slog.Logger, maxRecord int) (*storage.DB, error) {
 	tax, err := seeds.Taxonomy()
 	if err != nil {
 		return nil, err
@@ -66,7 +67,7 @@ func (s storeFlags) openObserved(readOnly bool, observeCommit func(time.Duration
 	}
 	return storage.Open(*s.path, storage.Options{
 		OpenTimeout: *s.openTimeout, Taxonomy: tax, ReadOnly: readOnly, RecordCache: *s.recordCache,
-		UpstreamLinks: *s.upstream != "", ObserveCommit: observeCommit, Logger: logger,
+		UpstreamLinks: *s.upstream != "", ObserveCommit: observeCommit, Logger: logger, MaxRecordBytes: maxRecord,
 	})
 }
 
@@ -154,7 +155,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	db, err := sf.openObserved(false, m.ObserveCommit, logger)
+	db, err := sf.openObserved(false, m.ObserveCommit, logger, int(*lf.maxRecord))
 	if err != nil {
 		// A damaged or empty file: the message names the file (and the
 		// page) and says what to do; serve does not start on it.
@@ -338,10 +339,11 @@ func runCheck(ctx context.Context, args []string, getenv func(string) string, st
 	f := newFlags("check", getenv, stderr)
 	sf := addStoreFlags(f)
 	xf := addSearchFlags(f, sf)
+	maxRecord := f.bytes("max-record", incidentlib.DefaultMaxRecordBytes, false, "the record size limit serve runs with (--max-record): records over it are listed as warnings")
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	db, err := sf.open(true)
+	db, err := sf.openObserved(true, nil, nil, int(*maxRecord))
 	if errors.Is(err, storage.ErrCorrupt) {
 		return reportCorrupt(stdout, err)
 	}
@@ -358,6 +360,18 @@ func runCheck(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	for _, p := range problems {
 		fmt.Fprintln(stdout, p)
+	}
+	// Records stored before the rules they break (docs/writes.md): not
+	// problems, but a write of them is refused until they are fixed.
+	warnings, err := db.CheckRules(ctx)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(stdout, "warning: "+w)
+	}
+	if len(warnings) > 0 {
+		fmt.Fprintf(stdout, "check: %d warnings\n", len(warnings))
 	}
 	if err := reportUpstreamLinks(ctx, db, sf, stdout); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/server/gqledge"
 )
@@ -15,7 +16,7 @@ import (
 // cors.go, prod.go; server/gc.go).
 type limitFlags struct {
 	maxCost, maxDepth, maxAliases, maxTokens, maxBatch *int
-	maxBody                                            *byteSize
+	maxBody, maxRecord                                 *byteSize
 	requestTimeout                                     *time.Duration
 	rateLimit, rateBurst                               *int
 	proxyHeader, corsOrigins                           *string
@@ -32,6 +33,8 @@ func addLimitFlags(f *flags) *limitFlags {
 		maxTokens:  f.count("max-tokens", gqledge.DefaultMaxTokens, 100, "tokens the parser reads of one document, in tokens"),
 		maxBatch:   f.count("max-batch", gqledge.DefaultMaxBatch, 1, "operations in one POST sent as a JSON array, in operations; 1 turns batching off"),
 		maxBody:    f.bytes("max-body", gqledge.DefaultMaxBody, false, "largest request body, in bytes; larger answers 413"),
+		maxRecord: f.bytes("max-record", incidentlib.DefaultMaxRecordBytes, false,
+			"largest record, in bytes of its IL-JSON, on every path a record enters by: upsertIncident and importIncidents, the change feed a --follow replica reads (a longer record is skipped), --upstream answers (left out); below --max-body"),
 		requestTimeout: f.duration("request-timeout", gqledge.DefaultRequestTimeout, false,
 			"deadline of each GraphQL request, passed to resolvers, loaders and the store; past it, TIMEOUT with the data so far"),
 		rateLimit: f.count("rate-limit", 0, 0,
@@ -56,6 +59,12 @@ func addLimitFlags(f *flags) *limitFlags {
 		}
 		if *l.maxBody < 1<<10 {
 			return fmt.Errorf("--max-body must be at least 1KiB, got %s", l.maxBody)
+		}
+		if *l.maxRecord < 1<<10 {
+			return fmt.Errorf("--max-record must be at least 1KiB, got %s", l.maxRecord)
+		}
+		if *l.maxRecord >= *l.maxBody {
+			return fmt.Errorf("--max-record (%s) must be below --max-body (%s): a GraphQL request must be able to carry a record", l.maxRecord, l.maxBody)
 		}
 		if h := strings.TrimSpace(*l.proxyHeader); h != "" {
 			if err := gqledge.ValidateHeaderName(h); err != nil {

@@ -45,7 +45,7 @@ func TestServeWithLimits(t *testing.T) {
 		done <- run(ctx, []string{"serve", "--prod", "--addr", addr, "--db", filepath.Join(dir, "il.db"),
 			"--max-depth", "4", "--cors-origins", "https://app.example.org", "--rate-limit", "1000"},
 			func(k string) string {
-				return map[string]string{"INCIDENTLIB_MAX_COST": "500", "INCIDENTLIB_MAX_BODY": "4KiB"}[k]
+				return map[string]string{"INCIDENTLIB_MAX_COST": "500", "INCIDENTLIB_MAX_BODY": "4KiB", "INCIDENTLIB_MAX_RECORD": "2KiB"}[k]
 			}, strings.NewReader(""), io.Discard, io.Discard)
 	}()
 	defer func() {

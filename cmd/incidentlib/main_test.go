@@ -87,6 +87,7 @@ func waitHealthy(t *testing.T, base string, done chan error) {
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-done:
+			done <- err // for the caller's deferred wait
 			t.Fatalf("serve ended early: %v", err)
 		default:
 		}

@@ -47,7 +47,7 @@ func TestResponseBytes(t *testing.T) {
 	}
 	odd := *incs[0]
 	odd.Title = incidentlib.Text{En: "R&D <script>alert(1)</script> \u2028line\u2029para — done", Ko: "연구 & 개발 <b>"}
-	odd.Summary = incidentlib.Text{En: "tab\there \"quoted\" back\\slash \x01 control"}
+	odd.Summary = incidentlib.Text{En: "tab\there \"quoted\" back\\slash\nnewline"}
 	odd.Docs = []json.RawMessage{json.RawMessage(`{ "a" : "<&>\u2028" , "b" : [1, 2] }`)}
 	odd.Extra = incidentlib.Extra{"x_note": json.RawMessage(`"<tag> & more"`)}
 	incs[0] = &odd

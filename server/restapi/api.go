@@ -28,10 +28,13 @@ import (
 //	    is {"seq":13,"deleted":true,"id":"IL-0005"}. The feed keeps only
 //	    each incident's latest change, so applying it in order brings a
 //	    copy level with the store. Fewer than N lines means nothing more
-//	    was there. With wait (a duration such as 25s, at most MaxFeedWait)
+//	    was there up to the page's sequence. With wait (a duration such as 25s, at most MaxFeedWait)
 //	    and nothing after SEQ yet, the answer is held until a change is
 //	    committed or the wait is over (long poll); the headers are sent at
-//	    once. The Incidentlib-Seq header carries the store's sequence.
+//	    once. The Incidentlib-Seq header carries the store's sequence when
+//	    the page was read, and no change of the page is above it (a
+//	    replica refuses a page that has one); a long poll's answer, whose
+//	    header went out before the wait, carries it again as a trailer.
 //	    SEQ above the store's sequence answers 409 (CONFLICT): the store
 //	    is not the one the client followed.
 //	GET /api/v1/incidents/{id}
@@ -182,6 +185,9 @@ func (a *API) changes(w http.ResponseWriter, r *http.Request) {
 	h.Set(SeqHeader, strconv.FormatUint(head, 10))
 	sent := false
 	if p.wait > 0 && p.since == head {
+		// The header goes out before the wait: the sequence of the page
+		// follows it as a trailer.
+		h.Set("Trailer", SeqHeader)
 		// Long poll: the headers go out now, so that a client's response
 		// header timeout does not fire while the answer is held, and the
 		// write deadline makes room for the wait.
@@ -201,6 +207,9 @@ func (a *API) changes(w http.ResponseWriter, r *http.Request) {
 		}
 		t.Stop()
 	}
+	if sent {
+		head = db.Seq()
+	}
 	changes, err := db.RawChangesSince(r.Context(), p.since, p.limit)
 	if err != nil {
 		if sent {
@@ -214,12 +223,20 @@ func (a *API) changes(w http.ResponseWriter, r *http.Request) {
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	for _, c := range changes {
+		if c.Seq > head {
+			// Committed since head was read: the page ends at head, the
+			// sequence it names, and the next page starts there.
+			break
+		}
 		if err := incidentlib.WriteRawChangeLine(bw, c.Seq, c.Deleted, c.ID, c.Record); err != nil {
 			a.logger.ErrorContext(r.Context(), "change feed write failed", "err", err, "seq", c.Seq)
 			panic(http.ErrAbortHandler)
 		}
 	}
 	_ = bw.Flush()
+	if sent {
+		w.Header().Set(SeqHeader, strconv.FormatUint(head, 10))
+	}
 }
 
 // incident serves one incident as IL-JSON.
