@@ -44,16 +44,12 @@ func Complexity() ComplexityRoot {
 	connection := func(child int, first, last *int) int {
 		return costList(pageSize(first, last), child)
 	}
-	c.Query.Incidents = func(child int, _ *incidentlib.IncidentFilter, _ *model.IncidentOrder, first *int, _ *string, last *int, _ *string) int {
+	// The three connections of incidents take the same arguments.
+	incidents := func(child int, _ *incidentlib.IncidentFilter, _ *model.IncidentOrder, first *int, _ *string, last *int, _ *string) int {
 		return connection(child, first, last)
 	}
+	c.Query.Incidents, c.Organization.Incidents, c.TaxonomyTerm.Incidents = incidents, incidents, incidents
 	c.Query.Organizations = func(child int, first *int, _ *string, last *int, _ *string) int {
-		return connection(child, first, last)
-	}
-	c.Organization.Incidents = func(child int, _ *incidentlib.IncidentFilter, _ *model.IncidentOrder, first *int, _ *string, last *int, _ *string) int {
-		return connection(child, first, last)
-	}
-	c.TaxonomyTerm.Incidents = func(child int, _ *incidentlib.IncidentFilter, _ *model.IncidentOrder, first *int, _ *string, last *int, _ *string) int {
 		return connection(child, first, last)
 	}
 	c.Query.Search = func(child int, _ string, _ *incidentlib.IncidentFilter, _ *model.Lang, first *int, _ *string) int {

@@ -155,10 +155,12 @@ func argOrder(args map[string]any) *model.IncidentOrder {
 	return o
 }
 
+//nolint:dupl // two connection types, one writer (incidentConnection) behind both
 func (x *fastExec) connection(c *model.IncidentConnection, sel ast.SelectionSet) {
 	x.incidentConnection("IncidentConnection", sel, c.TotalCount, c.Nodes, c.PageInfo, func(sel ast.SelectionSet) { x.edges(c, sel) })
 }
 
+//nolint:dupl // see connection
 func (x *fastExec) searchConnection(c *model.IncidentSearchConnection, sel ast.SelectionSet) {
 	x.incidentConnection("IncidentSearchConnection", sel, c.TotalCount, c.Nodes, c.PageInfo, func(sel ast.SelectionSet) { x.searchEdges(c, sel) })
 }

@@ -164,8 +164,7 @@ func TestInternalAddressesRefused(t *testing.T) {
 	in := inside.site.Listener.Addr().String()
 	inPort := inside.port(t)
 
-	var outside *hits
-	outside = newHits(t, map[string]http.HandlerFunc{
+	outside := newHits(t, map[string]http.HandlerFunc{
 		"/ok":             func(w http.ResponseWriter, r *http.Request) {},
 		"/to-inside":      redirectTo("http://" + in + "/secret"),
 		"/to-inside-name": redirectTo("http://intranet.test:" + inPort + "/secret"),

@@ -17,7 +17,6 @@ type batchIndex struct {
 	idx   []int // the changes analyzed (not tombstones), ascending
 	lens  [][numIFields]uint32
 	terms map[string]*termLists
-	used  []*batchList // the lists holding entries, in first use order
 	usedT []batchUse
 
 	toks    []token

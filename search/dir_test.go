@@ -59,11 +59,11 @@ func TestOneDirectoryTwoStores(t *testing.T) {
 	}
 
 	// B takes the directory over: the index of A is not B's, and is rebuilt.
-	xb, err := Open(ctx, b, dir, Options{})
-	if !errors.Is(err, ErrRebuild) {
+	if _, err := Open(ctx, b, dir, Options{}); !errors.Is(err, ErrRebuild) {
 		t.Fatalf("B opened A's index: %v", err)
 	}
-	if xb, err = Rebuild(ctx, b, dir, Options{}); err != nil {
+	xb, err := Rebuild(ctx, b, dir, Options{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := xb.DocCount(); n != uint64(len(incsB)) {

@@ -99,9 +99,6 @@ const (
 
 var ifieldBoost = [numIFields]float64{boostTitle, boostTitle, boostBody, boostBody, boostBody, boostBody, boostOrg}
 
-var ifieldLang = [numIFields]incidentlib.Lang{incidentlib.LangEn, incidentlib.LangKo, incidentlib.LangEn,
-	incidentlib.LangKo, incidentlib.LangEn, incidentlib.LangKo, ""}
-
 // field is one text field of an incident and the index field it goes to.
 type field struct {
 	name  Field            // the field as the API names it
@@ -346,8 +343,8 @@ func (x *Index) save() error {
 		return fmt.Errorf("search: save the index: %w", err)
 	}
 	if d, err := os.Open(x.path); err == nil {
-		d.Sync()
-		d.Close()
+		_ = d.Sync() // the rename's directory entry; the file itself was synced
+		_ = d.Close()
 	}
 	x.mu.Lock()
 	x.dirty = false

@@ -372,15 +372,6 @@ func (r *reader) uv() uint64 {
 	return v
 }
 
-func (r *reader) byte() byte {
-	if r.err != nil || r.off >= len(r.b) {
-		r.err = errCorrupt
-		return 0
-	}
-	r.off++
-	return r.b[r.off-1]
-}
-
 func (r *reader) bytes(n uint64) []byte {
 	if r.err != nil || n > uint64(len(r.b)-r.off) {
 		r.err = errCorrupt

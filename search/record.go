@@ -87,33 +87,29 @@ func (s *scanner) strEnd() (start int, escaped bool) {
 	}
 	start = s.i
 	s.i++
-	for {
-		q := bytes.IndexByte(s.b[s.i:], '"')
-		if q < 0 {
-			s.ok = false
-			return start, false
-		}
-		seg := s.b[s.i : s.i+q]
-		if bytes.IndexByte(seg, '\\') < 0 {
-			s.i += q + 1
-			return start, escaped
-		}
-		escaped = true
-		// Walk the escapes: the quote ends the string unless escaped.
-		for s.i < len(s.b) {
-			c := s.b[s.i]
-			if c == '\\' {
-				s.i += 2
-				continue
-			}
-			s.i++
-			if c == '"' {
-				return start, true
-			}
-		}
+	q := bytes.IndexByte(s.b[s.i:], '"')
+	if q < 0 {
 		s.ok = false
-		return start, true
+		return start, false
 	}
+	if bytes.IndexByte(s.b[s.i:s.i+q], '\\') < 0 {
+		s.i += q + 1
+		return start, false
+	}
+	// Walk the escapes: the quote ends the string unless escaped.
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		if c == '\\' {
+			s.i += 2
+			continue
+		}
+		s.i++
+		if c == '"' {
+			return start, true
+		}
+	}
+	s.ok = false
+	return start, true
 }
 
 // skip passes over one value.

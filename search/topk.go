@@ -28,20 +28,18 @@ import (
 
 // topState is the reusable scratch of topK.
 type topState struct {
-	set    []uint64 // the matches
-	tmp    []uint64 // one clause's slots
-	bonus  []uint64 // slots the bonus may apply to
-	score  []float64
-	ub     []float64 // upper bound of the bonus, by slot
-	ms     []match
-	hits   [][]match // phrase matches of must clauses, by clause and field
-	curs   []cursor
-	pos    [][]uint32
-	heap   []hit
-	cands  []bound
-	keep   []uint64
-	must   []clauseQ
-	fields []int // offsets into hits per clause
+	set   []uint64 // the matches
+	tmp   []uint64 // one clause's slots
+	bonus []uint64 // slots the bonus may apply to
+	score []float64
+	ub    []float64 // upper bound of the bonus, by slot
+	ms    []match
+	hits  [][]match // phrase matches of must clauses, by clause and field
+	curs  []cursor
+	pos   [][]uint32
+	heap  []hit
+	cands []bound
+	must  []clauseQ
 }
 
 type bound struct {

@@ -26,6 +26,7 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/incidentlib/incidentlib"
 )
@@ -218,10 +219,10 @@ func openChecked(path string, bopts *bolt.Options) (b *bolt.DB, err error) {
 		if err == nil {
 			return b, nil
 		}
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("open %s: %w (waited %s)", path, ErrLocked, o.Timeout)
 		}
-		if errors.Is(err, bolt.ErrInvalid) || errors.Is(err, bolt.ErrChecksum) || errors.Is(err, bolt.ErrVersionMismatch) ||
+		if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrVersionMismatch) ||
 			strings.Contains(err.Error(), "file size too small") {
 			return nil, &CorruptError{Path: path, Page: 0, Detail: "both meta pages (0 and 1) are unreadable: " + err.Error()}
 		}
@@ -406,7 +407,7 @@ func (db *DB) viewLatest(ctx context.Context, fn func(*bolt.Tx) error) (err erro
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
+	defer func() { _ = tx.Rollback() }()
 	return fn(tx)
 }
 

@@ -255,7 +255,7 @@ func preflight(b *bolt.DB, path string, fileSize int64) (err error) {
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
+	defer func() { _ = tx.Rollback() }()
 	ps := int64(b.Info().PageSize)
 	if size := tx.Size(); size > fileSize {
 		return &CorruptError{Path: path, Page: fileSize / ps,

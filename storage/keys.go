@@ -27,9 +27,6 @@ const unixEpochDays = 719162
 // daysOf returns the days since 0001-01-01 of a date at midnight UTC.
 func daysOf(t time.Time) uint32 { return uint32(t.Unix()/86400 + unixEpochDays) }
 
-// dateOfDays is the inverse of daysOf.
-func dateOfDays(d uint32) time.Time { return time.Unix((int64(d)-unixEpochDays)*86400, 0).UTC() }
-
 func sortKeyOf(inc *incidentlib.Incident) sortKey {
 	var k sortKey
 	if t, err := incidentlib.ParseDate(inc.Date); inc.Date != "" && err == nil {

@@ -156,7 +156,7 @@ func (w *writeTx) storedAs(n uint32, inc *incidentlib.Incident) bool {
 // data.
 func (w *writeTx) storedBytes(n uint32, data []byte) bool {
 	v := w.tx.Bucket(bucketIncidents).Get(u32key(n))
-	return v != nil && len(v) > 8 && string(v[8:]) == string(data)
+	return len(v) > 8 && string(v[8:]) == string(data)
 }
 
 // sameTime reports whether two updated_at values name the same instant

@@ -119,7 +119,7 @@ func (s *indexSeq) first(from []byte, backward bool) []byte {
 	} else {
 		k, _ = s.c.Prev()
 	}
-	for k != nil && len(k) > 0 && k[0] == s.ord && from != nil && bytes.Compare(k[1:], from) > 0 {
+	for len(k) > 0 && k[0] == s.ord && from != nil && bytes.Compare(k[1:], from) > 0 {
 		k, _ = s.c.Prev()
 	}
 	return s.accept(k)

@@ -200,6 +200,7 @@ func InputOf(inc *incidentlib.Incident) *IncidentInput {
 	if in.Title == nil {
 		in.Title = &TextInput{}
 	}
+	//nolint:dupl // Impact and Review: two input types of three optional strings each
 	if m := inc.Impact; m.Scope != "" || m.Users != "" || m.Region != "" || len(m.Extra) > 0 {
 		in.Impact = &ImpactInput{Scope: m.Scope, Users: m.Users, Region: m.Region, Extra: rawOf(m.Extra)}
 	}
@@ -209,6 +210,7 @@ func InputOf(inc *incidentlib.Incident) *IncidentInput {
 	for _, s := range inc.Sources {
 		in.Sources = append(in.Sources, &SourceInput{URL: s.URL, Kind: s.Kind, Archived: s.Archived, Extra: rawOf(s.Extra)})
 	}
+	//nolint:dupl // see Impact above
 	if r := inc.Review; r.WrittenBy != "" || r.ReviewedAt != "" || r.ReviewedBy != "" || len(r.Extra) > 0 {
 		in.Review = &ReviewInput{WrittenBy: r.WrittenBy, ReviewedAt: r.ReviewedAt, ReviewedBy: r.ReviewedBy, Extra: rawOf(r.Extra)}
 	}
