@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/incidentlib/incidentlib"
@@ -29,6 +32,8 @@ type Streamer struct {
 	// being reported, and those that decode are not checked.
 	DecodeOnly bool
 	seq        int
+	inflight   atomic.Int64 // records read and not yet handed on
+	held       int          // the most records in flight at once
 }
 
 // Seq returns how many records Stream has met so far (good and bad): the
@@ -61,15 +66,18 @@ func StreamFormat(name string, prefix []byte) Format {
 
 // Stream reads the IL-JSON file name from r and calls each with every
 // record that passes Load's checks, in file order, with the size of its
-// JSON text; bad receives every problem. It returns an error only when r
-// cannot be read or each returns one.
+// JSON text; bad receives every problem, in file order too. It returns an
+// error only when r cannot be read or each returns one. Records are read
+// by one goroutine and decoded and checked by several (GOMAXPROCS), a few
+// chunks ahead of each: at most StreamAhead() records are held between
+// reading and each (MaxHeld counts them).
 func (s *Streamer) Stream(name string, r io.Reader, each func(rec Record, size int) error, bad func(Problem)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	if b, _ := br.Peek(3); bytes.Equal(b, []byte("\xef\xbb\xbf")) {
 		br.Discard(3)
 	}
 	coll := s.l.collectionFor(name)
-	f := &file{Path: name, Rel: coll.rel(name), Coll: coll}
+	f := file{Path: name, Rel: coll.rel(name), Coll: coll}
 	lr := &lineCounter{r: br}
 	first, line, err := skipSpaces(br, lr)
 	if err == io.EOF {
@@ -79,47 +87,152 @@ func (s *Streamer) Stream(name string, r io.Reader, each func(rec Record, size i
 	if err != nil {
 		return err
 	}
-	one := func(raw []byte, where string, line int) error {
-		s.seq++
-		if !utf8.Valid(raw) {
-			bad(Problem{Where: where, Reason: fmt.Sprintf("not valid UTF-8: invalid byte 0x%02x at byte offset %d of the record", raw[invalidUTF8(raw)], invalidUTF8(raw))})
-			return nil
-		}
-		if s.DecodeOnly {
-			inc, err := decodeIL(bytes.TrimSpace(raw))
-			if err != nil || len(raw) > s.maxBytes {
-				return nil
-			}
-			return each(Record{Incident: inc, Where: where}, len(raw))
-		}
-		f.Data = raw
-		rec, p := s.l.ilRecord(f, raw, where, 0)
-		if p != nil {
-			if p.Where == name || len(p.Where) > len(name) && p.Where[:len(name)+1] == name+":" {
-				p.Where = where
-			}
-			bad(*p)
-			return nil
-		}
-		if err := incidentlib.CheckRecordSize(rec.Incident.ID, len(raw), s.maxBytes); err != nil {
-			bad(Problem{Where: where, ID: rec.Incident.ID, Reason: incidentlib.ErrorMessage(err)})
-			return nil
-		}
-		if p, ok := s.l.check(rec); !ok {
-			bad(p)
-			return nil
-		}
-		return each(rec, len(raw))
+
+	// The reader fills chunks of jobs; each chunk is processed by its own
+	// goroutine, and the chunks are handed to each in order.
+	type chunk struct {
+		jobs []streamJob
+		done chan struct{}
 	}
-	if first == '[' {
-		return s.streamArray(name, lr, line, one, bad)
+	ordered := make(chan *chunk, streamDepth())
+	stop := make(chan struct{})
+	var readErr error
+	go func() {
+		defer close(ordered)
+		cur := &chunk{done: make(chan struct{})}
+		send := func() bool {
+			c := cur
+			cur = &chunk{done: make(chan struct{})}
+			select {
+			case ordered <- c:
+			case <-stop:
+				return false
+			}
+			go func() {
+				for i := range c.jobs {
+					s.process(&c.jobs[i], f)
+				}
+				close(c.done)
+			}()
+			return true
+		}
+		emit := func(j streamJob) error {
+			cur.jobs = append(cur.jobs, j)
+			if len(cur.jobs) == streamChunk && !send() {
+				return errStopped
+			}
+			return nil
+		}
+		if first == '[' {
+			readErr = s.streamArray(name, lr, emit)
+		} else {
+			readErr = s.streamLines(name, br, line, emit)
+		}
+		if len(cur.jobs) > 0 {
+			send()
+		}
+	}()
+	var eachErr error
+	for c := range ordered {
+		<-c.done
+		for i := range c.jobs {
+			j := &c.jobs[i]
+			if eachErr != nil {
+				break
+			}
+			if j.unit {
+				s.seq++
+			}
+			switch {
+			case j.prob != nil:
+				bad(*j.prob)
+			case j.rec.Incident != nil:
+				s.held = max(s.held, int(s.inflight.Load()))
+				eachErr = each(j.rec, len(j.raw))
+			}
+			if j.unit {
+				s.inflight.Add(-1)
+			}
+			c.jobs[i] = streamJob{}
+		}
+		if eachErr != nil {
+			close(stop)
+			for c := range ordered { // let the reader end
+				<-c.done
+			}
+			return eachErr
+		}
 	}
-	return s.streamLines(name, br, line, one, bad)
+	if readErr == errStopped {
+		readErr = nil
+	}
+	return readErr
+}
+
+// StreamAhead is the most records Stream holds between reading them and
+// handing them to each: the chunks in flight.
+func StreamAhead() int { return streamChunk * (streamDepth() + 2) }
+
+func streamDepth() int { return max(2, 2*runtime.GOMAXPROCS(0)) }
+
+// streamChunk is the number of records a goroutine decodes at a time.
+const streamChunk = 64
+
+var errStopped = errors.New("stopped")
+
+// streamJob is one record (or a problem the reader found) on its way from
+// the reader to each.
+type streamJob struct {
+	raw   []byte
+	where string
+	unit  bool     // a record of the file (counted in Seq), not a problem of the file as a whole
+	prob  *Problem // set by the reader or by process
+	rec   Record   // set by process
+}
+
+// MaxHeld returns the largest number of records that were decoded and not
+// yet handed to each at once, over all Stream calls.
+func (s *Streamer) MaxHeld() int { return s.held }
+
+// process decodes and checks the record of j (concurrently with others).
+func (s *Streamer) process(j *streamJob, f file) {
+	if j.prob != nil || !j.unit {
+		return
+	}
+	raw, where := j.raw, j.where
+	if !utf8.Valid(raw) {
+		j.prob = &Problem{Where: where, Reason: fmt.Sprintf("not valid UTF-8: invalid byte 0x%02x at byte offset %d of the record", raw[invalidUTF8(raw)], invalidUTF8(raw))}
+		return
+	}
+	if s.DecodeOnly {
+		if inc, err := decodeIL(bytes.TrimSpace(raw)); err == nil && len(raw) <= s.maxBytes {
+			j.rec = Record{Incident: inc, Where: where}
+		}
+		return
+	}
+	f.Data = raw
+	rec, p := s.l.ilRecord(&f, raw, where, 0)
+	if p != nil {
+		if p.Where == f.Path || strings.HasPrefix(p.Where, f.Path+":") {
+			p.Where = where
+		}
+		j.prob = p
+		return
+	}
+	if err := incidentlib.CheckRecordSize(rec.Incident.ID, len(raw), s.maxBytes); err != nil {
+		j.prob = &Problem{Where: where, ID: rec.Incident.ID, Reason: incidentlib.ErrorMessage(err)}
+		return
+	}
+	if p, ok := s.l.check(rec); !ok {
+		j.prob = &p
+		return
+	}
+	j.rec = rec
 }
 
 // streamLines reads JSON Lines, or one object when the first line does not
 // parse and the second does not start an object.
-func (s *Streamer) streamLines(name string, br *bufio.Reader, line int, one func([]byte, string, int) error, bad func(Problem)) error {
+func (s *Streamer) streamLines(name string, br *bufio.Reader, line int, emit func(streamJob) error) error {
 	n := 0
 	var whole []byte // a single object over several lines, read whole
 	for ; ; line++ {
@@ -133,15 +246,17 @@ func (s *Streamer) streamLines(name string, br *bufio.Reader, line int, one func
 			whole = append(append(whole, '\n'), raw...)
 		case size > s.maxBytes+1:
 			n++
-			s.seq++
 			id := idFromPrefix(raw)
-			bad(Problem{Where: fmt.Sprintf("%s:%d", name, line), ID: id, Reason: incidentlib.ErrorMessage(incidentlib.CheckRecordSize(id, size, s.maxBytes))})
+			if err := s.emitJob(emit, streamJob{unit: true, prob: &Problem{Where: fmt.Sprintf("%s:%d", name, line), ID: id,
+				Reason: incidentlib.ErrorMessage(incidentlib.CheckRecordSize(id, size, s.maxBytes))}}); err != nil {
+				return err
+			}
 		case len(text) == 0:
 		case n == 0 && !json.Valid(text) && !nextStartsObject(br):
 			whole = append([]byte(nil), raw...)
 		default:
 			n++
-			if err := one(text, fmt.Sprintf("%s:%d", name, line), line); err != nil {
+			if err := s.emitJob(emit, streamJob{raw: text, where: fmt.Sprintf("%s:%d", name, line), unit: true}); err != nil {
 				return err
 			}
 		}
@@ -154,15 +269,21 @@ func (s *Streamer) streamLines(name string, br *bufio.Reader, line int, one func
 		if !json.Valid(text) {
 			var v any
 			err := json.Unmarshal(text, &v)
-			bad(jsonProblem(&file{Path: name}, text, 0, err))
-			return nil
+			p := jsonProblem(&file{Path: name}, text, 0, err)
+			return emit(streamJob{prob: &p})
 		}
-		return one(text, fmt.Sprintf("%s:%d", name, 1), 1)
+		return s.emitJob(emit, streamJob{raw: text, where: fmt.Sprintf("%s:%d", name, 1), unit: true})
 	}
 	if n == 0 {
-		bad(Problem{Where: name, Reason: "no records"})
+		return emit(streamJob{prob: &Problem{Where: name, Reason: "no records"}})
 	}
 	return nil
+}
+
+// emitJob hands a record to the pipeline, counting it as held.
+func (s *Streamer) emitJob(emit func(streamJob) error, j streamJob) error {
+	s.inflight.Add(1)
+	return emit(j)
 }
 
 // nextStartsObject reports whether the next non-blank line starts an object.
@@ -210,9 +331,9 @@ func readLine(br *bufio.Reader, max int) (raw []byte, size int, err error) {
 }
 
 // streamArray reads a JSON array one element at a time.
-func (s *Streamer) streamArray(name string, lr *lineCounter, line int, one func([]byte, string, int) error, bad func(Problem)) error {
+func (s *Streamer) streamArray(name string, lr *lineCounter, emit func(streamJob) error) error {
 	dec := json.NewDecoder(lr)
-	arrayProblem := func(err error) {
+	arrayProblem := func(err error) error {
 		where := name
 		var se *json.SyntaxError
 		switch {
@@ -222,29 +343,26 @@ func (s *Streamer) streamArray(name string, lr *lineCounter, line int, one func(
 			where = fmt.Sprintf("%s:%d", name, lr.lineAt(lr.read))
 			err = io.ErrUnexpectedEOF
 		}
-		bad(Problem{Where: where, Reason: "malformed JSON: " + err.Error()})
+		return emit(streamJob{prob: &Problem{Where: where, Reason: "malformed JSON: " + err.Error()}})
 	}
 	if _, err := dec.Token(); err != nil {
-		arrayProblem(err)
-		return nil
+		return arrayProblem(err)
 	}
 	n := 0
 	for ; dec.More(); n++ {
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			arrayProblem(err)
-			return nil
+			return arrayProblem(err)
 		}
 		end := dec.InputOffset()
 		start := end - int64(len(raw))
 		at := lr.lineAt(start)
-		if err := one(raw, fmt.Sprintf("%s:%d [%d]", name, at, n), at); err != nil {
+		if err := s.emitJob(emit, streamJob{raw: raw, where: fmt.Sprintf("%s:%d [%d]", name, at, n), unit: true}); err != nil {
 			return err
 		}
 	}
 	if _, err := dec.Token(); err != nil {
-		arrayProblem(err)
-		return nil
+		return arrayProblem(err)
 	}
 	// Nothing but space may follow.
 	rest := io.MultiReader(dec.Buffered(), lr)
@@ -255,12 +373,11 @@ func (s *Streamer) streamArray(name string, lr *lineCounter, line int, one func(
 			break
 		}
 		if b[0] != ' ' && b[0] != '\t' && b[0] != '\r' && b[0] != '\n' {
-			bad(Problem{Where: fmt.Sprintf("%s:%d", name, lr.lineAt(dec.InputOffset())), Reason: "unexpected data after the JSON array"})
-			return nil
+			return emit(streamJob{prob: &Problem{Where: fmt.Sprintf("%s:%d", name, lr.lineAt(dec.InputOffset())), Reason: "unexpected data after the JSON array"}})
 		}
 	}
 	if n == 0 {
-		bad(Problem{Where: name, Reason: "empty array: no records"})
+		return emit(streamJob{prob: &Problem{Where: name, Reason: "empty array: no records"}})
 	}
 	return nil
 }

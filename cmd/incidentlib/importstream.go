@@ -37,8 +37,9 @@ const envImportStopAfter = "INCIDENTLIB_TEST_IMPORT_STOP_AFTER"
 // importHeld counts what a streamed import holds at once (for the tests:
 // a quantity that does not depend on the machine).
 var importHeld struct {
-	maxRecords int // records held at once
+	maxRecords int // records held at once for writing (or sending)
 	maxBytes   int // their IL-JSON bytes
+	maxAhead   int // records read ahead, being decoded (importer.StreamAhead)
 }
 
 // importInput is one file an import reads: its path and the name that
@@ -150,6 +151,7 @@ func streamRecords(files []importInput, maxRecord int, decodeOnly bool, each fun
 		err = s.Stream(in.name, f, func(rec importer.Record, size int) error {
 			return each(rec, uint32(s.Seq()-1), size)
 		}, bad)
+		importHeld.maxAhead = max(importHeld.maxAhead, s.MaxHeld())
 		f.Close()
 		if err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/gen"
+	"github.com/incidentlib/incidentlib/importer"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/storage"
 )
@@ -102,13 +103,16 @@ func TestImportBatches(t *testing.T) {
 	})
 	t.Run("OneBatchHeldAtATime", func(t *testing.T) {
 		db := filepath.Join(dir, "ok.db")
-		importHeld.maxRecords, importHeld.maxBytes = 0, 0
+		importHeld.maxRecords, importHeld.maxBytes, importHeld.maxAhead = 0, 0, 0
 		out, stderr, err := runCmd(t, nil, "", "import", "--db", db, "--batch", "7", file)
 		if err != nil || !strings.Contains(out, "imported 60 records") {
 			t.Fatalf("%v %s %s", err, out, stderr)
 		}
 		if importHeld.maxRecords != 7 {
 			t.Fatalf("the import held %d records at once, want one batch of 7", importHeld.maxRecords)
+		}
+		if importHeld.maxAhead < 1 || importHeld.maxAhead > importer.StreamAhead() {
+			t.Fatalf("the import read %d records ahead, bound %d", importHeld.maxAhead, importer.StreamAhead())
 		}
 		longest := 0
 		for _, l := range lines {
