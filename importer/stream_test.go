@@ -88,7 +88,9 @@ func TestStreamMatchesLoad(t *testing.T) {
 			}
 			// Load lists a file's parse problems before its check
 			// problems; Stream lists them in file order.
-			byKey := func(p []Problem) { sort.Slice(p, func(i, j int) bool { return p[i].ID+p[i].Reason < p[j].ID+p[j].Reason }) }
+			byKey := func(p []Problem) {
+				sort.Slice(p, func(i, j int) bool { return p[i].ID+p[i].Reason < p[j].ID+p[j].Reason })
+			}
 			byKey(probs)
 			byKey(want.Problems)
 			for i := range probs {
