@@ -97,6 +97,7 @@ func (db *DB) ImportBatch(ctx context.Context, incs []*incidentlib.Incident, b I
 	if err != nil {
 		return nil, err
 	}
+	db.releaseMapped()
 	return res, nil
 }
 

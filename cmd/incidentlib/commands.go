@@ -158,6 +158,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer db.Close()
+	if p, err := db.InterruptedImport(ctx); err == nil && p != nil {
+		logger.Warn(p.String(), "db", db.Path())
+	}
 	if *seed == "auto" && of.primary() == "" { // a replica's incidents come from its primary
 		incs, err := seeds.Incidents()
 		if err != nil {
