@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	bolt "go.etcd.io/bbolt"
@@ -15,7 +16,7 @@ import (
 // A batched import (import --db of IL-JSON) reads its input twice: the
 // first pass checks every record (ImportCheck) keeping only ids and link
 // targets, the second writes the records in bounded transactions
-// (ImportBatch). One transaction for a whole import grows bbolt's
+// (BatchedImport). One transaction for a whole import grows bbolt's
 // in-memory nodes without bound: bbolt splits a node only at commit, so
 // every key put into the orders bucket moved all the keys after it in its
 // node, and the time per record grew with the size of the import. Bounded
@@ -60,27 +61,68 @@ func importMarker(tx *bolt.Tx) *ImportProgress {
 	return p
 }
 
-// ImportBatch says where a batch stands in its import.
-type ImportBatch struct {
-	Done  int  // records of the import written by the earlier batches
-	Total int  // records of the whole import
-	Last  bool // the last batch: it removes the in-progress marker
-	// KeepUpdatedAt keeps updated_at as given (see ImportOptions).
-	KeepUpdatedAt bool
+// BatchedImport writes the records of one import in batches, one
+// transaction each (see NewBatchedImport).
+type BatchedImport struct {
+	db      *DB
+	total   int
+	done    int
+	batches int
+	opts    BatchedImportOptions
+	// The postings the import changed and their stored state, carried
+	// from batch to batch and written every postingFlushEvery batches and
+	// by the last: a posting holds up to every incident, so writing the
+	// touched ones in every batch would cost time in proportion to the
+	// store for each batch, and the import's time would grow with the
+	// square of its size.
+	postings, stored map[string]*roaring.Bitmap
 }
 
-// ImportBatch writes one batch of a batched import in one transaction. The
-// records must have passed an ImportCheck of the whole import: links are
-// not checked here, since a record may link to one of a later batch.
-// Records identical to the stored ones are left alone. Every batch but the
-// last records the import's progress in the store (InterruptedImport, and
-// Check reports it); the last removes the record.
-func (db *DB) ImportBatch(ctx context.Context, incs []*incidentlib.Incident, b ImportBatch) (*incidentlib.ImportResult, error) {
+// postingFlushEvery is how many batches an import writes between two
+// writes of its postings.
+const postingFlushEvery = 32
+
+// BatchedImportOptions control a batched import.
+type BatchedImportOptions struct {
+	// KeepUpdatedAt keeps updated_at as given (see ImportOptions).
+	KeepUpdatedAt bool
+	// Repair rewrites records identical to the stored ones too (counting
+	// them as unchanged), so that their index entries are written again:
+	// for re-running an interrupted import, whose last batches may have
+	// been written without their postings.
+	Repair bool
+}
+
+// NewBatchedImport starts an import of total records, checked before by an
+// ImportCheck of the whole import. The store must not be written by
+// anything else until the import's last batch: it is meant for import
+// --db, which holds the file. Every batch but the last records the
+// import's progress in the store (InterruptedImport, and Check reports
+// it); the last removes the record.
+func (db *DB) NewBatchedImport(total int, opts BatchedImportOptions) *BatchedImport {
+	return &BatchedImport{db: db, total: total, opts: opts}
+}
+
+// Write writes one batch in one transaction; last says it is the import's
+// last. Links are not checked here (the ImportCheck did): a record may
+// link to one of a later batch. Records identical to the stored ones are
+// left alone (unless Repair).
+func (bi *BatchedImport) Write(ctx context.Context, incs []*incidentlib.Incident, last bool) (*incidentlib.ImportResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, ctxError(err)
+	}
+	db := bi.db
 	res := &incidentlib.ImportResult{}
-	err := db.update(ctx, func(w *writeTx) error {
-		*res = incidentlib.ImportResult{}
+	var seq uint64
+	start := time.Now()
+	flushPostings := last || (bi.batches+1)%postingFlushEvery == 0
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		w := newWriteTx(db, tx)
+		if bi.postings != nil {
+			w.postings, w.stored = bi.postings, bi.stored
+		}
 		for _, in := range incs {
-			if err := w.importOne(in, b.KeepUpdatedAt, res); err != nil {
+			if err := w.importOne(in, bi.opts.KeepUpdatedAt, bi.opts.Repair, res); err != nil {
 				if e := incidentlib.ErrorList(err); len(e) == 1 {
 					return &incidentlib.Error{Code: e[0].Code, Field: e[0].Field, Message: fmt.Sprintf("incident %s: %s", in.ID, e[0].Message)}
 				}
@@ -88,15 +130,35 @@ func (db *DB) ImportBatch(ctx context.Context, incs []*incidentlib.Incident, b I
 			}
 		}
 		meta := w.tx.Bucket(bucketMeta)
-		if b.Last {
-			return meta.Delete(metaImport)
+		if last {
+			if err := meta.Delete(metaImport); err != nil {
+				return err
+			}
+		} else {
+			v, _ := json.Marshal(ImportProgress{Done: bi.done + len(incs), Total: bi.total})
+			if err := meta.Put(metaImport, v); err != nil {
+				return err
+			}
 		}
-		v, _ := json.Marshal(ImportProgress{Done: b.Done + len(incs), Total: b.Total})
-		return meta.Put(metaImport, v)
+		seq = w.seq
+		if flushPostings {
+			bi.postings, bi.stored = nil, nil
+			return w.flush()
+		}
+		bi.postings, bi.stored = w.postings, w.stored
+		if bi.stored == nil {
+			bi.stored = map[string]*roaring.Bitmap{}
+		}
+		return meta.Put(metaSeq, u64key(w.seq))
 	})
 	if err != nil {
+		bi.postings, bi.stored = nil, nil // as the transaction: gone
 		return nil, err
 	}
+	bi.done += len(incs)
+	bi.batches++
+	db.observeCommit(time.Since(start))
+	db.publish(seq)
 	db.releaseMapped()
 	return res, nil
 }

@@ -257,8 +257,12 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 		return errors.New("import: name at least one file or directory (or - for standard input)")
 	}
 	// The live heap of an import is one batch and the ids: a larger
-	// collector budget costs little memory and saves a third of the time.
+	// collector budget costs little memory and saves a third of the time;
+	// a soft limit of 512MiB (unless GOMEMLIMIT) keeps its peaks down.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	if getenv("GOMEMLIMIT") == "" && os.Getenv("GOMEMLIMIT") == "" {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(512 << 20))
+	}
 	dir := spoolDir(*sf.path)
 	if rf.remote() {
 		dir = os.TempDir()

@@ -206,22 +206,25 @@ func importStream(ctx context.Context, db *storage.DB, files []importInput, skip
 		}
 		return reportProblems(stderr, lines)
 	}
-	if p, err := db.InterruptedImport(ctx); err != nil {
+	interrupted, err := db.InterruptedImport(ctx)
+	if err != nil {
 		return err
-	} else if p != nil {
-		fmt.Fprintf(stderr, "import: %s\n", p)
+	}
+	if interrupted != nil {
+		fmt.Fprintf(stderr, "import: %s; this import rewrites every record it holds\n", interrupted)
 	}
 
 	// Pass 2: write in batches.
 	total := chk.Records()
 	prog := newProgress(stderr, "writing")
+	imp := db.NewBatchedImport(total, storage.BatchedImportOptions{KeepUpdatedAt: true, Repair: interrupted != nil})
 	var res incidentlib.ImportResult
 	batch := make([]*incidentlib.Incident, 0, o.batch)
 	batchBytes, done, batches := 0, 0, 0
 	flush := func() error {
 		trackHeld(len(batch), batchBytes)
 		last := done+len(batch) == total
-		r, err := db.ImportBatch(ctx, batch, storage.ImportBatch{Done: done, Total: total, Last: last, KeepUpdatedAt: true})
+		r, err := imp.Write(ctx, batch, last)
 		if err != nil {
 			if done > 0 {
 				fmt.Fprintf(stderr, "import: stopped after %d of %d records; fix the cause and re-run it: imports are idempotent\n", done, total)
