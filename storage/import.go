@@ -52,7 +52,7 @@ func (db *DB) ImportIncidents(ctx context.Context, incs []*incidentlib.Incident,
 					opts.Progress(i, len(incs))
 				}
 			}
-			if err := w.importOne(in, opts.KeepUpdatedAt, false, res); err != nil {
+			if err := w.importOne(in, opts.KeepUpdatedAt, res); err != nil {
 				if e := incidentlib.ErrorList(err); len(e) == 1 {
 					return &incidentlib.Error{Code: e[0].Code, Field: append(field(i), e[0].Field...), Message: e[0].Message}
 				}
@@ -78,11 +78,10 @@ func (db *DB) ImportIncidents(ctx context.Context, incs []*incidentlib.Incident,
 }
 
 // importOne writes one validated record of an import, counting it in res:
-// a record identical to the stored one is left alone (unless repair: it is
-// then written again, with its index entries). Unless keepUpdatedAt,
+// a record identical to the stored one is left alone. Unless keepUpdatedAt,
 // updated_at is stamped with the commit time, and a record that differs
 // from the stored one only in the stamp is unchanged.
-func (w *writeTx) importOne(in *incidentlib.Incident, keepUpdatedAt, repair bool, res *incidentlib.ImportResult) error {
+func (w *writeTx) importOne(in *incidentlib.Incident, keepUpdatedAt bool, res *incidentlib.ImportResult) error {
 	inc := *in
 	n, _ := incidentlib.ParseID(inc.ID)
 	old, err := w.get(n)
@@ -104,9 +103,6 @@ func (w *writeTx) importOne(in *incidentlib.Incident, keepUpdatedAt, repair bool
 		b, _ := json.Marshal(&inc)
 		if bytes.Equal(a, b) {
 			res.Unchanged++
-			if repair {
-				return w.put(&inc)
-			}
 			return nil
 		}
 		res.Updated++

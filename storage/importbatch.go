@@ -31,6 +31,10 @@ var metaImport = []byte("import")
 type ImportProgress struct {
 	Done  int `json:"done"`  // records written
 	Total int `json:"total"` // records of the import
+	// Unindexed lists the incidents written since the import last wrote
+	// its postings: the next batched import indexes them again first,
+	// whatever its input.
+	Unindexed []uint32 `json:"unindexed,omitempty"`
 }
 
 func (p *ImportProgress) String() string {
@@ -76,6 +80,8 @@ type BatchedImport struct {
 	// store for each batch, and the import's time would grow with the
 	// square of its size.
 	postings, stored map[string]*roaring.Bitmap
+	unindexed        []uint32 // written since the postings were last written
+	mark             int      // len(unindexed) before the running batch
 }
 
 // postingFlushEvery is how many batches an import writes between two
@@ -86,11 +92,6 @@ const postingFlushEvery = 32
 type BatchedImportOptions struct {
 	// KeepUpdatedAt keeps updated_at as given (see ImportOptions).
 	KeepUpdatedAt bool
-	// Repair rewrites records identical to the stored ones too (counting
-	// them as unchanged), so that their index entries are written again:
-	// for re-running an interrupted import, whose last batches may have
-	// been written without their postings.
-	Repair bool
 }
 
 // NewBatchedImport starts an import of total records, checked before by an
@@ -106,7 +107,8 @@ func (db *DB) NewBatchedImport(total int, opts BatchedImportOptions) *BatchedImp
 // Write writes one batch in one transaction; last says it is the import's
 // last. Links are not checked here (the ImportCheck did): a record may
 // link to one of a later batch. Records identical to the stored ones are
-// left alone (unless Repair).
+// left alone. The first batch first indexes again the records an
+// interrupted import wrote without writing their postings.
 func (bi *BatchedImport) Write(ctx context.Context, incs []*incidentlib.Incident, last bool) (*incidentlib.ImportResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, ctxError(err)
@@ -121,13 +123,22 @@ func (bi *BatchedImport) Write(ctx context.Context, incs []*incidentlib.Incident
 		if bi.postings != nil {
 			w.postings, w.stored = bi.postings, bi.stored
 		}
+		if bi.batches == 0 {
+			if err := w.reindexInterrupted(); err != nil {
+				return err
+			}
+		}
+		bi.mark = len(bi.unindexed)
 		for _, in := range incs {
-			if err := w.importOne(in, bi.opts.KeepUpdatedAt, bi.opts.Repair, res); err != nil {
+			if err := w.importOne(in, bi.opts.KeepUpdatedAt, res); err != nil {
 				if e := incidentlib.ErrorList(err); len(e) == 1 {
 					return &incidentlib.Error{Code: e[0].Code, Field: e[0].Field, Message: fmt.Sprintf("incident %s: %s", in.ID, e[0].Message)}
 				}
 				return err
 			}
+		}
+		for _, r := range w.written {
+			bi.unindexed = append(bi.unindexed, r.n)
 		}
 		meta := w.tx.Bucket(bucketMeta)
 		if last {
@@ -135,7 +146,11 @@ func (bi *BatchedImport) Write(ctx context.Context, incs []*incidentlib.Incident
 				return err
 			}
 		} else {
-			v, _ := json.Marshal(ImportProgress{Done: bi.done + len(incs), Total: bi.total})
+			p := ImportProgress{Done: bi.done + len(incs), Total: bi.total}
+			if !flushPostings {
+				p.Unindexed = bi.unindexed
+			}
+			v, _ := json.Marshal(p)
 			if err := meta.Put(metaImport, v); err != nil {
 				return err
 			}
@@ -152,8 +167,14 @@ func (bi *BatchedImport) Write(ctx context.Context, incs []*incidentlib.Incident
 		return meta.Put(metaSeq, u64key(w.seq))
 	})
 	if err != nil {
-		bi.postings, bi.stored = nil, nil // as the transaction: gone
+		// As the transaction: gone. The marker of the batches before
+		// lists what they left unindexed.
+		bi.postings, bi.stored = nil, nil
+		bi.unindexed = bi.unindexed[:bi.mark]
 		return nil, err
+	}
+	if flushPostings {
+		bi.unindexed = bi.unindexed[:0]
 	}
 	bi.done += len(incs)
 	bi.batches++
@@ -161,6 +182,33 @@ func (bi *BatchedImport) Write(ctx context.Context, incs []*incidentlib.Incident
 	db.publish(seq)
 	db.releaseMapped()
 	return res, nil
+}
+
+// reindexInterrupted indexes again the records that an interrupted import
+// wrote after it last wrote its postings, and removes its marker.
+func (w *writeTx) reindexInterrupted() error {
+	p := importMarker(w.tx)
+	if p == nil {
+		return nil
+	}
+	for _, n := range p.Unindexed {
+		old, err := w.get(n)
+		if err != nil {
+			return err
+		}
+		if old == nil {
+			continue
+		}
+		// Its postings may lack it: unindex removes what is there, index
+		// adds all. The record and its change stay as they are.
+		if err := w.unindex(n, old); err != nil {
+			return err
+		}
+		if err := w.index(n, old); err != nil {
+			return err
+		}
+	}
+	return w.tx.Bucket(bucketMeta).Delete(metaImport)
 }
 
 // ImportCheck is the first pass of a batched import: it checks each record

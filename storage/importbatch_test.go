@@ -98,7 +98,13 @@ func TestBatchedImportMarker(t *testing.T) {
 	if !strings.Contains(strings.Join(problems, "\n"), "an import was interrupted after 1 of 2 records; re-run it: imports are idempotent") {
 		t.Fatalf("check: %v", problems)
 	}
-	if _, err := imp.Write(ctx, []*incidentlib.Incident{b}, true); err != nil {
+	if !strings.Contains(strings.Join(problems, "\n"), "index o:acme: missing") {
+		t.Fatalf("the first batch's postings were written before the last batch: %v", problems)
+	}
+	// Another import (the first stopped there) indexes what the first
+	// left unindexed, whatever its own records.
+	imp2 := db.NewBatchedImport(1, storage.BatchedImportOptions{KeepUpdatedAt: true})
+	if _, err := imp2.Write(ctx, []*incidentlib.Incident{b}, true); err != nil {
 		t.Fatal(err)
 	}
 	if p, _ := db.InterruptedImport(ctx); p != nil {

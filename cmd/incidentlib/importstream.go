@@ -211,13 +211,13 @@ func importStream(ctx context.Context, db *storage.DB, files []importInput, skip
 		return err
 	}
 	if interrupted != nil {
-		fmt.Fprintf(stderr, "import: %s; this import rewrites every record it holds\n", interrupted)
+		fmt.Fprintf(stderr, "import: %s; this import indexes what it left unindexed\n", interrupted)
 	}
 
 	// Pass 2: write in batches.
 	total := chk.Records()
 	prog := newProgress(stderr, "writing")
-	imp := db.NewBatchedImport(total, storage.BatchedImportOptions{KeepUpdatedAt: true, Repair: interrupted != nil})
+	imp := db.NewBatchedImport(total, storage.BatchedImportOptions{KeepUpdatedAt: true})
 	var res incidentlib.ImportResult
 	batch := make([]*incidentlib.Incident, 0, o.batch)
 	batchBytes, done, batches := 0, 0, 0
