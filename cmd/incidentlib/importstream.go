@@ -180,7 +180,7 @@ func importStream(ctx context.Context, db *storage.DB, files []importInput, skip
 			return errNeedsPlan
 		}
 		trackHeld(1, size)
-		if err := chk.Add(rec.Incident, size); err != nil {
+		if err := chk.AddValidated(rec.Incident, size); err != nil { // the importer ran Validate
 			for _, e := range incidentlib.ErrorList(err) {
 				problems = append(problems, rec.Where+": "+e.Message)
 			}
