@@ -68,27 +68,54 @@ const (
 // FormatID(FirstID+1), ... Every record passes Validate and
 // ValidateTerms(opts.Taxonomy). Kinds the taxonomy lacks are left empty.
 func Generate(opts Options) ([]*incidentlib.Incident, error) {
+	var out []*incidentlib.Incident
+	err := Stream(opts, func(inc *incidentlib.Incident) error {
+		out = append(out, inc)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Stream calls each with the incidents Generate returns, in the same
+// order, one at a time: the corpus is never in memory as a whole (what is
+// kept is the shape of each record: its organization, date, terms and
+// recurrence, some tens of bytes). each may keep the record. Stream stops
+// at the first error from each and returns it.
+func Stream(opts Options, each func(*incidentlib.Incident) error) error {
 	if opts.Count < 1 {
-		return nil, incidentlib.Errorf(incidentlib.EINVALID, "gen: count must be at least 1, not %d", opts.Count)
+		return incidentlib.Errorf(incidentlib.EINVALID, "gen: count must be at least 1, not %d", opts.Count)
 	}
 	if opts.Taxonomy == nil {
-		return nil, incidentlib.Errorf(incidentlib.EINVALID, "gen: a taxonomy is required")
+		return incidentlib.Errorf(incidentlib.EINVALID, "gen: a taxonomy is required")
 	}
 	first := opts.FirstID
 	if first == 0 {
 		first = 1
 	}
 	if uint64(first)+uint64(opts.Count)-1 > incidentlib.MaxIDNumber {
-		return nil, incidentlib.Errorf(incidentlib.EINVALID, "gen: ids from %d for %d incidents exceed the largest id", first, opts.Count)
+		return incidentlib.Errorf(incidentlib.EINVALID, "gen: ids from %d for %d incidents exceed the largest id", first, opts.Count)
 	}
 	g := &generator{seed: uint64(opts.Seed), n: opts.Count, first: first, tax: opts.Taxonomy}
 	g.setup()
 	g.orgsAndDates()
 	g.recurrences()
 	g.terms()
-	g.records()
-	g.related()
-	return g.out, nil
+	rel := g.related()
+	r := g.rng(streamText)
+	var c textCtx
+	buf := make([]byte, 0, 1024)
+	for i := range g.n {
+		inc := new(incidentlib.Incident)
+		buf = g.record(i, inc, r, &c, buf)
+		inc.Related = rel.next(i)
+		if err := each(inc); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // WriteJSONL writes one json.Marshal(inc) per line.
@@ -172,7 +199,6 @@ type generator struct {
 	rec   []int // recurrence target, -1 none
 	order []int // indices by (day, index), undated last
 	tm    []recTerms
-	out   []*incidentlib.Incident
 }
 
 const (

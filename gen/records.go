@@ -22,15 +22,11 @@ var dateStrings = func() []string {
 	return out
 }()
 
-func (g *generator) records() {
-	r := g.rng(streamText)
-	block := make([]incidentlib.Incident, g.n)
-	g.out = make([]*incidentlib.Incident, g.n)
-	var c textCtx
-	buf := make([]byte, 0, 1024)
-	for i := range g.n {
-		inc := &block[i]
-		g.out[i] = inc
+// record writes the fields of incident i, but for related, into inc,
+// drawing from r (the text stream, drawn in record order); c and buf are
+// scratch space, and the grown buf is returned.
+func (g *generator) record(i int, inc *incidentlib.Incident, r *rand.Rand, c *textCtx, buf []byte) []byte {
+	{
 		o := Orgs[g.org[i]]
 		t := &g.tm[i]
 		inc.ID = g.id(i)
@@ -227,6 +223,7 @@ func (g *generator) records() {
 
 		inc.Sources = g.sources(r, i, o, lo)
 	}
+	return buf
 }
 
 // addMiddle appends a middle sentence the summary does not have yet.

@@ -91,50 +91,63 @@ func (g *generator) recurrences() {
 
 // related gives each incident 0-3 related incidents, mostly of the same
 // organization or sharing a term, never itself and without duplicates.
-func (g *generator) related() {
-	r := g.rng(streamRelated)
-	byOrg := make([][]int32, len(Orgs))
-	byTerm := make([][]int32, g.numTerms)
+// relatedLinks draws the related links of each record in record order
+// from its own stream.
+type relatedLinks struct {
+	g      *generator
+	r      *rand.Rand
+	byOrg  [][]int32
+	byTerm [][]int32
+	keys   []int
+}
+
+func (g *generator) related() *relatedLinks {
+	rl := &relatedLinks{g: g, r: g.rng(streamRelated), byOrg: make([][]int32, len(Orgs)), byTerm: make([][]int32, g.numTerms)}
 	for i := range g.n {
-		byOrg[g.org[i]] = append(byOrg[g.org[i]], int32(i))
+		rl.byOrg[g.org[i]] = append(rl.byOrg[g.org[i]], int32(i))
 		for _, key := range g.termKeys(i, nil) {
-			byTerm[key] = append(byTerm[key], int32(i))
+			rl.byTerm[key] = append(rl.byTerm[key], int32(i))
 		}
 	}
-	var keys []int
-	for i := range g.n {
-		k := relCount.pick(r)
-		if k == 0 || g.n == 1 {
-			continue
-		}
-		keys = g.termKeys(i, keys[:0])
-		var rel []int
-		for tries := 0; len(rel) < k && tries < 4*k; tries++ {
-			var j int
-			switch u := r.Float64(); {
-			case u < 0.45:
-				l := byOrg[g.org[i]]
-				j = int(l[r.IntN(len(l))])
-			case u < 0.85 && len(keys) > 0:
-				l := byTerm[keys[r.IntN(len(keys))]]
-				j = int(l[r.IntN(len(l))])
-			default:
-				j = r.IntN(g.n)
-			}
-			if j != i && !slices.Contains(rel, j) {
-				rel = append(rel, j)
-			}
-		}
-		if len(rel) == 0 {
-			continue
-		}
-		slices.Sort(rel)
-		ids := make([]string, len(rel))
-		for n, j := range rel {
-			ids[n] = g.id(j)
-		}
-		g.out[i].Related = ids
+	return rl
+}
+
+// next returns the related ids of record i; it is called for every i in
+// order.
+func (rl *relatedLinks) next(i int) []string {
+	g, r := rl.g, rl.r
+	k := relCount.pick(r)
+	if k == 0 || g.n == 1 {
+		return nil
 	}
+	rl.keys = g.termKeys(i, rl.keys[:0])
+	keys := rl.keys
+	var rel []int
+	for tries := 0; len(rel) < k && tries < 4*k; tries++ {
+		var j int
+		switch u := r.Float64(); {
+		case u < 0.45:
+			l := rl.byOrg[g.org[i]]
+			j = int(l[r.IntN(len(l))])
+		case u < 0.85 && len(keys) > 0:
+			l := rl.byTerm[keys[r.IntN(len(keys))]]
+			j = int(l[r.IntN(len(l))])
+		default:
+			j = r.IntN(g.n)
+		}
+		if j != i && !slices.Contains(rel, j) {
+			rel = append(rel, j)
+		}
+	}
+	if len(rel) == 0 {
+		return nil
+	}
+	slices.Sort(rel)
+	ids := make([]string, len(rel))
+	for n, j := range rel {
+		ids[n] = g.id(j)
+	}
+	return ids
 }
 
 // termKeys appends the global numbers of the symptom, component and root

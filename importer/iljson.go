@@ -63,10 +63,16 @@ func jsonProblem(f *file, data []byte, base int, err error) Problem {
 
 // ilRecord reads one IL-JSON object that starts at byte start of the file.
 func (l *loader) ilRecord(f *file, raw []byte, where string, start int) (Record, *Problem) {
-	id := peekID(raw)
+	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' {
+		// The fast path (fastcheck.go): the checks below would pass.
+		if inc, err := decodeIL(t); err == nil && !maybeDuplicateKeys(t) && !caseSuspect(inc) {
+			return l.ilResult(f, inc, where), nil
+		}
+	}
+	id := func() string { return peekID(raw) } // only for problems: it decodes
 	if err := checkJSONDuplicateKeys(raw); err != nil {
 		p := jsonProblem(f, f.Data, start, err)
-		p.ID = id
+		p.ID = id()
 		if i := strings.Index(where, " ["); i >= 0 {
 			p.Where += where[i:] // keep the array index
 		}
@@ -74,20 +80,34 @@ func (l *loader) ilRecord(f *file, raw []byte, where string, start int) (Record,
 	}
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return Record{}, &Problem{Where: where, ID: id, Reason: "not a JSON object"}
+		return Record{}, &Problem{Where: where, ID: id(), Reason: "not a JSON object"}
 	}
 	if err := incidentSchema.checkCase(trimmed, ""); err != nil {
-		return Record{}, &Problem{Where: where, ID: id, Reason: err.Error()}
+		return Record{}, &Problem{Where: where, ID: id(), Reason: err.Error()}
 	}
-	var inc incidentlib.Incident
-	if err := json.Unmarshal(trimmed, &inc); err != nil {
-		return Record{}, &Problem{Where: where, ID: id, Reason: "not an IL-JSON record: " + err.Error()}
+	inc, err := decodeIL(trimmed)
+	if err != nil {
+		return Record{}, &Problem{Where: where, ID: id(), Reason: "not an IL-JSON record: " + err.Error()}
 	}
+	return l.ilResult(f, inc, where), nil
+}
+
+func (l *loader) ilResult(f *file, inc *incidentlib.Incident, where string) Record {
 	key := f.Coll.Name + "/" + inc.ID
 	if inc.ID == "" {
 		key = f.Coll.Name + "/" + f.Rel + ":" + strings.TrimPrefix(where, f.Path+":")
 	}
-	return Record{Incident: &inc, SourceKey: key, Where: where}, nil
+	return Record{Incident: inc, SourceKey: key, Where: where}
+}
+
+// decodeIL decodes one IL-JSON object that passed ilRecord's checks; its
+// review is kept as written (written_by null stays null).
+func decodeIL(trimmed []byte) (*incidentlib.Incident, error) {
+	inc := new(incidentlib.Incident)
+	if err := json.Unmarshal(trimmed, inc); err != nil {
+		return nil, err
+	}
+	return inc, nil
 }
 
 // peekID returns the "id" member of a JSON object when it is a string.

@@ -30,6 +30,9 @@ func (db *DB) Check(ctx context.Context) ([]string, error) {
 		for err := range tx.Check() {
 			add("bbolt: %v", err)
 		}
+		if p := importMarker(tx); p != nil {
+			add("%s", p)
+		}
 		want := expected{
 			postings: map[string]*roaring.Bitmap{},
 			orders:   map[string]bool{},

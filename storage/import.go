@@ -18,10 +18,9 @@ func (db *DB) ImportIncidents(ctx context.Context, incs []*incidentlib.Incident,
 	var es incidentlib.Errors
 	seen := map[string]int{}
 	for i, inc := range incs {
-		err := inc.Validate()
-		if err == nil {
-			err = inc.ValidateTerms(db.tax)
-		}
+		// The one validation of a record from outside, the record size
+		// limit included (incidentlib.ValidateIncoming).
+		err := inc.ValidateIncoming(db.tax, db.maxRecord, 0)
 		for _, e := range incidentlib.ErrorList(err) {
 			es = append(es, &incidentlib.Error{Code: e.Code, Field: append(field(i), e.Field...),
 				Message: fmt.Sprintf("incident %s: %s", inc.ID, e.Message)})
@@ -52,34 +51,7 @@ func (db *DB) ImportIncidents(ctx context.Context, incs []*incidentlib.Incident,
 					opts.Progress(i, len(incs))
 				}
 			}
-			inc := *in
-			n, _ := incidentlib.ParseID(inc.ID)
-			old, err := w.get(n)
-			if err != nil {
-				return err
-			}
-			if !opts.KeepUpdatedAt {
-				inc.UpdatedAt = w.now
-			}
-			if old != nil {
-				if !opts.KeepUpdatedAt {
-					// A stamped record is unchanged if all but the stamp is.
-					inc.UpdatedAt = old.UpdatedAt
-					if !sameRecord(old, &inc) {
-						inc.UpdatedAt = w.now
-					}
-				}
-				a, _ := json.Marshal(old)
-				b, _ := json.Marshal(&inc)
-				if bytes.Equal(a, b) {
-					res.Unchanged++
-					continue
-				}
-				res.Updated++
-			} else {
-				res.Created++
-			}
-			if err := w.put(&inc); err != nil {
+			if err := w.importOne(in, opts.KeepUpdatedAt, res); err != nil {
 				if e := incidentlib.ErrorList(err); len(e) == 1 {
 					return &incidentlib.Error{Code: e[0].Code, Field: append(field(i), e[0].Field...), Message: e[0].Message}
 				}
@@ -102,4 +74,39 @@ func (db *DB) ImportIncidents(ctx context.Context, incs []*incidentlib.Incident,
 		return nil, err
 	}
 	return res, nil
+}
+
+// importOne writes one validated record of an import, counting it in res:
+// a record identical to the stored one is left alone. Unless keepUpdatedAt,
+// updated_at is stamped with the commit time, and a record that differs
+// from the stored one only in the stamp is unchanged.
+func (w *writeTx) importOne(in *incidentlib.Incident, keepUpdatedAt bool, res *incidentlib.ImportResult) error {
+	inc := *in
+	n, _ := incidentlib.ParseID(inc.ID)
+	old, err := w.get(n)
+	if err != nil {
+		return err
+	}
+	if !keepUpdatedAt {
+		inc.UpdatedAt = w.now
+	}
+	if old != nil {
+		if !keepUpdatedAt {
+			// A stamped record is unchanged if all but the stamp is.
+			inc.UpdatedAt = old.UpdatedAt
+			if !sameRecord(old, &inc) {
+				inc.UpdatedAt = w.now
+			}
+		}
+		a, _ := json.Marshal(old)
+		b, _ := json.Marshal(&inc)
+		if bytes.Equal(a, b) {
+			res.Unchanged++
+			return nil
+		}
+		res.Updated++
+	} else {
+		res.Created++
+	}
+	return w.put(&inc)
 }

@@ -189,6 +189,7 @@ func TestRealBinary(t *testing.T) {
 	bin := buildBinary(t)
 	t.Run("SecondProcessIsRefused", func(t *testing.T) { testSecondProcessIsRefused(t, bin) })
 	t.Run("CrashKeepsAcknowledgedWrites", func(t *testing.T) { testCrashKeepsAcknowledgedWrites(t, bin) })
+	t.Run("KilledImportIsReported", func(t *testing.T) { testKilledImportIsReported(t, bin) })
 }
 
 // testCrashKeepsAcknowledgedWrites starts the real binary, sends

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -16,8 +17,9 @@ import (
 )
 
 // readCollections reads files and directories in any format the importer
-// knows (or the one forced with --format); "-" reads standard input.
-func readCollections(paths []string, format string, stdin io.Reader) (*importer.Result, error) {
+// knows (or the one forced with --format), whole, and refuses records over
+// maxRecord bytes of canonical IL-JSON.
+func readCollections(inputs []importInput, format string, maxRecord int) (*importer.Result, error) {
 	tax, err := seeds.Taxonomy()
 	if err != nil {
 		return nil, err
@@ -25,16 +27,16 @@ func readCollections(paths []string, format string, stdin io.Reader) (*importer.
 	opts := importer.Options{Format: importer.Format(format), Taxonomy: tax}
 	var files []string
 	res := &importer.Result{Format: map[string]importer.Format{}}
-	for _, p := range paths {
-		if p != "-" {
-			files = append(files, p)
+	for _, in := range inputs {
+		if in.name == in.path {
+			files = append(files, in.path)
 			continue
 		}
-		data, err := io.ReadAll(stdin)
+		data, err := os.ReadFile(in.path)
 		if err != nil {
 			return nil, err
 		}
-		r, err := importer.LoadData("stdin", data, opts)
+		r, err := importer.LoadData(in.name, data, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -47,6 +49,19 @@ func readCollections(paths []string, format string, stdin io.Reader) (*importer.
 		}
 		merge(res, r)
 	}
+	kept := res.Records[:0]
+	for _, r := range res.Records {
+		b, err := json.Marshal(r.Incident)
+		if err != nil {
+			return nil, err
+		}
+		if err := incidentlib.CheckRecordSize(r.Incident.ID, len(b), maxRecord); err != nil {
+			res.Problems = append(res.Problems, importer.Problem{Where: r.Where, ID: r.Incident.ID, Reason: incidentlib.ErrorMessage(err)})
+			continue
+		}
+		kept = append(kept, r)
+	}
+	res.Records = kept
 	return res, nil
 }
 

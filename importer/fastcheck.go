@@ -1,0 +1,109 @@
+package importer
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// The fast path of ilRecord: a record that decodes is valid JSON, so the
+// duplicate-key scan and the case check can be answered from a byte scan
+// and from the decoded record's unknown members. Only a record they may
+// find fault with takes the slow path, which says exactly what is wrong.
+
+// maybeDuplicateKeys reports whether valid JSON data may name a member
+// twice in one object: two names with the same bytes, or a name with an
+// escape (which may spell another name differently).
+func maybeDuplicateKeys(data []byte) bool {
+	type object struct{ keys [][]byte }
+	var stack []object
+	var inObject []bool // per open container: is it an object
+	expectKey := false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; c {
+		case '{':
+			stack = append(stack, object{})
+			inObject = append(inObject, true)
+			expectKey = true
+		case '[':
+			inObject = append(inObject, false)
+			expectKey = false
+		case '}':
+			stack = stack[:len(stack)-1]
+			inObject = inObject[:len(inObject)-1]
+		case ']':
+			inObject = inObject[:len(inObject)-1]
+		case ',':
+			expectKey = len(inObject) > 0 && inObject[len(inObject)-1]
+		case '"':
+			j := i + 1
+			esc := false
+			for ; j < len(data) && data[j] != '"'; j++ {
+				if data[j] == '\\' {
+					esc = true
+					j++
+				}
+			}
+			if expectKey {
+				if esc {
+					return true
+				}
+				key := data[i+1 : j]
+				top := &stack[len(stack)-1]
+				for _, k := range top.keys {
+					if bytes.Equal(k, key) {
+						return true
+					}
+				}
+				top.keys = append(top.keys, key)
+				expectKey = false
+			}
+			i = j
+		}
+	}
+	return false
+}
+
+// caseSuspect reports whether a decoded record has an unknown member, at
+// any level the case check looks at, whose name differs from a known one
+// only in case.
+func caseSuspect(inc *incidentlib.Incident) bool {
+	suspect := func(extra incidentlib.Extra, known map[string]bool) bool {
+		for name := range extra {
+			for k := range known {
+				if strings.EqualFold(k, name) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	text := incidentlib.KnownMembers(incidentlib.Text{})
+	item := incidentlib.KnownMembers(incidentlib.Item{})
+	if suspect(inc.Extra, incidentlib.KnownMembers(incidentlib.Incident{})) ||
+		suspect(inc.Impact.Extra, incidentlib.KnownMembers(incidentlib.Impact{})) ||
+		suspect(inc.Timeline.Extra, incidentlib.KnownMembers(incidentlib.Timeline{})) ||
+		suspect(inc.Review.Extra, incidentlib.KnownMembers(incidentlib.Review{})) {
+		return true
+	}
+	for _, t := range []incidentlib.Text{inc.Title, inc.Summary, inc.Lessons, inc.Trigger, inc.Detection, inc.SymptomsText} {
+		if suspect(t.Extra, text) {
+			return true
+		}
+	}
+	for _, list := range [][]incidentlib.Item{inc.Remediation, inc.ActionItems} {
+		for _, it := range list {
+			if suspect(it.Extra, item) || suspect(it.Text.Extra, text) {
+				return true
+			}
+		}
+	}
+	src := incidentlib.KnownMembers(incidentlib.Source{})
+	for _, s := range inc.Sources {
+		if suspect(s.Extra, src) {
+			return true
+		}
+	}
+	return false
+}

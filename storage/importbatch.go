@@ -1,0 +1,462 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// A batched import (import --db of IL-JSON) reads its input twice: the
+// first pass checks every record (ImportCheck) keeping only ids and link
+// targets, the second writes the records in bounded transactions
+// (BatchedImport). One transaction for a whole import grows bbolt's
+// in-memory nodes without bound: bbolt splits a node only at commit, so
+// every key put into the orders bucket moved all the keys after it in its
+// node, and the time per record grew with the size of the import. Bounded
+// transactions keep the nodes at page size, the memory at one batch, and
+// the time linear.
+
+// metaImport is the meta key of an import in progress: written by the
+// first batch of a batched import, updated by each, removed by the last.
+var metaImport = []byte("import")
+
+// ImportProgress is the marker of a batched import that has not finished.
+type ImportProgress struct {
+	Done  int `json:"done"`  // records written
+	Total int `json:"total"` // records of the import
+	// Unindexed lists the incidents written since the import last wrote
+	// its postings: the next batched import indexes them again first,
+	// whatever its input.
+	Unindexed []uint32 `json:"unindexed,omitempty"`
+}
+
+func (p *ImportProgress) String() string {
+	return fmt.Sprintf("an import was interrupted after %d of %d records; re-run it: imports are idempotent", p.Done, p.Total)
+}
+
+// InterruptedImport returns the marker of a batched import that wrote some
+// of its batches and not its last one (it was killed, or a write failed),
+// or nil.
+func (db *DB) InterruptedImport(ctx context.Context) (*ImportProgress, error) {
+	var p *ImportProgress
+	err := db.view(ctx, func(tx *bolt.Tx) error {
+		p = importMarker(tx)
+		return nil
+	})
+	return p, err
+}
+
+func importMarker(tx *bolt.Tx) *ImportProgress {
+	v := tx.Bucket(bucketMeta).Get(metaImport)
+	if v == nil {
+		return nil
+	}
+	p := &ImportProgress{}
+	if err := json.Unmarshal(v, p); err != nil {
+		return &ImportProgress{Done: -1}
+	}
+	return p
+}
+
+// BatchedImport writes the records of one import in batches, one
+// transaction each (see NewBatchedImport).
+type BatchedImport struct {
+	db      *DB
+	total   int
+	done    int
+	batches int
+	opts    BatchedImportOptions
+	// The postings the import changed and their stored state, carried
+	// from batch to batch and written every postingFlushEvery batches and
+	// by the last: a posting holds up to every incident, so writing the
+	// touched ones in every batch would cost time in proportion to the
+	// store for each batch, and the import's time would grow with the
+	// square of its size.
+	postings, stored map[string]*roaring.Bitmap
+	unindexed        []uint32 // written since the postings were last written
+	mark             int      // len(unindexed) before the running batch
+}
+
+// postingFlushEvery is how many batches an import writes between two
+// writes of its postings.
+const postingFlushEvery = 32
+
+// BatchedImportOptions control a batched import.
+type BatchedImportOptions struct {
+	// KeepUpdatedAt keeps updated_at as given (see ImportOptions).
+	KeepUpdatedAt bool
+}
+
+// NewBatchedImport starts an import of total records, checked before by an
+// ImportCheck of the whole import. The store must not be written by
+// anything else until the import's last batch: it is meant for import
+// --db, which holds the file. Every batch but the last records the
+// import's progress in the store (InterruptedImport, and Check reports
+// it); the last removes the record.
+func (db *DB) NewBatchedImport(total int, opts BatchedImportOptions) *BatchedImport {
+	return &BatchedImport{db: db, total: total, opts: opts}
+}
+
+// Write writes one batch in one transaction; last says it is the import's
+// last. Links are not checked here (the ImportCheck did): a record may
+// link to one of a later batch. Records identical to the stored ones are
+// left alone. The first batch first indexes again the records an
+// interrupted import wrote without writing their postings.
+func (bi *BatchedImport) Write(ctx context.Context, incs []*incidentlib.Incident, last bool) (*incidentlib.ImportResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, ctxError(err)
+	}
+	db := bi.db
+	res := &incidentlib.ImportResult{}
+	var seq uint64
+	start := time.Now()
+	flushPostings := last || (bi.batches+1)%postingFlushEvery == 0
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		w := newWriteTx(db, tx)
+		if bi.postings != nil {
+			w.postings, w.stored = bi.postings, bi.stored
+		}
+		if bi.batches == 0 {
+			if err := w.reindexInterrupted(); err != nil {
+				return err
+			}
+		}
+		bi.mark = len(bi.unindexed)
+		for _, in := range incs {
+			if err := w.importOne(in, bi.opts.KeepUpdatedAt, res); err != nil {
+				if e := incidentlib.ErrorList(err); len(e) == 1 {
+					return &incidentlib.Error{Code: e[0].Code, Field: e[0].Field, Message: fmt.Sprintf("incident %s: %s", in.ID, e[0].Message)}
+				}
+				return err
+			}
+		}
+		for _, r := range w.written {
+			bi.unindexed = append(bi.unindexed, r.n)
+		}
+		meta := w.tx.Bucket(bucketMeta)
+		if last {
+			if err := meta.Delete(metaImport); err != nil {
+				return err
+			}
+		} else {
+			p := ImportProgress{Done: bi.done + len(incs), Total: bi.total}
+			if !flushPostings {
+				p.Unindexed = bi.unindexed
+			}
+			v, _ := json.Marshal(p)
+			if err := meta.Put(metaImport, v); err != nil {
+				return err
+			}
+		}
+		seq = w.seq
+		if flushPostings {
+			bi.postings, bi.stored = nil, nil
+			return w.flush()
+		}
+		bi.postings, bi.stored = w.postings, w.stored
+		if bi.stored == nil {
+			bi.stored = map[string]*roaring.Bitmap{}
+		}
+		return meta.Put(metaSeq, u64key(w.seq))
+	})
+	if err != nil {
+		// As the transaction: gone. The marker of the batches before
+		// lists what they left unindexed.
+		bi.postings, bi.stored = nil, nil
+		bi.unindexed = bi.unindexed[:bi.mark]
+		return nil, err
+	}
+	if flushPostings {
+		bi.unindexed = bi.unindexed[:0]
+	}
+	bi.done += len(incs)
+	bi.batches++
+	db.observeCommit(time.Since(start))
+	db.publish(seq)
+	db.releaseMapped()
+	return res, nil
+}
+
+// reindexInterrupted indexes again the records that an interrupted import
+// wrote after it last wrote its postings, and removes its marker.
+func (w *writeTx) reindexInterrupted() error {
+	p := importMarker(w.tx)
+	if p == nil {
+		return nil
+	}
+	for _, n := range p.Unindexed {
+		old, err := w.get(n)
+		if err != nil {
+			return err
+		}
+		if old == nil {
+			continue
+		}
+		// Its postings may lack it: unindex removes what is there, index
+		// adds all. The record and its change stay as they are.
+		if err := w.unindex(n, old); err != nil {
+			return err
+		}
+		if err := w.index(n, old); err != nil {
+			return err
+		}
+	}
+	return w.tx.Bucket(bucketMeta).Delete(metaImport)
+}
+
+// ImportCheck is the first pass of a batched import: it checks each record
+// as ImportIncidents would (Validate, ValidateTerms, the record size limit,
+// no id twice) and keeps what the checks across records need (ids, links
+// to ids not seen yet, recurrence links, organizations), not the records.
+// Finish checks the links, recurrence cycles and organizations against the
+// store.
+type ImportCheck struct {
+	db       *DB
+	maxBytes int
+	ids      *roaring.Bitmap
+	links    []pendingLink
+	rec      map[uint32]uint32 // recurrence_of of the records that have one
+	orgName  map[string]string // slug -> name, as the import gives them
+	orgSlug  map[string]string // folded name -> slug, as the import gives them
+	records  int
+}
+
+type pendingLink struct {
+	from, to uint32
+	k        int32 // index in related, or -1 for recurrence_of
+}
+
+// NewImportCheck starts the checks of an import whose records may be up to
+// maxBytes bytes each (0: incidentlib.DefaultMaxRecordBytes).
+func (db *DB) NewImportCheck(maxBytes int) *ImportCheck {
+	return &ImportCheck{db: db, maxBytes: maxBytes, ids: roaring.New(), rec: map[uint32]uint32{},
+		orgName: map[string]string{}, orgSlug: map[string]string{}}
+}
+
+// Records returns how many records passed Add.
+func (c *ImportCheck) Records() int { return c.records }
+
+// Add checks one record of size bytes (its IL-JSON as read). It returns
+// the record's problems as an EINVALID error list, messages naming the
+// incident; a record with problems is not counted in the import.
+func (c *ImportCheck) Add(inc *incidentlib.Incident, size int) error { return c.add(inc, size, false) }
+
+// AddValidated is Add for a record that inc.Validate() passed already (the
+// importer's checks run it, on several cores): the rest of Add's checks.
+func (c *ImportCheck) AddValidated(inc *incidentlib.Incident, size int) error {
+	return c.add(inc, size, true)
+}
+
+func (c *ImportCheck) add(inc *incidentlib.Incident, size int, validated bool) error {
+	var es incidentlib.Errors
+	add := func(err error) {
+		for _, e := range incidentlib.ErrorList(err) {
+			es = append(es, &incidentlib.Error{Code: e.Code, Field: e.Field, Message: fmt.Sprintf("incident %s: %s", inc.ID, e.Message)})
+		}
+	}
+	if err := incidentlib.CheckRecordSize(inc.ID, size, c.maxBytes); err != nil {
+		return err
+	}
+	var err error
+	if !validated {
+		err = inc.Validate()
+	}
+	if err == nil {
+		err = inc.ValidateTerms(c.db.tax)
+	}
+	add(err)
+	n, ok := incidentlib.ParseID(inc.ID)
+	if ok && c.ids.Contains(n) {
+		es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"id"}, "incident %s appears twice in the import", inc.ID))
+	}
+	if inc.OrgSlug != "" {
+		if name, ok := c.orgName[inc.OrgSlug]; ok && name != inc.Org {
+			es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"org"},
+				"incident %s: org_slug %q is named %q by another record of the import, and %q here", inc.ID, inc.OrgSlug, name, inc.Org))
+		}
+		if slug, ok := c.orgSlug[foldName(inc.Org)]; ok && slug != inc.OrgSlug {
+			es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"org_slug"},
+				"incident %s: organization %q has org_slug %q in another record of the import, and %q here", inc.ID, inc.Org, slug, inc.OrgSlug))
+		}
+	}
+	if len(es) > 0 {
+		return es
+	}
+	c.records++
+	c.ids.Add(n)
+	c.orgName[inc.OrgSlug] = inc.Org
+	c.orgSlug[foldName(inc.Org)] = inc.OrgSlug
+	for k, r := range inc.Related {
+		if t, _ := incidentlib.ParseID(r); !c.ids.Contains(t) {
+			c.links = append(c.links, pendingLink{from: n, to: t, k: int32(k)})
+		}
+	}
+	if inc.RecurrenceOf != "" {
+		t, _ := incidentlib.ParseID(inc.RecurrenceOf)
+		c.rec[n] = t
+		if !c.ids.Contains(t) {
+			c.links = append(c.links, pendingLink{from: n, to: t, k: -1})
+		}
+	}
+	return nil
+}
+
+// Finish checks, against the store, what no single record shows: links to
+// incidents neither in the import nor in the store (unless
+// Options.UpstreamLinks), recurrence cycles, and organizations whose name
+// or slug the store holds otherwise for incidents the import does not
+// rewrite. It returns an EINVALID error list, or nil.
+func (c *ImportCheck) Finish(ctx context.Context) error {
+	var es incidentlib.Errors
+	err := c.db.view(ctx, func(tx *bolt.Tx) error {
+		ib := tx.Bucket(bucketIncidents)
+		for _, l := range c.links {
+			if c.ids.Contains(l.to) || c.db.upstreamLinks || ib.Get(u32key(l.to)) != nil {
+				continue
+			}
+			from, to := incidentlib.FormatID(l.from), incidentlib.FormatID(l.to)
+			if l.k < 0 {
+				es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"recurrence_of"},
+					"incident %s: recurrence_of %s is not in the library", from, to))
+			} else {
+				es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"related", strconv.Itoa(int(l.k))},
+					"incident %s: related[%d] %s is not in the library", from, l.k, to))
+			}
+		}
+		cyc, err := c.cycles(tx)
+		if err != nil {
+			return err
+		}
+		es = append(es, cyc...)
+		es = append(es, c.orgConflicts(tx)...)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(es) > 0 {
+		return es
+	}
+	return nil
+}
+
+// cycles finds recurrence chains that come back, through the records of
+// the import and, beyond them, the stored ones. Each incident is walked
+// once: the time is linear in the chains' lengths.
+func (c *ImportCheck) cycles(tx *bolt.Tx) (incidentlib.Errors, error) {
+	const (
+		walking = 1
+		done    = 2
+	)
+	state := make(map[uint32]uint8, len(c.rec))
+	parent := func(n uint32) (uint32, bool, error) {
+		if c.ids.Contains(n) {
+			t, ok := c.rec[n]
+			return t, ok, nil
+		}
+		inc, err := c.db.getIncident(tx, n)
+		if err != nil || inc == nil || inc.RecurrenceOf == "" {
+			return 0, false, err
+		}
+		t, ok := incidentlib.ParseID(inc.RecurrenceOf)
+		return t, ok, nil
+	}
+	var es incidentlib.Errors
+	var path []uint32
+	for start := range c.rec {
+		if state[start] != 0 {
+			continue
+		}
+		path = path[:0]
+		n, cycle := start, false
+		for {
+			if s := state[n]; s == done {
+				break
+			} else if s == walking {
+				cycle = true
+				break
+			}
+			state[n] = walking
+			path = append(path, n)
+			t, ok, err := parent(n)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				break
+			}
+			n = t
+		}
+		for _, p := range path {
+			state[p] = done
+		}
+		if cycle {
+			es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"recurrence_of"},
+				"incident %s: recurrence_of %s forms a cycle of recurrences", incidentlib.FormatID(n), incidentlib.FormatID(c.recOf(tx, n))))
+		}
+	}
+	return es, nil
+}
+
+func (c *ImportCheck) recOf(tx *bolt.Tx, n uint32) uint32 {
+	if t, ok := c.rec[n]; ok {
+		return t
+	}
+	if inc, _ := c.db.getIncident(tx, n); inc != nil {
+		t, _ := incidentlib.ParseID(inc.RecurrenceOf)
+		return t
+	}
+	return 0
+}
+
+// orgConflicts finds the organizations of the import that the store holds
+// under another name or slug for incidents the import does not rewrite
+// (checkOrg, for the whole import at once).
+func (c *ImportCheck) orgConflicts(tx *bolt.Tx) incidentlib.Errors {
+	ob := tx.Bucket(bucketOrgs)
+	pb := tx.Bucket(bucketPostings)
+	usedByOthers := func(slug string) bool {
+		v := pb.Get([]byte(postOrg(slug)))
+		if v == nil {
+			return false
+		}
+		bm := roaring.New()
+		if err := bm.UnmarshalBinary(v); err != nil {
+			return true
+		}
+		bm.AndNot(c.ids)
+		return !bm.IsEmpty()
+	}
+	stored := map[string][]string{} // folded name -> stored slugs
+	_ = ob.ForEach(func(k, v []byte) error {
+		var o incidentlib.Organization
+		if json.Unmarshal(v, &o) == nil {
+			stored[foldName(o.Name)] = append(stored[foldName(o.Name)], string(k))
+		}
+		return nil
+	})
+	var es incidentlib.Errors
+	for slug, name := range c.orgName {
+		if v := ob.Get([]byte(slug)); v != nil {
+			var o incidentlib.Organization
+			if json.Unmarshal(v, &o) == nil && o.Name != name && usedByOthers(slug) {
+				es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"org"},
+					"org_slug %q belongs to organization %q, but the import names it %q", slug, o.Name, name))
+			}
+		}
+		for _, other := range stored[foldName(name)] {
+			if other != slug && usedByOthers(other) {
+				es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"org_slug"},
+					"organization %q is in the library as org_slug %q, but the import gives org_slug %q", name, other, slug))
+			}
+		}
+	}
+	return es
+}

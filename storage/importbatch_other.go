@@ -1,0 +1,6 @@
+//go:build !linux
+
+package storage
+
+// releaseMapped does nothing outside Linux (see importbatch_linux.go).
+func (db *DB) releaseMapped() {}
