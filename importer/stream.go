@@ -74,7 +74,7 @@ func StreamFormat(name string, prefix []byte) Format {
 func (s *Streamer) Stream(name string, r io.Reader, each func(rec Record, size int) error, bad func(Problem)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	if b, _ := br.Peek(3); bytes.Equal(b, []byte("\xef\xbb\xbf")) {
-		br.Discard(3)
+		_, _ = br.Discard(3) // the three bytes are buffered: Peek returned them
 	}
 	coll := s.l.collectionFor(name)
 	f := file{Path: name, Rel: coll.rel(name), Coll: coll}
@@ -398,7 +398,7 @@ func skipSpaces(br *bufio.Reader, lr *lineCounter) (byte, int, error) {
 		case ' ', '\t', '\r':
 			continue
 		}
-		br.UnreadByte()
+		_ = br.UnreadByte() // the byte just read: unreading it cannot fail
 		lr.base, lr.lines = 0, line
 		return b, line, nil
 	}
