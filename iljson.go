@@ -8,7 +8,6 @@ import (
 	"io"
 	"regexp"
 	"strings"
-	"unicode/utf8"
 )
 
 // RecordAt is a record read from a file, with where it was found.
@@ -25,15 +24,7 @@ type RecordAt struct {
 // EINVALID error that names the file and line or index and, when it is
 // known, the record's id.
 func ReadRecords(name string, data []byte) ([]RecordAt, error) {
-	if !utf8.Valid(data) {
-		off := 0
-		for off < len(data) {
-			r, size := utf8.DecodeRune(data[off:])
-			if r == utf8.RuneError && size <= 1 {
-				break
-			}
-			off += size
-		}
+	if off := InvalidUTF8Offset(data); off >= 0 {
 		line := 1 + bytes.Count(data[:off], []byte{'\n'})
 		return nil, Errorf(EINVALID, "%s:%d: invalid UTF-8 at byte offset %d", name, line, off)
 	}

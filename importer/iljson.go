@@ -69,7 +69,7 @@ func (l *loader) ilRecord(f *file, raw []byte, where string, start int) (Record,
 			return l.ilResult(f, inc, where), nil
 		}
 	}
-	id := func() string { return peekID(raw) } // only for problems: it decodes
+	id := func() string { return incidentlib.PeekID(raw) } // only for problems: it decodes
 	if err := checkJSONDuplicateKeys(raw); err != nil {
 		p := jsonProblem(f, f.Data, start, err)
 		p.ID = id()
@@ -108,18 +108,6 @@ func decodeIL(trimmed []byte) (*incidentlib.Incident, error) {
 		return nil, err
 	}
 	return inc, nil
-}
-
-// peekID returns the "id" member of a JSON object when it is a string.
-func peekID(raw []byte) string {
-	var v struct {
-		ID any `json:"id"`
-	}
-	if json.Unmarshal(raw, &v) != nil {
-		return ""
-	}
-	s, _ := v.ID.(string)
-	return s
 }
 
 // looksLikeJSONList reports whether a JSON array holds macintux entries:

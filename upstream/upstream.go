@@ -241,7 +241,7 @@ func (u *Reader) ask(ctx context.Context, ids []string, got map[string]*incident
 		}
 		var inc incidentlib.Incident
 		if derr := json.Unmarshal(raw, &inc); derr != nil {
-			if id := peekID(raw); want[id] {
+			if id := incidentlib.PeekID(raw); want[id] {
 				u.skip(id, incidentlib.RuleStructure, derr.Error())
 			}
 			continue
@@ -265,18 +265,6 @@ func (u *Reader) ask(ctx context.Context, ids []string, got map[string]*incident
 func (u *Reader) skip(id string, rule incidentlib.Rule, why string) {
 	u.skipped.WithLabelValues(string(rule)).Inc()
 	u.cfg.Logger.Warn("left out a record of the upstream library: it breaks the rules records are held to", "upstream", u.cfg.URL, "id", id, "rule", string(rule), "err", why)
-}
-
-// peekID returns the "id" member of a JSON object when it is a string.
-func peekID(raw []byte) string {
-	var v struct {
-		ID any `json:"id"`
-	}
-	if json.Unmarshal(raw, &v) != nil {
-		return ""
-	}
-	s, _ := v.ID.(string)
-	return s
 }
 
 func headIDs(ids []string) string {

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/incidentlib/incidentlib"
 )
 
 // The one decoder of a GraphQL request's parameters, for POST bodies and
@@ -238,15 +239,7 @@ func jsonError(err error, what string) *RequestError {
 // nesting deeper than maxRequestNesting (it allows 10,000 levels). One
 // pass over the bytes, strings skipped.
 func checkJSONText(b []byte, what string) *RequestError {
-	if !utf8.Valid(b) {
-		i := 0
-		for i < len(b) {
-			r, size := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && size <= 1 {
-				break
-			}
-			i += size
-		}
+	if i := incidentlib.InvalidUTF8Offset(b); i >= 0 {
 		return reqErr(int64(i), "%s is not valid UTF-8", what)
 	}
 	depth, inString := 0, false
