@@ -70,9 +70,34 @@ type Metrics struct {
 	// searchSaveFailures reads the search index's failed saves.
 	searchSaveFailures atomic.Pointer[func() uint64]
 
-	mu    sync.Mutex
-	ops   map[string]bool
-	codes map[string]bool
+	ops   labelSet // operation names (OperationLabel)
+	codes labelSet // error codes (CodeLabel)
+}
+
+// labelSet admits the first max distinct values of a label that a client
+// can influence, and answers "other" for every value after them, so that
+// no client can grow /metrics without bound.
+type labelSet struct {
+	mu   sync.Mutex
+	seen map[string]bool
+	max  int
+}
+
+func newLabelSet(max int) labelSet { return labelSet{seen: map[string]bool{}, max: max} }
+
+// admit returns v if it is, or now becomes, one of the set's values, else
+// "other".
+func (l *labelSet) admit(v string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen[v] {
+		return v
+	}
+	if len(l.seen) >= l.max {
+		return "other"
+	}
+	l.seen[v] = true
+	return v
 }
 
 // New registers the metrics on reg; when reg is nil a private registry is
@@ -91,8 +116,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		gatherer: gatherer,
 		reg:      reg,
-		ops:      map[string]bool{},
-		codes:    map[string]bool{},
+		ops:      newLabelSet(maxOperationNames),
+		codes:    newLabelSet(maxCodes),
 		opDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "incidentlib_graphql_request_duration_seconds",
 			Help:    "Time to execute a GraphQL operation, by operation name.",
@@ -230,16 +255,7 @@ func (m *Metrics) OperationLabel(name string) string {
 	case !isName(name):
 		return "invalid"
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ops[name] {
-		return name
-	}
-	if len(m.ops) >= maxOperationNames {
-		return "other"
-	}
-	m.ops[name] = true
-	return name
+	return m.ops.admit(name)
 }
 
 // CodeLabel is the code label of an error code (see maxCodes).
@@ -250,16 +266,7 @@ func (m *Metrics) CodeLabel(code string) string {
 	if len(code) > maxCodeBytes || !isCode(code) {
 		return "other"
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.codes[code] {
-		return code
-	}
-	if len(m.codes) >= maxCodes {
-		return "other"
-	}
-	m.codes[code] = true
-	return code
+	return m.codes.admit(code)
 }
 
 // isName says whether s is a GraphQL name: /[_A-Za-z][_0-9A-Za-z]*/.
