@@ -254,6 +254,7 @@ func (i *Incident) Validate() error {
 			}
 		}
 	}
+	es = append(es, i.validateProvenance()...)
 	for name := range i.Extra {
 		if incidentKnown[name] {
 			bad(name, "extra field %q has the name of a known field", name)

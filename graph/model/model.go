@@ -451,3 +451,19 @@ func UnmarshalJSON(v any) (json.RawMessage, error) {
 	}
 	return b, nil
 }
+
+// Verification is what kind of account the record is made from, UNKNOWN
+// when it does not say.
+func (i *Incident) Verification() incidentlib.Verification { return i.Inc.Verification.OrUnknown() }
+
+// TextOrigin is where the text in lang (the request's language without
+// one) came from, ORIGINAL when the record does not say.
+func (i *Incident) TextOrigin(lang *Lang) incidentlib.TextOrigin {
+	return i.Inc.TextOrigin.In(i.View.lang(lang))
+}
+
+// IncidentOrganization is an organization an incident names, with its role.
+type IncidentOrganization struct {
+	Organization *Organization
+	Role         incidentlib.OrganizationRole
+}
