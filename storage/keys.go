@@ -245,7 +245,7 @@ func postRoleOrg(slug string) string { return prefixRoleOrg + slug }
 // is every incident in none of the others, so a store written before
 // verification existed needs no new posting.
 func postVerification(v incidentlib.Verification) string { return prefixVerif + string(v) }
-func postYear(y int) string      { return prefixYear + fmt.Sprintf("%04d", y) }
+func postYear(y int) string                              { return prefixYear + fmt.Sprintf("%04d", y) }
 
 func yearOfPosting(name string) (int, bool) {
 	if len(name) <= len(prefixYear) {
