@@ -235,6 +235,7 @@ func postTerm(kind incidentlib.TermKind, slug string) string {
 	return prefixTerm + string(kind) + "\x00" + slug
 }
 func postOrg(slug string) string { return prefixOrg + slug }
+func postYear(y int) string      { return prefixYear + fmt.Sprintf("%04d", y) }
 
 // postRoleOrg is the posting of the incidents that name the organization
 // slug in organization_roles: it keeps the organization in the library (and
@@ -245,7 +246,6 @@ func postRoleOrg(slug string) string { return prefixRoleOrg + slug }
 // is every incident in none of the others, so a store written before
 // verification existed needs no new posting.
 func postVerification(v incidentlib.Verification) string { return prefixVerif + string(v) }
-func postYear(y int) string                              { return prefixYear + fmt.Sprintf("%04d", y) }
 
 func yearOfPosting(name string) (int, bool) {
 	if len(name) <= len(prefixYear) {
