@@ -198,6 +198,19 @@ func (t TextOrigins) In(lang Lang) TextOrigin {
 	return o
 }
 
+// TextOriginIn returns the origin of the text the record serves in lang.
+// Text falls back to the other language when lang has none (Text.In), and
+// so does its origin: a record whose title is only in English answers
+// for Korean with the English text's origin.
+func (i *Incident) TextOriginIn(lang Lang) TextOrigin {
+	if lang == LangKo && i.Title.Ko == "" && i.Title.En != "" {
+		lang = LangEn
+	} else if lang != LangKo && i.Title.En == "" && i.Title.Ko != "" {
+		lang = LangKo
+	}
+	return i.TextOrigin.In(lang)
+}
+
 // OrganizationOf is one organization an incident names, with its role.
 type OrganizationOf struct {
 	Slug string

@@ -1766,7 +1766,11 @@ type Incident implements Node {
   extra: JSON
   "What kind of account the record is made from; UNKNOWN when the record does not say."
   verification: Verification!
-  "Where the text in lang came from; ORIGINAL when the record does not say."
+  """
+  Where the text served in lang came from (the other language's when the title
+  has no text in lang, as the text fields fall back); ORIGINAL when the record
+  does not say.
+  """
   textOrigin(lang: Lang): TextOrigin!
 
   "The organization the incident happened to (the AFFECTED one)."

@@ -77,6 +77,13 @@ func TestProvenanceOfSeeds(t *testing.T) {
 			t.Fatalf("veltrix incidentCount %d, want 0 (it is only a vendor)", o[1].Organization.IncidentCount)
 		}
 	})
+	t.Run("TextOriginFallsBackWithTheText", func(t *testing.T) {
+		// IL-0301 (DFDS) is in English only: in Korean it serves its
+		// English text, an original.
+		if g := get("IL-0301").Incident; g.Ko != "ORIGINAL" || g.Verification != "PRIMARY_SOURCE" {
+			t.Fatalf("%+v", g)
+		}
+	})
 	t.Run("VendorResolvesButCountsNothing", func(t *testing.T) {
 		var got struct {
 			Organization struct {

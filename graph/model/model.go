@@ -456,10 +456,11 @@ func UnmarshalJSON(v any) (json.RawMessage, error) {
 // when it does not say.
 func (i *Incident) Verification() incidentlib.Verification { return i.Inc.Verification.OrUnknown() }
 
-// TextOrigin is where the text in lang (the request's language without
-// one) came from, ORIGINAL when the record does not say.
+// TextOrigin is where the text served in lang (the request's language
+// without one; the other language when the title has none in it) came
+// from, ORIGINAL when the record does not say.
 func (i *Incident) TextOrigin(lang *Lang) incidentlib.TextOrigin {
-	return i.Inc.TextOrigin.In(i.View.lang(lang))
+	return i.Inc.TextOriginIn(i.View.lang(lang))
 }
 
 // IncidentOrganization is an organization an incident names, with its role.
