@@ -62,6 +62,7 @@ const (
 	streamTerms
 	streamText
 	streamRelated
+	streamProvenance
 )
 
 // Generate returns opts.Count incidents with ids FormatID(FirstID),
@@ -88,7 +89,32 @@ func Generate(opts Options) ([]*incidentlib.Incident, error) {
 	g.terms()
 	g.records()
 	g.related()
+	g.provenance()
 	return g.out, nil
+}
+
+// provenance gives each record a verification (or none, UNKNOWN) and, to
+// some of those written in both languages, a translated language, from a
+// stream of its own: the other fields are as they were without it.
+func (g *generator) provenance() {
+	r := g.rng(streamProvenance)
+	verifications := []incidentlib.Verification{"", incidentlib.VerificationPrimarySource,
+		incidentlib.VerificationSecondaryReport, incidentlib.VerificationFirstPersonAccount}
+	vPick := weights(40, 30, 20, 10)
+	origins := []incidentlib.TextOrigin{"", incidentlib.TextMachineTranslation, incidentlib.TextHumanTranslation}
+	oPick := weights(50, 35, 15)
+	for _, inc := range g.out {
+		inc.Verification = verifications[vPick.pick(r)]
+		o := origins[oPick.pick(r)]
+		if o == "" || inc.Title.En == "" || inc.Title.Ko == "" {
+			continue
+		}
+		if r.IntN(2) == 0 {
+			inc.TextOrigin.Ko = o
+		} else {
+			inc.TextOrigin.En = o
+		}
+	}
 }
 
 // WriteJSONL writes one json.Marshal(inc) per line.
