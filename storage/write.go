@@ -324,9 +324,9 @@ func (w *writeTx) checkOrgs(n uint32, inc *incidentlib.Incident) error {
 // checkOrg refuses incident n (id) if an organization it names (name,
 // slug: the affected one or one of organization_roles, field the slug's
 // path) belongs to an organization of another name, or the name is
-// already stored under another slug, counting only incidents other than n. A slug and name stored together
-// cost one lookup; only a new pair reads the organization names, once per
-// transaction.
+// already stored under another slug, counting only incidents other than
+// n (in either role). A slug and name stored together cost one lookup;
+// only a new pair reads the organization names, once per transaction.
 func (w *writeTx) checkOrg(n uint32, id, name, slug string, field []string) error {
 	usedByOthers := func(slug string) bool {
 		for _, bm := range []*roaring.Bitmap{w.posting(postOrg(slug)), w.posting(postRoleOrg(slug))} {
