@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
+	"strings"
 )
 
 // The codec of the record types that keep the JSON members they do not
@@ -42,7 +44,8 @@ func unmarshalWithExtra[W, T any](data []byte, dst *T, known map[string]bool, nu
 }
 
 // KnownMembers returns the member names IL-JSON defines for an object of
-// v's type (Incident, Text, Impact, Timeline, Item, Source or Review),
+// v's type (Incident, Text, Impact, Timeline, Item, Source, Review, OrgRole
+// or TextOrigins),
 // which are read into its fields; any other member is kept in its Extra.
 // It returns nil for other types. The map is shared: do not change it.
 func KnownMembers(v any) map[string]bool {
@@ -61,23 +64,28 @@ func KnownMembers(v any) map[string]bool {
 		return sourceKnown
 	case Review, *Review:
 		return reviewKnown
+	case OrgRole, *OrgRole:
+		return orgRoleKnown
+	case TextOrigins, *TextOrigins:
+		return textKnown
 	}
 	return nil
 }
 
-// knownFields lists the JSON names of a wire struct's fields.
+// knownFields lists the JSON names of a wire struct's fields (those left
+// out when empty too).
 func knownFields(v any) map[string]bool {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		panic(err)
-	}
-	known := make(map[string]bool, len(m))
-	for k := range m {
-		known[k] = true
+	t := reflect.TypeOf(v)
+	known := make(map[string]bool, t.NumField())
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		known[name] = true
 	}
 	return known
 }

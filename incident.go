@@ -137,7 +137,12 @@ type Incident struct {
 	Review       Review            `json:"review"`
 	UpdatedAt    string            `json:"updated_at"` // RFC 3339, kept exactly as given
 	URL          string            `json:"url"`
-	Extra        Extra             `json:"-"`
+	// Provenance (provenance.go), all optional: empty reads as UNKNOWN, no
+	// other organizations, ORIGINAL.
+	Verification      Verification `json:"verification,omitempty"`
+	OrganizationRoles []OrgRole    `json:"organization_roles,omitempty"`
+	TextOrigin        TextOrigins  `json:"text_origin,omitempty"`
+	Extra             Extra        `json:"-"`
 }
 
 // Extra holds the fields of a JSON object that the program does not know,
@@ -175,6 +180,11 @@ type incidentJSON struct {
 	Review       Review            `json:"review"`
 	UpdatedAt    *string           `json:"updated_at"`
 	URL          *string           `json:"url"`
+	// Optional members, left out when empty so that a record without them
+	// is written back as it was.
+	Verification      Verification `json:"verification,omitempty"`
+	OrganizationRoles []OrgRole    `json:"organization_roles,omitempty"`
+	TextOrigin        *TextOrigins `json:"text_origin,omitempty"`
 }
 
 var incidentKnown = knownFields(incidentJSON{})
@@ -216,6 +226,10 @@ func (i Incident) MarshalJSON() ([]byte, error) {
 		Sources: nonNil(i.Sources), Docs: nonNil(i.Docs), Related: nonNil(i.Related),
 		RecurrenceOf: strPtr(i.RecurrenceOf), Review: i.Review,
 		UpdatedAt: strPtr(i.UpdatedAt), URL: strPtr(i.URL),
+		Verification: i.Verification, OrganizationRoles: i.OrganizationRoles,
+	}
+	if !i.TextOrigin.IsZero() {
+		w.TextOrigin = &i.TextOrigin
 	}
 	return marshalWithExtra(w, i.Extra)
 }
@@ -235,7 +249,15 @@ func incidentFromWire(w incidentJSON, extra Extra) Incident {
 		Impact: w.Impact, Timeline: w.Timeline, Remediation: w.Remediation, ActionItems: w.ActionItems,
 		Sources: w.Sources, Docs: w.Docs, Related: w.Related, RecurrenceOf: strVal(w.RecurrenceOf),
 		Review: w.Review, UpdatedAt: strVal(w.UpdatedAt), URL: strVal(w.URL), Extra: extra,
+		Verification: w.Verification, OrganizationRoles: w.OrganizationRoles, TextOrigin: textOriginsOf(w.TextOrigin),
 	}
+}
+
+func textOriginsOf(t *TextOrigins) TextOrigins {
+	if t == nil {
+		return TextOrigins{}
+	}
+	return *t
 }
 
 type impactJSON struct {

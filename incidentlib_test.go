@@ -148,6 +148,7 @@ func FuzzReadRecords(f *testing.F) {
 	f.Add([]byte(`{"id":"IL-0001","org":"A","org_slug":"a","title":{"en":"x"}}`))
 	f.Add([]byte("[{\"id\":\"IL-0002\"},{}]"))
 	f.Add([]byte("{\"id\":\"IL-0003\"}\n{\"x\":[1,{\"y\":null}]}\n"))
+	f.Add([]byte(`{"id":"IL-0004","verification":"UNKNOWN","organization_roles":[{"org":"V","org_slug":"v","role":"VENDOR","x":{}}],"text_origin":{"ko":"ORIGINAL","ja":null}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		recs, err := incidentlib.ReadRecords("fuzz", data)
 		if err != nil {

@@ -4,8 +4,12 @@ import (
 	"context"
 )
 
-// Organization is an organization incidents happened to. Organizations are
-// derived from the incidents' org and org_slug fields.
+// Organization is an organization incidents happened to or otherwise name.
+// Organizations are derived from the incidents: their org and org_slug
+// fields (the affected organization) and their organization_roles (vendors,
+// reporters). An organization is in the library while some incident names
+// it in any role; its incident count and the organizations filter count
+// only the incidents it is the affected organization of.
 type Organization struct {
 	Slug string `json:"slug"`
 	Name string `json:"name"`
@@ -38,6 +42,9 @@ type IncidentFilter struct {
 	IsRecurrence *bool
 	// HasRecurrences: some incident is a recurrence of this one.
 	HasRecurrences *bool
+	// Verification: the incident's verification is one of these (a record
+	// without one is UNKNOWN).
+	Verification []Verification
 }
 
 // TermLists returns the filter's slug lists by kind.

@@ -398,6 +398,10 @@ func (i *Incident) validate(p *problems) {
 			}
 		}
 	}
+	for _, e := range i.validateProvenance() {
+		p.es = append(p.es, e)
+		p.rules = append(p.rules, RuleStructure)
+	}
 	for name := range i.Extra {
 		if incidentKnown[name] {
 			bad(name, "extra field %q has the name of a known field", name)

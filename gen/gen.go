@@ -62,6 +62,7 @@ const (
 	streamTerms
 	streamText
 	streamRelated
+	streamProvenance
 )
 
 // Generate returns opts.Count incidents with ids FormatID(FirstID),
@@ -107,15 +108,42 @@ func Stream(opts Options, each func(*incidentlib.Incident) error) error {
 	r := g.rng(streamText)
 	var c textCtx
 	buf := make([]byte, 0, 1024)
+	prov := g.provenance()
 	for i := range g.n {
 		inc := new(incidentlib.Incident)
 		buf = g.record(i, inc, r, &c, buf)
 		inc.Related = rel.next(i)
+		prov(inc)
 		if err := each(inc); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// provenance returns what gives each record, in order, a verification (or
+// none, UNKNOWN) and, to some of those written in both languages, a
+// translated language, from a stream of its own: the other fields are as
+// they were without it.
+func (g *generator) provenance() func(*incidentlib.Incident) {
+	r := g.rng(streamProvenance)
+	verifications := []incidentlib.Verification{"", incidentlib.VerificationPrimarySource,
+		incidentlib.VerificationSecondaryReport, incidentlib.VerificationFirstPersonAccount}
+	vPick := weights(40, 30, 20, 10)
+	origins := []incidentlib.TextOrigin{"", incidentlib.TextMachineTranslation, incidentlib.TextHumanTranslation}
+	oPick := weights(50, 35, 15)
+	return func(inc *incidentlib.Incident) {
+		inc.Verification = verifications[vPick.pick(r)]
+		o := origins[oPick.pick(r)]
+		if o == "" || inc.Title.En == "" || inc.Title.Ko == "" {
+			return
+		}
+		if r.IntN(2) == 0 {
+			inc.TextOrigin.Ko = o
+		} else {
+			inc.TextOrigin.En = o
+		}
+	}
 }
 
 // WriteJSONL writes one json.Marshal(inc) per line.

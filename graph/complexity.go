@@ -35,6 +35,9 @@ const (
 	// ItemsSize is the assumed number of an incident's sources,
 	// remediation items and action items.
 	ItemsSize = 3
+	// OrganizationsSize is the assumed length of Incident.organizations:
+	// the affected organization and at most a vendor or a reporter.
+	OrganizationsSize = 2
 )
 
 // Complexity returns the per-field costs, for graph.Config.Complexity.
@@ -60,6 +63,7 @@ func Complexity() ComplexityRoot {
 
 	c.Incident.Related = func(child int) int { return costList(RelatedSize, child) }
 	c.Incident.Recurrences = func(child int) int { return costList(RecurrencesSize, child) }
+	c.Incident.Organizations = func(child int) int { return costList(OrganizationsSize, child) }
 	c.Incident.Similar = func(child int, first *int) int {
 		n := 5
 		if first != nil {

@@ -22,7 +22,7 @@ func (x *fastExec) incidentList(incs []*model.Incident, sel ast.SelectionSet, li
 type incidents struct {
 	objs []*model.Incident
 	plan *plan
-	rel  []any // per field of the plan: *incidentsByParent, *organizations, *termsByParent
+	rel  []any // per field of the plan: *incidentsByParent, *organizations, *termsByParent, *incidentOrgsByParent
 }
 
 // incidentsByParent are the incidents related to each of a list's
@@ -57,6 +57,12 @@ func (x *fastExec) incidents(objs []*model.Incident, sel ast.SelectionSet) *inci
 				bail()
 			}
 			b.rel[i] = x.organizations(orgs, f.Selections)
+		case "organizations":
+			lists, err := ir.Organizations(x.ctx, objs)
+			if err != nil || len(lists) != len(objs) {
+				bail()
+			}
+			b.rel[i] = x.incidentOrgs(lists, f.Selections)
 		case "related", "recurrences":
 			var lists [][]*model.Incident
 			var err error
@@ -307,6 +313,13 @@ func (b *incidents) write(x *fastExec, k int) {
 			x.optStr(o.URL())
 		case "extra":
 			x.marshal(model.MarshalJSON(o.Extra()))
+		case "verification":
+			x.str(string(o.Verification()))
+		case "textOrigin":
+			x.str(string(o.TextOrigin(f.lang)))
+		case "organizations":
+			r := b.rel[i].(*incidentOrgsByParent)
+			r.writeRange(x, r.offs[k], r.offs[k+1])
 		case "organization":
 			b.rel[i].(*organizations).write(x, k)
 		case "related", "recurrences":
@@ -334,4 +347,53 @@ func (b *incidents) write(x *fastExec, k int) {
 		}
 	}
 	x.byte('}')
+}
+
+// incidentOrgsByParent are the organizations (with roles) of each of a
+// list's incidents, as one list: parent k's are objs[offs[k]:offs[k+1]].
+type incidentOrgsByParent struct {
+	objs []*model.IncidentOrganization
+	plan *plan
+	orgs []*organizations // per field of the plan: the organizations of "organization"
+	offs []int
+}
+
+func (x *fastExec) incidentOrgs(lists [][]*model.IncidentOrganization, sel ast.SelectionSet) *incidentOrgsByParent {
+	offs := make([]int, 1, len(lists)+1)
+	var all []*model.IncidentOrganization
+	for _, l := range lists {
+		all = append(all, l...)
+		offs = append(offs, len(all))
+	}
+	p := x.plan(sel, "IncidentOrganization")
+	b := &incidentOrgsByParent{objs: all, plan: p, orgs: make([]*organizations, len(p.fields)), offs: offs}
+	for i := range p.fields {
+		if p.fields[i].Name == "organization" {
+			objs := make([]*model.Organization, len(all))
+			for k, io := range all {
+				objs[k] = io.Organization
+			}
+			b.orgs[i] = x.organizations(objs, p.fields[i].Selections)
+		}
+	}
+	return b
+}
+
+func (b *incidentOrgsByParent) writeRange(x *fastExec, from, to int) {
+	x.list(to-from, func(k int) {
+		io := b.objs[from+k]
+		if io == nil {
+			bail()
+		}
+		x.object(b.plan, "IncidentOrganization", func(f *pfield) {
+			switch f.Name {
+			case "organization":
+				b.orgs[f.index].write(x, from+k)
+			case "role":
+				x.str(string(io.Role))
+			default:
+				bail()
+			}
+		})
+	})
 }

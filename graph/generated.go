@@ -90,6 +90,7 @@ type ComplexityRoot struct {
 		Org            func(childComplexity int) int
 		OrgSlug        func(childComplexity int) int
 		Organization   func(childComplexity int) int
+		Organizations  func(childComplexity int) int
 		RecurrenceOf   func(childComplexity int) int
 		RecurrenceOfID func(childComplexity int) int
 		Recurrences    func(childComplexity int) int
@@ -104,11 +105,13 @@ type ComplexityRoot struct {
 		Summary        func(childComplexity int, lang *model.Lang) int
 		Symptoms       func(childComplexity int) int
 		SymptomsText   func(childComplexity int, lang *model.Lang) int
+		TextOrigin     func(childComplexity int, lang *model.Lang) int
 		Timeline       func(childComplexity int) int
 		Title          func(childComplexity int, lang *model.Lang) int
 		Trigger        func(childComplexity int, lang *model.Lang) int
 		URL            func(childComplexity int) int
 		UpdatedAt      func(childComplexity int) int
+		Verification   func(childComplexity int) int
 	}
 
 	IncidentConnection struct {
@@ -123,6 +126,11 @@ type ComplexityRoot struct {
 	IncidentEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
+	}
+
+	IncidentOrganization struct {
+		Organization func(childComplexity int) int
+		Role         func(childComplexity int) int
 	}
 
 	IncidentPayload struct {
@@ -258,6 +266,7 @@ type ComplexityRoot struct {
 
 type IncidentResolver interface {
 	Organization(ctx context.Context, objs []*model.Incident) ([]*model.Organization, error)
+	Organizations(ctx context.Context, objs []*model.Incident) ([][]*model.IncidentOrganization, error)
 
 	Related(ctx context.Context, objs []*model.Incident) ([][]*model.Incident, error)
 	RecurrenceOf(ctx context.Context, objs []*model.Incident) ([]*model.Incident, error)
@@ -517,6 +526,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Incident.Organization(childComplexity), true
+	case "Incident.organizations":
+		if e.ComplexityRoot.Incident.Organizations == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Incident.Organizations(childComplexity), true
 	case "Incident.recurrenceOf":
 		if e.ComplexityRoot.Incident.RecurrenceOf == nil {
 			break
@@ -616,6 +631,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Incident.SymptomsText(childComplexity, args["lang"].(*model.Lang)), true
+	case "Incident.textOrigin":
+		if e.ComplexityRoot.Incident.TextOrigin == nil {
+			break
+		}
+
+		args, err := ec.field_Incident_textOrigin_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Incident.TextOrigin(childComplexity, args["lang"].(*model.Lang)), true
 	case "Incident.timeline":
 		if e.ComplexityRoot.Incident.Timeline == nil {
 			break
@@ -656,6 +682,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Incident.UpdatedAt(childComplexity), true
+	case "Incident.verification":
+		if e.ComplexityRoot.Incident.Verification == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Incident.Verification(childComplexity), true
 
 	case "IncidentConnection.edges":
 		if e.ComplexityRoot.IncidentConnection.Edges == nil {
@@ -711,6 +743,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.IncidentEdge.Node(childComplexity), true
+
+	case "IncidentOrganization.organization":
+		if e.ComplexityRoot.IncidentOrganization.Organization == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentOrganization.Organization(childComplexity), true
+	case "IncidentOrganization.role":
+		if e.ComplexityRoot.IncidentOrganization.Role == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentOrganization.Role(childComplexity), true
 
 	case "IncidentPayload.incident":
 		if e.ComplexityRoot.IncidentPayload.Incident == nil {
@@ -1272,9 +1317,11 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("IncidentInput", ec.unmarshalInputIncidentInput),
 			graphql.NewInputUnmarshaler("IncidentOrder", ec.unmarshalInputIncidentOrder),
 			graphql.NewInputUnmarshaler("ItemInput", ec.unmarshalInputItemInput),
+			graphql.NewInputUnmarshaler("OrganizationRoleInput", ec.unmarshalInputOrganizationRoleInput),
 			graphql.NewInputUnmarshaler("ReviewInput", ec.unmarshalInputReviewInput),
 			graphql.NewInputUnmarshaler("SourceInput", ec.unmarshalInputSourceInput),
 			graphql.NewInputUnmarshaler("TextInput", ec.unmarshalInputTextInput),
+			graphql.NewInputUnmarshaler("TextOriginInput", ec.unmarshalInputTextOriginInput),
 			graphql.NewInputUnmarshaler("TimelineInput", ec.unmarshalInputTimelineInput),
 		)
 	}
@@ -1429,6 +1476,12 @@ input IncidentInput {
   review: ReviewInput
   "An absolute http(s) URL."
   url: String
+  "What kind of account the record is made from; left out: UNKNOWN."
+  verification: Verification
+  "The organizations other than the affected one (org, orgSlug): vendors and reporters."
+  organizationRoles: [OrganizationRoleInput!]
+  "Per language, where the text came from; a language left out is ORIGINAL."
+  textOrigin: TextOriginInput
   "Fields the library does not interpret, as a JSON object."
   extra: JSON
   """
@@ -1471,6 +1524,21 @@ input SourceInput {
   url: String!
   kind: String
   archived: String
+  extra: JSON
+}
+
+input OrganizationRoleInput {
+  org: String!
+  orgSlug: String!
+  "VENDOR or REPORTER: the AFFECTED organization is the incident's org and orgSlug."
+  role: OrganizationRole!
+  extra: JSON
+}
+
+input TextOriginInput {
+  en: TextOrigin
+  ko: TextOrigin
+  "Other languages, as a JSON object."
   extra: JSON
 }
 
@@ -1615,6 +1683,46 @@ input IncidentFilter {
   isRecurrence: Boolean
   "Some incident is a recurrence of this one."
   hasRecurrences: Boolean
+  "The incident's verification is one of these (a record that does not say is UNKNOWN)."
+  verification: [Verification!]
+}
+
+"What kind of account an incident's record is made from."
+enum Verification {
+  "The organization's own postmortem."
+  PRIMARY_SOURCE
+  "Press or a third party."
+  SECONDARY_REPORT
+  "An unverified personal account."
+  FIRST_PERSON_ACCOUNT
+  "Not said."
+  UNKNOWN
+}
+
+"The part an organization played in an incident."
+enum OrganizationRole {
+  "The organization the incident happened to: Incident.organization."
+  AFFECTED
+  "A supplier of the software or service that failed."
+  VENDOR
+  "Who published the account, when it is not the affected organization."
+  REPORTER
+}
+
+"Where a language's text of an incident came from."
+enum TextOrigin {
+  "Written in this language."
+  ORIGINAL
+  "Translated by a person."
+  HUMAN_TRANSLATION
+  "Translated by a program."
+  MACHINE_TRANSLATION
+}
+
+"An organization an incident names, and its role."
+type IncidentOrganization {
+  organization: Organization!
+  role: OrganizationRole!
 }
 
 input IncidentOrder {
@@ -1656,8 +1764,19 @@ type Incident implements Node {
   url: String
   "Fields of the record that the library does not interpret, as a JSON object, or null."
   extra: JSON
+  "What kind of account the record is made from; UNKNOWN when the record does not say."
+  verification: Verification!
+  """
+  Where the text served in lang came from (the other language's when the title
+  has no text in lang, as the text fields fall back); ORIGINAL when the record
+  does not say.
+  """
+  textOrigin(lang: Lang): TextOrigin!
 
+  "The organization the incident happened to (the AFFECTED one)."
   organization: Organization!
+  "Every organization the incident names with its role: the AFFECTED one first, then vendors and reporters."
+  organizations: [IncidentOrganization!]!
   domains: [TaxonomyTerm!]!
   symptoms: [TaxonomyTerm!]!
   components: [TaxonomyTerm!]!
@@ -1756,11 +1875,17 @@ type YearCount {
   count: Int!
 }
 
+"""
+An organization an incident happened to or names as vendor or reporter.
+incidentCount, incidents and the organizations filter count only the
+incidents it is the AFFECTED organization of.
+"""
 type Organization implements Node {
   "org:SLUG"
   id: ID!
   slug: String!
   name: String!
+  "The incidents this organization is the AFFECTED organization of."
   incidentCount: Int!
   incidents(
     filter: IncidentFilter
@@ -1975,8 +2100,14 @@ func (ec *executionContext) childFields_Incident(ctx context.Context, field grap
 		return ec.fieldContext_Incident_url(ctx, field)
 	case "extra":
 		return ec.fieldContext_Incident_extra(ctx, field)
+	case "verification":
+		return ec.fieldContext_Incident_verification(ctx, field)
+	case "textOrigin":
+		return ec.fieldContext_Incident_textOrigin(ctx, field)
 	case "organization":
 		return ec.fieldContext_Incident_organization(ctx, field)
+	case "organizations":
+		return ec.fieldContext_Incident_organizations(ctx, field)
 	case "domains":
 		return ec.fieldContext_Incident_domains(ctx, field)
 	case "symptoms":
@@ -2027,6 +2158,16 @@ func (ec *executionContext) childFields_IncidentEdge(ctx context.Context, field 
 		return ec.fieldContext_IncidentEdge_node(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type IncidentEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_IncidentOrganization(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "organization":
+		return ec.fieldContext_IncidentOrganization_organization(ctx, field)
+	case "role":
+		return ec.fieldContext_IncidentOrganization_role(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type IncidentOrganization", field.Name)
 }
 
 func (ec *executionContext) childFields_IncidentPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2444,6 +2585,20 @@ func (ec *executionContext) field_Incident_summary_args(ctx context.Context, raw
 }
 
 func (ec *executionContext) field_Incident_symptomsText_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "lang",
+		func(ctx context.Context, v any) (*model.Lang, error) {
+			return ec.unmarshalOLang2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐLang(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["lang"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Incident_textOrigin_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "lang",
@@ -4137,6 +4292,73 @@ func (ec *executionContext) fieldContext_Incident_extra(_ context.Context, field
 	return graphql.NewScalarFieldContext("Incident", field, true, false, "JSON")
 }
 
+func (ec *executionContext) _Incident_verification(ctx context.Context, field graphql.CollectedField, obj *model.Incident) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Incident_verification(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Verification(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v incidentlib.Verification) graphql.Marshaler {
+			return ec.marshalNVerification2githubᚗcomᚋincidentlibᚋincidentlibᚐVerification(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Incident_verification(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Incident", field, true, false, "Verification")
+}
+
+func (ec *executionContext) _Incident_textOrigin(ctx context.Context, field graphql.CollectedField, obj *model.Incident) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Incident_textOrigin(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return obj.TextOrigin(fc.Args["lang"].(*model.Lang)), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v incidentlib.TextOrigin) graphql.Marshaler {
+			return ec.marshalNTextOrigin2githubᚗcomᚋincidentlibᚋincidentlibᚐTextOrigin(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Incident_textOrigin(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Incident",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type TextOrigin does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Incident_textOrigin_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Incident_organization(ctx context.Context, field graphql.CollectedField, obj *model.Incident) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4189,6 +4411,61 @@ func (ec *executionContext) resolveBatch_Incident_organization(ctx context.Conte
 		results,
 		err,
 		"Incident.organization",
+	)
+}
+
+func (ec *executionContext) _Incident_organizations(ctx context.Context, field graphql.CollectedField, obj *model.Incident) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Incident_organizations(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.resolveBatch_Incident_organizations(ctx, field, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.IncidentOrganization) graphql.Marshaler {
+			return ec.marshalNIncidentOrganization2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentOrganizationᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Incident_organizations(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Incident",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IncidentOrganization(ctx, field)
+		},
+	}
+	return fc, nil
+}
+func (ec *executionContext) resolveBatch_Incident_organizations(ctx context.Context, field graphql.CollectedField, obj *model.Incident) (any, error) {
+	resolver := ec.Resolvers.Incident()
+	if batch, ok := graphql.BatchParentsFor[*model.Incident](ctx, "Incident"); ok {
+		result := batch.FieldResult(field, func() (any, error) {
+			return resolver.Organizations(ctx, batch.Parents)
+		})
+		return graphql.ResolveBatchGroupResult[[]*model.IncidentOrganization](
+			ctx,
+			batch.Index,
+			len(batch.Parents),
+			result,
+			"Incident.organizations",
+			batch.IndexMap,
+		)
+	}
+	results, err := resolver.Organizations(ctx, []*model.Incident{obj})
+	return graphql.ResolveBatchSingleResult[[]*model.IncidentOrganization](
+		ctx,
+		results,
+		err,
+		"Incident.organizations",
 	)
 }
 
@@ -4841,6 +5118,61 @@ func (ec *executionContext) fieldContext_IncidentEdge_node(_ context.Context, fi
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _IncidentOrganization_organization(ctx context.Context, field graphql.CollectedField, obj *model.IncidentOrganization) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentOrganization_organization(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Organization, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Organization) graphql.Marshaler {
+			return ec.marshalNOrganization2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrganization(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentOrganization_organization(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IncidentOrganization",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Organization(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _IncidentOrganization_role(ctx context.Context, field graphql.CollectedField, obj *model.IncidentOrganization) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentOrganization_role(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Role, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v incidentlib.OrganizationRole) graphql.Marshaler {
+			return ec.marshalNOrganizationRole2githubᚗcomᚋincidentlibᚋincidentlibᚐOrganizationRole(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentOrganization_role(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IncidentOrganization", field, false, false, "OrganizationRole")
 }
 
 func (ec *executionContext) _IncidentPayload_incident(ctx context.Context, field graphql.CollectedField, obj *model.IncidentPayload) (ret graphql.Marshaler) {
@@ -8302,7 +8634,7 @@ func (ec *executionContext) unmarshalInputIncidentFilter(ctx context.Context, ob
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"ids", "organizations", "domains", "symptoms", "components", "rootCauses", "contributing", "severities", "dateFrom", "dateTo", "updatedSince", "reviewed", "isRecurrence", "hasRecurrences"}
+	fieldsInOrder := [...]string{"ids", "organizations", "domains", "symptoms", "components", "rootCauses", "contributing", "severities", "dateFrom", "dateTo", "updatedSince", "reviewed", "isRecurrence", "hasRecurrences", "verification"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -8407,6 +8739,13 @@ func (ec *executionContext) unmarshalInputIncidentFilter(ctx context.Context, ob
 				return it, err
 			}
 			it.HasRecurrences = data
+		case "verification":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("verification"))
+			data, err := ec.unmarshalOVerification2ᚕgithubᚗcomᚋincidentlibᚋincidentlibᚐVerificationᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Verification = data
 		}
 	}
 	return it, nil
@@ -8435,7 +8774,7 @@ func (ec *executionContext) unmarshalInputIncidentInput(ctx context.Context, obj
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"id", "org", "orgSlug", "date", "dateKind", "title", "summary", "lessons", "trigger", "detection", "symptomsText", "domain", "symptoms", "components", "contributing", "rootCause", "severity", "impact", "timeline", "remediation", "actionItems", "sources", "docs", "related", "recurrenceOf", "review", "url", "extra", "expectedUpdatedAt"}
+	fieldsInOrder := [...]string{"id", "org", "orgSlug", "date", "dateKind", "title", "summary", "lessons", "trigger", "detection", "symptomsText", "domain", "symptoms", "components", "contributing", "rootCause", "severity", "impact", "timeline", "remediation", "actionItems", "sources", "docs", "related", "recurrenceOf", "review", "url", "verification", "organizationRoles", "textOrigin", "extra", "expectedUpdatedAt"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -8631,6 +8970,27 @@ func (ec *executionContext) unmarshalInputIncidentInput(ctx context.Context, obj
 				return it, err
 			}
 			it.URL = data
+		case "verification":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("verification"))
+			data, err := ec.unmarshalOVerification2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚐVerification(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Verification = data
+		case "organizationRoles":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("organizationRoles"))
+			data, err := ec.unmarshalOOrganizationRoleInput2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrganizationRoleInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OrganizationRoles = data
+		case "textOrigin":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("textOrigin"))
+			data, err := ec.unmarshalOTextOriginInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTextOriginInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TextOrigin = data
 		case "extra":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("extra"))
 			data, err := ec.unmarshalOJSON2encodingᚋjsonᚐRawMessage(ctx, v)
@@ -8764,6 +9124,69 @@ func (ec *executionContext) unmarshalInputItemInput(ctx context.Context, obj any
 func UnmarshalItemInput(ctx context.Context, raw any) (model.ItemInput, error) {
 	var out model.ItemInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "ItemInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputOrganizationRoleInput(ctx context.Context, obj any) (model.OrganizationRoleInput, error) {
+	var it model.OrganizationRoleInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"org", "orgSlug", "role", "extra"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "org":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("org"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Org = data
+		case "orgSlug":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("orgSlug"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OrgSlug = data
+		case "role":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("role"))
+			data, err := ec.unmarshalNOrganizationRole2githubᚗcomᚋincidentlibᚋincidentlibᚐOrganizationRole(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Role = data
+		case "extra":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("extra"))
+			data, err := ec.unmarshalOJSON2encodingᚋjsonᚐRawMessage(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Extra = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalOrganizationRoleInput unmarshals raw into the OrganizationRoleInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalOrganizationRoleInput(ctx context.Context, raw any) (model.OrganizationRoleInput, error) {
+	var out model.OrganizationRoleInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "OrganizationRoleInput", raw, &out)
 	return out, err
 }
 
@@ -8946,6 +9369,62 @@ func (ec *executionContext) unmarshalInputTextInput(ctx context.Context, obj any
 func UnmarshalTextInput(ctx context.Context, raw any) (model.TextInput, error) {
 	var out model.TextInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "TextInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputTextOriginInput(ctx context.Context, obj any) (model.TextOriginInput, error) {
+	var it model.TextOriginInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"en", "ko", "extra"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "en":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("en"))
+			data, err := ec.unmarshalOTextOrigin2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚐTextOrigin(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.En = data
+		case "ko":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ko"))
+			data, err := ec.unmarshalOTextOrigin2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚐTextOrigin(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ko = data
+		case "extra":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("extra"))
+			data, err := ec.unmarshalOJSON2encodingᚋjsonᚐRawMessage(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Extra = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalTextOriginInput unmarshals raw into the TextOriginInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalTextOriginInput(ctx context.Context, raw any) (model.TextOriginInput, error) {
+	var out model.TextOriginInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "TextOriginInput", raw, &out)
 	return out, err
 }
 
@@ -9389,11 +9868,27 @@ func (ec *executionContext) _Incident(ctx context.Context, sel ast.SelectionSet,
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "verification":
+			out.Values[i] = ec._Incident_verification(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "textOrigin":
+			out.Values[i] = ec._Incident_textOrigin(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "organization":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Incident_organization(ctx, field, obj)
+				})
+		case "organizations":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Incident_organizations(ctx, field, obj)
 				})
 		case "domains":
 			out.Values[i] = ec._Incident_domains(ctx, field, obj)
@@ -9544,6 +10039,44 @@ func (ec *executionContext) _IncidentEdge(ctx context.Context, sel ast.Selection
 			}
 		case "node":
 			out.Values[i] = ec._IncidentEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var incidentOrganizationImplementors = []string{"IncidentOrganization"}
+
+func (ec *executionContext) _IncidentOrganization(ctx context.Context, sel ast.SelectionSet, obj *model.IncidentOrganization) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, incidentOrganizationImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("IncidentOrganization")
+		case "organization":
+			out.Values[i] = ec._IncidentOrganization_organization(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "role":
+			out.Values[i] = ec._IncidentOrganization_role(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -11077,6 +11610,30 @@ func (ec *executionContext) marshalNIncidentOrderField2githubᚗcomᚋincidentli
 	return v
 }
 
+func (ec *executionContext) marshalNIncidentOrganization2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentOrganizationᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.IncidentOrganization) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNIncidentOrganization2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentOrganization(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNIncidentOrganization2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentOrganization(ctx context.Context, sel ast.SelectionSet, v *model.IncidentOrganization) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "IncidentOrganization!")
+		return graphql.Null
+	}
+	return ec._IncidentOrganization(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNIncidentPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentPayload(ctx context.Context, sel ast.SelectionSet, v *model.IncidentPayload) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "IncidentPayload!")
@@ -11357,6 +11914,21 @@ func (ec *executionContext) marshalNOrganizationEdge2ᚖgithubᚗcomᚋincidentl
 	return ec._OrganizationEdge(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNOrganizationRole2githubᚗcomᚋincidentlibᚋincidentlibᚐOrganizationRole(ctx context.Context, v any) (incidentlib.OrganizationRole, error) {
+	var res incidentlib.OrganizationRole
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNOrganizationRole2githubᚗcomᚋincidentlibᚋincidentlibᚐOrganizationRole(ctx context.Context, sel ast.SelectionSet, v incidentlib.OrganizationRole) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNOrganizationRoleInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrganizationRoleInput(ctx context.Context, v any) (*model.OrganizationRoleInput, error) {
+	res, err := ec.unmarshalInputOrganizationRoleInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "PageInfo!")
@@ -11514,6 +12086,16 @@ func (ec *executionContext) unmarshalNTextInput2ᚖgithubᚗcomᚋincidentlibᚋ
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNTextOrigin2githubᚗcomᚋincidentlibᚋincidentlibᚐTextOrigin(ctx context.Context, v any) (incidentlib.TextOrigin, error) {
+	var res incidentlib.TextOrigin
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNTextOrigin2githubᚗcomᚋincidentlibᚋincidentlibᚐTextOrigin(ctx context.Context, sel ast.SelectionSet, v incidentlib.TextOrigin) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) marshalNTimeline2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimeline(ctx context.Context, sel ast.SelectionSet, v *model.Timeline) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Timeline!")
@@ -11553,6 +12135,16 @@ func (ec *executionContext) unmarshalNUserErrorCode2githubᚗcomᚋincidentlib�
 }
 
 func (ec *executionContext) marshalNUserErrorCode2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐUserErrorCode(ctx context.Context, sel ast.SelectionSet, v model.UserErrorCode) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNVerification2githubᚗcomᚋincidentlibᚋincidentlibᚐVerification(ctx context.Context, v any) (incidentlib.Verification, error) {
+	var res incidentlib.Verification
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNVerification2githubᚗcomᚋincidentlibᚋincidentlibᚐVerification(ctx context.Context, sel ast.SelectionSet, v incidentlib.Verification) graphql.Marshaler {
 	return v
 }
 
@@ -11966,6 +12558,23 @@ func (ec *executionContext) marshalOOrganization2ᚖgithubᚗcomᚋincidentlib�
 	return ec._Organization(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalOOrganizationRoleInput2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrganizationRoleInputᚄ(ctx context.Context, v any) ([]*model.OrganizationRoleInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*model.OrganizationRoleInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNOrganizationRoleInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrganizationRoleInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
 func (ec *executionContext) unmarshalOReviewInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐReviewInput(ctx context.Context, v any) (*model.ReviewInput, error) {
 	if v == nil {
 		return nil, nil
@@ -12107,12 +12716,88 @@ func (ec *executionContext) unmarshalOTextInput2ᚖgithubᚗcomᚋincidentlibᚋ
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalOTextOrigin2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚐTextOrigin(ctx context.Context, v any) (*incidentlib.TextOrigin, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(incidentlib.TextOrigin)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOTextOrigin2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚐTextOrigin(ctx context.Context, sel ast.SelectionSet, v *incidentlib.TextOrigin) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) unmarshalOTextOriginInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTextOriginInput(ctx context.Context, v any) (*model.TextOriginInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputTextOriginInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalOTimelineInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineInput(ctx context.Context, v any) (*model.TimelineInput, error) {
 	if v == nil {
 		return nil, nil
 	}
 	res, err := ec.unmarshalInputTimelineInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOVerification2ᚕgithubᚗcomᚋincidentlibᚋincidentlibᚐVerificationᚄ(ctx context.Context, v any) ([]incidentlib.Verification, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]incidentlib.Verification, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNVerification2githubᚗcomᚋincidentlibᚋincidentlibᚐVerification(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOVerification2ᚕgithubᚗcomᚋincidentlibᚋincidentlibᚐVerificationᚄ(ctx context.Context, sel ast.SelectionSet, v []incidentlib.Verification) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNVerification2githubᚗcomᚋincidentlibᚋincidentlibᚐVerification(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalOVerification2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚐVerification(ctx context.Context, v any) (*incidentlib.Verification, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(incidentlib.Verification)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOVerification2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚐVerification(ctx context.Context, sel ast.SelectionSet, v *incidentlib.Verification) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
 }
 
 func (ec *executionContext) marshalO__EnumValue2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐEnumValueᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.EnumValue) graphql.Marshaler {

@@ -33,6 +33,40 @@ func (r *incidentResolver) Organization(ctx context.Context, objs []*model.Incid
 	return out, nil
 }
 
+func (r *incidentResolver) Organizations(ctx context.Context, objs []*model.Incident) ([][]*model.IncidentOrganization, error) {
+	var named []incidentlib.OrganizationOf
+	offs := make([]int, 1, len(objs)+1)
+	for _, o := range objs {
+		named = append(named, o.Inc.Organizations()...)
+		offs = append(offs, len(named))
+	}
+	slugs := make([]string, len(named))
+	for i, n := range named {
+		slugs[i] = n.Slug
+	}
+	orgs, err := r.loaders(ctx).Organizations.LoadAll(ctx, slugs)
+	if err != nil {
+		return nil, err
+	}
+	all := make([]*model.IncidentOrganization, len(named))
+	slab := make([]model.IncidentOrganization, len(named))
+	wraps := make([]model.Organization, len(named))
+	for i, n := range named {
+		o := orgs[i]
+		if o == nil { // every organization an incident names is stored; keep the field non-null
+			o = &incidentlib.Organization{Slug: n.Slug, Name: n.Name}
+		}
+		wraps[i].Organization = o
+		slab[i] = model.IncidentOrganization{Organization: &wraps[i], Role: n.Role}
+		all[i] = &slab[i]
+	}
+	out := make([][]*model.IncidentOrganization, len(objs))
+	for k := range objs {
+		out[k] = all[offs[k]:offs[k+1]:offs[k+1]]
+	}
+	return out, nil
+}
+
 func (r *incidentResolver) Related(ctx context.Context, objs []*model.Incident) ([][]*model.Incident, error) {
 	n := 0
 	for _, o := range objs {

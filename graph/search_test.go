@@ -196,12 +196,12 @@ func TestSearchOverGraphQL(t *testing.T) {
 		}
 	})
 	t.Run("FilterCombines", func(t *testing.T) {
-		s := ss.search(t, map[string]any{"q": "redis", "f": map[string]any{"organizations": []string{"veltrix"}}}).Search
+		s := ss.search(t, map[string]any{"q": "redis", "f": map[string]any{"organizations": []string{"unnamed-veltrix-customer"}}}).Search
 		if len(s.Edges) == 0 {
 			t.Fatal("no hits")
 		}
 		for _, e := range s.Edges {
-			if e.Node.Organization.Slug != "veltrix" {
+			if e.Node.Organization.Slug != "unnamed-veltrix-customer" {
 				t.Errorf("%s of %s passed the filter", e.Node.ID, e.Node.Organization.Slug)
 			}
 		}

@@ -73,6 +73,8 @@ var incidentSchema = func() *schema {
 		"review":      {known: incidentlib.KnownMembers(incidentlib.Review{})},
 		"sources":     {known: incidentlib.KnownMembers(incidentlib.Source{})},
 		"remediation": item, "action_items": item,
+		"organization_roles": {known: incidentlib.KnownMembers(incidentlib.OrgRole{})},
+		"text_origin":        {known: incidentlib.KnownMembers(incidentlib.TextOrigins{})},
 	}}
 	for _, f := range []string{"title", "summary", "lessons", "trigger", "detection", "symptoms_text"} {
 		s.children[f] = text

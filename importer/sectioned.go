@@ -217,6 +217,8 @@ func (l *loader) parseSectioned(f *file) ([]Record, []Problem, string) {
 		org = collectionOrg(f.Coll)
 	}
 	inc.Org, inc.OrgSlug, rec.OrgGuessed = l.resolveOrg(org)
+	// The collection is the organization's own postmortems, in English.
+	inc.Verification = incidentlib.VerificationPrimarySource
 
 	// Title: the heading, else the file name after "PMyyyy-nnn - ".
 	t := cleanMarkdown(oneLine(title))

@@ -136,6 +136,8 @@ func TestFastReadsDifferential(t *testing.T) {
 		sources { url kind archived status checkedAt finalUrl } docs relatedIds recurrenceOfId
 		review { writtenBy reviewedAt reviewedBy } updatedAt url extra __typename
 		organization { id slug name incidentCount __typename }
+		verification textOrigin textOriginKo: textOrigin(lang: KO)
+		organizations { role organization { id slug name incidentCount } __typename }
 		domains { id kind slug label labelKo: label(lang: KO) description incidentCount }
 		symptoms { label } components { slug } contributing { id } rootCause { slug incidentCount } severity { label(lang: KO) }
 		related { id title related { id } recurrenceOf { id } }

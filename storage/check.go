@@ -239,7 +239,9 @@ func (e *expected) add(n uint32, inc *incidentlib.Incident) {
 		t, _ := incidentlib.ParseID(r)
 		e.rels[string(linkKey(t, n))] = true
 	}
-	e.orgs[inc.OrgSlug] = inc.Org
+	for _, o := range inc.Organizations() {
+		e.orgs[o.Slug] = o.Name
+	}
 }
 
 func (e *expected) compare(tx *bolt.Tx, add func(string, ...any)) {

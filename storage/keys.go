@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -221,7 +222,9 @@ const (
 	postHasRec     = "f\x00hasrec"     // some incident is a recurrence of it
 	postDated      = "f\x00dated"
 	prefixYear     = "y\x00"
-	prefixOrg      = "o\x00"
+	prefixOrg      = "o\x00" // the affected organization (org_slug)
+	prefixRoleOrg  = "r\x00" // an organization of organization_roles (vendor, reporter)
+	prefixVerif    = "v\x00" // verification, for every value but UNKNOWN
 	prefixTerm     = "t\x00"
 )
 
@@ -230,6 +233,16 @@ func postTerm(kind incidentlib.TermKind, slug string) string {
 }
 func postOrg(slug string) string { return prefixOrg + slug }
 func postYear(y int) string      { return prefixYear + fmt.Sprintf("%04d", y) }
+
+// postRoleOrg is the posting of the incidents that name the organization
+// slug in organization_roles: it keeps the organization in the library (and
+// resolvable by slug) without counting those incidents as its own.
+func postRoleOrg(slug string) string { return prefixRoleOrg + slug }
+
+// postVerification is the posting of verification v. UNKNOWN has none: it
+// is every incident in none of the others, so a store written before
+// verification existed needs no new posting.
+func postVerification(v incidentlib.Verification) string { return prefixVerif + string(v) }
 
 func yearOfPosting(name string) (int, bool) {
 	if len(name) <= len(prefixYear) {
@@ -247,6 +260,14 @@ func postingsOf(inc *incidentlib.Incident) []string {
 	}
 	if inc.Review.ReviewedAt != "" {
 		p = append(p, postReviewed)
+	}
+	if v := inc.Verification.OrUnknown(); v != incidentlib.VerificationUnknown {
+		p = append(p, postVerification(v))
+	}
+	for k, r := range inc.OrganizationRoles {
+		if !slices.ContainsFunc(inc.OrganizationRoles[:k], func(o incidentlib.OrgRole) bool { return o.OrgSlug == r.OrgSlug }) {
+			p = append(p, postRoleOrg(r.OrgSlug))
+		}
 	}
 	if inc.RecurrenceOf != "" {
 		p = append(p, postRecurrence)

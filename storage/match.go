@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"fmt"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -92,6 +93,13 @@ func (db *DB) match(tx *bolt.Tx, f incidentlib.IncidentFilter) (*matchSet, error
 			sets = append(sets, roaring.AndNot(all, p))
 		}
 	}
+	if len(f.Verification) > 0 {
+		bm, err := verificationSet(tx, all, f.Verification)
+		if err != nil {
+			return nil, err
+		}
+		sets = append(sets, bm)
+	}
 	flag(f.Reviewed, postReviewed)
 	flag(f.IsRecurrence, postRecurrence)
 	flag(f.HasRecurrences, postHasRec)
@@ -124,6 +132,30 @@ func (db *DB) match(tx *bolt.Tx, f incidentlib.IncidentFilter) (*matchSet, error
 	sets = append(sets, all)
 	ms.bm = roaring.FastAnd(sets...)
 	return ms, nil
+}
+
+// verificationSet is the union of the postings of vs; UNKNOWN is every
+// incident in none of the other postings.
+func verificationSet(tx *bolt.Tx, all *roaring.Bitmap, vs []incidentlib.Verification) (*roaring.Bitmap, error) {
+	var bms []*roaring.Bitmap
+	for n, v := range vs {
+		switch {
+		case !v.IsValid():
+			return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"filter", "verification", fmt.Sprint(n)},
+				"verification %q is not one of PRIMARY_SOURCE, SECONDARY_REPORT, FIRST_PERSON_ACCOUNT, UNKNOWN", v)
+		case v == incidentlib.VerificationUnknown:
+			known := make([]*roaring.Bitmap, 0, 3)
+			for _, o := range incidentlib.Verifications {
+				if o != incidentlib.VerificationUnknown {
+					known = append(known, readPosting(tx, postVerification(o)))
+				}
+			}
+			bms = append(bms, roaring.AndNot(all, roaring.FastOr(known...)))
+		default:
+			bms = append(bms, readPosting(tx, postVerification(v)))
+		}
+	}
+	return roaring.FastOr(bms...), nil
 }
 
 // dateRange returns the dated incidents within the inclusive bounds: whole

@@ -266,7 +266,7 @@ func (db *DB) UpsertIncident(ctx context.Context, in *incidentlib.Incident, opts
 			rec.Review.ReviewedAt, rec.Review.ReviewedBy = "", ""
 		}
 		rec.UpdatedAt = w.now
-		if err := w.checkOrg(n, &rec); err != nil {
+		if err := w.checkOrgs(n, &rec); err != nil {
 			return err
 		}
 		return w.checkLinks([]*incidentlib.Incident{&rec}, func(int) []string { return nil })

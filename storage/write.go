@@ -100,8 +100,8 @@ func (w *writeTx) flush() error {
 			if err := pb.Delete([]byte(name)); err != nil {
 				return err
 			}
-			if slug, ok := bytes.CutPrefix([]byte(name), []byte(prefixOrg)); ok {
-				if err := w.tx.Bucket(bucketOrgs).Delete(slug); err != nil {
+			if slug, ok := orgOfPosting(name); ok && w.posting(postOrg(slug)).IsEmpty() && w.posting(postRoleOrg(slug)).IsEmpty() {
+				if err := w.tx.Bucket(bucketOrgs).Delete([]byte(slug)); err != nil {
 					return err
 				}
 			}
@@ -120,6 +120,15 @@ func (w *writeTx) flush() error {
 		}
 	}
 	return w.tx.Bucket(bucketMeta).Put(metaSeq, u64key(w.seq))
+}
+
+// orgOfPosting returns the organization slug of an organization posting:
+// the affected one's or organization_roles'.
+func orgOfPosting(name string) (string, bool) {
+	if slug, ok := strings.CutPrefix(name, prefixOrg); ok {
+		return slug, true
+	}
+	return strings.CutPrefix(name, prefixRoleOrg)
 }
 
 // get reads incident n, or nil.
@@ -257,18 +266,20 @@ func linkKey(target, source uint32) []byte {
 func (w *writeTx) index(n uint32, inc *incidentlib.Incident) error {
 	orgs := w.tx.Bucket(bucketOrgs)
 	if !w.trusted {
-		if err := w.checkOrg(n, inc); err != nil {
+		if err := w.checkOrgs(n, inc); err != nil {
 			return err
 		}
 	}
-	ov, _ := json.Marshal(incidentlib.Organization{Slug: inc.OrgSlug, Name: inc.Org})
-	if err := orgs.Put([]byte(inc.OrgSlug), ov); err != nil {
-		return err
-	}
-	if w.orgNames != nil {
-		k := foldName(inc.Org)
-		if !slices.Contains(w.orgNames[k], inc.OrgSlug) {
-			w.orgNames[k] = append(w.orgNames[k], inc.OrgSlug)
+	for _, o := range inc.Organizations() {
+		ov, _ := json.Marshal(incidentlib.Organization{Slug: o.Slug, Name: o.Name})
+		if err := orgs.Put([]byte(o.Slug), ov); err != nil {
+			return err
+		}
+		if w.orgNames != nil {
+			k := foldName(o.Name)
+			if !slices.Contains(w.orgNames[k], o.Slug) {
+				w.orgNames[k] = append(w.orgNames[k], o.Slug)
+			}
 		}
 	}
 	for _, p := range postingsOf(inc) {
@@ -301,28 +312,47 @@ func (w *writeTx) index(n uint32, inc *incidentlib.Incident) error {
 	return nil
 }
 
-// checkOrg refuses incident n if its org_slug belongs to an organization
-// of another name, or its org name is already stored under another slug,
-// counting only incidents other than n. A slug and name stored together
-// cost one lookup; only a new pair reads the organization names, once per
-// transaction.
-func (w *writeTx) checkOrg(n uint32, inc *incidentlib.Incident) error {
-	usedByOthers := func(slug string) bool {
-		bm := w.posting(postOrg(slug))
-		c := bm.GetCardinality()
-		return c > 1 || (c == 1 && !bm.Contains(n))
+// checkOrgs checks every organization incident n names (checkOrg).
+func (w *writeTx) checkOrgs(n uint32, inc *incidentlib.Incident) error {
+	for k, o := range inc.Organizations() {
+		field := []string{"org_slug"}
+		if k > 0 {
+			field = []string{"organization_roles", strconv.Itoa(k - 1), "org_slug"}
+		}
+		if err := w.checkOrg(n, inc.ID, o.Name, o.Slug, field); err != nil {
+			return err
+		}
 	}
-	if cur := w.tx.Bucket(bucketOrgs).Get([]byte(inc.OrgSlug)); cur != nil {
+	return nil
+}
+
+// checkOrg refuses incident n (id) if an organization it names (name,
+// slug: the affected one or one of organization_roles, field the slug's
+// path) belongs to an organization of another name, or the name is
+// already stored under another slug, counting only incidents other than
+// n (in either role). A slug and name stored together cost one lookup;
+// only a new pair reads the organization names, once per transaction.
+func (w *writeTx) checkOrg(n uint32, id, name, slug string, field []string) error {
+	usedByOthers := func(slug string) bool {
+		for _, bm := range []*roaring.Bitmap{w.posting(postOrg(slug)), w.posting(postRoleOrg(slug))} {
+			if c := bm.GetCardinality(); c > 1 || (c == 1 && !bm.Contains(n)) {
+				return true
+			}
+		}
+		return false
+	}
+	if cur := w.tx.Bucket(bucketOrgs).Get([]byte(slug)); cur != nil {
 		var o incidentlib.Organization
 		if err := json.Unmarshal(cur, &o); err != nil {
 			return err
 		}
-		if o.Name == inc.Org {
+		if o.Name == name {
 			return nil
 		}
-		if usedByOthers(inc.OrgSlug) {
-			return incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"org"},
-				"org_slug %q belongs to organization %q, but incident %s names it %q", inc.OrgSlug, o.Name, inc.ID, inc.Org)
+		if usedByOthers(slug) {
+			nameField := append(slices.Clone(field[:len(field)-1]), "org")
+			return incidentlib.FieldErrorf(incidentlib.EINVALID, nameField,
+				"org_slug %q belongs to organization %q, but incident %s names it %q", slug, o.Name, id, name)
 		}
 	}
 	if w.orgNames == nil {
@@ -339,18 +369,18 @@ func (w *writeTx) checkOrg(n uint32, inc *incidentlib.Incident) error {
 			return err
 		}
 	}
-	key := foldName(inc.Org)
-	for _, slug := range w.orgNames[key] {
-		if slug == inc.OrgSlug || !usedByOthers(slug) {
+	key := foldName(name)
+	for _, other := range w.orgNames[key] {
+		if other == slug || !usedByOthers(other) {
 			continue
 		}
 		// The names read earlier in this transaction may have changed since.
 		var o incidentlib.Organization
-		if v := w.tx.Bucket(bucketOrgs).Get([]byte(slug)); v == nil || json.Unmarshal(v, &o) != nil || foldName(o.Name) != key {
+		if v := w.tx.Bucket(bucketOrgs).Get([]byte(other)); v == nil || json.Unmarshal(v, &o) != nil || foldName(o.Name) != key {
 			continue
 		}
-		return incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"org_slug"},
-			"organization %q is in the library as org_slug %q, but incident %s gives org_slug %q", inc.Org, slug, inc.ID, inc.OrgSlug)
+		return incidentlib.FieldErrorf(incidentlib.EINVALID, field,
+			"organization %q is in the library as org_slug %q, but incident %s gives org_slug %q", name, other, id, slug)
 	}
 	return nil
 }

@@ -15,35 +15,55 @@ import (
 
 // IncidentInput is an incident to write.
 type IncidentInput struct {
-	ID                string            `json:"id"`
-	Org               string            `json:"org"`
-	OrgSlug           string            `json:"orgSlug"`
-	Date              string            `json:"date,omitempty"`
-	DateKind          string            `json:"dateKind,omitempty"`
-	Title             *TextInput        `json:"title"`
-	Summary           *TextInput        `json:"summary,omitempty"`
-	Lessons           *TextInput        `json:"lessons,omitempty"`
-	Trigger           *TextInput        `json:"trigger,omitempty"`
-	Detection         *TextInput        `json:"detection,omitempty"`
-	SymptomsText      *TextInput        `json:"symptomsText,omitempty"`
-	Domain            []string          `json:"domain,omitempty"`
-	Symptoms          []string          `json:"symptoms,omitempty"`
-	Components        []string          `json:"components,omitempty"`
-	Contributing      []string          `json:"contributing,omitempty"`
-	RootCause         string            `json:"rootCause,omitempty"`
-	Severity          string            `json:"severity,omitempty"`
-	Impact            *ImpactInput      `json:"impact,omitempty"`
-	Timeline          *TimelineInput    `json:"timeline,omitempty"`
-	Remediation       []*ItemInput      `json:"remediation,omitempty"`
-	ActionItems       []*ItemInput      `json:"actionItems,omitempty"`
-	Sources           []*SourceInput    `json:"sources,omitempty"`
-	Docs              []json.RawMessage `json:"docs,omitempty"`
-	Related           []string          `json:"related,omitempty"`
-	RecurrenceOf      string            `json:"recurrenceOf,omitempty"`
-	Review            *ReviewInput      `json:"review,omitempty"`
-	URL               string            `json:"url,omitempty"`
-	Extra             json.RawMessage   `json:"extra,omitempty"`
-	ExpectedUpdatedAt *string           `json:"expectedUpdatedAt,omitempty"`
+	ID                string                    `json:"id"`
+	Org               string                    `json:"org"`
+	OrgSlug           string                    `json:"orgSlug"`
+	Date              string                    `json:"date,omitempty"`
+	DateKind          string                    `json:"dateKind,omitempty"`
+	Title             *TextInput                `json:"title"`
+	Summary           *TextInput                `json:"summary,omitempty"`
+	Lessons           *TextInput                `json:"lessons,omitempty"`
+	Trigger           *TextInput                `json:"trigger,omitempty"`
+	Detection         *TextInput                `json:"detection,omitempty"`
+	SymptomsText      *TextInput                `json:"symptomsText,omitempty"`
+	Domain            []string                  `json:"domain,omitempty"`
+	Symptoms          []string                  `json:"symptoms,omitempty"`
+	Components        []string                  `json:"components,omitempty"`
+	Contributing      []string                  `json:"contributing,omitempty"`
+	RootCause         string                    `json:"rootCause,omitempty"`
+	Severity          string                    `json:"severity,omitempty"`
+	Impact            *ImpactInput              `json:"impact,omitempty"`
+	Timeline          *TimelineInput            `json:"timeline,omitempty"`
+	Remediation       []*ItemInput              `json:"remediation,omitempty"`
+	ActionItems       []*ItemInput              `json:"actionItems,omitempty"`
+	Sources           []*SourceInput            `json:"sources,omitempty"`
+	Docs              []json.RawMessage         `json:"docs,omitempty"`
+	Related           []string                  `json:"related,omitempty"`
+	RecurrenceOf      string                    `json:"recurrenceOf,omitempty"`
+	Review            *ReviewInput              `json:"review,omitempty"`
+	URL               string                    `json:"url,omitempty"`
+	Verification      *incidentlib.Verification `json:"verification,omitempty"`
+	OrganizationRoles []*OrganizationRoleInput  `json:"organizationRoles,omitempty"`
+	TextOrigin        *TextOriginInput          `json:"textOrigin,omitempty"`
+	Extra             json.RawMessage           `json:"extra,omitempty"`
+	ExpectedUpdatedAt *string                   `json:"expectedUpdatedAt,omitempty"`
+}
+
+// OrganizationRoleInput is an organization other than the affected one,
+// with its role (IL-JSON organization_roles).
+type OrganizationRoleInput struct {
+	Org     string                       `json:"org"`
+	OrgSlug string                       `json:"orgSlug"`
+	Role    incidentlib.OrganizationRole `json:"role"`
+	Extra   json.RawMessage              `json:"extra,omitempty"`
+}
+
+// TextOriginInput is where each language's text came from (IL-JSON
+// text_origin); Extra holds other languages.
+type TextOriginInput struct {
+	En    *incidentlib.TextOrigin `json:"en,omitempty"`
+	Ko    *incidentlib.TextOrigin `json:"ko,omitempty"`
+	Extra json.RawMessage         `json:"extra,omitempty"`
 }
 
 // TextInput is a text in English and Korean; Extra holds other languages.
@@ -139,6 +159,22 @@ func (in *IncidentInput) Incident() (*incidentlib.Incident, incidentlib.Errors) 
 	if r := in.Review; r != nil {
 		inc.Review = incidentlib.Review{WrittenBy: r.WrittenBy, ReviewedAt: r.ReviewedAt, ReviewedBy: r.ReviewedBy, Extra: extra(r.Extra, "review")}
 	}
+	if v := in.Verification; v != nil {
+		inc.Verification = *v
+	}
+	for n, r := range in.OrganizationRoles {
+		inc.OrganizationRoles = append(inc.OrganizationRoles, incidentlib.OrgRole{Org: r.Org, OrgSlug: r.OrgSlug, Role: r.Role,
+			Extra: extra(r.Extra, "organizationRoles", fmt.Sprint(n))})
+	}
+	if t := in.TextOrigin; t != nil {
+		if t.En != nil {
+			inc.TextOrigin.En = *t.En
+		}
+		if t.Ko != nil {
+			inc.TextOrigin.Ko = *t.Ko
+		}
+		inc.TextOrigin.Extra = extra(t.Extra, "textOrigin")
+	}
 	return inc, es
 }
 
@@ -213,6 +249,23 @@ func InputOf(inc *incidentlib.Incident) *IncidentInput {
 	//nolint:dupl // see Impact above
 	if r := inc.Review; r.WrittenBy != "" || r.ReviewedAt != "" || r.ReviewedBy != "" || len(r.Extra) > 0 {
 		in.Review = &ReviewInput{WrittenBy: r.WrittenBy, ReviewedAt: r.ReviewedAt, ReviewedBy: r.ReviewedBy, Extra: rawOf(r.Extra)}
+	}
+	if inc.Verification != "" {
+		v := inc.Verification
+		in.Verification = &v
+	}
+	for _, r := range inc.OrganizationRoles {
+		in.OrganizationRoles = append(in.OrganizationRoles, &OrganizationRoleInput{Org: r.Org, OrgSlug: r.OrgSlug, Role: r.Role, Extra: rawOf(r.Extra)})
+	}
+	if t := inc.TextOrigin; !t.IsZero() {
+		ti := &TextOriginInput{Extra: rawOf(t.Extra)}
+		if t.En != "" {
+			ti.En = &t.En
+		}
+		if t.Ko != "" {
+			ti.Ko = &t.Ko
+		}
+		in.TextOrigin = ti
 	}
 	return in
 }

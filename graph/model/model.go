@@ -451,3 +451,20 @@ func UnmarshalJSON(v any) (json.RawMessage, error) {
 	}
 	return b, nil
 }
+
+// Verification is what kind of account the record is made from, UNKNOWN
+// when it does not say.
+func (i *Incident) Verification() incidentlib.Verification { return i.Inc.Verification.OrUnknown() }
+
+// TextOrigin is where the text served in lang (the request's language
+// without one; the other language when the title has none in it) came
+// from, ORIGINAL when the record does not say.
+func (i *Incident) TextOrigin(lang *Lang) incidentlib.TextOrigin {
+	return i.Inc.TextOriginIn(i.View.lang(lang))
+}
+
+// IncidentOrganization is an organization an incident names, with its role.
+type IncidentOrganization struct {
+	Organization *Organization
+	Role         incidentlib.OrganizationRole
+}
