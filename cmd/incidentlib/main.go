@@ -42,6 +42,7 @@ commands:
   backup    copy the store of a running server (--server URL --token T > FILE)
   gen       write a deterministic synthetic corpus as JSONL
   linkcheck check every source link of a store and record status, time and final URL
+  token     add, list or revoke the API tokens of editors, reviewers and admins
 
 Run 'incidentlib COMMAND -h' for a command's flags. Every flag can also be
 set with an environment variable INCIDENTLIB_<FLAG> (dashes as underscores).
@@ -55,6 +56,7 @@ type command func(ctx context.Context, args []string, getenv func(string) string
 var commands = map[string]command{
 	"serve": runServe, "export": runExport, "check": runCheck, "compact": runCompact,
 	"reindex": runReindex, "backup": runBackup, "gen": runGen, "linkcheck": runLinkcheck,
+	"token": runToken,
 }
 
 // run is the whole program; main only wires signals and the process.
