@@ -1483,9 +1483,11 @@ func newExecutionContext(
 
 var sources = []*ast.Source{
 	{Name: "../mutation.graphqls", Input: `"""
-Writes. Every mutation needs the header ` + "`" + `Authorization: Bearer <admin token>` + "`" + `
-(the token the server was started with, --admin-token); a server started
-without one is read-only. A refused request changes nothing.
+Writes. Every mutation needs the header ` + "`" + `Authorization: Bearer <token>` + "`" + `: an
+API token whose role allows it (docs/editing.md), or the bootstrap admin
+token (--admin-token). A bad, revoked or expired token is UNAUTHENTICATED
+(401), a role that is not enough FORBIDDEN (403); a refused request changes
+nothing. Every write records the token's name as its author.
 
 Problems with the input are not GraphQL errors: each payload lists them in
 userErrors, with the path of the input field each is about, and then
@@ -1504,7 +1506,10 @@ type Mutation {
   related or recurrenceOf named it (they are stamped as changed).
   """
   deleteIncident(id: ID!, expectedUpdatedAt: String): DeleteIncidentPayload!
-  "Marks the incident reviewed by reviewer now."
+  """
+  Marks the incident reviewed now, by the token's name (a reviewer or an
+  admin). The reviewer argument is ignored: the author is the token's.
+  """
   reviewIncident(id: ID!, reviewer: String!, expectedUpdatedAt: String): IncidentPayload!
   """
   Writes every record in one transaction, or none: any problem with any record
@@ -1555,7 +1560,7 @@ input IncidentInput {
   related: [ID!]
   "The incident this one is a recurrence of; a chain of recurrences may not form a cycle."
   recurrenceOf: ID
-  "For upsertIncident only writtenBy: reviews are made with reviewIncident."
+  "For upsertIncident ignored: the author is the token's name, and reviews are made with reviewIncident."
   review: ReviewInput
   "An absolute http(s) URL."
   url: String

@@ -37,9 +37,11 @@ type CreateTokenPayload struct {
 	UserErrors []*UserError `json:"userErrors"`
 }
 
-// Writes. Every mutation needs the header `Authorization: Bearer <admin token>`
-// (the token the server was started with, --admin-token); a server started
-// without one is read-only. A refused request changes nothing.
+// Writes. Every mutation needs the header `Authorization: Bearer <token>`: an
+// API token whose role allows it (docs/editing.md), or the bootstrap admin
+// token (--admin-token). A bad, revoked or expired token is UNAUTHENTICATED
+// (401), a role that is not enough FORBIDDEN (403); a refused request changes
+// nothing. Every write records the token's name as its author.
 //
 // Problems with the input are not GraphQL errors: each payload lists them in
 // userErrors, with the path of the input field each is about, and then

@@ -1,8 +1,9 @@
 // Package admin holds what only the library's operator may do, and the
 // checks that keep everyone else out: who sends a request and what its
-// role allows (auth.go: the bootstrap admin token and the API tokens); the read-only guard of a replica
-// (replica.go); backups of the store (GET /admin/backup, backup.go); and
-// the pprof listener on its own address (pprof.go).
+// role allows (auth.go: the bootstrap admin token, the API tokens and the
+// role guard); the read-only guard of a replica (replica.go); backups of
+// the store (GET /admin/backup, backup.go); and the pprof listener on its
+// own address (pprof.go).
 package admin
 
 import (
@@ -44,9 +45,8 @@ func CheckAdminToken(token string) error {
 // Auth identifies the sender of a request by its bearer token: the
 // bootstrap admin token the server was started with (--admin-token),
 // compared in constant time by its hash, or an API token of the store
-// (incidentlib.TokenService). It also holds the role each operation needs:
-// the write guard refuses, before any resolver runs, an operation the
-// request's role is not enough for.
+// (incidentlib.TokenService). Its WriteGuard refuses, before any resolver
+// runs, an operation the request's role is not enough for.
 type Auth struct {
 	sum    [sha256.Size]byte // of the bootstrap token; zero when there is none
 	set    bool
