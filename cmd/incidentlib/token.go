@@ -42,6 +42,14 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		return nil
 	})
+	// with opens the store, saying what to do when a running server holds it.
+	with := func(readOnly bool, fn func(*storage.DB) error) error {
+		err := sf.with(readOnly, fn)
+		if errors.Is(err, storage.ErrLocked) {
+			return fmt.Errorf("%w: a running server holds it; manage its tokens through it with --server URL --token ADMIN_TOKEN", err)
+		}
+		return err
+	}
 	switch sub {
 	case "add":
 		name := f.str("name", "", "the token's name: the author of every write made with it (required)")
@@ -70,7 +78,7 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 		if rf.remote() {
 			return tokenAddRemote(ctx, rf, *name, r, until, stdout)
 		}
-		return sf.with(false, func(db *storage.DB) error {
+		return with(false, func(db *storage.DB) error {
 			secret, info, err := db.CreateToken(ctx, *name, r, until)
 			if err != nil {
 				return fmt.Errorf("token add: %s", incidentlib.ErrorMessage(err))
@@ -85,7 +93,7 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 		if rf.remote() {
 			return tokenListRemote(ctx, rf, stdout)
 		}
-		return sf.with(true, func(db *storage.DB) error {
+		return with(true, func(db *storage.DB) error {
 			infos, err := db.ListTokens(ctx)
 			if err != nil {
 				return err
@@ -105,7 +113,7 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 		if rf.remote() {
 			return tokenRevokeRemote(ctx, rf, name, stdout)
 		}
-		return sf.with(false, func(db *storage.DB) error {
+		return with(false, func(db *storage.DB) error {
 			if _, err := db.RevokeToken(ctx, name); err != nil {
 				return fmt.Errorf("token revoke: %s", incidentlib.ErrorMessage(err))
 			}
