@@ -49,7 +49,7 @@ type tokenState struct {
 	mu      sync.Mutex
 	byName  map[string]*tokenRecord
 	used    map[string]time.Time // times of use not yet saved, by name
-	stop    chan struct{}        // closes the flusher
+	stop    chan struct{}        // closes the flusher; nil when there is none (read only, closed); under mu
 	stopped chan struct{}
 }
 
@@ -85,16 +85,17 @@ func (db *DB) loadTokens(readOnly bool) error {
 	if err != nil || readOnly {
 		return err
 	}
-	db.tokens.stop, db.tokens.stopped = make(chan struct{}), make(chan struct{})
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	db.tokens.stop, db.tokens.stopped = stop, stopped
 	go func() {
-		defer close(db.tokens.stopped)
+		defer close(stopped)
 		t := time.NewTicker(tokenUseFlushEvery)
 		defer t.Stop()
 		for {
 			select {
 			case <-t.C:
 				_ = db.flushTokenUse()
-			case <-db.tokens.stop:
+			case <-stop:
 				return
 			}
 		}
@@ -104,12 +105,15 @@ func (db *DB) loadTokens(readOnly bool) error {
 
 // stopTokens stops the flusher and saves the last times of use.
 func (db *DB) stopTokens() {
-	if db.tokens.stop == nil {
+	db.tokens.mu.Lock()
+	stop := db.tokens.stop
+	db.tokens.stop = nil // Authenticate keeps no more times of use
+	db.tokens.mu.Unlock()
+	if stop == nil {
 		return
 	}
-	close(db.tokens.stop)
+	close(stop)
 	<-db.tokens.stopped
-	db.tokens.stop = nil
 	_ = db.flushTokenUse()
 }
 
