@@ -392,3 +392,26 @@ func TestRateLimitCannotBeEscapedWithMadeUpTokens(t *testing.T) {
 		t.Fatalf("a verified token is its own client: %d %s", r.status, r.raw)
 	}
 }
+
+// TestBackupNeedsAnAdminToken: GET /admin/backup takes a stored admin
+// token (no --admin-token needed) and refuses an editor's with 403.
+func TestBackupNeedsAnAdminToken(t *testing.T) {
+	s := newIDServer(t, server.Config{})
+	for _, c := range []struct {
+		role   incidentlib.Role
+		status int
+	}{{incidentlib.RoleEditor, http.StatusForbidden}, {incidentlib.RoleReviewer, http.StatusForbidden}, {incidentlib.RoleAdmin, http.StatusOK}} {
+		t.Run(c.role.String(), func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodGet, s.URL+"/admin/backup", nil)
+			req.Header.Set("Authorization", "Bearer "+apiToken(t, s.db, "backup-"+c.role.String(), c.role))
+			resp, err := s.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != c.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, c.status)
+			}
+		})
+	}
+}
