@@ -8,11 +8,16 @@ import (
 // Error codes. They are mapped to GraphQL extensions.code and HTTP statuses
 // in one place at the edge (graph.ErrorPresenter).
 const (
-	ECONFLICT            = "CONFLICT"
-	EINTERNAL            = "INTERNAL"
-	EINVALID             = "INVALID"
-	ENOTFOUND            = "NOT_FOUND"
-	EUNAUTHORIZED        = "UNAUTHORIZED"
+	ECONFLICT = "CONFLICT"
+	EINTERNAL = "INTERNAL"
+	EINVALID  = "INVALID"
+	ENOTFOUND = "NOT_FOUND"
+	// EUNAUTHENTICATED: the request's bearer token is missing where one is
+	// needed, or is no token, revoked or expired: HTTP 401 with
+	// WWW-Authenticate: Bearer.
+	EUNAUTHENTICATED = "UNAUTHENTICATED"
+	// EFORBIDDEN: the request's role is not enough for the operation:
+	// HTTP 403.
 	EFORBIDDEN           = "FORBIDDEN"
 	EBADCURSOR           = "BAD_CURSOR"
 	EBADQUERY            = "BAD_QUERY"

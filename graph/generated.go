@@ -43,6 +43,22 @@ type DirectiveRoot struct {
 }
 
 type ComplexityRoot struct {
+	ApiToken struct {
+		Active     func(childComplexity int) int
+		CreatedAt  func(childComplexity int) int
+		ExpiresAt  func(childComplexity int) int
+		LastUsedAt func(childComplexity int) int
+		Name       func(childComplexity int) int
+		RevokedAt  func(childComplexity int) int
+		Role       func(childComplexity int) int
+	}
+
+	CreateTokenPayload struct {
+		Info       func(childComplexity int) int
+		Token      func(childComplexity int) int
+		UserErrors func(childComplexity int) int
+	}
+
 	DeleteIncidentPayload struct {
 		DeletedID   func(childComplexity int) int
 		UnlinkedIds func(childComplexity int) int
@@ -159,9 +175,11 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
+		CreateToken     func(childComplexity int, name string, role model.TokenRole, expiresAt *string) int
 		DeleteIncident  func(childComplexity int, id string, expectedUpdatedAt *string) int
 		ImportIncidents func(childComplexity int, records []*model.IncidentInput) int
 		ReviewIncident  func(childComplexity int, id string, reviewer string, expectedUpdatedAt *string) int
+		RevokeToken     func(childComplexity int, name string) int
 		UpsertIncident  func(childComplexity int, input model.IncidentInput) int
 	}
 
@@ -202,12 +220,18 @@ type ComplexityRoot struct {
 		Search        func(childComplexity int, query string, filter *incidentlib.IncidentFilter, lang *model.Lang, first *int, after *string) int
 		Taxonomy      func(childComplexity int, kind model.TaxonomyKind) int
 		Term          func(childComplexity int, kind model.TaxonomyKind, slug string) int
+		Tokens        func(childComplexity int) int
 	}
 
 	Review struct {
 		ReviewedAt func(childComplexity int) int
 		ReviewedBy func(childComplexity int) int
 		WrittenBy  func(childComplexity int) int
+	}
+
+	RevokeTokenPayload struct {
+		Info       func(childComplexity int) int
+		UserErrors func(childComplexity int) int
 	}
 
 	SimilarIncident struct {
@@ -286,6 +310,8 @@ type MutationResolver interface {
 	DeleteIncident(ctx context.Context, id string, expectedUpdatedAt *string) (*model.DeleteIncidentPayload, error)
 	ReviewIncident(ctx context.Context, id string, reviewer string, expectedUpdatedAt *string) (*model.IncidentPayload, error)
 	ImportIncidents(ctx context.Context, records []*model.IncidentInput) (*model.ImportPayload, error)
+	CreateToken(ctx context.Context, name string, role model.TokenRole, expiresAt *string) (*model.CreateTokenPayload, error)
+	RevokeToken(ctx context.Context, name string) (*model.RevokeTokenPayload, error)
 }
 type OrganizationResolver interface {
 	IncidentCount(ctx context.Context, objs []*model.Organization) ([]int, error)
@@ -301,6 +327,7 @@ type QueryResolver interface {
 	Taxonomy(ctx context.Context, kind model.TaxonomyKind) ([]*model.TaxonomyTerm, error)
 	Term(ctx context.Context, kind model.TaxonomyKind, slug string) (*model.TaxonomyTerm, error)
 	Search(ctx context.Context, query string, filter *incidentlib.IncidentFilter, lang *model.Lang, first *int, after *string) (*model.IncidentSearchConnection, error)
+	Tokens(ctx context.Context) ([]*model.APIToken, error)
 }
 type TaxonomyTermResolver interface {
 	IncidentCount(ctx context.Context, objs []*model.TaxonomyTerm) ([]int, error)
@@ -324,6 +351,68 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 	ec := newExecutionContext(nil, e, nil)
 	_ = ec
 	switch typeName + "." + field {
+
+	case "ApiToken.active":
+		if e.ComplexityRoot.ApiToken.Active == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiToken.Active(childComplexity), true
+	case "ApiToken.createdAt":
+		if e.ComplexityRoot.ApiToken.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiToken.CreatedAt(childComplexity), true
+	case "ApiToken.expiresAt":
+		if e.ComplexityRoot.ApiToken.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiToken.ExpiresAt(childComplexity), true
+	case "ApiToken.lastUsedAt":
+		if e.ComplexityRoot.ApiToken.LastUsedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiToken.LastUsedAt(childComplexity), true
+	case "ApiToken.name":
+		if e.ComplexityRoot.ApiToken.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiToken.Name(childComplexity), true
+	case "ApiToken.revokedAt":
+		if e.ComplexityRoot.ApiToken.RevokedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiToken.RevokedAt(childComplexity), true
+	case "ApiToken.role":
+		if e.ComplexityRoot.ApiToken.Role == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiToken.Role(childComplexity), true
+
+	case "CreateTokenPayload.info":
+		if e.ComplexityRoot.CreateTokenPayload.Info == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateTokenPayload.Info(childComplexity), true
+	case "CreateTokenPayload.token":
+		if e.ComplexityRoot.CreateTokenPayload.Token == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateTokenPayload.Token(childComplexity), true
+	case "CreateTokenPayload.userErrors":
+		if e.ComplexityRoot.CreateTokenPayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateTokenPayload.UserErrors(childComplexity), true
 
 	case "DeleteIncidentPayload.deletedId":
 		if e.ComplexityRoot.DeleteIncidentPayload.DeletedID == nil {
@@ -849,6 +938,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Item.Text(childComplexity, args["lang"].(*model.Lang)), true
 
+	case "Mutation.createToken":
+		if e.ComplexityRoot.Mutation.CreateToken == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createToken_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateToken(childComplexity, args["name"].(string), args["role"].(model.TokenRole), args["expiresAt"].(*string)), true
 	case "Mutation.deleteIncident":
 		if e.ComplexityRoot.Mutation.DeleteIncident == nil {
 			break
@@ -882,6 +982,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ReviewIncident(childComplexity, args["id"].(string), args["reviewer"].(string), args["expectedUpdatedAt"].(*string)), true
+	case "Mutation.revokeToken":
+		if e.ComplexityRoot.Mutation.RevokeToken == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_revokeToken_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RevokeToken(childComplexity, args["name"].(string)), true
 	case "Mutation.upsertIncident":
 		if e.ComplexityRoot.Mutation.UpsertIncident == nil {
 			break
@@ -1093,6 +1204,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Term(childComplexity, args["kind"].(model.TaxonomyKind), args["slug"].(string)), true
+	case "Query.tokens":
+		if e.ComplexityRoot.Query.Tokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Tokens(childComplexity), true
 
 	case "Review.reviewedAt":
 		if e.ComplexityRoot.Review.ReviewedAt == nil {
@@ -1112,6 +1229,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Review.WrittenBy(childComplexity), true
+
+	case "RevokeTokenPayload.info":
+		if e.ComplexityRoot.RevokeTokenPayload.Info == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RevokeTokenPayload.Info(childComplexity), true
+	case "RevokeTokenPayload.userErrors":
+		if e.ComplexityRoot.RevokeTokenPayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RevokeTokenPayload.UserErrors(childComplexity), true
 
 	case "SimilarIncident.incident":
 		if e.ComplexityRoot.SimilarIncident.Incident == nil {
@@ -1400,9 +1530,11 @@ func newExecutionContext(
 
 var sources = []*ast.Source{
 	{Name: "../mutation.graphqls", Input: `"""
-Writes. Every mutation needs the header ` + "`" + `Authorization: Bearer <admin token>` + "`" + `
-(the token the server was started with, --admin-token); a server started
-without one is read-only. A refused request changes nothing.
+Writes. Every mutation needs the header ` + "`" + `Authorization: Bearer <token>` + "`" + `: an
+API token whose role allows it (docs/editing.md), or the bootstrap admin
+token (--admin-token). A bad, revoked or expired token is UNAUTHENTICATED
+(401), a role that is not enough FORBIDDEN (403); a refused request changes
+nothing. Every write records the token's name as its author.
 
 Problems with the input are not GraphQL errors: each payload lists them in
 userErrors, with the path of the input field each is about, and then
@@ -1421,7 +1553,10 @@ type Mutation {
   related or recurrenceOf named it (they are stamped as changed).
   """
   deleteIncident(id: ID!, expectedUpdatedAt: String): DeleteIncidentPayload!
-  "Marks the incident reviewed by reviewer now."
+  """
+  Marks the incident reviewed now, by the token's name (a reviewer or an
+  admin). The reviewer argument is ignored: the author is the token's.
+  """
   reviewIncident(id: ID!, reviewer: String!, expectedUpdatedAt: String): IncidentPayload!
   """
   Writes every record in one transaction, or none: any problem with any record
@@ -1472,7 +1607,7 @@ input IncidentInput {
   related: [ID!]
   "The incident this one is a recurrence of; a chain of recurrences may not form a cycle."
   recurrenceOf: ID
-  "For upsertIncident only writtenBy: reviews are made with reviewIncident."
+  "For upsertIncident ignored: the author is the token's name, and reviews are made with reviewIncident."
   review: ReviewInput
   "An absolute http(s) URL."
   url: String
@@ -1983,12 +2118,102 @@ type Highlight {
   snippet: String!
 }
 `, BuiltIn: false},
+	{Name: "../tokens.graphqls", Input: `# API tokens (docs/editing.md). Only an admin token may list, create or
+# revoke them; a token's secret is shown once, by createToken, and never
+# again.
+extend type Query {
+  "Every token, active, expired or revoked, by name; never a secret. Admin only."
+  tokens: [ApiToken!]!
+}
+
+extend type Mutation {
+  """
+  Creates a token for name with role, expiring at expiresAt (RFC 3339 or
+  YYYY-MM-DD, UTC midnight; none: never). The token is in the payload once
+  and the response has Cache-Control: no-store. A name held by an active
+  token is CONFLICT; the names admin, import, migration, seeds and gen are
+  reserved. Admin only.
+  """
+  createToken(name: String!, role: TokenRole!, expiresAt: String): CreateTokenPayload!
+  "Revokes the token name: its next request is refused with UNAUTHENTICATED. Admin only."
+  revokeToken(name: String!): RevokeTokenPayload!
+}
+
+"The role a token carries; roles are cumulative (a reader needs no token)."
+enum TokenRole {
+  "Creates, changes, deletes and imports incidents."
+  EDITOR
+  "Also reviews incidents."
+  REVIEWER
+  "Also manages tokens and takes backups."
+  ADMIN
+}
+
+"An API token, without its secret."
+type ApiToken {
+  "The author every write made with the token records."
+  name: String!
+  role: TokenRole!
+  "RFC 3339."
+  createdAt: String!
+  expiresAt: String
+  "The last request it authenticated, to about a minute."
+  lastUsedAt: String
+  revokedAt: String
+  "Neither revoked nor expired."
+  active: Boolean!
+}
+
+type CreateTokenPayload {
+  "The secret: il_ and 43 characters. Shown this once; only its hash is kept."
+  token: String
+  info: ApiToken
+  userErrors: [UserError!]!
+}
+
+type RevokeTokenPayload {
+  info: ApiToken
+  userErrors: [UserError!]!
+}
+`, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
 
 // childFields_* functions provide shared child field context lookups.
 // Each function is generated once per unique object type, deduplicating the
 // switch statements that were previously inlined in every fieldContext_* function.
+
+func (ec *executionContext) childFields_ApiToken(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_ApiToken_name(ctx, field)
+	case "role":
+		return ec.fieldContext_ApiToken_role(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_ApiToken_createdAt(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_ApiToken_expiresAt(ctx, field)
+	case "lastUsedAt":
+		return ec.fieldContext_ApiToken_lastUsedAt(ctx, field)
+	case "revokedAt":
+		return ec.fieldContext_ApiToken_revokedAt(ctx, field)
+	case "active":
+		return ec.fieldContext_ApiToken_active(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ApiToken", field.Name)
+}
+
+func (ec *executionContext) childFields_CreateTokenPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "token":
+		return ec.fieldContext_CreateTokenPayload_token(ctx, field)
+	case "info":
+		return ec.fieldContext_CreateTokenPayload_info(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_CreateTokenPayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CreateTokenPayload", field.Name)
+}
 
 func (ec *executionContext) childFields_DeleteIncidentPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
@@ -2284,6 +2509,16 @@ func (ec *executionContext) childFields_Review(ctx context.Context, field graphq
 		return ec.fieldContext_Review_reviewedBy(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Review", field.Name)
+}
+
+func (ec *executionContext) childFields_RevokeTokenPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "info":
+		return ec.fieldContext_RevokeTokenPayload_info(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_RevokeTokenPayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RevokeTokenPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_SimilarIncident(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2654,6 +2889,36 @@ func (ec *executionContext) field_Item_text_args(ctx context.Context, rawArgs ma
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createToken_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "role",
+		func(ctx context.Context, v any) (model.TokenRole, error) {
+			return ec.unmarshalNTokenRole2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTokenRole(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["role"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "expiresAt",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["expiresAt"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_deleteIncident_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2717,6 +2982,20 @@ func (ec *executionContext) field_Mutation_reviewIncident_args(ctx context.Conte
 		return nil, err
 	}
 	args["expectedUpdatedAt"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_revokeToken_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg0
 	return args, nil
 }
 
@@ -3187,6 +3466,254 @@ func (ec *executionContext) field___Type_inputFields_args(ctx context.Context, r
 // endregion ***************************** args.gotpl *****************************
 
 // region    **************************** field.gotpl *****************************
+
+func (ec *executionContext) _ApiToken_name(ctx context.Context, field graphql.CollectedField, obj *model.APIToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiToken_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApiToken_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApiToken", field, false, false, "String")
+}
+
+func (ec *executionContext) _ApiToken_role(ctx context.Context, field graphql.CollectedField, obj *model.APIToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiToken_role(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Role, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.TokenRole) graphql.Marshaler {
+			return ec.marshalNTokenRole2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTokenRole(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApiToken_role(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApiToken", field, false, false, "TokenRole")
+}
+
+func (ec *executionContext) _ApiToken_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.APIToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiToken_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApiToken_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApiToken", field, false, false, "String")
+}
+
+func (ec *executionContext) _ApiToken_expiresAt(ctx context.Context, field graphql.CollectedField, obj *model.APIToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiToken_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ApiToken_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApiToken", field, false, false, "String")
+}
+
+func (ec *executionContext) _ApiToken_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *model.APIToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiToken_lastUsedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastUsedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ApiToken_lastUsedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApiToken", field, false, false, "String")
+}
+
+func (ec *executionContext) _ApiToken_revokedAt(ctx context.Context, field graphql.CollectedField, obj *model.APIToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiToken_revokedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RevokedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ApiToken_revokedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApiToken", field, false, false, "String")
+}
+
+func (ec *executionContext) _ApiToken_active(ctx context.Context, field graphql.CollectedField, obj *model.APIToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiToken_active(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Active, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApiToken_active(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApiToken", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _CreateTokenPayload_token(ctx context.Context, field graphql.CollectedField, obj *model.CreateTokenPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateTokenPayload_token(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Token, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CreateTokenPayload_token(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CreateTokenPayload", field, false, false, "String")
+}
+
+func (ec *executionContext) _CreateTokenPayload_info(ctx context.Context, field graphql.CollectedField, obj *model.CreateTokenPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateTokenPayload_info(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Info, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.APIToken) graphql.Marshaler {
+			return ec.marshalOApiToken2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐAPIToken(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CreateTokenPayload_info(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CreateTokenPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ApiToken(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CreateTokenPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.CreateTokenPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateTokenPayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreateTokenPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CreateTokenPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
+		},
+	}
+	return fc, nil
+}
 
 func (ec *executionContext) _DeleteIncidentPayload_deletedId(ctx context.Context, field graphql.CollectedField, obj *model.DeleteIncidentPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
@@ -5764,6 +6291,94 @@ func (ec *executionContext) fieldContext_Mutation_importIncidents(ctx context.Co
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_createToken(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createToken(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateToken(ctx, fc.Args["name"].(string), fc.Args["role"].(model.TokenRole), fc.Args["expiresAt"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CreateTokenPayload) graphql.Marshaler {
+			return ec.marshalNCreateTokenPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐCreateTokenPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createToken(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CreateTokenPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createToken_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_revokeToken(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_revokeToken(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RevokeToken(ctx, fc.Args["name"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RevokeTokenPayload) graphql.Marshaler {
+			return ec.marshalNRevokeTokenPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐRevokeTokenPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_revokeToken(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RevokeTokenPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_revokeToken_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Organization_id(ctx context.Context, field graphql.CollectedField, obj *model.Organization) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6585,6 +7200,38 @@ func (ec *executionContext) fieldContext_Query_search(ctx context.Context, field
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_tokens(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_tokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Tokens(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.APIToken) graphql.Marshaler {
+			return ec.marshalNApiToken2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐAPITokenᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_tokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ApiToken(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6728,6 +7375,70 @@ func (ec *executionContext) _Review_reviewedBy(ctx context.Context, field graphq
 }
 func (ec *executionContext) fieldContext_Review_reviewedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Review", field, true, false, "String")
+}
+
+func (ec *executionContext) _RevokeTokenPayload_info(ctx context.Context, field graphql.CollectedField, obj *model.RevokeTokenPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RevokeTokenPayload_info(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Info, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.APIToken) graphql.Marshaler {
+			return ec.marshalOApiToken2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐAPIToken(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RevokeTokenPayload_info(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RevokeTokenPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ApiToken(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RevokeTokenPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.RevokeTokenPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RevokeTokenPayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RevokeTokenPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RevokeTokenPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _SimilarIncident_incident(ctx context.Context, field graphql.CollectedField, obj *model.SimilarIncident) (ret graphql.Marshaler) {
@@ -9522,6 +10233,112 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 
 // region    **************************** object.gotpl ****************************
 
+var apiTokenImplementors = []string{"ApiToken"}
+
+func (ec *executionContext) _ApiToken(ctx context.Context, sel ast.SelectionSet, obj *model.APIToken) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, apiTokenImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ApiToken")
+		case "name":
+			out.Values[i] = ec._ApiToken_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "role":
+			out.Values[i] = ec._ApiToken_role(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._ApiToken_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._ApiToken_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "lastUsedAt":
+			out.Values[i] = ec._ApiToken_lastUsedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "revokedAt":
+			out.Values[i] = ec._ApiToken_revokedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "active":
+			out.Values[i] = ec._ApiToken_active(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var createTokenPayloadImplementors = []string{"CreateTokenPayload"}
+
+func (ec *executionContext) _CreateTokenPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CreateTokenPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, createTokenPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CreateTokenPayload")
+		case "token":
+			out.Values[i] = ec._CreateTokenPayload_token(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "info":
+			out.Values[i] = ec._CreateTokenPayload_info(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._CreateTokenPayload_userErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var deleteIncidentPayloadImplementors = []string{"DeleteIncidentPayload"}
 
 func (ec *executionContext) _DeleteIncidentPayload(ctx context.Context, sel ast.SelectionSet, obj *model.DeleteIncidentPayload) graphql.Marshaler {
@@ -10323,6 +11140,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "createToken":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createToken(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "revokeToken":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_revokeToken(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10602,6 +11433,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_search(ctx, field)
 				})
+		case "tokens":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_tokens(ctx, field)
+				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -10657,6 +11494,44 @@ func (ec *executionContext) _Review(ctx context.Context, sel ast.SelectionSet, o
 		case "reviewedBy":
 			out.Values[i] = ec._Review_reviewedBy(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var revokeTokenPayloadImplementors = []string{"RevokeTokenPayload"}
+
+func (ec *executionContext) _RevokeTokenPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RevokeTokenPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, revokeTokenPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RevokeTokenPayload")
+		case "info":
+			out.Values[i] = ec._RevokeTokenPayload_info(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._RevokeTokenPayload_userErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -11376,6 +12251,30 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 
 // region    ***************************** type.gotpl *****************************
 
+func (ec *executionContext) marshalNApiToken2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐAPITokenᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.APIToken) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNApiToken2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐAPIToken(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNApiToken2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐAPIToken(ctx context.Context, sel ast.SelectionSet, v *model.APIToken) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ApiToken!")
+		return graphql.Null
+	}
+	return ec._ApiToken(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -11388,6 +12287,14 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 		graphql.AddInvalidNullFromMarshaler(ctx, "Boolean!")
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNCreateTokenPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐCreateTokenPayload(ctx context.Context, sel ast.SelectionSet, v *model.CreateTokenPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "CreateTokenPayload!")
+		return graphql.Null
+	}
+	return ec._CreateTokenPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNDeleteIncidentPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐDeleteIncidentPayload(ctx context.Context, sel ast.SelectionSet, v *model.DeleteIncidentPayload) graphql.Marshaler {
@@ -11945,6 +12852,14 @@ func (ec *executionContext) marshalNReview2ᚖgithubᚗcomᚋincidentlibᚋincid
 	return ec._Review(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNRevokeTokenPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐRevokeTokenPayload(ctx context.Context, sel ast.SelectionSet, v *model.RevokeTokenPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RevokeTokenPayload!")
+		return graphql.Null
+	}
+	return ec._RevokeTokenPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNSearchField2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐSearchField(ctx context.Context, v any) (model.SearchField, error) {
 	var res model.SearchField
 	err := res.UnmarshalGQL(v)
@@ -12102,6 +13017,16 @@ func (ec *executionContext) marshalNTimeline2ᚖgithubᚗcomᚋincidentlibᚋinc
 		return graphql.Null
 	}
 	return ec._Timeline(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNTokenRole2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTokenRole(ctx context.Context, v any) (model.TokenRole, error) {
+	var res model.TokenRole
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNTokenRole2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTokenRole(ctx context.Context, sel ast.SelectionSet, v model.TokenRole) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) marshalNUserError2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐUserErrorᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
@@ -12312,6 +13237,13 @@ func (ec *executionContext) marshalN__TypeKind2string(ctx context.Context, sel a
 		graphql.AddInvalidNullFromMarshaler(ctx, "__TypeKind!")
 	}
 	return res
+}
+
+func (ec *executionContext) marshalOApiToken2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐAPIToken(ctx context.Context, sel ast.SelectionSet, v *model.APIToken) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ApiToken(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOBoolean2bool(ctx context.Context, v any) (bool, error) {

@@ -18,11 +18,17 @@ func (r *mutationResolver) UpsertIncident(ctx context.Context, input model.Incid
 	if err != nil {
 		return nil, err
 	}
+	by, err := author(ctx, incidentlib.RoleEditor)
+	if err != nil {
+		return nil, err
+	}
 	prefix := []string{"input"}
 	inc, es := input.Incident()
 	if len(es) > 0 {
 		return incidentPayload(ctx, r.Resolver, nil, prefix, es)
 	}
+	// The author is the token's name, whatever the input says.
+	inc.Review.WrittenBy = by.Name
 	stored, err := w.UpsertIncident(ctx, inc, incidentlib.WriteOptions{ExpectedUpdatedAt: input.ExpectedUpdatedAt})
 	return incidentPayload(ctx, r.Resolver, stored, prefix, err)
 }
@@ -48,12 +54,22 @@ func (r *mutationResolver) ReviewIncident(ctx context.Context, id string, review
 	if err != nil {
 		return nil, err
 	}
-	stored, err := w.ReviewIncident(ctx, id, reviewer, incidentlib.WriteOptions{ExpectedUpdatedAt: expectedUpdatedAt})
+	// The reviewer is the token's name: the argument is ignored (the
+	// review workflow removes it from the schema).
+	by, err := author(ctx, incidentlib.RoleReviewer)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := w.ReviewIncident(ctx, id, by.Name, incidentlib.WriteOptions{ExpectedUpdatedAt: expectedUpdatedAt})
 	return incidentPayload(ctx, r.Resolver, stored, nil, err)
 }
 
 func (r *mutationResolver) ImportIncidents(ctx context.Context, records []*model.IncidentInput) (*model.ImportPayload, error) {
 	w, err := writer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	by, err := author(ctx, incidentlib.RoleEditor)
 	if err != nil {
 		return nil, err
 	}
@@ -69,6 +85,9 @@ func (r *mutationResolver) ImportIncidents(ctx context.Context, records []*model
 		if len(es) > 0 {
 			more, _ := model.UserErrors(prefix, es)
 			ues = append(ues, more...)
+		}
+		if inc != nil {
+			ues = append(ues, importAuthor(inc, by, prefix)...)
 		}
 		incs[i] = inc
 	}

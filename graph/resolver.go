@@ -32,6 +32,9 @@ type Resolver struct {
 	// (see reads.go). Leave it nil when Incidents is not that store alone
 	// (an upstream library composed in front of it).
 	Snapshots incidentlib.Snapshots
+	// TokenService keeps the API tokens (tokens.resolvers.go); without it
+	// the token fields answer UNAVAILABLE.
+	TokenService incidentlib.TokenService
 
 	// views are the views of the two languages, made once with a wrapper
 	// per taxonomy term and shared by every request.

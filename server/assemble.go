@@ -8,7 +8,7 @@ import (
 
 // Store is every capability of the store that the whole handler uses:
 // reads (and FastReads' snapshots of them), the change log, writes,
-// backups and the store's figures. storage.DB implements it.
+// backups, the store's figures and the API tokens. storage.DB implements it.
 type Store interface {
 	incidentlib.IncidentService
 	incidentlib.OrganizationService
@@ -18,6 +18,7 @@ type Store interface {
 	incidentlib.IncidentWriter
 	incidentlib.Backuper
 	incidentlib.StoreMonitor
+	incidentlib.TokenService
 }
 
 // Assemble builds the GraphQL resolver over store and search (nil: search
@@ -29,12 +30,12 @@ type Store interface {
 // cannot cover, so FastReads is off and cached responses expire
 // (Config.Upstream is set).
 func Assemble(store Store, incidents incidentlib.IncidentService, search incidentlib.SearchService, m *metrics.Metrics, cfg Config) (*Server, *graph.Resolver, error) {
-	res := &graph.Resolver{Incidents: store, Organizations: store, Snapshots: store, Taxonomy: store.Taxonomy(), LoaderMetrics: m, Search: search}
+	res := &graph.Resolver{Incidents: store, Organizations: store, Snapshots: store, Taxonomy: store.Taxonomy(), LoaderMetrics: m, Search: search, TokenService: store}
 	if incidents != nil {
 		res.Incidents, res.Snapshots = incidents, nil
 		cfg.Upstream = true
 	}
 	es := graph.NewExecutableSchema(graph.Config{Resolvers: res, Complexity: graph.Complexity()})
-	srv, err := New(Services{Changes: store, Incidents: store, Writer: store, Backups: store, Monitor: store}, res, es, m, cfg)
+	srv, err := New(Services{Changes: store, Incidents: store, Writer: store, Backups: store, Monitor: store, Tokens: store}, res, es, m, cfg)
 	return srv, res, err
 }

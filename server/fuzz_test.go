@@ -43,6 +43,7 @@ func FuzzGraphQL(f *testing.F) {
 	refusals := map[string]bool{
 		gqledge.CodeCostLimit: true, gqledge.CodeDepthLimit: true, gqledge.CodeAliasLimit: true, gqledge.CodeRepeatLimit: true,
 		gqledge.CodeTokenLimit: true, gqledge.CodeBodyTooLarge: true, gqledge.CodeBatchLimit: true, gqledge.CodeMethodNotAllowed: true,
+		incidentlib.EUNAUTHENTICATED: true, // a mutation without a token
 	}
 	f.Fuzz(func(t *testing.T, q string, vars []byte, get bool) {
 		var req *http.Request
@@ -72,6 +73,10 @@ func FuzzGraphQL(f *testing.F) {
 
 		switch rec.Code {
 		case 200, 400, 413:
+		case 401: // a mutation without a token
+			if rec.Header().Get("WWW-Authenticate") == "" {
+				t.Fatalf("401 without WWW-Authenticate: %s", raw)
+			}
 		case 405:
 			if !get {
 				t.Fatalf("405 for a POST: %s", raw)

@@ -15,8 +15,9 @@ import (
 // bundles of graphiql 4.1.2, react 18.2.0 and react-dom 18.2.0 exactly as
 // the npm registry ships them (the same bytes, by SRI hash, that gqlgen's
 // playground.Handler loads from a CDN); assets/README.md says how to
-// update them. GraphiQL opens with example queries in tabs: a list page, an
-// incident with its relations, facets, and search when the schema has it.
+// update them. GraphiQL opens with example operations in tabs: a list
+// page, an incident with its relations, facets, a write with its
+// Authorization header, and search when the schema has it.
 
 //go:embed assets/graphiql
 var assetFS embed.FS
@@ -34,7 +35,14 @@ var graphiqlAssets = map[string]string{
 type ExampleTab struct {
 	Query     string `json:"query"`
 	Variables string `json:"variables,omitempty"`
+	// Headers are the tab's request headers, JSON: a write's
+	// Authorization, with TokenPlaceholder where the token goes.
+	Headers string `json:"headers,omitempty"`
 }
+
+// TokenPlaceholder is what the write example's Authorization header holds
+// until the user pastes a token.
+const TokenPlaceholder = "PASTE_YOUR_TOKEN"
 
 // exampleQueries are the tabs GraphiQL opens with; ExampleTabs adds search
 // when the schema has it.
@@ -79,6 +87,17 @@ query Facets {
   }
 }
 `},
+	{Query: `# A write needs a token: incidentlib token add --name NAME --role editor
+# (docs/editing.md). Paste it in the Headers pane below. The author stored
+# is the token's name, whatever review.writtenBy says.
+mutation UpsertIncident($input: IncidentInput!) {
+  upsertIncident(input: $input) {
+    incident { id title updatedAt review { writtenBy } }
+    userErrors { field message code }
+  }
+}
+`, Variables: `{"input": {"id": "IL-0900", "org": "Example", "orgSlug": "example", "title": {"en": "Cache stampede after deploy"}}}`,
+		Headers: `{"Authorization": "Bearer ` + TokenPlaceholder + `"}`},
 }
 
 var searchExample = ExampleTab{Query: `# Search, English or Korean, with highlights.
@@ -137,7 +156,8 @@ ReactDOM.createRoot(document.getElementById('graphiql')).render(
 
 // mountGraphiQL serves GraphiQL at / and its assets under /assets/.
 // ExampleTabs are the tabs GraphiQL opens with: a list page, an incident
-// with its relations, facets, and search when the schema has Query.search.
+// with its relations, facets, a write (with the Authorization header), and
+// search when the schema has Query.search.
 func ExampleTabs() []ExampleTab {
 	tabs := append([]ExampleTab(nil), exampleQueries...)
 	if schema := graph.NewExecutableSchema(graph.Config{}).Schema(); schema.Query != nil && schema.Query.Fields.ForName("search") != nil {

@@ -419,13 +419,15 @@ func TestRateLimit(t *testing.T) {
 	})
 	const big = `{ incidents(first: 60) { nodes { id title date org orgSlug dateKind url updatedAt } } }` // 1 + 60 × 9
 	const small = `{ incident(id: "IL-0213") { id } }`
-	first := hs.post(t, big, nil, "Authorization", "Bearer alice")
+	// A client is a verified token's name (or its address): two API tokens.
+	alice, bob := apiToken(t, hs.ts.DB, "alice", incidentlib.RoleEditor), apiToken(t, hs.ts.DB, "bob", incidentlib.RoleEditor)
+	first := hs.post(t, big, nil, "Authorization", "Bearer "+alice)
 	if first.status != 200 || len(first.Errors) > 0 || first.cost() < 501 || first.cost() > 1000 {
 		t.Fatalf("the first request (cost %d) must pass and cost over half the burst: %s", first.cost(), first.raw)
 	}
 	t.Run("RefusedWithRetryAfter", func(t *testing.T) {
 		before := hs.work()
-		r := hs.post(t, big, nil, "Authorization", "Bearer alice")
+		r := hs.post(t, big, nil, "Authorization", "Bearer "+alice)
 		if r.status != http.StatusTooManyRequests || r.code() != gqledge.CodeRateLimited {
 			t.Fatalf("status %d: %s", r.status, r.raw)
 		}
@@ -438,12 +440,12 @@ func TestRateLimit(t *testing.T) {
 	})
 	t.Run("RefusedNotCharged", func(t *testing.T) {
 		// What the refused request would have cost is still there.
-		if r := hs.post(t, small, nil, "Authorization", "Bearer alice"); r.status != 200 || len(r.Errors) > 0 {
+		if r := hs.post(t, small, nil, "Authorization", "Bearer "+alice); r.status != 200 || len(r.Errors) > 0 {
 			t.Fatalf("status %d: %s", r.status, r.raw)
 		}
 	})
 	t.Run("KeyedByToken", func(t *testing.T) {
-		if r := hs.post(t, big, nil, "Authorization", "Bearer bob"); r.status != 200 {
+		if r := hs.post(t, big, nil, "Authorization", "Bearer "+bob); r.status != 200 {
 			t.Fatalf("another token has its own bucket: %d %s", r.status, r.raw)
 		}
 	})

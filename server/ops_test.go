@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/search"
 	"github.com/incidentlib/incidentlib/server"
@@ -278,8 +279,13 @@ func TestGraphiQLExamplesRun(t *testing.T) {
 	if len(tabs) < 3 {
 		t.Fatalf("%d example tabs", len(tabs))
 	}
+	// The write example runs with a real token in place of the placeholder.
+	secret, _, err := db.CreateToken(context.Background(), "example-editor", incidentlib.RoleEditor, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tab := range tabs {
-		name := regexp.MustCompile(`query (\w+)`).FindStringSubmatch(tab.Query)
+		name := regexp.MustCompile(`(?:query|mutation) (\w+)`).FindStringSubmatch(tab.Query)
 		if name == nil {
 			t.Fatalf("an example without an operation name: %.80s", tab.Query)
 		}
@@ -290,7 +296,17 @@ func TestGraphiQLExamplesRun(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			r := ts.post(t, map[string]any{"query": tab.Query, "variables": vars})
+			var headers []string
+			if tab.Headers != "" {
+				var h map[string]string
+				if err := json.Unmarshal([]byte(strings.ReplaceAll(tab.Headers, server.TokenPlaceholder, secret)), &h); err != nil {
+					t.Fatal(err)
+				}
+				for k, v := range h {
+					headers = append(headers, k, v)
+				}
+			}
+			r := ts.post(t, map[string]any{"query": tab.Query, "variables": vars}, headers...)
 			var out gqlResponse
 			if err := json.Unmarshal(r.body, &out); err != nil || r.status != 200 || len(out.Errors) > 0 {
 				t.Fatalf("%d %s", r.status, r.body)

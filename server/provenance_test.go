@@ -169,8 +169,14 @@ func TestProvenanceRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		got.UpdatedAt = ""
+		// The author of a record that names none is the importing token
+		// (docs/editing.md): here the bootstrap admin.
+		w := *want
+		if w.Review.WrittenBy == "" {
+			w.Review.WrittenBy = incidentlib.BootstrapAdmin.Name
+		}
 		a, _ := json.Marshal(&got)
-		b, _ := json.Marshal(want)
+		b, _ := json.Marshal(&w)
 		if string(a) != string(b) {
 			t.Errorf("stored record differs:\n%s\n%s", a, b)
 		}

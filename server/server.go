@@ -77,9 +77,10 @@ type Config struct {
 	CORSOrigins   []string
 	Introspection bool
 	Extensions    []graphql.HandlerExtension
-	// Writes (server/admin): mutations and GET /admin/backup need
-	// Authorization: Bearer AdminToken; without a token the server is
-	// read-only. Backups are copied to BackupDir (serve passes the
+	// Writes (server/admin): a request's bearer token is AdminToken (the
+	// bootstrap admin, author "admin") or an API token of Services.Tokens,
+	// and its role decides which mutations it may run (graph.MutationRoles)
+	// and whether it may take GET /admin/backup (admin). Backups are copied to BackupDir (serve passes the
 	// store's directory; default os.TempDir()) before they are sent, and
 	// may take BackupTimeout to send (default admin.DefaultBackupTimeout).
 	AdminToken    string
@@ -102,13 +103,17 @@ type Services struct {
 	Changes incidentlib.ChangeLog
 	// Incidents answers the REST API's reads of incidents by id.
 	Incidents incidentlib.IncidentService
-	// Writer runs mutations sent with the admin token.
+	// Writer runs mutations sent with a token whose role allows them.
 	Writer incidentlib.IncidentWriter
 	// Backups makes the copies GET /admin/backup sends.
 	Backups incidentlib.Backuper
 	// Monitor, if set, gives the store's figures, exported at scrape
 	// time (metrics.Metrics.WatchStore).
 	Monitor incidentlib.StoreMonitor
+	// Tokens, if set, authenticates the API tokens requests carry and
+	// serves the token fields of the schema; without it only AdminToken
+	// authenticates.
+	Tokens incidentlib.TokenService
 }
 
 // Server is the HTTP side of the library.
@@ -155,21 +160,23 @@ func New(svc Services, res *graph.Resolver, es graphql.ExecutableSchema, m *metr
 	// The edge's transports, error presenter, response cache and limits;
 	// the limits' operation interceptor is the outermost of those below,
 	// and sees every response, the guards' refusals included.
+	// Who sends each request, once, at the edge: before the rate limit
+	// (which counts by the verified token) and before anything runs.
+	auth, err := admin.NewAuth(cfg.AdminToken, svc.Tokens)
+	if err != nil {
+		return nil, err
+	}
 	edge, err := gqledge.New(gqledge.Options{
 		Prod: cfg.Prod, Logger: cfg.Logger, ResponseCacheBytes: cfg.ResponseCacheBytes, APQCacheSize: cfg.APQCacheSize,
 		CacheControl: cfg.CacheControl, TrustedDocuments: cfg.TrustedDocuments, LogRequests: cfg.LogRequests,
 		ResponseMaxAge: cfg.ResponseMaxAge, Upstream: cfg.Upstream, Limits: cfg.Limits, RateLimit: cfg.RateLimit,
-		CORSOrigins: cfg.CORSOrigins, Extensions: cfg.Extensions,
+		CORSOrigins: cfg.CORSOrigins, Extensions: cfg.Extensions, Authenticate: auth.Authenticate,
 	}, svc.Changes, m, gql, queryCache)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.Primary != "" { // before the write guard: a replica names its primary
 		gql.Use(admin.ReadOnlyReplica(cfg.Primary, edge.PresentError))
-	}
-	auth, err := admin.NewAuth(cfg.AdminToken)
-	if err != nil {
-		return nil, err
 	}
 	gql.Use(auth.WriteGuard(svc.Writer, edge.PresentError))
 	// Last, so innermost: every guard, limit and metric above applies to
@@ -203,7 +210,7 @@ func New(svc Services, res *graph.Resolver, es graphql.ExecutableSchema, m *metr
 	})
 	mux.Handle("GET /metrics", m.Handler())
 	mux.Handle("GET /admin/backup", admin.NewBackups(auth, svc.Backups, cfg.BackupDir, cfg.BackupTimeout, cfg.Logger))
-	s.api = restapi.Mount(mux, svc.Changes, svc.Incidents, cfg.Logger)
+	s.api = restapi.Mount(mux, svc.Changes, svc.Incidents, auth.Authenticate, cfg.Logger)
 	if !cfg.Prod {
 		mountGraphiQL(mux, "/graphql")
 	}

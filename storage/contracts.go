@@ -16,4 +16,5 @@ var (
 	_ incidentlib.SourceCheckStore    = (*DB)(nil)
 	_ incidentlib.StoreMonitor        = (*DB)(nil)
 	_ incidentlib.Backuper            = (*DB)(nil)
+	_ incidentlib.TokenService        = (*DB)(nil)
 )

@@ -45,9 +45,10 @@ var (
 	bucketChanges     = []byte("changes")     // u64 seq -> change JSON
 	bucketChangeIdx   = []byte("changeidx")   // u32 number -> u64 seq of its latest change
 	bucketAliases     = []byte("aliases")     // u32 number merged away -> u32 number that absorbed it
+	bucketTokens      = []byte("tokens")      // token name -> token JSON, its SHA-256, never the token (tokens.go)
 
 	allBuckets = [][]byte{bucketMeta, bucketIncidents, bucketSortKeys, bucketOrders, bucketPostings, bucketAliases,
-		bucketOrgs, bucketRecurrences, bucketRelatedRev, bucketTaxonomy, bucketChanges, bucketChangeIdx}
+		bucketOrgs, bucketRecurrences, bucketRelatedRev, bucketTaxonomy, bucketChanges, bucketChangeIdx, bucketTokens}
 )
 
 // Meta keys.
@@ -121,6 +122,8 @@ type DB struct {
 	fault faultState // a corrupt file, a full disk (fault.go)
 
 	storeID string // metaStoreID, "" in an older store opened read-only
+
+	tokens tokenState // the API tokens, in memory (tokens.go)
 }
 
 type cachedIncident struct {
@@ -187,6 +190,10 @@ func Open(path string, opts Options) (*DB, error) {
 	if err := db.load(opts.ReadOnly); err != nil {
 		b.Close()
 		return nil, err
+	}
+	if err := db.loadTokens(opts.ReadOnly); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("read the tokens of %s: %w", path, err)
 	}
 	return db, nil
 }
@@ -259,7 +266,9 @@ func (db *DB) load(readOnly bool) (err error) {
 	} else {
 		err := db.bolt.View(func(tx *bolt.Tx) error {
 			for _, name := range allBuckets {
-				if tx.Bucket(name) == nil {
+				// A store written before tokens has no tokens bucket: it
+				// has no tokens (a writable open creates it).
+				if tx.Bucket(name) == nil && string(name) != string(bucketTokens) {
 					return fmt.Errorf("%s is not an incidentlib store (no bucket %q)", db.path, name)
 				}
 			}
@@ -342,7 +351,10 @@ func writeTaxonomy(tx *bolt.Tx, tax *incidentlib.Taxonomy) error {
 }
 
 // Close closes the store.
-func (db *DB) Close() error { return db.bolt.Close() }
+func (db *DB) Close() error {
+	db.stopTokens()
+	return db.bolt.Close()
+}
 
 // Path is the file's path.
 func (db *DB) Path() string { return db.path }

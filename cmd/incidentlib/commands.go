@@ -92,7 +92,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	of := addOutboundFlags(f, sf)
 	seed := f.str("seed", "auto", "auto: load the seed incidents into a new, empty store; none: taxonomy only")
 	prod := f.boolean("prod", false, "production mode: no playground, no introspection")
-	adminToken := f.str("admin-token", "", "bearer token that mutations and /admin/backup need; without one the server is read-only (prefer the environment variable: flags show in ps)")
+	adminToken := f.str("admin-token", "", "the bootstrap admin token (author admin): every mutation, token management and /admin/backup; without it the store's API tokens (incidentlib token add) still write (prefer the environment variable: flags show in ps)")
 	f.checks = append(f.checks, func() error {
 		if err := admin.CheckAdminToken(*adminToken); err != nil {
 			return fmt.Errorf("--admin-token: %v", err)
@@ -222,7 +222,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer jobs.stop()
-	logger.Info("serving", "addr", ln.Addr().String(), "db", db.Path(), "prod", *prod, "writes", *adminToken != "")
+	logger.Info("serving", "addr", ln.Addr().String(), "db", db.Path(), "prod", *prod, "admin_token", *adminToken != "")
 	fmt.Fprintf(stdout, "incidentlib serving on http://%s\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

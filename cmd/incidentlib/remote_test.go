@@ -64,7 +64,7 @@ func TestImportAndBackupThroughServer(t *testing.T) {
 
 	t.Run("Refused", func(t *testing.T) {
 		_, errOut, err := runCmd(t, map[string]string{"INCIDENTLIB_TOKEN": "not-the-admin-token"}, "", "import", "--server", base, seedsFile)
-		if err == nil || !strings.Contains(err.Error(), incidentlib.EUNAUTHORIZED) {
+		if err == nil || !strings.Contains(err.Error(), incidentlib.EUNAUTHENTICATED) {
 			t.Fatalf("%v %s", err, errOut)
 		}
 		if _, _, err := runCmd(t, nil, "", "import", "--server", base, seedsFile); err == nil {

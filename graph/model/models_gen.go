@@ -2,15 +2,46 @@
 
 package model
 
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
+)
+
 // An object with a global id.
 type Node interface {
 	IsNode()
 	GetID() string
 }
 
-// Writes. Every mutation needs the header `Authorization: Bearer <admin token>`
-// (the token the server was started with, --admin-token); a server started
-// without one is read-only. A refused request changes nothing.
+// An API token, without its secret.
+type APIToken struct {
+	// The author every write made with the token records.
+	Name string    `json:"name"`
+	Role TokenRole `json:"role"`
+	// RFC 3339.
+	CreatedAt string  `json:"createdAt"`
+	ExpiresAt *string `json:"expiresAt,omitempty"`
+	// The last request it authenticated, to about a minute.
+	LastUsedAt *string `json:"lastUsedAt,omitempty"`
+	RevokedAt  *string `json:"revokedAt,omitempty"`
+	// Neither revoked nor expired.
+	Active bool `json:"active"`
+}
+
+type CreateTokenPayload struct {
+	// The secret: il_ and 43 characters. Shown this once; only its hash is kept.
+	Token      *string      `json:"token,omitempty"`
+	Info       *APIToken    `json:"info,omitempty"`
+	UserErrors []*UserError `json:"userErrors"`
+}
+
+// Writes. Every mutation needs the header `Authorization: Bearer <token>`: an
+// API token whose role allows it (docs/editing.md), or the bootstrap admin
+// token (--admin-token). A bad, revoked or expired token is UNAUTHENTICATED
+// (401), a role that is not enough FORBIDDEN (403); a refused request changes
+// nothing. Every write records the token's name as its author.
 //
 // Problems with the input are not GraphQL errors: each payload lists them in
 // userErrors, with the path of the input field each is about, and then
@@ -31,4 +62,70 @@ type OrganizationEdge struct {
 }
 
 type Query struct {
+}
+
+type RevokeTokenPayload struct {
+	Info       *APIToken    `json:"info,omitempty"`
+	UserErrors []*UserError `json:"userErrors"`
+}
+
+// The role a token carries; roles are cumulative (a reader needs no token).
+type TokenRole string
+
+const (
+	// Creates, changes, deletes and imports incidents.
+	TokenRoleEditor TokenRole = "EDITOR"
+	// Also reviews incidents.
+	TokenRoleReviewer TokenRole = "REVIEWER"
+	// Also manages tokens and takes backups.
+	TokenRoleAdmin TokenRole = "ADMIN"
+)
+
+var AllTokenRole = []TokenRole{
+	TokenRoleEditor,
+	TokenRoleReviewer,
+	TokenRoleAdmin,
+}
+
+func (e TokenRole) IsValid() bool {
+	switch e {
+	case TokenRoleEditor, TokenRoleReviewer, TokenRoleAdmin:
+		return true
+	}
+	return false
+}
+
+func (e TokenRole) String() string {
+	return string(e)
+}
+
+func (e *TokenRole) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = TokenRole(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid TokenRole", str)
+	}
+	return nil
+}
+
+func (e TokenRole) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *TokenRole) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e TokenRole) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
 }

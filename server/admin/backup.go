@@ -49,7 +49,7 @@ func NewBackups(auth *Auth, store incidentlib.Backuper, dir string, timeout time
 // for that writer. One backup runs at a time; the file is removed when the
 // response is done.
 func (s *Backups) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !s.auth.Require(w, r, "backups") {
+	if !s.auth.Require(w, r, incidentlib.RoleAdmin, "a backup") {
 		return
 	}
 	select {

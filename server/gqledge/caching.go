@@ -12,6 +12,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/vektah/gqlparser/v2/ast"
 
+	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/graph"
 	"github.com/incidentlib/incidentlib/server/metrics"
 )
@@ -163,7 +164,9 @@ func (h *cachingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cacheable := slot.executed && !slot.noStore && status == http.StatusOK && cw.header.Get("Set-Cookie") == ""
 	if !cacheable {
 		copyHeader(w.Header(), cw.header)
-		if get {
+		if _, authed := incidentlib.IdentityFrom(r.Context()); get || authed {
+			// A response to a token (a new token's secret among them) is
+			// kept by no cache.
 			w.Header().Set("Cache-Control", "no-store")
 		}
 		w.WriteHeader(status)
@@ -275,6 +278,11 @@ func (cacheSignal) InterceptResponse(ctx context.Context, next graphql.ResponseH
 	}
 	slot.executed, slot.op, slot.cost = true, name, cost
 	if oc.Operation == nil || oc.Operation.Operation != ast.Query || resp == nil || len(resp.Errors) > 0 {
+		slot.noStore = true
+	}
+	if _, authed := incidentlib.IdentityFrom(ctx); authed {
+		// What a token may read (the token list) is not every reader's,
+		// and its token may be revoked: never kept.
 		slot.noStore = true
 	}
 	return resp

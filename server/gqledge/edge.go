@@ -45,6 +45,11 @@ type Options struct {
 	RateLimit          RateLimit
 	CORSOrigins        []string
 	Extensions         []graphql.HandlerExtension
+	// Authenticate identifies the sender of a request by its bearer token
+	// (admin.Auth.Authenticate): the request with its identity, or the
+	// refusal (UNAUTHENTICATED, 401), before the rate limit and anything
+	// else that reads. Nil: every request is an anonymous reader.
+	Authenticate func(*http.Request) (*http.Request, error)
 }
 
 // Edge holds the GraphQL edge's features: the guard, the response cache,

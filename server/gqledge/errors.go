@@ -35,6 +35,18 @@ func (s *Edge) PresentError(ctx context.Context, err error) *gqlerror.Error {
 	if incidentlib.IsInternal(code) {
 		out.Extensions["requestId"] = RequestID(ctx)
 	}
+	var appErr *incidentlib.Error
+	if errors.As(err, &appErr) && (code == incidentlib.EUNAUTHENTICATED || code == incidentlib.EFORBIDDEN) {
+		// The role guard's refusals (server/admin): 401 asks for a token,
+		// 403 says the token's role is not enough.
+		if rp := replyFrom(ctx); rp != nil {
+			rp.status = http.StatusForbidden
+			if code == incidentlib.EUNAUTHENTICATED {
+				rp.status = http.StatusUnauthorized
+				rp.header.Set("WWW-Authenticate", wwwAuthenticate)
+			}
+		}
+	}
 	if code == incidentlib.ESTORAGEFULL {
 		// 503 with Retry-After: nothing was written, and the write may
 		// succeed once space is freed.
@@ -49,6 +61,9 @@ func (s *Edge) PresentError(ctx context.Context, err error) *gqlerror.Error {
 	}
 	return out
 }
+
+// wwwAuthenticate is the challenge of every 401.
+const wwwAuthenticate = `Bearer realm="incidentlib"`
 
 // storageFullRetryAfter is the Retry-After, in seconds, of a write refused
 // for a full disk (STORAGE_FULL).

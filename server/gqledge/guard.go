@@ -19,6 +19,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/server/metrics"
 )
 
@@ -34,7 +35,9 @@ type guard struct {
 	rate    *rateLimiter
 	proxy   string // trusted proxy header
 	origins origins
-	sdl     []byte
+	// authenticate identifies a request's sender (Options.Authenticate).
+	authenticate func(*http.Request) (*http.Request, error)
+	sdl          []byte
 	// refused keeps, by the SHA-256 of the document, the refusals that
 	// depend on the document alone, so that a client repeating one hostile
 	// document is refused without parsing it again.
@@ -90,7 +93,8 @@ func newGuard(e *Edge, opts Options, gql *handler.Server, cache graphql.Cache[*a
 	if err := lim.withDefaults(); err != nil {
 		return nil, err
 	}
-	g := &guard{e: e, m: e.m, lim: lim, cache: cache, proxy: opts.RateLimit.TrustedProxyHeader, refused: lru.New[*gqlerror.Error](refusedCacheSize)}
+	g := &guard{e: e, m: e.m, lim: lim, cache: cache, proxy: opts.RateLimit.TrustedProxyHeader, refused: lru.New[*gqlerror.Error](refusedCacheSize),
+		authenticate: opts.Authenticate}
 	rate, err := newRateLimiter(opts.RateLimit, lim.MaxCost)
 	if err != nil {
 		return nil, err
@@ -171,6 +175,18 @@ func (g *guard) graphqlHTTP(next http.Handler) http.Handler {
 		if r.Method == http.MethodPost && !isJSONMediaType(r.Header.Get("Content-Type")) {
 			refuse(w, ct, http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "POST a GraphQL request as application/json", nil)
 			return
+		}
+		if g.authenticate != nil {
+			// A token that is not valid is refused whatever the request
+			// asks for, before it is counted or read: never silently
+			// anonymous.
+			ar, err := g.authenticate(r)
+			if err != nil {
+				w.Header().Set("WWW-Authenticate", wwwAuthenticate)
+				refuse(w, ct, http.StatusUnauthorized, incidentlib.EUNAUTHENTICATED, incidentlib.ErrorMessage(err), nil)
+				return
+			}
+			r = ar
 		}
 		rq := &request{deadline: time.Now().Add(g.lim.RequestTimeout), get: r.Method == http.MethodGet}
 		if g.rate != nil {

@@ -1,8 +1,6 @@
 package gqledge
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -15,12 +13,17 @@ import (
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/incidentlib/incidentlib"
 )
 
 // RateLimit limits each client's query cost per second with a token
-// bucket. A client is its bearer token when it sends one, else its IP
-// address (its /64 network for IPv6), read from TrustedProxyHeader when
-// that is set and present, else from the connection.
+// bucket. A client is the name of its token once the edge verified it
+// (Options.Authenticate), else its IP address (its /64 network for IPv6),
+// read from TrustedProxyHeader when that is set and present, else from
+// the connection. A token that is not verified never names a client: a
+// client that rotates made-up tokens is refused (401) and, were it not,
+// would still be counted by its address.
 type RateLimit struct {
 	// CostPerSecond is the refill rate; 0 turns rate limiting off.
 	CostPerSecond float64
@@ -141,9 +144,8 @@ func retrySeconds(d time.Duration) int {
 
 // clientKey names the client of r for the rate limiter.
 func clientKey(r *http.Request, proxyHeader string) string {
-	if tok, ok := bearerToken(r.Header.Get("Authorization")); ok {
-		sum := sha256.Sum256([]byte(tok))
-		return "token:" + hex.EncodeToString(sum[:16])
+	if id, ok := incidentlib.IdentityFrom(r.Context()); ok && id.Name != "" {
+		return "token:" + id.Name
 	}
 	if proxyHeader != "" {
 		if vs := r.Header.Values(proxyHeader); len(vs) > 0 {
@@ -173,15 +175,6 @@ func ipKey(a netip.Addr) string {
 		return "ip:" + p.String()
 	}
 	return "ip:" + a.String()
-}
-
-func bearerToken(h string) (string, bool) {
-	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	tok = strings.TrimSpace(tok)
-	return tok, tok != ""
 }
 
 // ValidateHeaderName checks a header name such as X-Forwarded-For.

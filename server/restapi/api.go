@@ -68,11 +68,29 @@ type API struct {
 
 // Mount adds the REST endpoints to mux: the feed reads changes, the
 // incident endpoints incidents; internal errors go to logger.
-func Mount(mux *http.ServeMux, changes incidentlib.ChangeLog, incidents incidentlib.IncidentService, logger *slog.Logger) *API {
+//
+// authenticate identifies a request's sender (admin.Auth.Authenticate):
+// reads need no token, but a request with a token that is not valid is
+// refused with 401 before anything is read.
+func Mount(mux *http.ServeMux, changes incidentlib.ChangeLog, incidents incidentlib.IncidentService,
+	authenticate func(*http.Request) (*http.Request, error), logger *slog.Logger) *API {
 	a := &API{log: changes, incidents: incidents, logger: logger, stop: make(chan struct{})}
-	mux.HandleFunc("GET /api/v1/changes", a.changes)
-	mux.HandleFunc("GET /api/v1/incidents/{id}", a.incident)
-	mux.HandleFunc("GET /api/v1/incidents", a.incidentList)
+	authed := func(h http.HandlerFunc) http.HandlerFunc {
+		if authenticate == nil {
+			return h
+		}
+		return func(w http.ResponseWriter, r *http.Request) {
+			ar, err := authenticate(r)
+			if err != nil {
+				a.writeError(w, r, err)
+				return
+			}
+			h(w, ar)
+		}
+	}
+	mux.HandleFunc("GET /api/v1/changes", authed(a.changes))
+	mux.HandleFunc("GET /api/v1/incidents/{id}", authed(a.incident))
+	mux.HandleFunc("GET /api/v1/incidents", authed(a.incidentList))
 	return a
 }
 
@@ -94,7 +112,7 @@ func httpStatus(code string) int {
 		return http.StatusNotFound
 	case incidentlib.ECONFLICT:
 		return http.StatusConflict
-	case incidentlib.EUNAUTHORIZED:
+	case incidentlib.EUNAUTHENTICATED:
 		return http.StatusUnauthorized
 	case incidentlib.EFORBIDDEN, incidentlib.EREADONLY:
 		return http.StatusForbidden
@@ -123,6 +141,9 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	b, _ := json.Marshal(map[string]any{"error": body})
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	if code == incidentlib.EUNAUTHENTICATED {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="incidentlib"`)
+	}
 	w.WriteHeader(httpStatus(code))
 	_, _ = w.Write(append(b, '\n'))
 }

@@ -1,0 +1,68 @@
+package graph
+
+import (
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// MutationRoles is the role each mutation needs (roles are cumulative; see
+// docs/editing.md). A mutation not listed needs RoleAdmin, and
+// TestRolesCoverMutations fails until it is listed.
+var MutationRoles = map[string]incidentlib.Role{
+	"upsertIncident":  incidentlib.RoleEditor,
+	"deleteIncident":  incidentlib.RoleEditor,
+	"importIncidents": incidentlib.RoleEditor,
+	"reviewIncident":  incidentlib.RoleReviewer,
+	"createToken":     incidentlib.RoleAdmin,
+	"revokeToken":     incidentlib.RoleAdmin,
+}
+
+// QueryRoles is the role the query fields that are not for every reader
+// need; every other query field needs none.
+var QueryRoles = map[string]incidentlib.Role{
+	"tokens": incidentlib.RoleAdmin,
+}
+
+// RequiredRole is the role an operation needs: the most any field at its
+// top needs (through fragments too), and what needs it, for the refusal's
+// message. A subscription needs what a query needs.
+func RequiredRole(oc *graphql.OperationContext) (incidentlib.Role, string) {
+	table, unlisted, what := QueryRoles, incidentlib.RoleReader, "a query"
+	if oc.Operation.Operation == ast.Mutation {
+		table, unlisted, what = MutationRoles, incidentlib.RoleAdmin, "a mutation"
+	}
+	need := incidentlib.RoleReader
+	seen := map[string]bool{}
+	var walk func(ast.SelectionSet)
+	walk = func(set ast.SelectionSet) {
+		for _, sel := range set {
+			switch s := sel.(type) {
+			case *ast.Field:
+				if s.Name == "__typename" {
+					continue
+				}
+				r, ok := table[s.Name]
+				if !ok {
+					r = unlisted
+				}
+				if r > need {
+					need, what = r, s.Name
+				}
+			case *ast.InlineFragment:
+				walk(s.SelectionSet)
+			case *ast.FragmentSpread:
+				if seen[s.Name] {
+					continue
+				}
+				seen[s.Name] = true
+				if f := oc.Doc.Fragments.ForName(s.Name); f != nil {
+					walk(f.SelectionSet)
+				}
+			}
+		}
+	}
+	walk(oc.Operation.SelectionSet)
+	return need, what
+}

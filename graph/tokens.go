@@ -1,0 +1,88 @@
+package graph
+
+import (
+	"context"
+	"time"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/graph/model"
+)
+
+// Helpers of the token resolvers (tokens.resolvers.go, which gqlgen
+// rewrites) and of the author every write records.
+
+// author returns the identity of the request that writes: the server's
+// role guard (server/admin) verified it before any resolver ran. A
+// request without one (a test's executor without the guard) may not
+// write.
+func author(ctx context.Context, need incidentlib.Role) (incidentlib.Identity, error) {
+	id, ok := incidentlib.IdentityFrom(ctx)
+	if !ok || id.Name == "" {
+		return id, incidentlib.Errorf(incidentlib.EUNAUTHENTICATED, "this request carries no token")
+	}
+	if !id.Role.Allows(need) {
+		return id, incidentlib.Errorf(incidentlib.EFORBIDDEN, "this needs the role %s or more; the token %q has the role %s", need, id.Name, id.Role)
+	}
+	return id, nil
+}
+
+// tokenService returns the token service, once the request is an admin's.
+func (r *Resolver) tokenService(ctx context.Context) (incidentlib.TokenService, error) {
+	if _, err := author(ctx, incidentlib.RoleAdmin); err != nil {
+		return nil, err
+	}
+	if r.TokenService == nil {
+		return nil, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "this server keeps no tokens")
+	}
+	return r.TokenService, nil
+}
+
+func roleOf(r model.TokenRole) incidentlib.Role {
+	switch r {
+	case model.TokenRoleEditor:
+		return incidentlib.RoleEditor
+	case model.TokenRoleReviewer:
+		return incidentlib.RoleReviewer
+	case model.TokenRoleAdmin:
+		return incidentlib.RoleAdmin
+	}
+	return incidentlib.RoleReader
+}
+
+func tokenRole(r incidentlib.Role) model.TokenRole {
+	switch r {
+	case incidentlib.RoleReviewer:
+		return model.TokenRoleReviewer
+	case incidentlib.RoleAdmin:
+		return model.TokenRoleAdmin
+	}
+	return model.TokenRoleEditor
+}
+
+func optTime(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := t.UTC().Format(time.RFC3339)
+	return &s
+}
+
+// apiToken is the GraphQL view of a token.
+func apiToken(t *incidentlib.TokenInfo, now time.Time) *model.APIToken {
+	return &model.APIToken{
+		Name: t.Name, Role: tokenRole(t.Role), CreatedAt: t.Created.UTC().Format(time.RFC3339),
+		ExpiresAt: optTime(t.Expires), LastUsedAt: optTime(t.LastUsed), RevokedAt: optTime(t.Revoked), Active: t.Active(now),
+	}
+}
+
+// ParseExpiry reads an expiry: RFC 3339, or YYYY-MM-DD for midnight UTC
+// at the start of that day.
+func ParseExpiry(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"expiresAt"}, "expiresAt is RFC 3339 (2027-01-31T00:00:00Z) or YYYY-MM-DD, not %q", s)
+}
