@@ -65,7 +65,7 @@ func jsonProblem(f *file, data []byte, base int, err error) Problem {
 func (l *loader) ilRecord(f *file, raw []byte, where string, start int) (Record, *Problem) {
 	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' {
 		// The fast path (fastcheck.go): the checks below would pass.
-		if inc, err := decodeIL(t); err == nil && !maybeDuplicateKeys(t) && !caseSuspect(inc) {
+		if inc, err := decodeObject(t); err == nil && !maybeDuplicateKeys(t) && !caseSuspect(inc) {
 			return l.ilResult(f, inc, where), nil
 		}
 	}
@@ -105,6 +105,20 @@ func (l *loader) ilResult(f *file, inc *incidentlib.Incident, where string) Reco
 func decodeIL(trimmed []byte) (*incidentlib.Incident, error) {
 	inc := new(incidentlib.Incident)
 	if err := json.Unmarshal(trimmed, inc); err != nil {
+		return nil, err
+	}
+	return inc, nil
+}
+
+// decodeObject is decodeIL for text that starts with '{' (and has no
+// space around it), without json.Unmarshal's own scan of the whole text
+// before it hands the text to Incident.UnmarshalJSON, which scans it again:
+// it accepts the same texts and decodes them to the same record. Its
+// errors may be worded otherwise: only the fast paths use it, and a record
+// it refuses takes the slow path, which reports decodeIL's error.
+func decodeObject(trimmed []byte) (*incidentlib.Incident, error) {
+	inc := new(incidentlib.Incident)
+	if err := inc.UnmarshalJSON(trimmed); err != nil {
 		return nil, err
 	}
 	return inc, nil

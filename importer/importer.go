@@ -57,6 +57,8 @@ type Record struct {
 	// OrgGuessed is true when the organization was not in the alias table
 	// and was taken from the source's spelling (or domain) as it is.
 	OrgGuessed bool
+	// Encoded is the record as Streamer.Encode encoded it, when it is set.
+	Encoded []byte
 	// Warnings are things the adapter changed or left out, such as
 	// truncated texts or an end time before the start time.
 	Warnings []string

@@ -28,12 +28,17 @@ type Streamer struct {
 	l        *loader
 	maxBytes int
 	// DecodeOnly skips the checks: for a second pass over input that a
-	// first pass checked. Records with problems are then skipped without
-	// being reported, and those that decode are not checked.
+	// first pass checked. Records that do not decode are then skipped
+	// without being reported, and those that decode are not checked (not
+	// even for valid UTF-8).
 	DecodeOnly bool
-	seq        int
-	inflight   atomic.Int64 // records read and not yet handed on
-	held       int          // the most records in flight at once
+	// Encode, when set, is called with each record that passes (on the
+	// goroutines that decode) and its result handed on as Record.Encoded:
+	// the record's stored form, made ahead of the writer, on every core.
+	Encode   func(*incidentlib.Incident) ([]byte, error)
+	seq      int
+	inflight atomic.Int64 // records read and not yet handed on
+	held     int          // the most records in flight at once
 }
 
 // Seq returns how many records Stream has met so far (good and bad): the
@@ -200,14 +205,20 @@ func (s *Streamer) process(j *streamJob, f file) {
 		return
 	}
 	raw, where := j.raw, j.where
-	if !utf8.Valid(raw) {
-		j.prob = &Problem{Where: where, Reason: fmt.Sprintf("not valid UTF-8: invalid byte 0x%02x at byte offset %d of the record", raw[invalidUTF8(raw)], invalidUTF8(raw))}
+	if s.DecodeOnly {
+		t := bytes.TrimSpace(raw)
+		decode := decodeIL
+		if len(t) > 0 && t[0] == '{' {
+			decode = decodeObject
+		}
+		if inc, err := decode(t); err == nil && len(raw) <= s.maxBytes {
+			j.rec = Record{Incident: inc, Where: where}
+			s.encode(j)
+		}
 		return
 	}
-	if s.DecodeOnly {
-		if inc, err := decodeIL(bytes.TrimSpace(raw)); err == nil && len(raw) <= s.maxBytes {
-			j.rec = Record{Incident: inc, Where: where}
-		}
+	if !utf8.Valid(raw) {
+		j.prob = &Problem{Where: where, Reason: fmt.Sprintf("not valid UTF-8: invalid byte 0x%02x at byte offset %d of the record", raw[invalidUTF8(raw)], invalidUTF8(raw))}
 		return
 	}
 	f.Data = raw
@@ -228,6 +239,18 @@ func (s *Streamer) process(j *streamJob, f file) {
 		return
 	}
 	j.rec = rec
+	s.encode(j)
+}
+
+// encode sets j.rec.Encoded with Encode, if set; a record it fails to
+// encode is handed on without (its writer encodes it and says why).
+func (s *Streamer) encode(j *streamJob) {
+	if s.Encode == nil {
+		return
+	}
+	if b, err := s.Encode(j.rec.Incident); err == nil {
+		j.rec.Encoded = b
+	}
 }
 
 // streamLines reads JSON Lines, or one object when the first line does not

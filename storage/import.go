@@ -51,7 +51,7 @@ func (db *DB) ImportIncidents(ctx context.Context, incs []*incidentlib.Incident,
 					opts.Progress(i, len(incs))
 				}
 			}
-			if err := w.importOne(in, opts.KeepUpdatedAt, res); err != nil {
+			if err := w.importOne(in, nil, opts.KeepUpdatedAt, res); err != nil {
 				if e := incidentlib.ErrorList(err); len(e) == 1 {
 					return &incidentlib.Error{Code: e[0].Code, Field: append(field(i), e[0].Field...), Message: e[0].Message}
 				}
@@ -79,8 +79,10 @@ func (db *DB) ImportIncidents(ctx context.Context, incs []*incidentlib.Incident,
 // importOne writes one validated record of an import, counting it in res:
 // a record identical to the stored one is left alone. Unless keepUpdatedAt,
 // updated_at is stamped with the commit time, and a record that differs
-// from the stored one only in the stamp is unchanged.
-func (w *writeTx) importOne(in *incidentlib.Incident, keepUpdatedAt bool, res *incidentlib.ImportResult) error {
+// from the stored one only in the stamp is unchanged. data, when not nil,
+// is CanonicalJSON(in) (made ahead of the transaction); it is used only
+// when the record is stored as given (keepUpdatedAt).
+func (w *writeTx) importOne(in *incidentlib.Incident, data []byte, keepUpdatedAt bool, res *incidentlib.ImportResult) error {
 	inc := *in
 	n, _ := incidentlib.ParseID(inc.ID)
 	old, err := w.get(n)
@@ -89,6 +91,7 @@ func (w *writeTx) importOne(in *incidentlib.Incident, keepUpdatedAt bool, res *i
 	}
 	if !keepUpdatedAt {
 		inc.UpdatedAt = w.now
+		data = nil
 	}
 	if old != nil {
 		if !keepUpdatedAt {
@@ -98,8 +101,11 @@ func (w *writeTx) importOne(in *incidentlib.Incident, keepUpdatedAt bool, res *i
 				inc.UpdatedAt = w.now
 			}
 		}
-		a, _ := json.Marshal(old)
-		b, _ := json.Marshal(&inc)
+		a, _ := CanonicalJSON(old)
+		b := data
+		if b == nil {
+			b, _ = CanonicalJSON(&inc)
+		}
 		if bytes.Equal(a, b) {
 			res.Unchanged++
 			return nil
@@ -108,5 +114,28 @@ func (w *writeTx) importOne(in *incidentlib.Incident, keepUpdatedAt bool, res *i
 	} else {
 		res.Created++
 	}
-	return w.put(&inc)
+	if data == nil {
+		if data, err = CanonicalJSON(&inc); err != nil {
+			return err
+		}
+	}
+	return w.putEncoded(&inc, data)
+}
+
+// CanonicalJSON returns json.Marshal(inc), the record's stored form,
+// without json.Marshal's second scan of what Incident.MarshalJSON wrote.
+// That scan compacts the text and escapes <, >, & and U+2028/U+2029 in
+// its strings; MarshalJSON's text is already compact and, but for the
+// record's own unknown members (which it copies as they were read), made
+// by json.Marshal, which escapes them. A record with unknown members
+// takes json.Marshal itself.
+func CanonicalJSON(inc *incidentlib.Incident) ([]byte, error) {
+	if len(inc.Extra) > 0 {
+		return json.Marshal(inc)
+	}
+	b, err := inc.MarshalJSON()
+	if err != nil {
+		return json.Marshal(inc) // its error, as put's
+	}
+	return b, nil
 }

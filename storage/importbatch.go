@@ -110,6 +110,13 @@ func (db *DB) NewBatchedImport(total int, opts BatchedImportOptions) *BatchedImp
 // left alone. The first batch first indexes again the records an
 // interrupted import wrote without writing their postings.
 func (bi *BatchedImport) Write(ctx context.Context, incs []*incidentlib.Incident, last bool) (*incidentlib.ImportResult, error) {
+	return bi.WriteEncoded(ctx, incs, nil, last)
+}
+
+// WriteEncoded is Write with the records' stored forms made ahead:
+// data[i], when data is not nil and data[i] is not nil, is
+// CanonicalJSON(incs[i]) (with KeepUpdatedAt; otherwise it is not used).
+func (bi *BatchedImport) WriteEncoded(ctx context.Context, incs []*incidentlib.Incident, data [][]byte, last bool) (*incidentlib.ImportResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, ctxError(err)
 	}
@@ -129,8 +136,12 @@ func (bi *BatchedImport) Write(ctx context.Context, incs []*incidentlib.Incident
 			}
 		}
 		bi.mark = len(bi.unindexed)
-		for _, in := range incs {
-			if err := w.importOne(in, bi.opts.KeepUpdatedAt, res); err != nil {
+		for i, in := range incs {
+			var enc []byte
+			if data != nil {
+				enc = data[i]
+			}
+			if err := w.importOne(in, enc, bi.opts.KeepUpdatedAt, res); err != nil {
 				if e := incidentlib.ErrorList(err); len(e) == 1 {
 					return &incidentlib.Error{Code: e[0].Code, Field: e[0].Field, Message: fmt.Sprintf("incident %s: %s", in.ID, e[0].Message)}
 				}

@@ -246,7 +246,7 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 	sf := addStoreFlags(f)
 	rf := addRemoteFlags(f, "send the records to the running server at this URL (importIncidents) instead of opening --db; IL-JSON only")
 	chunk := f.count("chunk", 1000, 0, "with --server: records per request, each request all or nothing; 0 sends all in one (held in memory)")
-	batch := f.count("batch", 1000, 1, "records written per transaction, in records (and at most 16MiB of them); memory grows with it")
+	batch := f.count("batch", 2000, 1, "records written per transaction, in records (and at most 16MiB of them); memory grows with it")
 	maxRecord := addMaxRecordFlag(f)
 	format := f.str("format", "", "the format of every file: "+formatList()+"; empty detects each file's format")
 	skipBad := f.boolean("skip-bad", false, "write the good records and list the bad ones, instead of writing nothing")

@@ -143,6 +143,11 @@ func streamRecords(files []importInput, maxRecord int, decodeOnly bool, each fun
 	}
 	s := importer.NewStreamer(importer.Options{Format: importer.FormatILJSON, Taxonomy: tax}, maxRecord)
 	s.DecodeOnly = decodeOnly
+	if decodeOnly {
+		// The second pass writes: the decoding goroutines encode each
+		// record's stored form too, ahead of the writer.
+		s.Encode = storage.CanonicalJSON
+	}
 	for _, in := range files {
 		f, err := os.Open(in.path)
 		if err != nil {
@@ -220,11 +225,12 @@ func importStream(ctx context.Context, db *storage.DB, files []importInput, skip
 	imp := db.NewBatchedImport(total, storage.BatchedImportOptions{KeepUpdatedAt: true})
 	var res incidentlib.ImportResult
 	batch := make([]*incidentlib.Incident, 0, o.batch)
+	encoded := make([][]byte, 0, o.batch)
 	batchBytes, done, batches := 0, 0, 0
 	flush := func() error {
 		trackHeld(len(batch), batchBytes)
 		last := done+len(batch) == total
-		r, err := imp.Write(ctx, batch, last)
+		r, err := imp.WriteEncoded(ctx, batch, encoded, last)
 		if err != nil {
 			if done > 0 {
 				fmt.Fprintf(stderr, "import: stopped after %d of %d records; fix the cause and re-run it: imports are idempotent\n", done, total)
@@ -236,7 +242,8 @@ func importStream(ctx context.Context, db *storage.DB, files []importInput, skip
 		res.Unchanged += r.Unchanged
 		done += len(batch)
 		clear(batch)
-		batch, batchBytes = batch[:0], 0
+		clear(encoded)
+		batch, encoded, batchBytes = batch[:0], encoded[:0], 0
 		batches++
 		prog.update(done, total)
 		if o.stopAfter > 0 && batches == o.stopAfter && !last {
@@ -254,6 +261,7 @@ func importStream(ctx context.Context, db *storage.DB, files []importInput, skip
 			return errors.New("import: the input changed while it was imported; re-run it")
 		}
 		batch = append(batch, rec.Incident)
+		encoded = append(encoded, rec.Encoded)
 		batchBytes += size
 		if len(batch) >= o.batch || batchBytes >= importBatchBytes || done+len(batch) == total {
 			return flush()
