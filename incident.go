@@ -31,6 +31,8 @@ func (t Text) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads a text object; null is an empty text.
+//
+//nolint:dupl // see TextOrigins.UnmarshalJSON
 func (t *Text) UnmarshalJSON(data []byte) error {
 	return unmarshalWithExtra(data, t, textKnown, nullIsZero, func(w textJSON, extra Extra) Text {
 		return Text{En: w.En, Ko: w.Ko, Extra: extra}

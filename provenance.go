@@ -177,6 +177,8 @@ func (t TextOrigins) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads text_origin; null is no entries.
+//
+//nolint:dupl // Text and TextOrigins: two per-language objects of different value types; the shared part is unmarshalWithExtra
 func (t *TextOrigins) UnmarshalJSON(data []byte) error {
 	return unmarshalWithExtra(data, t, textKnown, nullIsZero, func(w textOriginsJSON, extra Extra) TextOrigins {
 		return TextOrigins{En: w.En, Ko: w.Ko, Extra: extra}
