@@ -53,10 +53,12 @@ func (v Verification) OrUnknown() Verification {
 
 // UnmarshalGQL reads the GraphQL enum (the graph package binds the enum
 // to this type; no GraphQL package is imported here).
-func (v *Verification) UnmarshalGQL(x any) error { return unmarshalEnum(v, x, "Verification") }
+func (v *Verification) UnmarshalGQL(x any) error {
+	return UnmarshalEnum(v, x, "Verification", Verification.IsValid)
+}
 
 // MarshalGQL writes the GraphQL enum.
-func (v Verification) MarshalGQL(w io.Writer) { _, _ = io.WriteString(w, strconv.Quote(string(v))) }
+func (v Verification) MarshalGQL(w io.Writer) { WriteEnum(w, string(v)) }
 
 // OrganizationRole is the part an organization played in an incident.
 type OrganizationRole string
@@ -79,10 +81,12 @@ func (r OrganizationRole) IsValid() bool {
 }
 
 // UnmarshalGQL reads the GraphQL enum.
-func (r *OrganizationRole) UnmarshalGQL(x any) error { return unmarshalEnum(r, x, "OrganizationRole") }
+func (r *OrganizationRole) UnmarshalGQL(x any) error {
+	return UnmarshalEnum(r, x, "OrganizationRole", OrganizationRole.IsValid)
+}
 
 // MarshalGQL writes the GraphQL enum.
-func (r OrganizationRole) MarshalGQL(w io.Writer) { _, _ = io.WriteString(w, strconv.Quote(string(r))) }
+func (r OrganizationRole) MarshalGQL(w io.Writer) { WriteEnum(w, string(r)) }
 
 // TextOrigin says where a language's text of a record came from.
 type TextOrigin string
@@ -106,26 +110,31 @@ func (o TextOrigin) IsValid() bool {
 }
 
 // UnmarshalGQL reads the GraphQL enum.
-func (o *TextOrigin) UnmarshalGQL(x any) error { return unmarshalEnum(o, x, "TextOrigin") }
+func (o *TextOrigin) UnmarshalGQL(x any) error {
+	return UnmarshalEnum(o, x, "TextOrigin", TextOrigin.IsValid)
+}
 
 // MarshalGQL writes the GraphQL enum.
-func (o TextOrigin) MarshalGQL(w io.Writer) { _, _ = io.WriteString(w, strconv.Quote(string(o))) }
+func (o TextOrigin) MarshalGQL(w io.Writer) { WriteEnum(w, string(o)) }
 
-func unmarshalEnum[T interface {
-	~string
-	IsValid() bool
-}](dst *T, x any, name string) error {
+// UnmarshalEnum reads a GraphQL enum value x into dst for a string enum
+// type named name, whose values valid accepts; dst is emptied on error.
+// The enums of the root package and of graph/model share it.
+func UnmarshalEnum[T ~string](dst *T, x any, name string, valid func(T) bool) error {
 	*dst = ""
 	s, ok := x.(string)
 	if !ok {
 		return fmt.Errorf("%s must be a string", name)
 	}
-	if !T(s).IsValid() {
+	if !valid(T(s)) {
 		return fmt.Errorf("%s is not a valid %s", s, name)
 	}
 	*dst = T(s)
 	return nil
 }
+
+// WriteEnum writes a GraphQL enum value (a quoted string).
+func WriteEnum(w io.Writer, s string) { _, _ = io.WriteString(w, strconv.Quote(s)) }
 
 // OrgRole is one entry of a record's organization_roles: an organization
 // other than the affected one, and its role. IL-JSON:

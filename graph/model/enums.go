@@ -1,27 +1,10 @@
 package model
 
 import (
-	"fmt"
 	"io"
-	"strconv"
+
+	"github.com/incidentlib/incidentlib"
 )
-
-// unmarshalEnum implements gqlgen's UnmarshalGQL for a string enum: it
-// sets *e to v, a string that valid accepts, and names the enum otherwise.
-func unmarshalEnum[T ~string](e *T, v any, name string, valid func(T) bool) error {
-	*e = ""
-	s, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("%s must be a string", name)
-	}
-	if !valid(T(s)) {
-		return fmt.Errorf("%s is not a valid %s", s, name)
-	}
-	*e = T(s)
-	return nil
-}
-
-func writeEnum(w io.Writer, s string) { _, _ = io.WriteString(w, strconv.Quote(s)) }
 
 // Lang is the GraphQL enum of languages.
 type Lang string
@@ -36,10 +19,12 @@ func (e Lang) IsValid() bool  { return e == LangEn || e == LangKo }
 func (e Lang) String() string { return string(e) }
 
 // UnmarshalGQL reads the enum.
-func (e *Lang) UnmarshalGQL(v any) error { return unmarshalEnum(e, v, "Lang", Lang.IsValid) }
+func (e *Lang) UnmarshalGQL(v any) error {
+	return incidentlib.UnmarshalEnum(e, v, "Lang", Lang.IsValid)
+}
 
 // MarshalGQL writes the enum.
-func (e Lang) MarshalGQL(w io.Writer) { writeEnum(w, string(e)) }
+func (e Lang) MarshalGQL(w io.Writer) { incidentlib.WriteEnum(w, string(e)) }
 
 // TaxonomyKind is the GraphQL enum of term kinds: its values are
 // incidentlib.TermKinds in upper case (KindOf, TermKindOf).
@@ -50,11 +35,11 @@ func (e TaxonomyKind) String() string { return string(e) }
 
 // UnmarshalGQL reads the enum.
 func (e *TaxonomyKind) UnmarshalGQL(v any) error {
-	return unmarshalEnum(e, v, "TaxonomyKind", TaxonomyKind.IsValid)
+	return incidentlib.UnmarshalEnum(e, v, "TaxonomyKind", TaxonomyKind.IsValid)
 }
 
 // MarshalGQL writes the enum.
-func (e TaxonomyKind) MarshalGQL(w io.Writer) { writeEnum(w, string(e)) }
+func (e TaxonomyKind) MarshalGQL(w io.Writer) { incidentlib.WriteEnum(w, string(e)) }
 
 // IncidentOrderField is the GraphQL enum of order fields.
 type IncidentOrderField string
@@ -73,11 +58,11 @@ func (e IncidentOrderField) String() string { return string(e) }
 
 // UnmarshalGQL reads the enum.
 func (e *IncidentOrderField) UnmarshalGQL(v any) error {
-	return unmarshalEnum(e, v, "IncidentOrderField", IncidentOrderField.IsValid)
+	return incidentlib.UnmarshalEnum(e, v, "IncidentOrderField", IncidentOrderField.IsValid)
 }
 
 // MarshalGQL writes the enum.
-func (e IncidentOrderField) MarshalGQL(w io.Writer) { writeEnum(w, string(e)) }
+func (e IncidentOrderField) MarshalGQL(w io.Writer) { incidentlib.WriteEnum(w, string(e)) }
 
 // OrderDirection is the GraphQL enum of directions.
 type OrderDirection string
@@ -93,11 +78,11 @@ func (e OrderDirection) String() string { return string(e) }
 
 // UnmarshalGQL reads the enum.
 func (e *OrderDirection) UnmarshalGQL(v any) error {
-	return unmarshalEnum(e, v, "OrderDirection", OrderDirection.IsValid)
+	return incidentlib.UnmarshalEnum(e, v, "OrderDirection", OrderDirection.IsValid)
 }
 
 // MarshalGQL writes the enum.
-func (e OrderDirection) MarshalGQL(w io.Writer) { writeEnum(w, string(e)) }
+func (e OrderDirection) MarshalGQL(w io.Writer) { incidentlib.WriteEnum(w, string(e)) }
 
 // PageInfo is a Relay connection's page information.
 type PageInfo struct {

@@ -287,11 +287,11 @@ func (e UserErrorCode) String() string { return string(e) }
 
 // UnmarshalGQL reads the enum.
 func (e *UserErrorCode) UnmarshalGQL(v any) error {
-	return unmarshalEnum(e, v, "UserErrorCode", UserErrorCode.IsValid)
+	return incidentlib.UnmarshalEnum(e, v, "UserErrorCode", UserErrorCode.IsValid)
 }
 
 // MarshalGQL writes the enum.
-func (e UserErrorCode) MarshalGQL(w io.Writer) { writeEnum(w, string(e)) }
+func (e UserErrorCode) MarshalGQL(w io.Writer) { incidentlib.WriteEnum(w, string(e)) }
 
 // UserError is a problem with a mutation's input.
 type UserError struct {

@@ -67,8 +67,8 @@ func (e SearchField) String() string { return string(e) }
 
 // UnmarshalGQL reads the enum.
 func (e *SearchField) UnmarshalGQL(v any) error {
-	return unmarshalEnum(e, v, "SearchField", SearchField.IsValid)
+	return incidentlib.UnmarshalEnum(e, v, "SearchField", SearchField.IsValid)
 }
 
 // MarshalGQL writes the enum.
-func (e SearchField) MarshalGQL(w io.Writer) { writeEnum(w, string(e)) }
+func (e SearchField) MarshalGQL(w io.Writer) { incidentlib.WriteEnum(w, string(e)) }
