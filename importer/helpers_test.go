@@ -3,6 +3,7 @@ package importer
 import (
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,7 +86,7 @@ func mustValidate(tb testing.TB, recs []Record) {
 		if inc.ID == "" {
 			// The id the store might give, unless the record links to it.
 			inc.ID = incidentlib.FormatID(1)
-			if inc.RecurrenceOf == inc.ID || containsString(inc.Related, inc.ID) {
+			if inc.RecurrenceOf == inc.ID || slices.Contains(inc.Related, inc.ID) {
 				inc.ID = incidentlib.FormatID(2)
 			}
 		}

@@ -6,10 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/incidentlib/incidentlib"
 )
@@ -379,7 +379,7 @@ func (l *loader) loadFile(res *Result, path string, data []byte) {
 	if format != "" {
 		res.Format[path] = format
 	}
-	if off := invalidUTF8(data); off >= 0 {
+	if off := incidentlib.InvalidUTF8Offset(data); off >= 0 {
 		line := 1 + bytes.Count(data[:off], []byte("\n"))
 		res.Problems = append(res.Problems, Problem{Where: fmt.Sprintf("%s:%d", path, line), Reason: fmt.Sprintf("not valid UTF-8: invalid byte 0x%02x at byte offset %d", data[off], off)})
 		return
@@ -443,7 +443,7 @@ func (l *loader) check(r Record) (Problem, bool) {
 	inc := *r.Incident
 	if inc.ID == "" {
 		inc.ID = incidentlib.FormatID(1)
-		if inc.RecurrenceOf == inc.ID || containsString(inc.Related, inc.ID) {
+		if inc.RecurrenceOf == inc.ID || slices.Contains(inc.Related, inc.ID) {
 			inc.ID = incidentlib.FormatID(2)
 		}
 	}
@@ -463,32 +463,6 @@ func (l *loader) check(r Record) (Problem, bool) {
 		id = r.SourceKey
 	}
 	return Problem{Where: r.Where, ID: id, Reason: "invalid record: " + strings.Join(msgs, "; ")}, false
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// invalidUTF8 returns the byte offset of the first invalid UTF-8 sequence,
-// or -1.
-func invalidUTF8(b []byte) int {
-	for i := 0; i < len(b); {
-		if b[i] < utf8.RuneSelf {
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && n <= 1 {
-			return i
-		}
-		i += n
-	}
-	return -1
 }
 
 func stripBOM(b []byte) []byte { return bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")) }

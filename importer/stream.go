@@ -218,7 +218,8 @@ func (s *Streamer) process(j *streamJob, f file) {
 		return
 	}
 	if !utf8.Valid(raw) {
-		j.prob = &Problem{Where: where, Reason: fmt.Sprintf("not valid UTF-8: invalid byte 0x%02x at byte offset %d of the record", raw[invalidUTF8(raw)], invalidUTF8(raw))}
+		off := incidentlib.InvalidUTF8Offset(raw)
+		j.prob = &Problem{Where: where, Reason: fmt.Sprintf("not valid UTF-8: invalid byte 0x%02x at byte offset %d of the record", raw[off], off)}
 		return
 	}
 	f.Data = raw

@@ -2,6 +2,7 @@ package importer
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -93,7 +94,7 @@ func (s *tagSet) addTerm(kind incidentlib.TermKind, slug string) {
 	case incidentlib.KindRootCause:
 		if s.inc.RootCause == "" {
 			s.inc.RootCause = slug
-		} else if s.inc.RootCause != slug && !containsString(s.rootCause, slug) {
+		} else if s.inc.RootCause != slug && !slices.Contains(s.rootCause, slug) {
 			s.rootCause = append(s.rootCause, slug)
 			s.warnings = append(s.warnings, fmt.Sprintf("root cause %q also matched; kept %q", slug, s.inc.RootCause))
 		}
@@ -101,7 +102,7 @@ func (s *tagSet) addTerm(kind incidentlib.TermKind, slug string) {
 	default:
 		return
 	}
-	if containsString(*list, slug) {
+	if slices.Contains(*list, slug) {
 		return
 	}
 	if len(*list) >= incidentlib.MaxListLen {
