@@ -24,9 +24,20 @@ import (
 // link dangles. It returns one line per problem; none means the store is
 // consistent.
 func (db *DB) Check(ctx context.Context) ([]string, error) {
-	var problems []string
+	problems, _, err := db.CheckAll(ctx)
+	return problems, err
+}
+
+// CheckAll is Check, and also lists, one line per problem, the warnings:
+// stored records that break the rules writes were given after they were
+// stored, control characters in text (incidentlib.RuleText) and the
+// record size limit (Options.MaxRecordBytes, measured on the stored
+// IL-JSON). They are not corruption: such records stay readable,
+// exportable and replicable, and a write of them is refused until they
+// are fixed. Every record is read and validated once for both lists.
+func (db *DB) CheckAll(ctx context.Context) (problems, warnings []string, err error) {
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	err := db.view(ctx, func(tx *bolt.Tx) error {
+	err = db.view(ctx, func(tx *bolt.Tx) error {
 		for err := range tx.Check() {
 			add("bbolt: %v", err)
 		}
@@ -58,12 +69,17 @@ func (db *DB) Check(ctx context.Context) ([]string, error) {
 			if inc.ID != incidentlib.FormatID(n) {
 				add("incident %s: stored under the key of %s", inc.ID, incidentlib.FormatID(n))
 			}
-			// The rules of a record's structure; those a stored record may
-			// break from before they were made (text, size) are the
-			// warnings of CheckRules.
+			// The rules of a record's structure are problems; those a
+			// stored record may break from before they were made (text,
+			// size) are warnings.
 			if re := storedRuleErrors(&inc, db.tax, db.maxRecord, len(v)-8); re != nil {
-				if re = re.Only(incidentlib.RuleStructure, incidentlib.RuleURLScheme); re != nil {
-					add("incident %s: %v", inc.ID, re.Errors)
+				if p := re.Only(incidentlib.RuleStructure, incidentlib.RuleURLScheme); p != nil {
+					add("incident %s: %v", inc.ID, p.Errors)
+				}
+				if w := re.Only(incidentlib.RuleSize, incidentlib.RuleText); w != nil {
+					for _, e := range w.Errors {
+						warnings = append(warnings, fmt.Sprintf("incident %s: %s", inc.ID, e.Message))
+					}
 				}
 			}
 			ids[n] = true
@@ -126,7 +142,7 @@ func (db *DB) Check(ctx context.Context) ([]string, error) {
 		return nil
 	})
 	sort.Strings(problems)
-	return problems, err
+	return problems, warnings, err
 }
 
 // recurrenceCycles finds the loops of recurrence_of links: each incident
@@ -163,36 +179,6 @@ func recurrenceCycles(incs []*incidentlib.Incident) [][]string {
 		}
 	}
 	return cycles
-}
-
-// CheckRules lists, one line per problem, the stored records that break
-// the rules writes were given after they were stored: control characters
-// in text (incidentlib.RuleText) and the record size limit
-// (Options.MaxRecordBytes, measured on the stored IL-JSON). They are
-// warnings, not corruption: such records stay readable, exportable and
-// replicable, and a write of them is refused until they are fixed.
-func (db *DB) CheckRules(ctx context.Context) ([]string, error) {
-	var warnings []string
-	err := db.view(ctx, func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketIncidents).ForEach(func(k, v []byte) error {
-			if len(k) != 4 || len(v) < 8 {
-				return nil // Check reports it
-			}
-			var inc incidentlib.Incident
-			if json.Unmarshal(v[8:], &inc) != nil {
-				return nil // Check reports it
-			}
-			if re := storedRuleErrors(&inc, db.tax, db.maxRecord, len(v)-8); re != nil {
-				if re = re.Only(incidentlib.RuleSize, incidentlib.RuleText); re != nil {
-					for _, e := range re.Errors {
-						warnings = append(warnings, fmt.Sprintf("incident %s: %s", inc.ID, e.Message))
-					}
-				}
-			}
-			return ctx.Err()
-		})
-	})
-	return warnings, err
 }
 
 // storedRuleErrors runs incidentlib.ValidateIncoming over a stored record

@@ -79,7 +79,7 @@ func TestStoredRecordsThatBreakTheRules(t *testing.T) {
 		t.Fatal("the big record is not exported")
 	}
 	mustCheck(t, src) // not corruption
-	warnings, err := src.CheckRules(ctx)
+	_, warnings, err := src.CheckAll(ctx)
 	if err != nil || len(warnings) != 1 || !strings.Contains(warnings[0], "IL-0001") || !strings.Contains(warnings[0], "--max-record") {
 		t.Fatalf("check warnings %q (%v), want the big record", warnings, err)
 	}
@@ -116,7 +116,7 @@ func TestStoredRecordsThatBreakTheRules(t *testing.T) {
 		t.Fatalf("title %q", got.Title.En)
 	}
 	mustCheck(t, dst)
-	warnings, err = dst.CheckRules(ctx)
+	_, warnings, err = dst.CheckAll(ctx)
 	if err != nil || len(warnings) != 1 || !strings.Contains(warnings[0], "title.en") {
 		t.Fatalf("check warnings %q (%v), want the control character of IL-0003", warnings, err)
 	}
