@@ -33,6 +33,20 @@ const (
 	// ESTORAGEFULL: a write failed for want of disk space (ENOSPC, EFBIG,
 	// EDQUOT) and wrote nothing: HTTP 503 with Retry-After.
 	ESTORAGEFULL = "STORAGE_FULL"
+	// ESEQUENCECOMPACTED: a change-log position older than the retained
+	// log (history compaction removed it): HTTP 410. A replica
+	// re-bootstraps from a snapshot; a subscriber starts afresh.
+	ESEQUENCECOMPACTED = "SEQUENCE_COMPACTED"
+	// ESEQUENCEAHEAD: a change-log position above the store's head (for
+	// example a store restored from an older backup): HTTP 400.
+	ESEQUENCEAHEAD = "SEQUENCE_AHEAD"
+	// ESUBSCRIPTIONLIMIT: a client or the server holds as many
+	// subscriptions as it may: HTTP 429 (WebSocket close code 4429).
+	ESUBSCRIPTIONLIMIT = "SUBSCRIPTION_LIMIT"
+	// ESELFREVIEW: a reviewer may not approve a version they wrote.
+	ESELFREVIEW = "SELF_REVIEW"
+	// EINVALIDSTATE: a review transition from a state that does not allow it.
+	EINVALIDSTATE = "INVALID_STATE"
 )
 
 // IsInternal reports whether an error code is shown to a client as an

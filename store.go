@@ -31,11 +31,51 @@ type Change struct {
 	// Record is the record's canonical IL-JSON as stored (the caller's own
 	// copy) when the change was read raw, else nil.
 	Record []byte
+	// Action is what the change did, in the history's vocabulary; empty
+	// where the store cannot tell (read it with ActionOf).
+	Action ChangeAction
+	// Version is the incident's version after the change (counted from 1
+	// per incident), 0 where the store keeps no versions.
+	Version int
 	// Skipped is set by a reader of another library's feed (a replica)
 	// that skipped the change's record for this rule (SkipRule): the
 	// change carries no record and applying it only moves the position
 	// past it.
 	Skipped Rule
+}
+
+// ChangeAction is what a change did to an incident: the vocabulary of the
+// history, of the change feed and of subscriptions.
+type ChangeAction string
+
+// The change actions.
+const (
+	ActionCreate         ChangeAction = "CREATE"
+	ActionUpdate         ChangeAction = "UPDATE"
+	ActionDelete         ChangeAction = "DELETE"
+	ActionRestore        ChangeAction = "RESTORE"
+	ActionImport         ChangeAction = "IMPORT"
+	ActionMerge          ChangeAction = "MERGE"
+	ActionSubmit         ChangeAction = "SUBMIT"
+	ActionApprove        ChangeAction = "APPROVE"
+	ActionRequestChanges ChangeAction = "REQUEST_CHANGES"
+	ActionDispute        ChangeAction = "DISPUTE"
+	ActionWithdraw       ChangeAction = "WITHDRAW"
+	ActionPurge          ChangeAction = "PURGE"
+)
+
+// ActionOf is a change's action: its own, else DELETE for a tombstone,
+// CREATE for a first version and UPDATE otherwise.
+func ActionOf(c Change) ChangeAction {
+	switch {
+	case c.Action != "":
+		return c.Action
+	case c.Deleted:
+		return ActionDelete
+	case c.Version == 1:
+		return ActionCreate
+	}
+	return ActionUpdate
 }
 
 // ChangeLog is the ordered log of the store's writes. The log keeps one
