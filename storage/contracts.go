@@ -17,4 +17,5 @@ var (
 	_ incidentlib.StoreMonitor        = (*DB)(nil)
 	_ incidentlib.Backuper            = (*DB)(nil)
 	_ incidentlib.TokenService        = (*DB)(nil)
+	_ incidentlib.TaxonomyAdmin       = (*DB)(nil)
 )

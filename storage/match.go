@@ -68,7 +68,7 @@ func (db *DB) match(tx *bolt.Tx, f incidentlib.IncidentFilter) (*matchSet, error
 	if len(f.Organizations) > 0 {
 		names := make([]string, len(f.Organizations))
 		for i, s := range f.Organizations {
-			names[i] = postOrg(s)
+			names[i] = postOrg(db.resolveOrg(s))
 		}
 		union(names)
 	}
@@ -77,7 +77,7 @@ func (db *DB) match(tx *bolt.Tx, f incidentlib.IncidentFilter) (*matchSet, error
 		if slugs := lists[kind]; len(slugs) > 0 {
 			names := make([]string, len(slugs))
 			for i, s := range slugs {
-				names[i] = postTerm(kind, s)
+				names[i] = postTerm(kind, db.Taxonomy().Canonical(kind, s))
 			}
 			union(names)
 		}

@@ -12,12 +12,14 @@ import (
 	"github.com/incidentlib/incidentlib"
 )
 
-// FindOrganizationsBySlugs returns organizations in the order of slugs.
+// FindOrganizationsBySlugs returns organizations in the order of slugs;
+// the slug of an organization merged away gives the one that absorbed it.
 func (db *DB) FindOrganizationsBySlugs(ctx context.Context, slugs []string) ([]*incidentlib.Organization, error) {
 	out := make([]*incidentlib.Organization, len(slugs))
 	err := db.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketOrgs).Cursor()
 		for i, s := range slugs {
+			s = db.resolveOrg(s) // the slug of an organization merged away names the one that absorbed it
 			if v := seekGet(c, []byte(s)); v != nil {
 				o, err := db.orgs.decode(s, v)
 				if err != nil {
