@@ -1,0 +1,180 @@
+package storage_test
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/seeds"
+	"github.com/incidentlib/incidentlib/storage"
+)
+
+// taxonomyWithout returns the seeds' taxonomy without the term kind:slug,
+// and with label en of high-latency replaced when relabel is set: the
+// built-in taxonomy of another release.
+func taxonomyWithout(tb testing.TB, kind incidentlib.TermKind, slug, relabel string) *incidentlib.Taxonomy {
+	tb.Helper()
+	var terms []*incidentlib.Term
+	for _, t := range seeds.MustTaxonomy().Terms {
+		if t.Kind == kind && t.Slug == slug {
+			continue
+		}
+		c := *t
+		if relabel != "" && t.Kind == incidentlib.KindSymptom && t.Slug == "high-latency" {
+			c.Label.En = relabel
+		}
+		terms = append(terms, &c)
+	}
+	tax, err := incidentlib.NewTaxonomy(terms)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tax
+}
+
+// TestTaxonomyAfterCreation: the built-in taxonomy seeds a new store;
+// afterwards an open never rewrites it (an admin's label and added term
+// survive, a newer release's different label does not overwrite them) and
+// only adds the built-in terms the store lacks, with an entry in the
+// history; a read-only open reads the same taxonomy.
+func TestTaxonomyAfterCreation(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "tax.db")
+	older := taxonomyWithout(t, incidentlib.KindSymptom, "partial-outage", "")
+	db, err := storage.Open(path, storage.Options{Taxonomy: older})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if db.Taxonomy().Term(incidentlib.KindSymptom, "partial-outage") != nil {
+		t.Fatal("a term the built-in taxonomy lacks")
+	}
+	if _, err := db.UpdateTerm(ctx, "boss", incidentlib.KindSymptom, "high-latency", incidentlib.TermUpdate{Label: &incidentlib.Text{En: "Slow"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.AddTerm(ctx, "boss", incidentlib.Term{Kind: incidentlib.KindDomain, Slug: "quantum", Label: incidentlib.Text{En: "Quantum", Ko: "양자"}}); err != nil {
+		t.Fatal(err)
+	}
+	inc := &incidentlib.Incident{ID: "IL-0001", Org: "Acme", OrgSlug: "acme", Title: incidentlib.Text{En: "x"}, Domain: []string{"quantum"}}
+	if _, err := db.UpsertIncident(ctx, inc, incidentlib.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The newer release: it has partial-outage and another label for
+	// high-latency.
+	newer := taxonomyWithout(t, "", "", "High latency (new)")
+	db, err = storage.Open(path, storage.Options{Taxonomy: newer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tax := db.Taxonomy()
+	if tax.Term(incidentlib.KindSymptom, "partial-outage") == nil {
+		t.Fatal("the store did not gain the built-in term it lacked")
+	}
+	if got := tax.Term(incidentlib.KindSymptom, "high-latency").Label.En; got != "Slow" {
+		t.Fatalf("the admin's label was overwritten: %q", got)
+	}
+	if tax.Term(incidentlib.KindDomain, "quantum") == nil {
+		t.Fatal("the admin's term is gone")
+	}
+	h, err := db.TaxonomyHistory(ctx, incidentlib.PageArgs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actions []incidentlib.TaxonomyAction
+	for _, c := range h.Changes {
+		actions = append(actions, c.Action)
+	}
+	if !slices.Equal(actions, []incidentlib.TaxonomyAction{incidentlib.ActionReleaseTerm, incidentlib.ActionAddTerm, incidentlib.ActionUpdateTerm}) ||
+		h.Changes[0].Author != incidentlib.ReleaseAuthor || h.Changes[0].Subject != "term:symptom:partial-outage" {
+		t.Fatalf("history: %+v", h.Changes)
+	}
+	if problems, err := db.Check(ctx); err != nil || len(problems) > 0 {
+		t.Fatalf("check: %v %v", problems, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Opened again, nothing more is added; read-only, the same taxonomy.
+	for _, ro := range []bool{false, true} {
+		db, err = storage.Open(path, storage.Options{Taxonomy: newer, ReadOnly: ro})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := db.TaxonomyHistory(ctx, incidentlib.PageArgs{})
+		if err != nil || h.TotalCount != 3 {
+			t.Fatalf("read-only %v: history %+v %v", ro, h, err)
+		}
+		if got := db.Taxonomy().Term(incidentlib.KindSymptom, "high-latency").Label.En; got != "Slow" {
+			t.Fatalf("read-only %v: label %q", ro, got)
+		}
+		db.Close()
+	}
+}
+
+// TestTaxonomyHistoryPages: the history pages newest first with cursors,
+// and a malformed cursor is BAD_CURSOR.
+func TestTaxonomyHistoryPages(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpenDB(t)
+	for _, a := range []string{"a1", "a2", "a3", "a4", "a5"} {
+		if _, err := db.AddTermAliases(ctx, "boss", incidentlib.KindSymptom, "high-latency", []string{a}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	two := 2
+	var got []uint64
+	var after *string
+	for {
+		p, err := db.TaxonomyHistory(ctx, incidentlib.PageArgs{First: &two, After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range p.Changes {
+			got = append(got, c.Number)
+		}
+		if !p.HasNextPage {
+			break
+		}
+		after = &p.Cursors[len(p.Cursors)-1]
+	}
+	if !slices.Equal(got, []uint64{5, 4, 3, 2, 1}) {
+		t.Fatalf("pages: %v", got)
+	}
+	bad := "nope"
+	if _, err := db.TaxonomyHistory(ctx, incidentlib.PageArgs{After: &bad}); incidentlib.ErrorCode(err) != incidentlib.EBADCURSOR {
+		t.Fatalf("bad cursor: %v", err)
+	}
+}
+
+// TestDeprecatedTermAppliedAndImported: replication and imports accept a
+// deprecated term; an upsert adding it is refused and writes nothing.
+func TestDeprecatedTermAppliedAndImported(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpenDB(t)
+	if _, err := db.DeprecateTerm(ctx, "boss", incidentlib.KindSymptom, "high-latency", true); err != nil {
+		t.Fatal(err)
+	}
+	inc := &incidentlib.Incident{ID: "IL-0001", Org: "Acme", OrgSlug: "acme", Title: incidentlib.Text{En: "x"}, Symptoms: []string{"high-latency"},
+		UpdatedAt: "2026-01-01T00:00:00Z"}
+	seq := db.Seq()
+	if _, err := db.UpsertIncident(ctx, inc, incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
+		t.Fatalf("upsert: %v", err)
+	}
+	if db.Seq() != seq {
+		t.Fatal("a refused upsert wrote")
+	}
+	if _, err := db.ApplyChanges(ctx, 0, []incidentlib.Change{{Seq: 7, ID: inc.ID, Incident: inc}}); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	inc2 := *inc
+	inc2.ID = "IL-0002"
+	if _, err := db.ImportIncidents(ctx, []*incidentlib.Incident{&inc2}, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+		t.Fatalf("import: %v", err)
+	}
+}
