@@ -217,7 +217,9 @@ func upsertInput(id string, symptoms ...string) map[string]any {
 
 func idsOf(t *testing.T, c taxGQL, filter map[string]any) []string {
 	t.Helper()
-	var out struct{ Incidents struct{ Nodes []struct{ ID string } } }
+	var out struct {
+		Incidents struct{ Nodes []struct{ ID string } }
+	}
 	c.do(t, `query($f: IncidentFilter) { incidents(filter: $f, first: 100) { nodes { id } } }`, map[string]any{"f": filter}, &out)
 	var ids []string
 	for _, n := range out.Incidents.Nodes {
@@ -243,7 +245,9 @@ func TestTermChangesLive(t *testing.T) {
 	}
 
 	const termQ = `{ term(kind: SYMPTOM, slug: "quantum-flux") { slug label(lang: EN) ko: label(lang: KO) deprecated aliases } }`
-	var tq struct{ Term *struct{ Slug, Label, Ko string } }
+	var tq struct {
+		Term *struct{ Slug, Label, Ko string }
+	}
 	reader.do(t, termQ, nil, &tq)
 	if tq.Term != nil {
 		t.Fatalf("term before it is added: %+v", tq)
@@ -485,7 +489,9 @@ func TestOrganizationRenameAndAdd(t *testing.T) {
 	if r.RenameOrganization.Organization.Name != "ACME Corporation" || len(r.RenameOrganization.IncidentIds) != 2 {
 		t.Fatalf("%+v", r)
 	}
-	var inc struct{ Incident struct{ Organization struct{ Name string } } }
+	var inc struct {
+		Incident struct{ Organization struct{ Name string } }
+	}
 	editor.do(t, `{ incident(id: "IL-0002") { organization { name } } }`, nil, &inc)
 	if inc.Incident.Organization.Name != "ACME Corporation" {
 		t.Fatalf("%+v", inc)
