@@ -161,10 +161,11 @@ func (w *writeTx) incidentsNaming(slug string) []uint32 {
 // and the change log follow. It returns the ids of the incidents it
 // rewrote.
 //
-// Each rewrite is a write of the incident like any other; where the store
-// keeps a version per write, this is the place whose action is a merge (or
-// a rename) and whose author is the admin.
-func (w *writeTx) repoint(from string, to incidentlib.Organization) ([]string, error) {
+// Each rewrite is a write of the incident like any other. Where the store
+// keeps a version per write, the w.put below is the one place whose
+// version records action (incidentlib.ActionMerge for a merge,
+// incidentlib.ActionUpdate for a rename) and author (the admin's token).
+func (w *writeTx) repoint(from string, to incidentlib.Organization, action incidentlib.ChangeAction, author string) ([]string, error) {
 	var ids []string
 	for _, n := range w.incidentsNaming(from) {
 		old, err := w.get(n)
@@ -235,7 +236,7 @@ func (db *DB) RenameOrganization(ctx context.Context, author, slug, name string)
 			return err
 		}
 		w.orgNames = nil
-		ids, err := w.repoint(slug, o)
+		ids, err := w.repoint(slug, o, incidentlib.ActionUpdate, author)
 		if err != nil {
 			return err
 		}
@@ -276,7 +277,7 @@ func (db *DB) MergeOrganizations(ctx context.Context, author, from, into string)
 			return err
 		}
 		before := w.seq
-		ids, err := w.repoint(from, *dst)
+		ids, err := w.repoint(from, *dst, incidentlib.ActionMerge, author)
 		if err != nil {
 			return err
 		}
