@@ -527,3 +527,64 @@ func TestOrganizationRenameAndAdd(t *testing.T) {
 		t.Fatalf("check: %v %v", problems, err)
 	}
 }
+
+// TestTaxonomyChangesUnderReads: readers and writers run while an admin
+// adds terms; every write of a term that was added before it is accepted
+// and every term added is answered afterwards (run with -race, the swap of
+// the taxonomy and of the resolver's views is checked too).
+func TestTaxonomyChangesUnderReads(t *testing.T) {
+	s := newIDServer(t, server.Config{})
+	admin := taxGQL{s, apiToken(t, s.db, "boss", incidentlib.RoleAdmin)}
+	editor := taxGQL{s, apiToken(t, s.db, "alice", incidentlib.RoleEditor)}
+	reader := taxGQL{s: s}
+	const n = 12
+	done := make(chan struct{})
+	errs := make(chan string, 4)
+	for g := range 3 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- ""
+					return
+				default:
+				}
+				r := s.send(t, "", `{ taxonomy(kind: SYMPTOM) { slug label deprecated aliases } incidents(first: 5) { nodes { id symptoms { slug label } } } }`, nil)
+				if r.status != http.StatusOK || len(r.Errors) > 0 {
+					errs <- fmt.Sprintf("reader %d: %d %s", g, r.status, r.raw)
+					return
+				}
+			}
+		}()
+	}
+	for i := range n {
+		slug := fmt.Sprintf("live-%d", i)
+		var add struct{ AddTerm struct{ UserErrors userErrs } }
+		admin.do(t, `mutation($s: String!) { addTerm(input: {kind: SYMPTOM, slug: $s, label: {en: $s}}) { userErrors { code field } } }`, map[string]any{"s": slug}, &add)
+		if len(add.AddTerm.UserErrors) > 0 {
+			t.Fatalf("%+v", add)
+		}
+		var up upsertAns
+		editor.do(t, upsertQ, map[string]any{"i": upsertInput(fmt.Sprintf("IL-%04d", i+1), slug)}, &up)
+		if len(up.UpsertIncident.UserErrors) > 0 {
+			t.Fatalf("a term added just before: %+v", up)
+		}
+	}
+	close(done)
+	for range 3 {
+		if e := <-errs; e != "" {
+			t.Fatal(e)
+		}
+	}
+	var tax struct{ Taxonomy []struct{ Slug string } }
+	reader.do(t, `{ taxonomy(kind: SYMPTOM) { slug } }`, nil, &tax)
+	live := 0
+	for _, term := range tax.Taxonomy {
+		if strings.HasPrefix(term.Slug, "live-") {
+			live++
+		}
+	}
+	if live != n {
+		t.Fatalf("%d of %d added terms answered", live, n)
+	}
+}
