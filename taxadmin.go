@@ -333,3 +333,27 @@ func (i *Incident) DeprecatedAdded(t *Taxonomy, old *Incident) error {
 	}
 	return es
 }
+
+// TaxonomyLog reads the history of the taxonomy and the organizations in
+// order, for a follower: each entry carries the whole term or
+// organization after the change, so replaying the entries (TaxonomyApplier)
+// gives another store the same taxonomy, organizations and aliases.
+type TaxonomyLog interface {
+	// TaxonomyChangesAfter returns, oldest first, up to limit entries
+	// numbered above after. Returns EINVALID for a limit that is not
+	// positive.
+	TaxonomyChangesAfter(ctx context.Context, after uint64, limit int) ([]*TaxonomyChange, error)
+}
+
+// TaxonomyApplier applies a primary's history of the taxonomy and the
+// organizations to a follower's store.
+type TaxonomyApplier interface {
+	// AppliedTaxonomy returns the number of the last entry applied (0:
+	// none).
+	AppliedTaxonomy(ctx context.Context) (uint64, error)
+	// ApplyTaxonomyChanges applies entries numbered above from, oldest
+	// first, in one transaction with the position they reach, and returns
+	// it. ECONFLICT when from is not the stored position; EINVALID for an
+	// entry that would break the taxonomy; nothing is written then.
+	ApplyTaxonomyChanges(ctx context.Context, from uint64, changes []*TaxonomyChange) (uint64, error)
+}

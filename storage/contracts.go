@@ -18,4 +18,6 @@ var (
 	_ incidentlib.Backuper            = (*DB)(nil)
 	_ incidentlib.TokenService        = (*DB)(nil)
 	_ incidentlib.TaxonomyAdmin       = (*DB)(nil)
+	_ incidentlib.TaxonomyLog         = (*DB)(nil)
+	_ incidentlib.TaxonomyApplier     = (*DB)(nil)
 )

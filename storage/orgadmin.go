@@ -287,22 +287,8 @@ func (db *DB) MergeOrganizations(ctx context.Context, author, from, into string)
 		if err := w.tx.Bucket(bucketOrgAdded).Delete([]byte(from)); err != nil {
 			return err
 		}
-		// The old slug resolves to the survivor, and so do the slugs merged
-		// into the old one before.
-		ab := w.tx.Bucket(bucketOrgAliases)
-		var earlier [][]byte
-		if err := ab.ForEach(func(k, v []byte) error {
-			if string(v) == from {
-				earlier = append(earlier, slices.Clone(k))
-			}
-			return nil
-		}); err != nil {
+		if err := aliasOrg(w.tx, from, into); err != nil {
 			return err
-		}
-		for _, k := range append(earlier, []byte(from)) {
-			if err := ab.Put(k, []byte(into)); err != nil {
-				return err
-			}
 		}
 		res.Into, res.Incidents = dst, ids
 		return w.history(author, incidentlib.ActionMergeOrganizations, src.ID(), src, dst, ids, before)
@@ -311,4 +297,25 @@ func (db *DB) MergeOrganizations(ctx context.Context, author, from, into string)
 		return nil, err
 	}
 	return res, nil
+}
+
+// aliasOrg makes the slug from, and the slugs merged into from before,
+// resolve to the organization into.
+func aliasOrg(tx *bolt.Tx, from, into string) error {
+	ab := tx.Bucket(bucketOrgAliases)
+	var earlier [][]byte
+	if err := ab.ForEach(func(k, v []byte) error {
+		if string(v) == from {
+			earlier = append(earlier, slices.Clone(k))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, k := range append(earlier, []byte(from)) {
+		if err := ab.Put(k, []byte(into)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

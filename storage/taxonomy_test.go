@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -176,5 +177,90 @@ func TestDeprecatedTermAppliedAndImported(t *testing.T) {
 	inc2.ID = "IL-0002"
 	if _, err := db.ImportIncidents(ctx, []*incidentlib.Incident{&inc2}, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 		t.Fatalf("import: %v", err)
+	}
+}
+
+// TestTaxonomyReplay: another store that applies a store's history entries
+// and its change log holds the same taxonomy, organizations and aliases;
+// a page that does not follow on is CONFLICT and writes nothing.
+func TestTaxonomyReplay(t *testing.T) {
+	ctx := context.Background()
+	p, r := MustOpenDB(t), MustOpenDB(t)
+	put := func(id, org, slug string, symptoms ...string) {
+		inc := &incidentlib.Incident{ID: id, Org: org, OrgSlug: slug, Title: incidentlib.Text{En: id}, Symptoms: symptoms}
+		if _, err := p.UpsertIncident(ctx, inc, incidentlib.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := p.AddTerm(ctx, "boss", incidentlib.Term{Kind: incidentlib.KindSymptom, Slug: "clock-skew", Label: incidentlib.Text{En: "Clock skew"}})
+	must(err)
+	_, err = p.AddTermAliases(ctx, "boss", incidentlib.KindSymptom, "clock-skew", []string{"time drift"})
+	must(err)
+	_, err = p.UpdateTerm(ctx, "boss", incidentlib.KindSymptom, "high-latency", incidentlib.TermUpdate{Label: &incidentlib.Text{Ko: "느림"}})
+	must(err)
+	_, err = p.DeprecateTerm(ctx, "boss", incidentlib.KindSymptom, "packet-loss", true)
+	must(err)
+	put("IL-0001", "Acme", "acme", "clock-skew")
+	put("IL-0002", "Acme Inc.", "acme-inc")
+	_, err = p.AddOrganization(ctx, "boss", incidentlib.Organization{Slug: "globex", Name: "Globex"})
+	must(err)
+	_, _, err = p.RenameOrganization(ctx, "boss", "acme", "ACME")
+	must(err)
+	_, err = p.MergeOrganizations(ctx, "boss", "acme-inc", "acme")
+	must(err)
+
+	entries, err := p.TaxonomyChangesAfter(ctx, 0, 100)
+	must(err)
+	if len(entries) != 7 {
+		t.Fatalf("%d entries", len(entries))
+	}
+	if _, err := r.ApplyTaxonomyChanges(ctx, 3, entries[3:]); incidentlib.ErrorCode(err) != incidentlib.ECONFLICT {
+		t.Fatalf("a page that does not follow on: %v", err)
+	}
+	pos, err := r.ApplyTaxonomyChanges(ctx, 0, entries[:3])
+	must(err)
+	pos, err = r.ApplyTaxonomyChanges(ctx, pos, entries[3:])
+	must(err)
+	if got, _ := r.AppliedTaxonomy(ctx); got != 7 || pos != 7 {
+		t.Fatalf("position %d %d", got, pos)
+	}
+	changes, err := p.ChangesSince(ctx, 0, 100)
+	must(err)
+	_, err = r.ApplyChanges(ctx, 0, changes)
+	must(err)
+
+	tj := func(db *storage.DB) string {
+		b, _ := json.Marshal(db.Taxonomy().Terms)
+		return string(b)
+	}
+	if tj(p) != tj(r) {
+		t.Fatal("the taxonomies differ")
+	}
+	for _, db := range []*storage.DB{p, r} {
+		orgs, err := db.FindOrganizationsBySlugs(ctx, []string{"acme-inc", "globex", "acme"})
+		must(err)
+		if orgs[0] == nil || orgs[0].Slug != "acme" || orgs[0].Name != "ACME" || orgs[1] == nil || orgs[2] == nil {
+			t.Fatalf("organizations: %+v %+v %+v", orgs[0], orgs[1], orgs[2])
+		}
+		n, err := db.CountIncidents(ctx, incidentlib.IncidentFilter{Organizations: []string{"acme-inc"}, Symptoms: []string{"time drift"}})
+		must(err)
+		if n != 1 {
+			t.Fatalf("filter by aliases: %d", n)
+		}
+		problems, err := db.Check(ctx)
+		if err != nil || len(problems) > 0 {
+			t.Fatalf("check: %v %v", problems, err)
+		}
+	}
+	h, err := r.TaxonomyHistory(ctx, incidentlib.PageArgs{})
+	must(err)
+	if h.TotalCount != 7 || h.Changes[0].Author != "boss" || h.Changes[0].Action != incidentlib.ActionMergeOrganizations {
+		t.Fatalf("the replayed history: %+v", h.Changes[0])
 	}
 }
