@@ -50,36 +50,42 @@ func termText(t *model.TermTextInput) *incidentlib.Text {
 	return out
 }
 
-// termPayload answers a term mutation: the term, or the user errors of
-// err (an error that is not the user's is returned as it is).
-func (r *Resolver) termPayload(ctx context.Context, t *incidentlib.Term, err error) (*model.TermPayload, error) {
+// userPayload answers a mutation: refused(the user errors of err) for a
+// client's mistake, err itself for any other error, done() when err is
+// nil.
+func userPayload[P any](err error, refused func([]*model.UserError) P, done func() P) (P, error) {
 	if err != nil {
 		ues, ok := model.UserErrors(nil, err)
 		if !ok {
-			return nil, err
+			var zero P
+			return zero, err
 		}
-		return &model.TermPayload{UserErrors: ues}, nil
+		return refused(ues), nil
 	}
-	return &model.TermPayload{Term: r.view(ctx).NewTerm(t), UserErrors: []*model.UserError{}}, nil
+	return done(), nil
+}
+
+// termPayload answers a term mutation.
+func (r *Resolver) termPayload(ctx context.Context, t *incidentlib.Term, err error) (*model.TermPayload, error) {
+	return userPayload(err,
+		func(ues []*model.UserError) *model.TermPayload { return &model.TermPayload{UserErrors: ues} },
+		func() *model.TermPayload {
+			return &model.TermPayload{Term: r.view(ctx).NewTerm(t), UserErrors: []*model.UserError{}}
+		})
 }
 
 // orgPayload answers an organization mutation.
 func orgPayload(o *incidentlib.Organization, ids []string, err error) (*model.OrganizationPayload, error) {
-	if err != nil {
-		ues, ok := model.UserErrors(nil, err)
-		if !ok {
-			return nil, err
-		}
-		return &model.OrganizationPayload{IncidentIds: []string{}, UserErrors: ues}, nil
-	}
-	if ids == nil {
-		ids = []string{}
-	}
-	var org *model.Organization
-	if o != nil {
-		org = &model.Organization{Organization: o}
-	}
-	return &model.OrganizationPayload{Organization: org, IncidentIds: ids, UserErrors: []*model.UserError{}}, nil
+	return userPayload(err,
+		func(ues []*model.UserError) *model.OrganizationPayload {
+			return &model.OrganizationPayload{IncidentIds: []string{}, UserErrors: ues}
+		},
+		func() *model.OrganizationPayload {
+			if ids == nil {
+				ids = []string{}
+			}
+			return &model.OrganizationPayload{Organization: &model.Organization{Organization: o}, IncidentIds: ids, UserErrors: []*model.UserError{}}
+		})
 }
 
 // historyEntry is the GraphQL view of an entry of the history.
