@@ -235,7 +235,7 @@ func (db *DB) UpsertIncident(ctx context.Context, in *incidentlib.Incident, opts
 	}
 	inc := *in
 	inc.UpdatedAt = ""
-	db.canonical(&inc) // aliases of terms and organizations (orgadmin.go)
+	db.canonical(&inc) // aliases of terms (orgadmin.go)
 	inc.Review.ReviewedAt, inc.Review.ReviewedBy = "", ""
 	// The one validation of records from outside, the record's size
 	// measured as its canonical IL-JSON.
@@ -267,6 +267,9 @@ func (db *DB) UpsertIncident(ctx context.Context, in *incidentlib.Incident, opts
 			rec.Review.ReviewedAt, rec.Review.ReviewedBy = "", ""
 		}
 		rec.UpdatedAt = w.now
+		if err := w.resolveMerged(&rec); err != nil { // organizations merged away (orgadmin.go)
+			return err
+		}
 		if err := rec.DeprecatedAdded(db.Taxonomy(), old); err != nil {
 			return err
 		}

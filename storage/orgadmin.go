@@ -48,21 +48,77 @@ func (db *DB) resolveOrg(slug string) string {
 	return slug
 }
 
-// canonical rewrites an incoming record's aliases: term aliases to their
-// terms (Taxonomy.Canonical) and the slugs of organizations merged away to
-// the organizations that absorbed them.
-func (db *DB) canonical(inc *incidentlib.Incident) {
-	inc.CanonicalTerms(db.Taxonomy())
-	inc.OrgSlug = db.resolveOrg(inc.OrgSlug)
-	cloned := false
-	for k, r := range inc.OrganizationRoles {
-		if to := db.resolveOrg(r.OrgSlug); to != r.OrgSlug {
-			if !cloned {
-				inc.OrganizationRoles, cloned = slices.Clone(inc.OrganizationRoles), true
-			}
-			inc.OrganizationRoles[k].OrgSlug = to
+// canonical rewrites an incoming record's term aliases to their terms
+// (Taxonomy.Canonical). Organizations merged away are resolved in the
+// write's transaction (resolveMerged).
+func (db *DB) canonical(inc *incidentlib.Incident) { inc.CanonicalTerms(db.Taxonomy()) }
+
+// orgLookup reads organization slug with c or, when no organization has
+// that slug, the one it was merged into; it returns the slug it found.
+func (db *DB) orgLookup(c *bolt.Cursor, slug string) (string, []byte) {
+	if v := seekGet(c, []byte(slug)); v != nil {
+		return slug, v
+	}
+	if to := db.resolveOrg(slug); to != slug {
+		if v := seekGet(c, []byte(to)); v != nil {
+			return to, v
 		}
 	}
+	return slug, nil
+}
+
+// orgPostings are the postings the organizations filter reads for slug:
+// its own and, for a slug merged away, the surviving organization's (the
+// union also finds an incident an import named it in since).
+func (db *DB) orgPostings(slug string) []string {
+	if to := db.resolveOrg(slug); to != slug {
+		return []string{postOrg(slug), postOrg(to)}
+	}
+	return []string{postOrg(slug)}
+}
+
+// resolveMerged re-points a record being upserted that names an
+// organization merged away (and not in the library again since) at the
+// organization that absorbed it, slug and name, as the merge re-pointed
+// the incidents of the time.
+func (w *writeTx) resolveMerged(inc *incidentlib.Incident) error {
+	orgs, aliases := w.tx.Bucket(bucketOrgs), w.tx.Bucket(bucketOrgAliases)
+	survivor := func(slug string) (*incidentlib.Organization, error) {
+		if orgs.Get([]byte(slug)) != nil {
+			return nil, nil
+		}
+		to := aliases.Get([]byte(slug))
+		if to == nil || orgs.Get(to) == nil { // not merged, or the survivor is gone since
+			return nil, nil
+		}
+		return storedOrg(w.tx, string(to), "org_slug")
+	}
+	o, err := survivor(inc.OrgSlug)
+	if err != nil {
+		return err
+	}
+	if o != nil {
+		inc.OrgSlug, inc.Org = o.Slug, o.Name
+	}
+	roles := make([]incidentlib.OrgRole, 0, len(inc.OrganizationRoles))
+	changed := false
+	for _, r := range inc.OrganizationRoles {
+		o, err := survivor(r.OrgSlug)
+		if err != nil {
+			return err
+		}
+		if o != nil {
+			r.OrgSlug, r.Org, changed = o.Slug, o.Name, true
+		}
+		if slices.ContainsFunc(roles, func(x incidentlib.OrgRole) bool { return x.OrgSlug == r.OrgSlug && x.Role == r.Role }) {
+			continue // named twice once resolved
+		}
+		roles = append(roles, r)
+	}
+	if changed {
+		inc.OrganizationRoles = roles
+	}
+	return nil
 }
 
 // orgAdded reports whether an admin added the organization slug: check

@@ -19,8 +19,9 @@ func (db *DB) FindOrganizationsBySlugs(ctx context.Context, slugs []string) ([]*
 	err := db.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketOrgs).Cursor()
 		for i, s := range slugs {
-			s = db.resolveOrg(s) // the slug of an organization merged away names the one that absorbed it
-			if v := seekGet(c, []byte(s)); v != nil {
+			// The slug of an organization merged away gives the one that
+			// absorbed it (orgadmin.go).
+			if s, v := db.orgLookup(c, s); v != nil {
 				o, err := db.orgs.decode(s, v)
 				if err != nil {
 					return err

@@ -264,3 +264,46 @@ func TestTaxonomyReplay(t *testing.T) {
 		t.Fatalf("the replayed history: %+v", h.Changes[0])
 	}
 }
+
+// TestMergedSlugOnWrites: an upsert that names an organization merged away
+// is re-pointed at the survivor (slug and name, in roles too); an
+// organization an admin added stays when its last incident goes.
+func TestMergedSlugOnWrites(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpenDB(t)
+	up := func(inc *incidentlib.Incident) *incidentlib.Incident {
+		t.Helper()
+		out, err := db.UpsertIncident(ctx, inc, incidentlib.WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	up(&incidentlib.Incident{ID: "IL-0001", Org: "Acme", OrgSlug: "acme", Title: incidentlib.Text{En: "a"}})
+	up(&incidentlib.Incident{ID: "IL-0002", Org: "Acme Inc.", OrgSlug: "acme-inc", Title: incidentlib.Text{En: "b"}})
+	if _, err := db.MergeOrganizations(ctx, "boss", "acme-inc", "acme"); err != nil {
+		t.Fatal(err)
+	}
+	got := up(&incidentlib.Incident{ID: "IL-0003", Org: "Acme Inc.", OrgSlug: "acme-inc", Title: incidentlib.Text{En: "c"},
+		OrganizationRoles: []incidentlib.OrgRole{{Org: "Acme Inc.", OrgSlug: "acme-inc", Role: incidentlib.RoleVendor}}})
+	if got.OrgSlug != "acme" || got.Org != "Acme" || len(got.OrganizationRoles) != 1 || got.OrganizationRoles[0].OrgSlug != "acme" || got.OrganizationRoles[0].Org != "Acme" {
+		t.Fatalf("re-pointed: %+v", got)
+	}
+	if _, err := db.AddOrganization(ctx, "boss", incidentlib.Organization{Slug: "globex", Name: "Globex"}); err != nil {
+		t.Fatal(err)
+	}
+	up(&incidentlib.Incident{ID: "IL-0004", Org: "Globex", OrgSlug: "globex", Title: incidentlib.Text{En: "d"}})
+	if _, err := db.DeleteIncident(ctx, "IL-0004", incidentlib.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	orgs, err := db.FindOrganizationsBySlugs(ctx, []string{"globex", "acme-inc"})
+	if err != nil || orgs[0] == nil || orgs[1] == nil || orgs[1].Slug != "acme" {
+		t.Fatalf("%+v %v", orgs, err)
+	}
+	if n, _ := db.CountIncidents(ctx, incidentlib.IncidentFilter{Organizations: []string{"acme-inc"}}); n != 3 {
+		t.Fatalf("filter by the merged slug: %d", n)
+	}
+	if problems, err := db.Check(ctx); err != nil || len(problems) > 0 {
+		t.Fatalf("check: %v %v", problems, err)
+	}
+}
