@@ -94,6 +94,7 @@ func Complexity() ComplexityRoot {
 	c.IncidentSearchConnection.Facets = c.IncidentConnection.Facets
 	c.IncidentSearchConnection.Years = c.IncidentConnection.Years
 	c.IncidentSearchEdge.Highlights = func(child int) int { return costList(ItemsSize, child) }
+	taxAdminComplexity(&c)
 	return c
 }
 
