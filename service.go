@@ -105,6 +105,10 @@ type IncidentPage struct {
 	HasNextPage     bool
 	HasPreviousPage bool
 	TotalCount      int
+	// Suggestions are corrected queries when no incident matches (a
+	// word one letter off one the index holds), at most 5; empty
+	// otherwise.
+	Suggestions []string
 }
 
 // TermCount is how many incidents of a set carry a term.
@@ -199,6 +203,10 @@ type OrganizationPage struct {
 	HasNextPage     bool
 	HasPreviousPage bool
 	TotalCount      int
+	// Suggestions are corrected queries when no incident matches (a
+	// word one letter off one the index holds), at most 5; empty
+	// otherwise.
+	Suggestions []string
 }
 
 // TaxonomyService reads the taxonomy.
@@ -326,6 +334,10 @@ type SearchPage struct {
 	HasNextPage     bool
 	HasPreviousPage bool
 	TotalCount      int
+	// Suggestions are corrected queries when no incident matches (a
+	// word one letter off one the index holds), at most 5; empty
+	// otherwise.
+	Suggestions []string
 }
 
 // SearchService searches the text of incidents. Searches see every write
