@@ -105,10 +105,6 @@ type IncidentPage struct {
 	HasNextPage     bool
 	HasPreviousPage bool
 	TotalCount      int
-	// Suggestions are corrected queries when no incident matches (a
-	// word one letter off one the index holds), at most 5; empty
-	// otherwise.
-	Suggestions []string
 }
 
 // TermCount is how many incidents of a set carry a term.
@@ -203,10 +199,6 @@ type OrganizationPage struct {
 	HasNextPage     bool
 	HasPreviousPage bool
 	TotalCount      int
-	// Suggestions are corrected queries when no incident matches (a
-	// word one letter off one the index holds), at most 5; empty
-	// otherwise.
-	Suggestions []string
 }
 
 // TaxonomyService reads the taxonomy.
