@@ -58,6 +58,9 @@ func TestSearchSpellingsThroughTheHandler(t *testing.T) {
 	if a.Data.Search.TotalCount != 0 || !slices.Equal(a.Data.Search.Suggestions, []string{"consul"}) {
 		t.Errorf("conzul: %d found, suggestions %q", a.Data.Search.TotalCount, a.Data.Search.Suggestions)
 	}
+	if a := search(t, "conzul leeder"); !slices.Equal(a.Data.Search.Suggestions[:1], []string{"consul leader"}) {
+		t.Errorf("conzul leeder: suggestions %q", a.Data.Search.Suggestions)
+	}
 	if a := search(t, "consul"); a.Data.Search.TotalCount == 0 || a.Data.Search.Suggestions == nil || len(a.Data.Search.Suggestions) != 0 {
 		t.Errorf("consul: %d found, suggestions %q", a.Data.Search.TotalCount, a.Data.Search.Suggestions)
 	}
