@@ -267,6 +267,13 @@ func TestExportsETag(t *testing.T) {
 			}
 		})
 	}
+	t.Run("Head", func(t *testing.T) {
+		resp, err := http.Head(ts.URL + "/api/v1/incidents.csv")
+		if err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("Etag") == "" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/csv") {
+			t.Fatalf("%v %+v", err, resp)
+		}
+		resp.Body.Close()
+	})
 	t.Run("NotModifiedReadsNothing", func(t *testing.T) {
 		const path = "/api/v1/incidents.csv?domains=database"
 		resp, b := httpGet(t, ts.URL+path, nil)

@@ -82,6 +82,11 @@ func (o *Edge) ServeDownload(w http.ResponseWriter, r *http.Request, key string,
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
+	if r.Method == http.MethodHead { // the headers a GET would send, without reading the body
+		h.Set("Content-Type", contentType)
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
 	limit := int64(0)
 	if o.cache.enabled() && store {
 		limit = min(MaxCachedDownloadBytes, o.cache.max-entryOverhead-1024)
