@@ -26,7 +26,7 @@ var FastReadsHandsOn = map[string][]string{
 	"Query":                    {"organizations", "tokens", "taxonomyHistory", "__schema", "__type"},
 	"Incident":                 {"similar"},
 	"IncidentConnection":       {"facets", "years"},
-	"IncidentSearchConnection": {"facets", "years"},
+	"IncidentSearchConnection": {"facets", "years", "suggestions"},
 	"Organization":             {"incidents"},
 	"TaxonomyTerm":             {"incidents", "deprecated", "aliases"},
 }

@@ -155,12 +155,13 @@ type ComplexityRoot struct {
 	}
 
 	IncidentSearchConnection struct {
-		Edges      func(childComplexity int) int
-		Facets     func(childComplexity int, kinds []model.TaxonomyKind) int
-		Nodes      func(childComplexity int) int
-		PageInfo   func(childComplexity int) int
-		TotalCount func(childComplexity int) int
-		Years      func(childComplexity int) int
+		Edges       func(childComplexity int) int
+		Facets      func(childComplexity int, kinds []model.TaxonomyKind) int
+		Nodes       func(childComplexity int) int
+		PageInfo    func(childComplexity int) int
+		Suggestions func(childComplexity int) int
+		TotalCount  func(childComplexity int) int
+		Years       func(childComplexity int) int
 	}
 
 	IncidentSearchEdge struct {
@@ -942,6 +943,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.IncidentSearchConnection.PageInfo(childComplexity), true
+	case "IncidentSearchConnection.suggestions":
+		if e.ComplexityRoot.IncidentSearchConnection.Suggestions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentSearchConnection.Suggestions(childComplexity), true
 	case "IncidentSearchConnection.totalCount":
 		if e.ComplexityRoot.IncidentSearchConnection.TotalCount == nil {
 			break
@@ -2363,6 +2370,13 @@ type IncidentSearchConnection {
   facets(kinds: [TaxonomyKind!]): [Facet!]!
   "For every incident that matches, the count per year, oldest first."
   years: [YearCount!]!
+  """
+  When nothing matches: up to 5 corrected queries, each with an English word
+  that no incident holds replaced by one a letter off (a letter left out,
+  added, changed, or two neighbours swapped) that some incident holds, most
+  common first, and given only if it finds something. Empty otherwise.
+  """
+  suggestions: [String!]!
 }
 
 type IncidentSearchEdge {
@@ -2811,6 +2825,8 @@ func (ec *executionContext) childFields_IncidentSearchConnection(ctx context.Con
 		return ec.fieldContext_IncidentSearchConnection_facets(ctx, field)
 	case "years":
 		return ec.fieldContext_IncidentSearchConnection_years(ctx, field)
+	case "suggestions":
+		return ec.fieldContext_IncidentSearchConnection_suggestions(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type IncidentSearchConnection", field.Name)
 }
@@ -6623,6 +6639,29 @@ func (ec *executionContext) fieldContext_IncidentSearchConnection_years(_ contex
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _IncidentSearchConnection_suggestions(ctx context.Context, field graphql.CollectedField, obj *model.IncidentSearchConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentSearchConnection_suggestions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Suggestions, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentSearchConnection_suggestions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IncidentSearchConnection", field, false, false, "String")
 }
 
 func (ec *executionContext) _IncidentSearchEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.IncidentSearchEdge) (ret graphql.Marshaler) {
@@ -12685,6 +12724,11 @@ func (ec *executionContext) _IncidentSearchConnection(ctx context.Context, sel a
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._IncidentSearchConnection_years(ctx, field, obj)
 				})
+		case "suggestions":
+			out.Values[i] = ec._IncidentSearchConnection_suggestions(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}

@@ -159,7 +159,8 @@ ReactDOM.createRoot(document.getElementById('graphiql')).render(
 // with its relations, facets, a write (with the Authorization header), and
 // search when the schema has Query.search.
 func ExampleTabs() []ExampleTab {
-	tabs := append(append([]ExampleTab(nil), exampleQueries...), taxonomyExample)
+	tabs := append([]ExampleTab(nil), exampleQueries...)
+	tabs = append(tabs, koreanIncidentExample, taxonomyExample) // graphiql_ko.go, graphiql_taxonomy.go
 	if schema := graph.NewExecutableSchema(graph.Config{}).Schema(); schema.Query != nil && schema.Query.Fields.ForName("search") != nil {
 		tabs = append(tabs, searchExample)
 	}
