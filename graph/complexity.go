@@ -18,6 +18,9 @@ const (
 	// RecurrencesSize is the assumed length of Incident.recurrences:
 	// recurrence chains run to about three incidents.
 	RecurrencesSize = 3
+	// RelatedBySize is the assumed length of Incident.relatedBy: as many
+	// incidents name one as it names.
+	RelatedBySize = RelatedSize
 	// SimilarBase is what one similar() ranking costs on top of its items:
 	// it is its own store read for each incident it is asked on.
 	SimilarBase = 10
@@ -63,6 +66,7 @@ func Complexity() ComplexityRoot {
 
 	c.Incident.Related = func(child int) int { return costList(RelatedSize, child) }
 	c.Incident.Recurrences = func(child int) int { return costList(RecurrencesSize, child) }
+	c.Incident.RelatedBy = func(child int) int { return costList(RelatedBySize, child) }
 	c.Incident.Organizations = func(child int) int { return costList(OrganizationsSize, child) }
 	c.Incident.Similar = func(child int, first *int) int {
 		n := 5

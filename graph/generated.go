@@ -111,6 +111,7 @@ type ComplexityRoot struct {
 		RecurrenceOfID func(childComplexity int) int
 		Recurrences    func(childComplexity int) int
 		Related        func(childComplexity int) int
+		RelatedBy      func(childComplexity int) int
 		RelatedIds     func(childComplexity int) int
 		Remediation    func(childComplexity int) int
 		Review         func(childComplexity int) int
@@ -296,6 +297,7 @@ type IncidentResolver interface {
 	RecurrenceOf(ctx context.Context, objs []*model.Incident) ([]*model.Incident, error)
 	Recurrences(ctx context.Context, objs []*model.Incident) ([][]*model.Incident, error)
 	Similar(ctx context.Context, obj *model.Incident, first *int) ([]*model.SimilarIncident, error)
+	RelatedBy(ctx context.Context, objs []*model.Incident) ([][]*model.Incident, error)
 }
 type IncidentConnectionResolver interface {
 	Facets(ctx context.Context, obj *model.IncidentConnection, kinds []model.TaxonomyKind) ([]*model.Facet, error)
@@ -645,6 +647,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Incident.Related(childComplexity), true
+	case "Incident.relatedBy":
+		if e.ComplexityRoot.Incident.RelatedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Incident.RelatedBy(childComplexity), true
 	case "Incident.relatedIds":
 		if e.ComplexityRoot.Incident.RelatedIds == nil {
 			break
@@ -1529,6 +1537,17 @@ func newExecutionContext(
 }
 
 var sources = []*ast.Source{
+	{Name: "../frontend.graphqls", Input: `# What a frontend and a dashboard read beyond the records: links both ways,
+# typed event timelines and aggregates answered from the indexes.
+
+extend type Incident {
+  """
+  The incidents whose related names this one (the reverse of related), by id,
+  among the incidents lists show by default.
+  """
+  relatedBy: [Incident!]!
+}
+`, BuiltIn: false},
 	{Name: "../mutation.graphqls", Input: `"""
 Writes. Every mutation needs the header ` + "`" + `Authorization: Bearer <token>` + "`" + `: an
 API token whose role allows it (docs/editing.md), or the bootstrap admin
@@ -2353,6 +2372,8 @@ func (ec *executionContext) childFields_Incident(ctx context.Context, field grap
 		return ec.fieldContext_Incident_recurrences(ctx, field)
 	case "similar":
 		return ec.fieldContext_Incident_similar(ctx, field)
+	case "relatedBy":
+		return ec.fieldContext_Incident_relatedBy(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Incident", field.Name)
 }
@@ -5395,6 +5416,61 @@ func (ec *executionContext) fieldContext_Incident_similar(ctx context.Context, f
 		return fc, err
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Incident_relatedBy(ctx context.Context, field graphql.CollectedField, obj *model.Incident) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Incident_relatedBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.resolveBatch_Incident_relatedBy(ctx, field, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Incident) graphql.Marshaler {
+			return ec.marshalNIncident2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Incident_relatedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Incident",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Incident(ctx, field)
+		},
+	}
+	return fc, nil
+}
+func (ec *executionContext) resolveBatch_Incident_relatedBy(ctx context.Context, field graphql.CollectedField, obj *model.Incident) (any, error) {
+	resolver := ec.Resolvers.Incident()
+	if batch, ok := graphql.BatchParentsFor[*model.Incident](ctx, "Incident"); ok {
+		result := batch.FieldResult(field, func() (any, error) {
+			return resolver.RelatedBy(ctx, batch.Parents)
+		})
+		return graphql.ResolveBatchGroupResult[[]*model.Incident](
+			ctx,
+			batch.Index,
+			len(batch.Parents),
+			result,
+			"Incident.relatedBy",
+			batch.IndexMap,
+		)
+	}
+	results, err := resolver.RelatedBy(ctx, []*model.Incident{obj})
+	return graphql.ResolveBatchSingleResult[[]*model.Incident](
+		ctx,
+		results,
+		err,
+		"Incident.relatedBy",
+	)
 }
 
 func (ec *executionContext) _IncidentConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.IncidentConnection) (ret graphql.Marshaler) {
@@ -10760,6 +10836,12 @@ func (ec *executionContext) _Incident(ctx context.Context, sel ast.SelectionSet,
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Incident_similar(ctx, field, obj)
+				})
+		case "relatedBy":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Incident_relatedBy(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))

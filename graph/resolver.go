@@ -93,10 +93,10 @@ func (r *Resolver) prefetch(ctx context.Context, level []group) error {
 	oc := graphql.GetOperationContext(ctx)
 	ls := r.loaders(ctx)
 	for len(level) > 0 {
-		var incKeys, recKeys, orgKeys []string
+		var incKeys, recKeys, relByKeys, orgKeys []string
 		var countKeys []incidentlib.CountKey
 		type deferred struct {
-			kind string // related, recurrenceOf, recurrences
+			kind string // related, relatedBy, recurrenceOf, recurrences
 			srcs []*incidentlib.Incident
 			sel  []graphql.CollectedField
 		}
@@ -104,7 +104,7 @@ func (r *Resolver) prefetch(ctx context.Context, level []group) error {
 		for _, g := range level {
 			for _, f := range g.sel {
 				switch f.Name {
-				case "related", "recurrenceOf", "recurrences":
+				case "related", "relatedBy", "recurrenceOf", "recurrences":
 					sub := graphql.CollectFields(oc, f.Selections, incidentTypes)
 					defs = append(defs, deferred{f.Name, g.incs, sub})
 					for _, inc := range g.incs {
@@ -117,6 +117,8 @@ func (r *Resolver) prefetch(ctx context.Context, level []group) error {
 							}
 						case "recurrences":
 							recKeys = append(recKeys, inc.ID)
+						case "relatedBy":
+							relByKeys = append(relByKeys, inc.ID)
 						}
 					}
 				case "organization":
@@ -145,6 +147,13 @@ func (r *Resolver) prefetch(ctx context.Context, level []group) error {
 		}
 		for _, k := range recKeys {
 			incKeys = append(incKeys, recs[k]...)
+		}
+		relBy, err := loadMap(ctx, &ls.RelatedBy, relByKeys)
+		if err != nil {
+			return err
+		}
+		for _, k := range relByKeys {
+			incKeys = append(incKeys, relBy[k]...)
 		}
 		incs, err := loadMap(ctx, &ls.Incidents, incKeys)
 		if err != nil {
@@ -177,6 +186,8 @@ func (r *Resolver) prefetch(ctx context.Context, level []group) error {
 					}
 				case "recurrences":
 					ids = recs[src.ID]
+				case "relatedBy":
+					ids = relBy[src.ID]
 				}
 				for _, id := range ids {
 					if c := incs[id]; c != nil {
