@@ -55,7 +55,7 @@ func Complexity() ComplexityRoot {
 		return connection(child, first, last)
 	}
 	c.Query.Incidents, c.Organization.Incidents, c.TaxonomyTerm.Incidents = incidents, incidents, incidents
-	c.Query.Organizations = func(child int, first *int, _ *string, last *int, _ *string) int {
+	c.Query.Organizations = func(child int, first *int, _ *string, last *int, _ *string, _ *string, _ *model.OrganizationOrder) int {
 		return connection(child, first, last)
 	}
 	c.Query.Search = func(child int, _ string, _ *incidentlib.IncidentFilter, _ *model.Lang, first *int, _ *string) int {
@@ -97,6 +97,7 @@ func Complexity() ComplexityRoot {
 	c.IncidentConnection.Years = func(child int) int { return costList(YearsSize, child) }
 	c.IncidentSearchConnection.Facets = c.IncidentConnection.Facets
 	c.IncidentSearchConnection.Years = c.IncidentConnection.Years
+	statsComplexity(&c)
 	c.IncidentSearchEdge.Highlights = func(child int) int { return costList(ItemsSize, child) }
 	return c
 }

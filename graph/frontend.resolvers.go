@@ -8,6 +8,7 @@ package graph
 import (
 	"context"
 
+	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/graph/model"
 )
 
@@ -39,3 +40,90 @@ func (r *incidentResolver) RelatedBy(ctx context.Context, objs []*model.Incident
 	}
 	return wrapGroups(r.view(ctx), incs, sizes), nil
 }
+
+func (r *incidentStatsResolver) ByYear(ctx context.Context, obj *model.IncidentStats, kind model.TaxonomyKind) ([]*model.YearTermCount, error) {
+	cells, err := r.Aggregates.YearTermCountsOf(ctx, obj.Set, model.TermKindOf(kind))
+	if err != nil {
+		return nil, err
+	}
+	v := r.view(ctx)
+	out := make([]*model.YearTermCount, 0, len(cells))
+	for _, c := range cells {
+		if t := v.Term(c.Term.Kind, c.Term.Slug); t != nil {
+			out = append(out, &model.YearTermCount{Year: c.Year, Term: t, Count: c.Count})
+		}
+	}
+	return out, nil
+}
+
+func (r *incidentStatsResolver) Pairs(ctx context.Context, obj *model.IncidentStats, rows model.TaxonomyKind, columns model.TaxonomyKind) ([]*model.PairCount, error) {
+	cells, err := r.Aggregates.PairCountsOf(ctx, obj.Set, model.TermKindOf(rows), model.TermKindOf(columns))
+	if err != nil {
+		return nil, err
+	}
+	v := r.view(ctx)
+	out := make([]*model.PairCount, 0, len(cells))
+	for _, c := range cells {
+		row, col := v.Term(c.Row.Kind, c.Row.Slug), v.Term(c.Column.Kind, c.Column.Slug)
+		if row != nil && col != nil {
+			out = append(out, &model.PairCount{Row: row, Column: col, Count: c.Count})
+		}
+	}
+	return out, nil
+}
+
+func (r *incidentStatsResolver) TopOrganizations(ctx context.Context, obj *model.IncidentStats, first *int) ([]*model.OrganizationCount, error) {
+	n := incidentlib.DefaultTopOrganizations
+	if first != nil {
+		n = *first
+	}
+	top, err := r.Aggregates.TopOrganizationsOf(ctx, obj.Set, n)
+	if err != nil {
+		return nil, err
+	}
+	slugs := make([]string, len(top))
+	for i, t := range top {
+		slugs[i] = t.Slug
+	}
+	orgs, err := r.loaders(ctx).Organizations.LoadAll(ctx, slugs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*model.OrganizationCount, 0, len(top))
+	for i, t := range top {
+		if orgs[i] != nil {
+			out = append(out, &model.OrganizationCount{Organization: &model.Organization{Organization: orgs[i]}, Count: t.Count})
+		}
+	}
+	return out, nil
+}
+
+func (r *incidentStatsResolver) Durations(ctx context.Context, obj *model.IncidentStats) (*model.IncidentDurations, error) {
+	d, err := r.Aggregates.DurationsOf(ctx, obj.Set)
+	if err != nil {
+		return nil, err
+	}
+	conv := func(s incidentlib.DurationStats) *model.DurationStats {
+		return &model.DurationStats{Count: s.Count, P50Seconds: s.P50, P90Seconds: s.P90, MaxSeconds: s.Max}
+	}
+	return &model.IncidentDurations{DetectedAfter: conv(d.DetectedAfter), ResolvedAfter: conv(d.ResolvedAfter)}, nil
+}
+
+func (r *queryResolver) Stats(ctx context.Context, filter *incidentlib.IncidentFilter) (*model.IncidentStats, error) {
+	if r.Aggregates == nil {
+		return nil, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "this server counts no aggregates")
+	}
+	var f incidentlib.IncidentFilter
+	if filter != nil {
+		f = *filter
+	}
+	set, err := r.Aggregates.MatchSet(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	return &model.IncidentStats{Set: set, Count: int(set.GetCardinality())}, nil
+}
+
+func (r *Resolver) IncidentStats() IncidentStatsResolver { return &incidentStatsResolver{r} }
+
+type incidentStatsResolver struct{ *Resolver }

@@ -32,6 +32,10 @@ type Resolver struct {
 	// (see reads.go). Leave it nil when Incidents is not that store alone
 	// (an upstream library composed in front of it).
 	Snapshots incidentlib.Snapshots
+	// Aggregates, if set, serves Query.stats and the orderBy and
+	// nameStartsWith of Query.organizations (frontend.resolvers.go);
+	// without it they answer UNAVAILABLE.
+	Aggregates incidentlib.IncidentAggregates
 	// TokenService keeps the API tokens (tokens.resolvers.go); without it
 	// the token fields answer UNAVAILABLE.
 	TokenService incidentlib.TokenService

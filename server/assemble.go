@@ -19,6 +19,7 @@ type Store interface {
 	incidentlib.Backuper
 	incidentlib.StoreMonitor
 	incidentlib.TokenService
+	incidentlib.IncidentAggregates
 }
 
 // Assemble builds the GraphQL resolver over store and search (nil: search
@@ -30,7 +31,7 @@ type Store interface {
 // cannot cover, so FastReads is off and cached responses expire
 // (Config.Upstream is set).
 func Assemble(store Store, incidents incidentlib.IncidentService, search incidentlib.SearchService, m *metrics.Metrics, cfg Config) (*Server, *graph.Resolver, error) {
-	res := &graph.Resolver{Incidents: store, Organizations: store, Snapshots: store, Taxonomy: store.Taxonomy(), LoaderMetrics: m, Search: search, TokenService: store}
+	res := &graph.Resolver{Incidents: store, Organizations: store, Snapshots: store, Taxonomy: store.Taxonomy(), LoaderMetrics: m, Search: search, TokenService: store, Aggregates: store}
 	if incidents != nil {
 		res.Incidents, res.Snapshots = incidents, nil
 		cfg.Upstream = true

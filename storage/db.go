@@ -311,6 +311,9 @@ func (db *DB) init() error {
 				return err
 			}
 		}
+		if err := indexDurationsOnce(tx); err != nil { // durations.go
+			return err
+		}
 		return writeTaxonomy(tx, db.tax)
 	})
 }

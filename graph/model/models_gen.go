@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/incidentlib/incidentlib"
 )
 
 // An object with a global id.
@@ -59,6 +61,13 @@ type OrganizationConnection struct {
 type OrganizationEdge struct {
 	Cursor string        `json:"cursor"`
 	Node   *Organization `json:"node"`
+}
+
+// Orders organizations; ties by slug ascending. direction defaults to ASC for
+// NAME, DESC for INCIDENT_COUNT and LATEST_INCIDENT.
+type OrganizationOrder struct {
+	Field     incidentlib.OrganizationOrderField `json:"field"`
+	Direction *OrderDirection                    `json:"direction,omitempty"`
 }
 
 type Query struct {
