@@ -390,3 +390,31 @@ func TestOrganizationsOrderAndPrefix(t *testing.T) {
 		t.Errorf("a NAME cursor with INCIDENT_COUNT: %+v", r.Errors)
 	}
 }
+
+// TestStatsFastReads: FastReads answers stats with the bytes of gqlgen's
+// executor, aliases, fragments and nested counts included.
+func TestStatsFastReads(t *testing.T) {
+	p := newFastPair(t, corpus(t, 600, 27))
+	answered := executorCount(t, p.fast, "fast")
+	queries := []string{
+		`{ stats { count } }`,
+		`{ stats(filter: {symptoms: ["high-latency"]}) { __typename count byYear(kind: COMPONENT) { __typename year term { slug label kind incidentCount } count } } }`,
+		`{ s: stats(filter: {dateFrom: "2015-01-01"}) { n: count pairs(rows: ROOT_CAUSE, columns: COMPONENT) { row { slug } column { label(lang: KO) } count }
+		   topOrganizations(first: 3) { organization { slug name incidentCount } count }
+		   durations { detectedAfter { count p50Seconds p90Seconds maxSeconds } resolvedAfter { ...D } } } }
+		 fragment D on DurationStats { count p50Seconds maxSeconds __typename }`,
+		`{ stats(filter: {organizations: ["no-such-org"]}) { count byYear(kind: DOMAIN) { year } topOrganizations { count } durations { resolvedAfter { p50Seconds } } } }`,
+	}
+	for _, q := range queries {
+		if b := p.compare(t, q, nil, ""); strings.Contains(string(b), `"errors"`) {
+			t.Fatalf("%s: %s", q, b)
+		}
+	}
+	if n := executorCount(t, p.fast, "fast") - answered; n != float64(len(queries)) {
+		t.Errorf("FastReads answered %v of %d stats queries", n, len(queries))
+	}
+	// A bad argument is handed to gqlgen, which reports it.
+	if b := p.compare(t, `{ stats { topOrganizations(first: 0) { count } } }`, nil, ""); !strings.Contains(string(b), `"INVALID"`) {
+		t.Errorf("topOrganizations(first: 0): %s", b)
+	}
+}

@@ -121,6 +121,13 @@ func durationStatsIn(tx *bolt.Tx, set *roaring.Bitmap, which string) (incidentli
 	prefix := []byte(prefixDuration + which + "\x00")
 	c := tx.Bucket(bucketPostings).Cursor()
 	p := roaring.New()
+	// Many small postings against one set: its bitset, when it has one,
+	// is tested once per incident of each.
+	count := set.AndCardinality
+	if r, ok := denseRangeOf(set); ok {
+		w := r.of(set)
+		count = func(p *roaring.Bitmap) uint64 { return r.countIn(w, p) }
+	}
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		secs, err := strconv.ParseInt(string(k[len(prefix):]), 10, 64)
 		if err != nil {
@@ -129,7 +136,7 @@ func durationStatsIn(tx *bolt.Tx, set *roaring.Bitmap, which string) (incidentli
 		if _, err := p.FromBuffer(v); err != nil {
 			return incidentlib.DurationStats{}, err
 		}
-		if n := set.AndCardinality(p); n > 0 {
+		if n := count(p); n > 0 {
 			vals = append(vals, valueCount{secs, n})
 			total += n
 		}

@@ -60,21 +60,13 @@ func (db *DB) YearTermCountsOf(ctx context.Context, set *roaring.Bitmap, kind in
 		if err != nil {
 			return err
 		}
-		for _, y := range years {
-			year, ok := yearOfPosting(prefixYear + y.name)
-			if !ok {
-				continue
-			}
-			in := roaring.And(set, y.bm)
-			if in.IsEmpty() {
-				continue
-			}
-			for _, t := range terms {
-				if n := in.AndCardinality(t.bm); n > 0 {
-					out = append(out, incidentlib.YearTermCount{Year: year, Term: incidentlib.TermKey{Kind: kind, Slug: t.name}, Count: int(n)})
-				}
-			}
+		yearOf := make([]int, len(years))
+		for k, y := range years {
+			yearOf[k], _ = yearOfPosting(prefixYear + y.name)
 		}
+		crossCounts(set, years, terms, func(i, j int, n uint64) {
+			out = append(out, incidentlib.YearTermCount{Year: yearOf[i], Term: incidentlib.TermKey{Kind: kind, Slug: terms[j].name}, Count: int(n)})
+		})
 		return nil
 	})
 	return out, err
@@ -93,19 +85,11 @@ func (db *DB) PairCountsOf(ctx context.Context, set *roaring.Bitmap, rows, colum
 		if err != nil {
 			return err
 		}
-		for _, r := range rs {
-			in := roaring.And(set, r.bm)
-			if in.IsEmpty() {
-				continue
-			}
-			for _, c := range cs {
-				if n := in.AndCardinality(c.bm); n > 0 {
-					out = append(out, incidentlib.PairCount{
-						Row:    incidentlib.TermKey{Kind: rows, Slug: r.name},
-						Column: incidentlib.TermKey{Kind: columns, Slug: c.name}, Count: int(n)})
-				}
-			}
-		}
+		crossCounts(set, rs, cs, func(i, j int, n uint64) {
+			out = append(out, incidentlib.PairCount{
+				Row:    incidentlib.TermKey{Kind: rows, Slug: rs[i].name},
+				Column: incidentlib.TermKey{Kind: columns, Slug: cs[j].name}, Count: int(n)})
+		})
 		return nil
 	})
 	return out, err
