@@ -2,58 +2,49 @@ package storage
 
 import (
 	"math/bits"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
 )
 
 // Dense bitsets for the aggregates (stats.go). Crossing two lists of
 // postings counts many intersections of a few thousand incidents each:
-// two roaring arrays are merged element by element (microseconds each, a
+// two roaring arrays are merged element by element (microseconds each; a
 // byYear of 30 years by 15 terms took milliseconds at 100,000 incidents),
-// two bitsets over the set's range of numbers are a popcount of a few
-// thousand words.
+// two bitsets of the incident numbers are a popcount of a few thousand
+// words. Bitsets start at number 0: incident numbers are dense from the
+// first ids on.
 
-// maxDenseWords bounds a dense bitset (2 MiB): a set spread over more
-// numbers is counted with roaring's own intersections.
+// maxDenseWords bounds a bitset (2 MiB): postings that reach further are
+// counted with roaring's own intersections.
 const maxDenseWords = 1 << 18
 
-// denseRange is the range of incident numbers a set's bitsets cover.
-type denseRange struct {
-	base  uint32
-	words int
+// denseWords is how many words the bitsets of bms take, and whether that
+// is within maxDenseWords.
+func denseWords(bms ...*roaring.Bitmap) (int, bool) {
+	words := uint64(0)
+	for _, bm := range bms {
+		words = max(words, bm.DenseSize())
+	}
+	return int(words), words <= maxDenseWords
 }
 
-// denseRangeOf is the range of set, or false when set is empty or spread
-// too wide for bitsets.
-func denseRangeOf(set *roaring.Bitmap) (denseRange, bool) {
-	if set.IsEmpty() {
-		return denseRange{}, false
+// denseSlabs keep the bitsets' memory from request to request.
+var denseSlabs sync.Pool
+
+// slab returns n zeroed words, from the pool when it has room; give them
+// back with putSlab.
+func slab(n int) *[]uint64 {
+	if p, ok := denseSlabs.Get().(*[]uint64); ok && cap(*p) >= n {
+		*p = (*p)[:n]
+		clear(*p)
+		return p
 	}
-	lo, hi := set.Minimum(), set.Maximum()
-	words := int((hi-lo)/64) + 1
-	return denseRange{base: lo, words: words}, words <= maxDenseWords
+	s := make([]uint64, n)
+	return &s
 }
 
-// of is bm as a bitset over the range (numbers outside it left out).
-func (r denseRange) of(bm *roaring.Bitmap) []uint64 {
-	w := make([]uint64, r.words)
-	var buf [256]uint32
-	limit := uint64(r.words) * 64
-	it := bm.ManyIterator()
-	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
-		for _, x := range buf[:n] {
-			if x < r.base {
-				continue
-			}
-			d := uint64(x - r.base)
-			if d >= limit {
-				return w
-			}
-			w[d>>6] |= 1 << (d & 63)
-		}
-	}
-	return w
-}
+func putSlab(p *[]uint64) { denseSlabs.Put(p) }
 
 // andInPlace keeps in a the bits also in b, and reports whether any is left.
 func andInPlace(a, b []uint64) bool {
@@ -65,8 +56,9 @@ func andInPlace(a, b []uint64) bool {
 	return any != 0
 }
 
-// andCount is how many bits a and b share.
+// andCount is how many bits a and b (at least as long) share.
 func andCount(a, b []uint64) uint64 {
+	b = b[:len(a)]
 	var n int
 	for i := range a {
 		n += bits.OnesCount64(a[i] & b[i])
@@ -74,23 +66,19 @@ func andCount(a, b []uint64) uint64 {
 	return uint64(n)
 }
 
-// countIn is how many numbers of bm are in the bitset w over r, walking
-// bm: for many small postings against one set.
-func (r denseRange) countIn(w []uint64, bm *roaring.Bitmap) uint64 {
+// countIn is how many numbers of bm are in the bitset w, walking bm: for
+// many small postings against one set.
+func countIn(w []uint64, bm *roaring.Bitmap) uint64 {
 	var n uint64
 	var buf [256]uint32
-	limit := uint64(r.words) * 64
+	limit := uint64(len(w)) * 64
 	it := bm.ManyIterator()
 	for k := it.NextMany(buf[:]); k > 0; k = it.NextMany(buf[:]) {
 		for _, x := range buf[:k] {
-			if x < r.base {
-				continue
-			}
-			d := uint64(x - r.base)
-			if d >= limit {
+			if uint64(x) >= limit {
 				return n
 			}
-			n += (w[d>>6] >> (d & 63)) & 1
+			n += (w[x>>6] >> (x & 63)) & 1
 		}
 	}
 	return n
@@ -99,11 +87,18 @@ func (r denseRange) countIn(w []uint64, bm *roaring.Bitmap) uint64 {
 // crossCounts calls emit with |set ∩ as[i] ∩ bs[j]| for every pair with
 // a count, in the order of as, then bs.
 func crossCounts(set *roaring.Bitmap, as, bs []namedPosting, emit func(i, j int, n uint64)) {
-	r, ok := denseRangeOf(set)
+	if set.IsEmpty() {
+		return
+	}
+	all := []*roaring.Bitmap{set}
+	for _, p := range as {
+		all = append(all, p.bm)
+	}
+	for _, p := range bs {
+		all = append(all, p.bm)
+	}
+	words, ok := denseWords(all...)
 	if !ok {
-		if set.IsEmpty() {
-			return
-		}
 		for i, a := range as {
 			in := roaring.And(set, a.bm)
 			if in.IsEmpty() {
@@ -117,18 +112,27 @@ func crossCounts(set *roaring.Bitmap, as, bs []namedPosting, emit func(i, j int,
 		}
 		return
 	}
-	sw := r.of(set)
-	bw := make([][]uint64, len(bs))
+	// Counts run over the words of the set only.
+	setWords := int(set.DenseSize())
+	buf := slab(words * (2 + len(bs)))
+	defer putSlab(buf)
+	w := *buf
+	sw, aw, bw := w[:words], w[words:2*words], w[2*words:]
+	set.WriteDenseTo(sw)
+	done := make([]bool, len(bs))
 	for i, a := range as {
-		aw := r.of(a.bm)
-		if !andInPlace(aw, sw) {
+		clear(aw)
+		a.bm.WriteDenseTo(aw)
+		if !andInPlace(aw[:setWords], sw[:setWords]) {
 			continue
 		}
 		for j, b := range bs {
-			if bw[j] == nil {
-				bw[j] = r.of(b.bm)
+			bj := bw[j*words : (j+1)*words]
+			if !done[j] {
+				b.bm.WriteDenseTo(bj)
+				done[j] = true
 			}
-			if n := andCount(aw, bw[j]); n > 0 {
+			if n := andCount(aw[:setWords], bj); n > 0 {
 				emit(i, j, n)
 			}
 		}

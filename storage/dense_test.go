@@ -41,9 +41,10 @@ func TestCrossCountsBothWays(t *testing.T) {
 				}
 			}
 		}
-		if r, ok := denseRangeOf(set); ok {
-			w := r.of(set)
-			if n := r.countIn(w, as[0].bm); n != set.AndCardinality(as[0].bm) {
+		if words, ok := denseWords(set); ok {
+			w := make([]uint64, words)
+			set.WriteDenseTo(w)
+			if n := countIn(w, as[0].bm); n != set.AndCardinality(as[0].bm) {
 				t.Fatalf("spread %d: countIn %d, want %d", spread, n, set.AndCardinality(as[0].bm))
 			}
 		} else if spread < 1<<20 {

@@ -124,9 +124,11 @@ func durationStatsIn(tx *bolt.Tx, set *roaring.Bitmap, which string) (incidentli
 	// Many small postings against one set: its bitset, when it has one,
 	// is tested once per incident of each.
 	count := set.AndCardinality
-	if r, ok := denseRangeOf(set); ok {
-		w := r.of(set)
-		count = func(p *roaring.Bitmap) uint64 { return r.countIn(w, p) }
+	if words, ok := denseWords(set); ok && words > 0 {
+		buf := slab(words)
+		defer putSlab(buf)
+		set.WriteDenseTo(*buf)
+		count = func(p *roaring.Bitmap) uint64 { return countIn(*buf, p) }
 	}
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		secs, err := strconv.ParseInt(string(k[len(prefix):]), 10, 64)
