@@ -41,6 +41,9 @@ const (
 	// OrganizationsSize is the assumed length of Incident.organizations:
 	// the affected organization and at most a vendor or a reporter.
 	OrganizationsSize = 2
+	// EventsSize is the assumed length of Incident.events: a timeline
+	// table of a postmortem has about ten rows.
+	EventsSize = 10
 )
 
 // Complexity returns the per-field costs, for graph.Config.Complexity.
@@ -85,6 +88,7 @@ func Complexity() ComplexityRoot {
 	c.Incident.Remediation = items
 	c.Incident.ActionItems = items
 	c.Incident.Sources = items
+	c.Incident.Events = func(child int) int { return costList(EventsSize, child) }
 
 	c.IncidentConnection.Facets = func(child int, kinds []model.TaxonomyKind) int {
 		n := len(kinds)

@@ -298,6 +298,8 @@ func (b *incidents) write(x *fastExec, k int) {
 			x.items(o.Remediation(), f.Selections)
 		case "actionItems":
 			x.items(o.ActionItems(), f.Selections)
+		case "events":
+			x.events(o.Events(), f.Selections) // fast_events.go
 		case "sources":
 			x.sources(o.Sources(), f.Selections)
 		case "docs":

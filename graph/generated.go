@@ -106,6 +106,7 @@ type ComplexityRoot struct {
 		Detection      func(childComplexity int, lang *model.Lang) int
 		Docs           func(childComplexity int) int
 		Domains        func(childComplexity int) int
+		Events         func(childComplexity int) int
 		Extra          func(childComplexity int) int
 		ID             func(childComplexity int) int
 		Impact         func(childComplexity int) int
@@ -304,6 +305,14 @@ type ComplexityRoot struct {
 		DetectedAfterSeconds func(childComplexity int) int
 		ResolvedAfter        func(childComplexity int) int
 		ResolvedAfterSeconds func(childComplexity int) int
+	}
+
+	TimelineEvent struct {
+		At            func(childComplexity int) int
+		Kind          func(childComplexity int) int
+		Offset        func(childComplexity int) int
+		OffsetSeconds func(childComplexity int) int
+		Text          func(childComplexity int, lang *model.Lang) int
 	}
 
 	UserError struct {
@@ -635,6 +644,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Incident.Domains(childComplexity), true
+	case "Incident.events":
+		if e.ComplexityRoot.Incident.Events == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Incident.Events(childComplexity), true
 	case "Incident.extra":
 		if e.ComplexityRoot.Incident.Extra == nil {
 			break
@@ -1582,6 +1597,42 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Timeline.ResolvedAfterSeconds(childComplexity), true
 
+	case "TimelineEvent.at":
+		if e.ComplexityRoot.TimelineEvent.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TimelineEvent.At(childComplexity), true
+	case "TimelineEvent.kind":
+		if e.ComplexityRoot.TimelineEvent.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TimelineEvent.Kind(childComplexity), true
+	case "TimelineEvent.offset":
+		if e.ComplexityRoot.TimelineEvent.Offset == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TimelineEvent.Offset(childComplexity), true
+	case "TimelineEvent.offsetSeconds":
+		if e.ComplexityRoot.TimelineEvent.OffsetSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TimelineEvent.OffsetSeconds(childComplexity), true
+	case "TimelineEvent.text":
+		if e.ComplexityRoot.TimelineEvent.Text == nil {
+			break
+		}
+
+		args, err := ec.field_TimelineEvent_text_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.TimelineEvent.Text(childComplexity, args["lang"].(*model.Lang)), true
+
 	case "UserError.code":
 		if e.ComplexityRoot.UserError.Code == nil {
 			break
@@ -1821,6 +1872,39 @@ NAME, DESC for INCIDENT_COUNT and LATEST_INCIDENT.
 input OrganizationOrder {
   field: OrganizationOrderField!
   direction: OrderDirection
+}
+
+extend type Incident {
+  "The typed timeline, in order; empty when the record has none."
+  events: [TimelineEvent!]!
+}
+
+enum TimelineEventKind {
+  START
+  DETECTED
+  ESCALATED
+  MITIGATED
+  RESOLVED
+  COMMUNICATED
+  OTHER
+}
+
+"""
+One event of an incident's timeline. The start is the first START event, or
+the first event.
+"""
+type TimelineEvent {
+  "When it happened (RFC 3339), or null when the record states no absolute time."
+  at: String
+  """
+  How long after the start it happened, in the syntax of timeline durations
+  (such as 45m or 2h30m): as the record states it, or from the times of the
+  event and the start; null when neither tells.
+  """
+  offset: String
+  offsetSeconds: Int
+  kind: TimelineEventKind!
+  text(lang: Lang): String
 }
 `, BuiltIn: false},
 	{Name: "../mutation.graphqls", Input: `"""
@@ -2673,6 +2757,8 @@ func (ec *executionContext) childFields_Incident(ctx context.Context, field grap
 		return ec.fieldContext_Incident_similar(ctx, field)
 	case "relatedBy":
 		return ec.fieldContext_Incident_relatedBy(ctx, field)
+	case "events":
+		return ec.fieldContext_Incident_events(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Incident", field.Name)
 }
@@ -2963,6 +3049,22 @@ func (ec *executionContext) childFields_Timeline(ctx context.Context, field grap
 		return ec.fieldContext_Timeline_resolvedAfterSeconds(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Timeline", field.Name)
+}
+
+func (ec *executionContext) childFields_TimelineEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "at":
+		return ec.fieldContext_TimelineEvent_at(ctx, field)
+	case "offset":
+		return ec.fieldContext_TimelineEvent_offset(ctx, field)
+	case "offsetSeconds":
+		return ec.fieldContext_TimelineEvent_offsetSeconds(ctx, field)
+	case "kind":
+		return ec.fieldContext_TimelineEvent_kind(ctx, field)
+	case "text":
+		return ec.fieldContext_TimelineEvent_text(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TimelineEvent", field.Name)
 }
 
 func (ec *executionContext) childFields_UserError(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3840,6 +3942,20 @@ func (ec *executionContext) field_TaxonomyTerm_incidents_args(ctx context.Contex
 }
 
 func (ec *executionContext) field_TaxonomyTerm_label_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "lang",
+		func(ctx context.Context, v any) (*model.Lang, error) {
+			return ec.unmarshalOLang2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐLang(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["lang"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_TimelineEvent_text_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "lang",
@@ -6002,6 +6118,38 @@ func (ec *executionContext) resolveBatch_Incident_relatedBy(ctx context.Context,
 		err,
 		"Incident.relatedBy",
 	)
+}
+
+func (ec *executionContext) _Incident_events(ctx context.Context, field graphql.CollectedField, obj *model.Incident) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Incident_events(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Events(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.TimelineEvent) graphql.Marshaler {
+			return ec.marshalNTimelineEvent2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Incident_events(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Incident",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TimelineEvent(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _IncidentConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.IncidentConnection) (ret graphql.Marshaler) {
@@ -9127,6 +9275,142 @@ func (ec *executionContext) fieldContext_Timeline_resolvedAfterSeconds(_ context
 	return graphql.NewScalarFieldContext("Timeline", field, true, false, "Int")
 }
 
+func (ec *executionContext) _TimelineEvent_at(ctx context.Context, field graphql.CollectedField, obj *model.TimelineEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TimelineEvent_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TimelineEvent_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TimelineEvent", field, true, false, "String")
+}
+
+func (ec *executionContext) _TimelineEvent_offset(ctx context.Context, field graphql.CollectedField, obj *model.TimelineEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TimelineEvent_offset(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Offset(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TimelineEvent_offset(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TimelineEvent", field, true, false, "String")
+}
+
+func (ec *executionContext) _TimelineEvent_offsetSeconds(ctx context.Context, field graphql.CollectedField, obj *model.TimelineEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TimelineEvent_offsetSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OffsetSeconds(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TimelineEvent_offsetSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TimelineEvent", field, true, false, "Int")
+}
+
+func (ec *executionContext) _TimelineEvent_kind(ctx context.Context, field graphql.CollectedField, obj *model.TimelineEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TimelineEvent_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.TimelineEventKind) graphql.Marshaler {
+			return ec.marshalNTimelineEventKind2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TimelineEvent_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TimelineEvent", field, true, false, "TimelineEventKind")
+}
+
+func (ec *executionContext) _TimelineEvent_text(ctx context.Context, field graphql.CollectedField, obj *model.TimelineEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TimelineEvent_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return obj.Text(fc.Args["lang"].(*model.Lang)), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TimelineEvent_text(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TimelineEvent",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type String does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_TimelineEvent_text_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _UserError_field(ctx context.Context, field graphql.CollectedField, obj *model.UserError) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11986,6 +12270,11 @@ func (ec *executionContext) _Incident(ctx context.Context, sel ast.SelectionSet,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Incident_relatedBy(ctx, field, obj)
 				})
+		case "events":
+			out.Values[i] = ec._Incident_events(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -13195,6 +13484,59 @@ func (ec *executionContext) _Timeline(ctx context.Context, sel ast.SelectionSet,
 			}
 		case "resolvedAfterSeconds":
 			out.Values[i] = ec._Timeline_resolvedAfterSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var timelineEventImplementors = []string{"TimelineEvent"}
+
+func (ec *executionContext) _TimelineEvent(ctx context.Context, sel ast.SelectionSet, obj *model.TimelineEvent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, timelineEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TimelineEvent")
+		case "at":
+			out.Values[i] = ec._TimelineEvent_at(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "offset":
+			out.Values[i] = ec._TimelineEvent_offset(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "offsetSeconds":
+			out.Values[i] = ec._TimelineEvent_offsetSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._TimelineEvent_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._TimelineEvent_text(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -14554,6 +14896,40 @@ func (ec *executionContext) marshalNTimeline2ᚖgithubᚗcomᚋincidentlibᚋinc
 		return graphql.Null
 	}
 	return ec._Timeline(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNTimelineEvent2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.TimelineEvent) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTimelineEvent2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEvent(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNTimelineEvent2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEvent(ctx context.Context, sel ast.SelectionSet, v *model.TimelineEvent) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "TimelineEvent!")
+		return graphql.Null
+	}
+	return ec._TimelineEvent(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNTimelineEventKind2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventKind(ctx context.Context, v any) (model.TimelineEventKind, error) {
+	var res model.TimelineEventKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNTimelineEventKind2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventKind(ctx context.Context, sel ast.SelectionSet, v model.TimelineEventKind) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) unmarshalNTokenRole2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTokenRole(ctx context.Context, v any) (model.TokenRole, error) {

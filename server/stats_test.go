@@ -5,6 +5,7 @@ package server_test
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -416,5 +417,55 @@ func TestStatsFastReads(t *testing.T) {
 	// A bad argument is handed to gqlgen, which reports it.
 	if b := p.compare(t, `{ stats { topOrganizations(first: 0) { count } } }`, nil, ""); !strings.Contains(string(b), `"INVALID"`) {
 		t.Errorf("topOrganizations(first: 0): %s", b)
+	}
+}
+
+// TestSeedEvents: the typed timeline of seed IL-0213, from its own text,
+// through FastReads and gqlgen alike, offsets worked out from the times.
+func TestSeedEvents(t *testing.T) {
+	p := newFastPair(t, seedIncidents(t))
+	const q = `{ incident(id: "IL-0213") { timeline { resolvedAfter } events { at offset offsetSeconds kind text t: text(lang: KO) __typename } } }`
+	raw := p.compare(t, q, nil, "")
+	var out struct {
+		Data struct {
+			Incident struct {
+				Events []struct {
+					At, Offset    *string
+					OffsetSeconds *int
+					Kind, Text, T string
+				}
+			}
+		}
+	}
+	_, body, _ := strings.Cut(string(raw), " ")
+	if err := json.Unmarshal([]byte(body), &out); err != nil {
+		t.Fatal(err)
+	}
+	evs := out.Data.Incident.Events
+	if len(evs) != 10 {
+		t.Fatalf("%d events: %s", len(evs), raw)
+	}
+	str := func(s *string) string {
+		if s == nil {
+			return "null"
+		}
+		return *s
+	}
+	for k, want := range map[int][2]string{0: {"OTHER", "null"}, 1: {"START", "0m"}, 2: {"DETECTED", "0m"}, 6: {"OTHER", "54h"}, 9: {"RESOLVED", "75h8m"}} {
+		if evs[k].Kind != want[0] || str(evs[k].Offset) != want[1] {
+			t.Errorf("event %d: %s at offset %s, want %s at %s", k, evs[k].Kind, str(evs[k].Offset), want[0], want[1])
+		}
+	}
+	if evs[9].OffsetSeconds == nil || *evs[9].OffsetSeconds != 75*3600+8*60 || evs[9].T == evs[9].Text || evs[0].At == nil {
+		t.Errorf("resolution %+v, trigger %+v", evs[9], evs[0])
+	}
+	_, warnings, err := p.db.DB.CheckAll(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range warnings {
+		if strings.Contains(w, "IL-0213") && strings.Contains(w, "10%") {
+			t.Errorf("75h08m against a stated 73h is within 10%%: %s", w)
+		}
 	}
 }

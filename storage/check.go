@@ -82,6 +82,9 @@ func (db *DB) CheckAll(ctx context.Context) (problems, warnings []string, err er
 					}
 				}
 			}
+			for _, w := range inc.TimelineDisagreements() { // events against timeline durations (events.go)
+				warnings = append(warnings, fmt.Sprintf("incident %s: %s", inc.ID, w))
+			}
 			ids[n] = true
 			incs = append(incs, &inc)
 			want.add(n, &inc)

@@ -1,0 +1,75 @@
+package model
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// TimelineEvent is one event of an incident's typed timeline, with its
+// offset from the start worked out once.
+type TimelineEvent struct {
+	e      *incidentlib.Event
+	offset time.Duration
+	known  bool // offset is known
+	view   *View
+}
+
+// Events are the incident's events, in order.
+func (i *Incident) Events() []*TimelineEvent {
+	evs := i.Inc.Events
+	out := make([]*TimelineEvent, len(evs))
+	slab := make([]TimelineEvent, len(evs))
+	for n := range evs {
+		d, ok := incidentlib.EventOffset(evs, n)
+		slab[n] = TimelineEvent{e: &evs[n], offset: d, known: ok && d >= 0, view: i.View}
+		out[n] = &slab[n]
+	}
+	return out
+}
+
+func (t *TimelineEvent) At() *string { return field(&t.e.At) }
+
+// Offset is the offset in the syntax of timeline durations.
+func (t *TimelineEvent) Offset() *string {
+	if !t.known {
+		return nil
+	}
+	s := FormatDuration(t.offset)
+	return &s
+}
+
+// OffsetSeconds is the offset in whole seconds.
+func (t *TimelineEvent) OffsetSeconds() *int {
+	if !t.known {
+		return nil
+	}
+	n := int(t.offset / time.Second)
+	return &n
+}
+
+func (t *TimelineEvent) Kind() TimelineEventKind { return TimelineEventKind(t.e.Kind) }
+
+func (t *TimelineEvent) Text(lang *Lang) *string { return text(&t.e.Text, t.view.lang(lang)) }
+
+// FormatDuration writes d as a timeline duration: hours, minutes and
+// seconds, each left out when zero ("75h", "2h30m", "45m", "0m").
+func FormatDuration(d time.Duration) string {
+	s := int64(d / time.Second)
+	h, m, sec := s/3600, s/60%60, s%60
+	out := ""
+	if h > 0 {
+		out += fmt.Sprintf("%dh", h)
+	}
+	if m > 0 {
+		out += fmt.Sprintf("%dm", m)
+	}
+	if sec > 0 {
+		out += fmt.Sprintf("%ds", sec)
+	}
+	if out == "" {
+		return "0m"
+	}
+	return out
+}
