@@ -110,6 +110,7 @@ func (db *DB) CheckAll(ctx context.Context) (problems, warnings []string, err er
 			add("recurrence cycle: %s (recurrence_of links that loop; a feed or replica can bring them in: fix one record)",
 				strings.Join(cycle, " -> "))
 		}
+		warnings = append(warnings, withoutPendingDurations(tx, want.postings)...) // durations.go
 		want.compare(tx, add)
 		_ = tx.Bucket(bucketAliases).ForEach(func(k, v []byte) error {
 			from, to := binary.BigEndian.Uint32(k), binary.BigEndian.Uint32(v)
