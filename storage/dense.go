@@ -120,19 +120,37 @@ func crossCounts(set *roaring.Bitmap, as, bs []namedPosting, emit func(i, j int,
 	sw, aw, bw := w[:words], w[words:2*words], w[2*words:]
 	set.WriteDenseTo(sw)
 	done := make([]bool, len(bs))
+	var nonzero []int32 // the words of a row with bits, when they are few
 	for i, a := range as {
 		clear(aw)
 		a.bm.WriteDenseTo(aw)
 		if !andInPlace(aw[:setWords], sw[:setWords]) {
 			continue
 		}
+		nonzero = nonzero[:0]
+		for k, x := range aw[:setWords] {
+			if x != 0 {
+				if nonzero = append(nonzero, int32(k)); len(nonzero) > setWords/4 {
+					break
+				}
+			}
+		}
+		sparse := len(nonzero) <= setWords/4
 		for j, b := range bs {
 			bj := bw[j*words : (j+1)*words]
 			if !done[j] {
 				b.bm.WriteDenseTo(bj)
 				done[j] = true
 			}
-			if n := andCount(aw[:setWords], bj); n > 0 {
+			var n uint64
+			if sparse {
+				for _, k := range nonzero {
+					n += uint64(bits.OnesCount64(aw[k] & bj[k]))
+				}
+			} else {
+				n = andCount(aw[:setWords], bj)
+			}
+			if n > 0 {
 				emit(i, j, n)
 			}
 		}
