@@ -1,5 +1,3 @@
-//go:build !race
-
 package server_test
 
 import (
@@ -15,6 +13,7 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/seeds"
+	"github.com/incidentlib/incidentlib/storage"
 )
 
 // statsFilter is a random filter, as GraphQL variables and as a predicate.
@@ -466,6 +465,47 @@ func TestSeedEvents(t *testing.T) {
 	for _, w := range warnings {
 		if strings.Contains(w, "IL-0213") && strings.Contains(w, "10%") {
 			t.Errorf("75h08m against a stated 73h is within 10%%: %s", w)
+		}
+	}
+}
+
+// scramble makes random writes, merges and deletes of related links.
+func scramble(t *testing.T, db *storage.DB, ops int, rng *rand.Rand) {
+	t.Helper()
+	ctx := context.Background()
+	for range ops {
+		all, err := db.AllIncidents(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pick := func() *incidentlib.Incident { return all[rng.IntN(len(all))] }
+		switch op := rng.IntN(10); {
+		case op < 6: // rewrite related
+			c := *pick()
+			c.Related = nil
+			for range rng.IntN(4) {
+				if r := pick().ID; r != c.ID && !slices.Contains(c.Related, r) {
+					c.Related = append(c.Related, r)
+				}
+			}
+			c.Review.ReviewedAt, c.Review.ReviewedBy = "", ""
+			if _, err := db.UpsertIncident(ctx, &c, incidentlib.WriteOptions{}); err != nil {
+				t.Fatalf("upsert %s: %v", c.ID, err)
+			}
+		case op < 8:
+			if _, err := db.DeleteIncident(ctx, pick().ID, incidentlib.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		default: // merge one incident into another
+			keep, drop := pick(), pick()
+			if keep.ID == drop.ID {
+				continue
+			}
+			c := *keep
+			if _, err := db.ImportIncidents(ctx, []*incidentlib.Incident{&c}, incidentlib.ImportOptions{
+				KeepUpdatedAt: true, Merges: map[string]string{drop.ID: keep.ID}}); err != nil {
+				t.Fatalf("merge %s into %s: %v", drop.ID, keep.ID, err)
+			}
 		}
 	}
 }
