@@ -1704,6 +1704,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("SourceInput", ec.unmarshalInputSourceInput),
 			graphql.NewInputUnmarshaler("TextInput", ec.unmarshalInputTextInput),
 			graphql.NewInputUnmarshaler("TextOriginInput", ec.unmarshalInputTextOriginInput),
+			graphql.NewInputUnmarshaler("TimelineEventInput", ec.unmarshalInputTimelineEventInput),
 			graphql.NewInputUnmarshaler("TimelineInput", ec.unmarshalInputTimelineInput),
 		)
 	}
@@ -1905,6 +1906,23 @@ type TimelineEvent {
   offsetSeconds: Int
   kind: TimelineEventKind!
   text(lang: Lang): String
+}
+
+extend input IncidentInput {
+  "The typed timeline, in order (IL-JSON events)."
+  events: [TimelineEventInput!]
+}
+
+"An event of the typed timeline; see TimelineEvent."
+input TimelineEventInput {
+  "RFC 3339 with a zone, such as 2021-10-28T13:37:00-08:00."
+  at: String
+  "How long after the start, such as 45m or 2h30m; never negative."
+  offset: String
+  kind: TimelineEventKind!
+  text: TextInput
+  "Other members, as a JSON object."
+  extra: JSON
 }
 `, BuiltIn: false},
 	{Name: "../mutation.graphqls", Input: `"""
@@ -10891,7 +10909,7 @@ func (ec *executionContext) unmarshalInputIncidentInput(ctx context.Context, obj
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"id", "org", "orgSlug", "date", "dateKind", "title", "summary", "lessons", "trigger", "detection", "symptomsText", "domain", "symptoms", "components", "contributing", "rootCause", "severity", "impact", "timeline", "remediation", "actionItems", "sources", "docs", "related", "recurrenceOf", "review", "url", "verification", "organizationRoles", "textOrigin", "extra", "expectedUpdatedAt"}
+	fieldsInOrder := [...]string{"id", "org", "orgSlug", "date", "dateKind", "title", "summary", "lessons", "trigger", "detection", "symptomsText", "domain", "symptoms", "components", "contributing", "rootCause", "severity", "impact", "timeline", "remediation", "actionItems", "sources", "docs", "related", "recurrenceOf", "review", "url", "verification", "organizationRoles", "textOrigin", "extra", "expectedUpdatedAt", "events"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -11122,6 +11140,13 @@ func (ec *executionContext) unmarshalInputIncidentInput(ctx context.Context, obj
 				return it, err
 			}
 			it.ExpectedUpdatedAt = data
+		case "events":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("events"))
+			data, err := ec.unmarshalOTimelineEventInput2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Events = data
 		}
 	}
 	return it, nil
@@ -11591,6 +11616,76 @@ func (ec *executionContext) unmarshalInputTextOriginInput(ctx context.Context, o
 func UnmarshalTextOriginInput(ctx context.Context, raw any) (model.TextOriginInput, error) {
 	var out model.TextOriginInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "TextOriginInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputTimelineEventInput(ctx context.Context, obj any) (model.TimelineEventInput, error) {
+	var it model.TimelineEventInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"at", "offset", "kind", "text", "extra"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "at":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("at"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.At = data
+		case "offset":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("offset"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Offset = data
+		case "kind":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kind"))
+			data, err := ec.unmarshalNTimelineEventKind2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventKind(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Kind = data
+		case "text":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("text"))
+			data, err := ec.unmarshalOTextInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTextInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Text = data
+		case "extra":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("extra"))
+			data, err := ec.unmarshalOJSON2encodingᚋjsonᚐRawMessage(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Extra = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalTimelineEventInput unmarshals raw into the TimelineEventInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalTimelineEventInput(ctx context.Context, raw any) (model.TimelineEventInput, error) {
+	var out model.TimelineEventInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "TimelineEventInput", raw, &out)
 	return out, err
 }
 
@@ -14922,6 +15017,11 @@ func (ec *executionContext) marshalNTimelineEvent2ᚖgithubᚗcomᚋincidentlib�
 	return ec._TimelineEvent(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNTimelineEventInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventInput(ctx context.Context, v any) (*model.TimelineEventInput, error) {
+	res, err := ec.unmarshalInputTimelineEventInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNTimelineEventKind2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventKind(ctx context.Context, v any) (model.TimelineEventKind, error) {
 	var res model.TimelineEventKind
 	err := res.UnmarshalGQL(v)
@@ -15631,6 +15731,23 @@ func (ec *executionContext) unmarshalOTextOriginInput2ᚖgithubᚗcomᚋincident
 	}
 	res, err := ec.unmarshalInputTextOriginInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOTimelineEventInput2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventInputᚄ(ctx context.Context, v any) ([]*model.TimelineEventInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*model.TimelineEventInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNTimelineEventInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 func (ec *executionContext) unmarshalOTimelineInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineInput(ctx context.Context, v any) (*model.TimelineInput, error) {

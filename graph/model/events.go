@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -70,6 +71,34 @@ func FormatDuration(d time.Duration) string {
 	}
 	if out == "" {
 		return "0m"
+	}
+	return out
+}
+
+// TimelineEventInput is an event of IncidentInput.events.
+type TimelineEventInput struct {
+	At     string            `json:"at,omitempty"`
+	Offset string            `json:"offset,omitempty"`
+	Kind   TimelineEventKind `json:"kind"`
+	Text   *TextInput        `json:"text,omitempty"`
+	Extra  json.RawMessage   `json:"extra,omitempty"`
+}
+
+// eventsOf converts the events of an input (IncidentInput.Incident).
+func eventsOf(list []*TimelineEventInput, text func(*TextInput, string) incidentlib.Text, extra func(json.RawMessage, ...string) incidentlib.Extra) []incidentlib.Event {
+	var out []incidentlib.Event
+	for n, e := range list {
+		out = append(out, incidentlib.Event{At: e.At, Offset: e.Offset, Kind: incidentlib.EventKind(e.Kind),
+			Text: text(e.Text, fmt.Sprintf("events.%d.text", n)), Extra: extra(e.Extra, "events", fmt.Sprint(n))})
+	}
+	return out
+}
+
+// eventInputs is the inverse of eventsOf (InputOf).
+func eventInputs(evs []incidentlib.Event, text func(incidentlib.Text) *TextInput) []*TimelineEventInput {
+	var out []*TimelineEventInput
+	for _, e := range evs {
+		out = append(out, &TimelineEventInput{At: e.At, Offset: e.Offset, Kind: TimelineEventKind(e.Kind), Text: text(e.Text), Extra: rawOf(e.Extra)})
 	}
 	return out
 }
