@@ -105,6 +105,7 @@ type DB struct {
 	tax   *incidentlib.Taxonomy
 	cache *lru.Cache[uint32, *cachedIncident]
 	seq   atomic.Uint64
+	dense denseCache // the postings the aggregates cross, as bitsets (dense.go)
 
 	// Now stamps updated_at on writes that do not keep it.
 	Now func() time.Time

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	bolt "go.etcd.io/bbolt"
 )
 
 // Dense bitsets for the aggregates (stats.go). Crossing two lists of
@@ -84,9 +85,49 @@ func countIn(w []uint64, bm *roaring.Bitmap) uint64 {
 	return n
 }
 
+// denseCache keeps the bitsets of the postings crossed, for the state of
+// the store they were read in (bbolt's transaction id, which every
+// committed write moves on): term and year postings change only with
+// writes, and a dashboard asks the same crossings again and again.
+type denseCache struct {
+	mu    sync.Mutex
+	txid  int
+	words int // held, at most maxCachedWords
+	m     map[string][]uint64
+}
+
+// maxCachedWords bounds the cache (32 MiB).
+const maxCachedWords = 1 << 22
+
+// get returns the bitset of posting p as read in tx; shared, read only.
+func (c *denseCache) get(tx *bolt.Tx, p namedPosting) []uint64 {
+	id := tx.ID()
+	c.mu.Lock()
+	if c.txid != id {
+		c.txid, c.words, c.m = id, 0, nil
+	}
+	w, ok := c.m[p.key]
+	c.mu.Unlock()
+	if ok {
+		return w
+	}
+	w = make([]uint64, p.bm.DenseSize())
+	p.bm.WriteDenseTo(w)
+	c.mu.Lock()
+	if c.txid == id && c.words+len(w) <= maxCachedWords {
+		if c.m == nil {
+			c.m = map[string][]uint64{}
+		}
+		c.m[p.key] = w
+		c.words += len(w)
+	}
+	c.mu.Unlock()
+	return w
+}
+
 // crossCounts calls emit with |set ∩ as[i] ∩ bs[j]| for every pair with
-// a count, in the order of as, then bs.
-func crossCounts(set *roaring.Bitmap, as, bs []namedPosting, emit func(i, j int, n uint64)) {
+// a count, in the order of as, then bs, the postings read in tx.
+func (c *denseCache) crossCounts(tx *bolt.Tx, set *roaring.Bitmap, as, bs []namedPosting, emit func(i, j int, n uint64)) {
 	if set.IsEmpty() {
 		return
 	}
@@ -97,8 +138,7 @@ func crossCounts(set *roaring.Bitmap, as, bs []namedPosting, emit func(i, j int,
 	for _, p := range bs {
 		all = append(all, p.bm)
 	}
-	words, ok := denseWords(all...)
-	if !ok {
+	if _, ok := denseWords(all...); !ok {
 		for i, a := range as {
 			in := roaring.And(set, a.bm)
 			if in.IsEmpty() {
@@ -114,21 +154,20 @@ func crossCounts(set *roaring.Bitmap, as, bs []namedPosting, emit func(i, j int,
 	}
 	// Counts run over the words of the set only.
 	setWords := int(set.DenseSize())
-	buf := slab(words * (2 + len(bs)))
+	buf := slab(2 * setWords)
 	defer putSlab(buf)
-	w := *buf
-	sw, aw, bw := w[:words], w[words:2*words], w[2*words:]
+	sw, aw := (*buf)[:setWords], (*buf)[setWords:]
 	set.WriteDenseTo(sw)
-	done := make([]bool, len(bs))
+	bw := make([][]uint64, len(bs))
 	var nonzero []int32 // the words of a row with bits, when they are few
 	for i, a := range as {
 		clear(aw)
-		a.bm.WriteDenseTo(aw)
-		if !andInPlace(aw[:setWords], sw[:setWords]) {
+		copy(aw, c.get(tx, a))
+		if !andInPlace(aw, sw) {
 			continue
 		}
 		nonzero = nonzero[:0]
-		for k, x := range aw[:setWords] {
+		for k, x := range aw {
 			if x != 0 {
 				if nonzero = append(nonzero, int32(k)); len(nonzero) > setWords/4 {
 					break
@@ -137,18 +176,20 @@ func crossCounts(set *roaring.Bitmap, as, bs []namedPosting, emit func(i, j int,
 		}
 		sparse := len(nonzero) <= setWords/4
 		for j, b := range bs {
-			bj := bw[j*words : (j+1)*words]
-			if !done[j] {
-				b.bm.WriteDenseTo(bj)
-				done[j] = true
+			if bw[j] == nil {
+				bw[j] = c.get(tx, b)
 			}
+			bj := bw[j]
 			var n uint64
 			if sparse {
 				for _, k := range nonzero {
-					n += uint64(bits.OnesCount64(aw[k] & bj[k]))
+					if int(k) < len(bj) {
+						n += uint64(bits.OnesCount64(aw[k] & bj[k]))
+					}
 				}
 			} else {
-				n = andCount(aw[:setWords], bj)
+				m := min(len(aw), len(bj))
+				n = andCount(aw[:m], bj[:m])
 			}
 			if n > 0 {
 				emit(i, j, n)

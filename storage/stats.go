@@ -23,6 +23,7 @@ var _ incidentlib.IncidentAggregates = (*DB)(nil)
 // with the part of its name after its prefix.
 type namedPosting struct {
 	name string
+	key  string // the whole posting name
 	bm   *roaring.Bitmap
 }
 
@@ -36,7 +37,7 @@ func postingsWithPrefix(tx *bolt.Tx, prefix string) ([]namedPosting, error) {
 		if _, err := bm.FromBuffer(v); err != nil {
 			return nil, err
 		}
-		out = append(out, namedPosting{string(k[len(prefix):]), bm})
+		out = append(out, namedPosting{string(k[len(prefix):]), string(k), bm})
 	}
 	return out, nil
 }
@@ -64,7 +65,7 @@ func (db *DB) YearTermCountsOf(ctx context.Context, set *roaring.Bitmap, kind in
 		for k, y := range years {
 			yearOf[k], _ = yearOfPosting(prefixYear + y.name)
 		}
-		crossCounts(set, years, terms, func(i, j int, n uint64) {
+		db.dense.crossCounts(tx, set, years, terms, func(i, j int, n uint64) {
 			out = append(out, incidentlib.YearTermCount{Year: yearOf[i], Term: incidentlib.TermKey{Kind: kind, Slug: terms[j].name}, Count: int(n)})
 		})
 		return nil
@@ -85,7 +86,7 @@ func (db *DB) PairCountsOf(ctx context.Context, set *roaring.Bitmap, rows, colum
 		if err != nil {
 			return err
 		}
-		crossCounts(set, rs, cs, func(i, j int, n uint64) {
+		db.dense.crossCounts(tx, set, rs, cs, func(i, j int, n uint64) {
 			out = append(out, incidentlib.PairCount{
 				Row:    incidentlib.TermKey{Kind: rows, Slug: rs[i].name},
 				Column: incidentlib.TermKey{Kind: columns, Slug: cs[j].name}, Count: int(n)})
