@@ -144,7 +144,13 @@ type Incident struct {
 	Verification      Verification `json:"verification,omitempty"`
 	OrganizationRoles []OrgRole    `json:"organization_roles,omitempty"`
 	TextOrigin        TextOrigins  `json:"text_origin,omitempty"`
-	Extra             Extra        `json:"-"`
+	// History (history.go), all optional and kept by the store: when the
+	// incident was created (empty where unknown), its review state (empty
+	// reads as State says) and its version (0 reads as 1).
+	CreatedAt   string      `json:"created_at,omitempty"`
+	ReviewState ReviewState `json:"review_state,omitempty"`
+	Version     int         `json:"version,omitempty"`
+	Extra       Extra       `json:"-"`
 }
 
 // Extra holds the fields of a JSON object that the program does not know,
@@ -187,6 +193,9 @@ type incidentJSON struct {
 	Verification      Verification `json:"verification,omitempty"`
 	OrganizationRoles []OrgRole    `json:"organization_roles,omitempty"`
 	TextOrigin        *TextOrigins `json:"text_origin,omitempty"`
+	CreatedAt         string       `json:"created_at,omitempty"`
+	ReviewState       ReviewState  `json:"review_state,omitempty"`
+	Version           int          `json:"version,omitempty"`
 }
 
 var incidentKnown = knownFields(incidentJSON{})
@@ -229,6 +238,7 @@ func (i Incident) MarshalJSON() ([]byte, error) {
 		RecurrenceOf: strPtr(i.RecurrenceOf), Review: i.Review,
 		UpdatedAt: strPtr(i.UpdatedAt), URL: strPtr(i.URL),
 		Verification: i.Verification, OrganizationRoles: i.OrganizationRoles,
+		CreatedAt: i.CreatedAt, ReviewState: i.ReviewState, Version: i.Version,
 	}
 	if !i.TextOrigin.IsZero() {
 		w.TextOrigin = &i.TextOrigin
@@ -252,6 +262,7 @@ func incidentFromWire(w incidentJSON, extra Extra) Incident {
 		Sources: w.Sources, Docs: w.Docs, Related: w.Related, RecurrenceOf: strVal(w.RecurrenceOf),
 		Review: w.Review, UpdatedAt: strVal(w.UpdatedAt), URL: strVal(w.URL), Extra: extra,
 		Verification: w.Verification, OrganizationRoles: w.OrganizationRoles, TextOrigin: textOriginsOf(w.TextOrigin),
+		CreatedAt: w.CreatedAt, ReviewState: w.ReviewState, Version: w.Version,
 	}
 }
 

@@ -94,6 +94,10 @@ func Complexity() ComplexityRoot {
 	c.IncidentSearchConnection.Facets = c.IncidentConnection.Facets
 	c.IncidentSearchConnection.Years = c.IncidentConnection.Years
 	c.IncidentSearchEdge.Highlights = func(child int) int { return costList(ItemsSize, child) }
+	// A history page is one range scan of the incident's versions, and
+	// its edges and nodes each list the page.
+	c.Incident.History = func(child int, first *int, _ *string) int { return connection(child, first, nil) }
+	c.IncidentVersion.ChangedFields = func(child int) int { return costList(ItemsSize, child) }
 	return c
 }
 

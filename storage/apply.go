@@ -134,6 +134,11 @@ func (db *DB) ApplyChanges(ctx context.Context, from uint64, changes []incidentl
 			if c.Skipped != "" {
 				continue // skipped by the reader
 			}
+			// The primary's version and history entry, as they are.
+			w.applying = nil
+			if c.Version > 0 {
+				w.applying = &changes[i]
+			}
 			old, err := w.get(nums[i])
 			if err != nil {
 				return err
@@ -141,6 +146,13 @@ func (db *DB) ApplyChanges(ctx context.Context, from uint64, changes []incidentl
 			if c.Deleted {
 				if old != nil {
 					if err := w.remove(nums[i], old); err != nil {
+						return err
+					}
+				} else if c.Entry != nil {
+					// Another tombstone of an incident already deleted (a
+					// purge of a deleted incident's version).
+					w.seq++
+					if err := w.record(nums[i], c.Version, nil, nil, 0, true); err != nil {
 						return err
 					}
 				}

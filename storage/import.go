@@ -36,6 +36,7 @@ func (db *DB) ImportIncidents(ctx context.Context, incs []*incidentlib.Incident,
 	}
 	res := &incidentlib.ImportResult{}
 	err := db.update(ctx, func(w *writeTx) error {
+		w.begin(ctx, incidentlib.ActionImport, incidentlib.AuthorImport) // the history's author and action
 		*res = incidentlib.ImportResult{}
 		if opts.OnlyIfNew {
 			if w.seq > 0 || w.tx.Bucket(bucketIncidents).Stats().KeyN > 0 {

@@ -47,6 +47,7 @@ type IncidentInput struct {
 	TextOrigin        *TextOriginInput          `json:"textOrigin,omitempty"`
 	Extra             json.RawMessage           `json:"extra,omitempty"`
 	ExpectedUpdatedAt *string                   `json:"expectedUpdatedAt,omitempty"`
+	ExpectedVersion   *int                      `json:"expectedVersion,omitempty"`
 }
 
 // OrganizationRoleInput is an organization other than the affected one,
