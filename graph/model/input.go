@@ -279,10 +279,17 @@ const (
 	UserErrorCodeInvalid  UserErrorCode = incidentlib.EINVALID
 	UserErrorCodeNotFound UserErrorCode = incidentlib.ENOTFOUND
 	UserErrorCodeConflict UserErrorCode = incidentlib.ECONFLICT
+	// The review workflow's refusals.
+	UserErrorCodeSelfReview   UserErrorCode = incidentlib.ESELFREVIEW
+	UserErrorCodeInvalidState UserErrorCode = incidentlib.EINVALIDSTATE
 )
 
 func (e UserErrorCode) IsValid() bool {
-	return e == UserErrorCodeInvalid || e == UserErrorCodeNotFound || e == UserErrorCodeConflict
+	switch e {
+	case UserErrorCodeInvalid, UserErrorCodeNotFound, UserErrorCodeConflict, UserErrorCodeSelfReview, UserErrorCodeInvalidState:
+		return true
+	}
+	return false
 }
 func (e UserErrorCode) String() string { return string(e) }
 
