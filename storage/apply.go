@@ -93,6 +93,9 @@ func (db *DB) ApplyChanges(ctx context.Context, from uint64, changes []incidentl
 		if c.Deleted {
 			continue
 		}
+		if c.Incident == nil && c.Entry != nil {
+			continue // a purged version: its history entry only
+		}
 		if c.Incident == nil || c.Incident.ID != c.ID {
 			es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, field, "change %d (seq %d) of %s carries no record of %s", i, c.Seq, c.ID, c.ID))
 			continue
@@ -155,6 +158,14 @@ func (db *DB) ApplyChanges(ctx context.Context, from uint64, changes []incidentl
 					if err := w.record(nums[i], c.Version, nil, nil, 0, true); err != nil {
 						return err
 					}
+				}
+				continue
+			}
+			if c.Incident == nil {
+				// A version whose record the primary purged: the entry.
+				w.seq++
+				if err := w.record(nums[i], c.Version, nil, nil, 0, false); err != nil {
+					return err
 				}
 				continue
 			}
