@@ -227,6 +227,20 @@ func (b *churnBench) run(ctx context.Context, path string, out io.Writer) error 
 			var id string
 			if len(st.dead) > 0 && st.rng.IntN(2) == 0 {
 				id = st.revive(st.rng.IntN(len(st.dead)))
+				// A deleted incident is a tombstone that keeps its history:
+				// it comes back by a restore (not timed), then the upsert.
+				_, tomb, err := db.DeletedIncident(ctx, id)
+				if err != nil || tomb == nil {
+					return fmt.Errorf("write %d: %s is not deleted: %v", i, id, err)
+				}
+				if _, err := db.RestoreIncident(ctx, id, tomb.Version-1, "", incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) == incidentlib.EINVALID {
+					// Its last record links to an incident deleted since:
+					// it stays deleted, and a live one is edited instead.
+					st.kill(id)
+					id = st.live[st.rng.IntN(len(st.live))]
+				} else if err != nil {
+					return fmt.Errorf("write %d: restore %s: %w", i, id, err)
+				}
 			} else {
 				id = st.live[st.rng.IntN(len(st.live))]
 			}
