@@ -540,3 +540,24 @@ func checkHistory(tx *bolt.Tx, add func(string, ...any)) error {
 		return nil
 	})
 }
+
+// carryHistory gives an imported record that carries none of the
+// history's members (version, created_at, review_state) those of the
+// stored record old, so that a record identical but for them is
+// unchanged. It returns the record's own review state when it carried
+// any member's absence (nil when it changed nothing): a changed record
+// keeps its own.
+func carryHistory(inc, old *incidentlib.Incident) *incidentlib.ReviewState {
+	if inc.Version != 0 || (inc.CreatedAt == "" && old.CreatedAt == "" && inc.ReviewState == "" && old.ReviewState == "" && old.Version == 0) {
+		return nil
+	}
+	given := inc.ReviewState
+	inc.Version = old.Version
+	if inc.CreatedAt == "" {
+		inc.CreatedAt = old.CreatedAt
+	}
+	if inc.ReviewState == "" {
+		inc.ReviewState = old.ReviewState
+	}
+	return &given
+}

@@ -529,3 +529,31 @@ func TestHistoryExportRoundTrip(t *testing.T) {
 	}
 	wrClean(t, plain)
 }
+
+// TestImportKeepsHistoryMembers: a record imported without version,
+// created_at and review_state, identical otherwise to the stored one, is
+// unchanged; a changed one gets the next version and keeps created_at.
+func TestImportKeepsHistoryMembers(t *testing.T) {
+	db := wrOpen(t, true)
+	ctx := asUser("kim", incidentlib.RoleEditor)
+	wrUpsert(t, db, wrIncident("IL-0001", "Acme", "acme", "a"))
+	v2 := wrUpsert(t, db, wrIncident("IL-0001", "Acme", "acme", "b"))
+	in := wrClone(t, v2)
+	in.Version, in.CreatedAt, in.ReviewState = 0, "", ""
+	res, err := db.ImportIncidents(ctx, []*incidentlib.Incident{in}, incidentlib.ImportOptions{KeepUpdatedAt: true})
+	if err != nil || res.Unchanged != 1 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	in.Title.En = "c"
+	if _, err := db.ImportIncidents(ctx, []*incidentlib.Incident{in}, incidentlib.ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := wrGet(t, db, "IL-0001")
+	if got.Version != 3 || got.CreatedAt != v2.CreatedAt || got.State() != incidentlib.ReviewDraft {
+		t.Fatalf("%+v", got)
+	}
+	if h := hsHistory(t, db, "IL-0001"); h[0].Action != incidentlib.ActionImport || h[0].Author != "kim" {
+		t.Fatalf("%+v", h[0])
+	}
+	wrClean(t, db)
+}

@@ -95,6 +95,10 @@ func (w *writeTx) importOne(in *incidentlib.Incident, data []byte, keepUpdatedAt
 		data = nil
 	}
 	if old != nil {
+		given := carryHistory(&inc, old) // the history's members, when the record has none
+		if given != nil {
+			data = nil
+		}
 		if !keepUpdatedAt {
 			// A stamped record is unchanged if all but the stamp is.
 			inc.UpdatedAt = old.UpdatedAt
@@ -110,6 +114,9 @@ func (w *writeTx) importOne(in *incidentlib.Incident, data []byte, keepUpdatedAt
 		if bytes.Equal(a, b) {
 			res.Unchanged++
 			return nil
+		}
+		if given != nil {
+			inc.ReviewState = *given // a changed record: its own review state
 		}
 		res.Updated++
 	} else {
