@@ -183,7 +183,7 @@ func (w *writeTx) record(n uint32, v int, data []byte, oldData []byte, oldV int,
 			return err
 		}
 	}
-	w.lastAction = e.Action
+	w.lastAction, w.lastVersion = e.Action, v
 	return w.tx.Bucket(bucketVersionLog).Put(u64key(w.seq), histKey(n, v))
 }
 

@@ -557,3 +557,46 @@ func TestImportKeepsHistoryMembers(t *testing.T) {
 	}
 	wrClean(t, db)
 }
+
+// TestChangesCarryVersions: the change log's entries carry the version
+// and action of the change.
+func TestChangesCarryVersions(t *testing.T) {
+	db := wrOpen(t, true)
+	wrUpsert(t, db, wrIncident("IL-0001", "Acme", "acme", "a"))
+	wrUpsert(t, db, wrIncident("IL-0001", "Acme", "acme", "b"))
+	wrUpsert(t, db, wrIncident("IL-0002", "Acme", "acme", "a"))
+	if _, err := db.DeleteIncident(context.Background(), "IL-0002", incidentlib.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := db.ChangesSince(context.Background(), 0, 10)
+	if err != nil || len(cs) != 2 {
+		t.Fatalf("%+v %v", cs, err)
+	}
+	if cs[0].Version != 2 || cs[0].Action != incidentlib.ActionUpdate || cs[1].Version != 2 || incidentlib.ActionOf(cs[1]) != incidentlib.ActionDelete {
+		t.Fatalf("%+v", cs)
+	}
+}
+
+// TestMergeWritesVersions: an import's merge writes MERGE versions: the
+// merged-away incident's tombstone and the re-pointed links.
+func TestMergeWritesVersions(t *testing.T) {
+	db := wrOpen(t, true)
+	ctx := context.Background()
+	b := wrIncident("IL-0002", "Acme", "acme", "b")
+	b.Related = []string{"IL-0003"}
+	incs := []*incidentlib.Incident{wrIncident("IL-0001", "Acme", "acme", "a"), wrIncident("IL-0003", "Acme", "acme", "c"), b}
+	if _, err := db.ImportIncidents(ctx, incs, incidentlib.ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ImportIncidents(ctx, incs[:1], incidentlib.ImportOptions{Merges: map[string]string{"IL-0003": "IL-0001"}}); err != nil {
+		t.Fatal(err)
+	}
+	h := hsHistory(t, db, "IL-0003")
+	if !h[0].Deleted || h[0].Action != incidentlib.ActionMerge || h[0].Author != incidentlib.AuthorImport {
+		t.Fatalf("%+v", h[0])
+	}
+	if h := hsHistory(t, db, "IL-0002"); h[0].Action != incidentlib.ActionMerge || !slices.Equal(h[0].ChangedFields, []string{"related"}) {
+		t.Fatalf("%+v", h[0])
+	}
+	wrClean(t, db)
+}

@@ -55,8 +55,10 @@ type writeTx struct {
 	applying *incidentlib.Change
 	// purgeTarget is the version a PURGE removes the content of.
 	purgeTarget int
-	// lastAction is the action of the last version written.
-	lastAction incidentlib.ChangeAction
+	// lastAction and lastVersion are the action and version of the last
+	// version written.
+	lastAction  incidentlib.ChangeAction
+	lastVersion int
 }
 
 // writtenRecord is a record a transaction wrote at version (nil: deleted).
@@ -289,6 +291,10 @@ type change struct {
 	Seq     uint64 `json:"seq"`
 	ID      string `json:"id"`
 	Deleted bool   `json:"deleted,omitempty"`
+	// Version and Action are the history's version and action of the
+	// change (absent in entries written before the history).
+	Version int                      `json:"version,omitempty"`
+	Action  incidentlib.ChangeAction `json:"action,omitempty"`
 }
 
 // logChange appends the change of n at the current sequence and drops the
@@ -302,7 +308,7 @@ func (w *writeTx) logChange(n uint32, deleted bool) error {
 			return err
 		}
 	}
-	v, _ := json.Marshal(change{Seq: w.seq, ID: incidentlib.FormatID(n), Deleted: deleted})
+	v, _ := json.Marshal(change{Seq: w.seq, ID: incidentlib.FormatID(n), Deleted: deleted, Version: w.lastVersion, Action: w.lastAction})
 	if err := log.Put(u64key(w.seq), v); err != nil {
 		return err
 	}
