@@ -17,4 +17,7 @@ var (
 	_ incidentlib.StoreMonitor        = (*DB)(nil)
 	_ incidentlib.Backuper            = (*DB)(nil)
 	_ incidentlib.TokenService        = (*DB)(nil)
+	_ incidentlib.HistoryService      = (*DB)(nil)
+	_ incidentlib.HistoryWriter       = (*DB)(nil)
+	_ incidentlib.HistoryLog          = (*DB)(nil)
 )
