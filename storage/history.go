@@ -143,7 +143,12 @@ func (w *writeTx) nextVersion(n uint32, inc, old *incidentlib.Incident) (int, er
 // oldV, nil when absent).
 func (w *writeTx) record(n uint32, v int, data []byte, oldData []byte, oldV int, deleted bool) error {
 	if oldData != nil {
-		if err := w.tx.Bucket(bucketVersions).Put(histKey(n, oldV), oldData); err != nil {
+		// The superseded record, under the sequence of the version that
+		// supersedes it: the bucket is appended to, never written in
+		// the middle.
+		vb := w.tx.Bucket(bucketVersions)
+		vb.FillPercent = 1
+		if err := vb.Put(u64key(w.seq), coldEncode(oldData)); err != nil {
 			return err
 		}
 	}
@@ -179,8 +184,12 @@ func (w *writeTx) record(n uint32, v int, data []byte, oldData []byte, oldV int,
 		return err
 	}
 	if e.Action == incidentlib.ActionPurge && e.Target > 0 {
-		if err := w.tx.Bucket(bucketVersions).Delete(histKey(n, e.Target)); err != nil {
+		if _, next, err := nextEntry(w.tx, n, e.Target); err != nil {
 			return err
+		} else if next != nil {
+			if err := w.tx.Bucket(bucketVersions).Delete(u64key(next.Seq)); err != nil {
+				return err
+			}
 		}
 	}
 	w.lastAction, w.lastVersion = e.Action, v
@@ -189,11 +198,12 @@ func (w *writeTx) record(n uint32, v int, data []byte, oldData []byte, oldV int,
 
 // changedFields lists the IL-JSON paths whose values differ between two
 // records: top-level members, and the members of objects (title.en).
-// The version, updated_at and review_state members are not content and
-// are left out.
+// The version and updated_at members are stamps, not content, and are
+// left out. It scans the two texts without decoding them.
 func changedFields(a, b []byte) []string {
-	var x, y map[string]json.RawMessage
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+	x, ok1 := members(a)
+	y, ok2 := members(b)
+	if !ok1 || !ok2 {
 		return nil
 	}
 	var out []string
@@ -204,51 +214,133 @@ func changedFields(a, b []byte) []string {
 
 var notContent = map[string]bool{"version": true, "updated_at": true}
 
-func diff(x, y map[string]json.RawMessage, prefix string, out *[]string) {
-	seen := map[string]bool{}
-	visit := func(k string) {
-		if seen[k] || (prefix == "" && notContent[k]) {
+// member is one member of a JSON object: its name (without quotes; IL-JSON
+// names need no escapes) and its raw value.
+type member struct {
+	name string
+	val  []byte
+}
+
+func find(ms []member, name string) []byte {
+	for _, m := range ms {
+		if m.name == name {
+			return m.val
+		}
+	}
+	return nil
+}
+
+func diff(x, y []member, prefix string, out *[]string) {
+	visit := func(k string, a, b []byte) {
+		if prefix == "" && notContent[k] {
 			return
 		}
-		seen[k] = true
-		a, b := x[k], y[k]
 		if bytes.Equal(a, b) {
 			return
 		}
 		if prefix == "" && len(a) > 0 && len(b) > 0 && a[0] == '{' && b[0] == '{' {
-			var ax, bx map[string]json.RawMessage
-			if json.Unmarshal(a, &ax) == nil && json.Unmarshal(b, &bx) == nil {
+			ax, ok1 := members(a)
+			bx, ok2 := members(b)
+			if ok1 && ok2 {
 				diff(ax, bx, k+".", out)
 				return
 			}
 		}
 		*out = append(*out, prefix+k)
 	}
-	for k := range x {
-		visit(k)
+	for _, m := range x {
+		visit(m.name, m.val, find(y, m.name))
 	}
-	for k := range y {
-		visit(k)
+	for _, m := range y {
+		if find(x, m.name) == nil {
+			visit(m.name, nil, m.val)
+		}
 	}
 }
 
+// members splits a compact JSON object into its members, without decoding
+// their values; ok is false for anything else.
+func members(b []byte) (out []member, ok bool) {
+	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
+		return nil, false
+	}
+	i, end := 1, len(b)-1
+	str := func(i int) int { // the end of the string starting at i, past its quote
+		for j := i + 1; j < end; j++ {
+			switch b[j] {
+			case '\\':
+				j++
+			case '"':
+				return j + 1
+			}
+		}
+		return -1
+	}
+	for i < end {
+		if b[i] != '"' {
+			return nil, false
+		}
+		ne := str(i)
+		if ne < 0 || ne >= end || b[ne] != ':' {
+			return nil, false
+		}
+		name := string(b[i+1 : ne-1])
+		j, depth := ne+1, 0
+	value:
+		for ; j < end; j++ {
+			switch b[j] {
+			case '"':
+				k := str(j)
+				if k < 0 {
+					return nil, false
+				}
+				j = k - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+			case ',':
+				if depth == 0 {
+					break value
+				}
+			}
+		}
+		out = append(out, member{name, b[ne+1 : j]})
+		i = j + 1
+	}
+	return out, true
+}
+
+// nextEntry returns the first history entry of n after version v, and
+// its version; 0 and nil when v is the latest.
+func nextEntry(tx *bolt.Tx, n uint32, v int) (int, *historyEntry, error) {
+	k, val := tx.Bucket(bucketHistory).Cursor().Seek(histKey(n, v+1))
+	if k == nil || len(k) != 8 || binary.BigEndian.Uint32(k) != n {
+		return 0, nil, nil
+	}
+	e, err := decodeEntry(k, val)
+	return int(binary.BigEndian.Uint32(k[4:])), e, err
+}
+
 // versionRecord returns the stored IL-JSON of version v of n (the
-// caller's copy), nil when it was purged, compacted or is a tombstone.
+// caller's copy), nil when it was purged, compacted or is a tombstone. A
+// superseded record is kept under the sequence of the version that
+// superseded it (record); the current one is in bucketIncidents.
 func versionRecord(tx *bolt.Tx, n uint32, v int) []byte {
-	if r := tx.Bucket(bucketVersions).Get(histKey(n, v)); r != nil {
-		return bytes.Clone(r)
+	if _, next, err := nextEntry(tx, n, v); err == nil && next != nil {
+		if r := tx.Bucket(bucketVersions).Get(u64key(next.Seq)); r != nil {
+			if rec, err := coldDecode(r); err == nil {
+				return rec
+			}
+		}
+		return nil
 	}
 	cur := tx.Bucket(bucketIncidents).Get(u32key(n))
 	if len(cur) <= 8 {
 		return nil
 	}
-	var probe struct {
-		Version int `json:"version"`
-	}
-	if versionOf(cur[8:], &probe.Version) != nil {
-		return nil
-	}
-	if max(probe.Version, 1) != v {
+	var ver int
+	if versionOf(cur[8:], &ver) != nil || max(ver, 1) != v {
 		return nil
 	}
 	return bytes.Clone(cur[8:])
@@ -418,14 +510,13 @@ func (db *DB) DeletedIncident(ctx context.Context, id string) (*incidentlib.Inci
 		}
 		tomb = e.version(id, v, nil)
 		// The last record before the delete (purged: none).
-		for pv := v - 1; pv >= 1; pv-- {
-			if rec := tx.Bucket(bucketVersions).Get(histKey(n, pv)); rec != nil {
-				inc = new(incidentlib.Incident)
-				return json.Unmarshal(rec, inc)
+		if r := tx.Bucket(bucketVersions).Get(u64key(e.Seq)); r != nil {
+			rec, err := coldDecode(r)
+			if err != nil {
+				return err
 			}
-			if tx.Bucket(bucketHistory).Get(histKey(n, pv)) != nil {
-				break
-			}
+			inc = new(incidentlib.Incident)
+			return json.Unmarshal(rec, inc)
 		}
 		inc = &incidentlib.Incident{ID: id}
 		return nil
@@ -477,6 +568,7 @@ func checkHistory(tx *bolt.Tx, add func(string, ...any)) error {
 		del bool
 	}
 	lastOf := map[uint32]last{}
+	seqs := map[uint64]bool{}
 	err := hb.ForEach(func(k, v []byte) error {
 		if len(k) != 8 {
 			add("history: malformed key %x", k)
@@ -501,6 +593,7 @@ func checkHistory(tx *bolt.Tx, add func(string, ...any)) error {
 			}
 		}
 		lastOf[n] = last{ver, e.Deleted}
+		seqs[e.Seq] = true
 		return nil
 	})
 	if err != nil {
@@ -528,8 +621,8 @@ func checkHistory(tx *bolt.Tx, add func(string, ...any)) error {
 		return nil
 	})
 	_ = vb.ForEach(func(k, _ []byte) error {
-		if hb.Get(k) == nil {
-			add("history: the record of %x has no history entry", k)
+		if !seqs[getU64(k)] {
+			add("history: the superseded record kept at seq %d belongs to no version", getU64(k))
 		}
 		return nil
 	})

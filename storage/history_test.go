@@ -600,3 +600,20 @@ func TestMergeWritesVersions(t *testing.T) {
 	}
 	wrClean(t, db)
 }
+
+// TestChangedFieldsEscapes: changed fields of records whose text holds
+// quotes, backslashes, braces and commas.
+func TestChangedFieldsEscapes(t *testing.T) {
+	db := wrOpen(t, true)
+	a := wrIncident("IL-0001", "Acme", "acme", `a "quoted, {braced}" \ title`)
+	a.Summary.Ko = `요약 ", [x]`
+	wrUpsert(t, db, a)
+	b := wrIncident("IL-0001", "Acme", "acme", `a "quoted, {braced}" \ title`)
+	b.Summary.Ko = `요약 ", [y]`
+	b.Related = nil
+	b.Lessons.En = "new"
+	wrUpsert(t, db, b)
+	if h := hsHistory(t, db, "IL-0001"); !slices.Equal(h[0].ChangedFields, []string{"lessons.en", "summary.ko"}) {
+		t.Fatalf("%v", h[0].ChangedFields)
+	}
+}

@@ -75,8 +75,9 @@ func (db *DB) CompactHistory(ctx context.Context, before time.Time) (int, error)
 		meta := w.tx.Bucket(bucketMeta)
 		maxSeq := getU64(meta.Get(metaHistoryCompacted))
 		type victim struct {
-			key []byte
-			seq uint64
+			key     []byte
+			seq     uint64 // of the version
+			nextSeq uint64 // of the version after it, under which its record is kept
 		}
 		var victims []victim
 		type kv struct{ k, v []byte }
@@ -91,27 +92,29 @@ func (db *DB) CompactHistory(ctx context.Context, before time.Time) (int, error)
 			if i+1 == len(all) || binary.BigEndian.Uint32(all[i+1].k) != binary.BigEndian.Uint32(x.k) {
 				continue // the incident's latest version stays
 			}
-			var e historyEntry
+			var e, next historyEntry
 			if err := json.Unmarshal(x.v, &e); err != nil {
 				return err
+			}
+			if err := json.Unmarshal(all[i+1].v, &next); err != nil {
+				return err
+			}
+			// The record before a tombstone stays: the deleted incident
+			// can still be restored.
+			if next.Deleted && (i+2 == len(all) || binary.BigEndian.Uint32(all[i+2].k) != binary.BigEndian.Uint32(x.k)) {
+				continue
 			}
 			t, err := incidentlib.ParseTimestamp(e.At)
 			if err != nil || !t.Before(before) {
 				continue
 			}
-			victims = append(victims, victim{x.k, e.Seq})
+			victims = append(victims, victim{x.k, e.Seq, next.Seq})
 		}
 		for _, v := range victims {
-			n, ver := binary.BigEndian.Uint32(v.key), int(binary.BigEndian.Uint32(v.key[4:]))
-			// The record before a tombstone stays: the deleted incident
-			// can still be restored.
-			if lv, le, err := lastEntry(w.tx, n); err == nil && le != nil && le.Deleted && ver == lv-1 {
-				continue
-			}
 			if err := hb.Delete(v.key); err != nil {
 				return err
 			}
-			if err := vb.Delete(v.key); err != nil {
+			if err := vb.Delete(u64key(v.nextSeq)); err != nil {
 				return err
 			}
 			if err := lb.Delete(u64key(v.seq)); err != nil {
