@@ -58,8 +58,8 @@ type command func(ctx context.Context, args []string, getenv func(string) string
 var commands = map[string]command{
 	"serve": runServe, "export": runExport, "check": runCheck, "compact": runCompact,
 	"reindex": runReindex, "backup": runBackup, "gen": runGen, "linkcheck": runLinkcheck,
-	"seeds": runSeeds,
-	"token": runToken,
+	"seeds":   runSeeds,
+	"token":   runToken,
 	"history": runHistory,
 }
 
