@@ -329,8 +329,12 @@ func (db *DB) init() error {
 				}
 			}
 		}
-		if err := meta.Put(metaSchema, binary.BigEndian.AppendUint32(nil, schemaVersion)); err != nil {
-			return err
+		if v := meta.Get(metaSchema); len(v) != 4 || binary.BigEndian.Uint32(v) != schemaVersion {
+			// Written only when it changes: an open of a store as it is
+			// writes nothing (a full disk still opens).
+			if err := meta.Put(metaSchema, binary.BigEndian.AppendUint32(nil, schemaVersion)); err != nil {
+				return err
+			}
 		}
 		if meta.Get(metaStoreID) == nil {
 			id := make([]byte, 16)
