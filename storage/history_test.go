@@ -228,6 +228,9 @@ func TestReviewWorkflow(t *testing.T) {
 	if n := wrCount(t, db, incidentlib.IncidentFilter{}); n != 1 {
 		t.Fatalf("a withdrawn incident is listed: %d", n)
 	}
+	if c, err := db.CountIncidentsBy(context.Background(), []incidentlib.CountKey{{Kind: incidentlib.CountKindOrganization, Slug: "acme"}}); err != nil || c[0] != 1 {
+		t.Fatalf("the organization counts %v (%v), want 1: the withdrawn incident left", c, err)
+	}
 	if n := wrCount(t, db, incidentlib.IncidentFilter{ReviewStates: []incidentlib.ReviewState{incidentlib.ReviewWithdrawn}}); n != 1 {
 		t.Fatalf("withdrawn lists %d", n)
 	}
