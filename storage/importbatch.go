@@ -1,9 +1,11 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -80,12 +82,19 @@ type BatchedImport struct {
 	// store for each batch, and the import's time would grow with the
 	// square of its size.
 	postings, stored map[string]*roaring.Bitmap
-	unindexed        []uint32 // written since the postings were last written
-	mark             int      // len(unindexed) before the running batch
+	// The order and reverse-link keys of the records written since the
+	// postings were last written, put with them, sorted: these keys fall
+	// anywhere in their buckets (by date, by updated_at, by link target),
+	// so a batch putting its own would rewrite a page of the bucket for
+	// nearly every key once the bucket is larger than a batch, and the
+	// time per record would grow with the store.
+	deferred  *deferredKeys
+	unindexed []uint32 // written since the postings were last written
+	mark      int      // len(unindexed) before the running batch
 }
 
 // postingFlushEvery is how many batches an import writes between two
-// writes of its postings.
+// writes of its postings and deferred keys.
 const postingFlushEvery = 32
 
 // BatchedImportOptions control a batched import.
@@ -125,17 +134,27 @@ func (bi *BatchedImport) WriteEncoded(ctx context.Context, incs []*incidentlib.I
 	var seq uint64
 	start := time.Now()
 	flushPostings := last || (bi.batches+1)%postingFlushEvery == 0
-	err := db.bolt.Update(func(tx *bolt.Tx) error {
+	if err := db.refuseWrite(); err != nil {
+		return nil, err
+	}
+	bi.mark = len(bi.unindexed)
+	err := db.updateGuarded(func(tx *bolt.Tx) error {
 		w := newWriteTx(db, tx)
 		if bi.postings != nil {
 			w.postings, w.stored = bi.postings, bi.stored
 		}
+		if bi.deferred == nil {
+			bi.deferred = &deferredKeys{}
+		}
+		w.deferred = bi.deferred
 		if bi.batches == 0 {
-			if err := w.reindexInterrupted(); err != nil {
+			again, err := w.reindexInterrupted()
+			if err != nil {
 				return err
 			}
+			// Indexed again in memory: listed until written.
+			bi.unindexed = append(bi.unindexed, again...)
 		}
-		bi.mark = len(bi.unindexed)
 		for i, in := range incs {
 			var enc []byte
 			if data != nil {
@@ -168,7 +187,10 @@ func (bi *BatchedImport) WriteEncoded(ctx context.Context, incs []*incidentlib.I
 		}
 		seq = w.seq
 		if flushPostings {
-			bi.postings, bi.stored = nil, nil
+			bi.postings, bi.stored, bi.deferred = nil, nil, nil
+			if err := w.deferred.put(w.tx); err != nil {
+				return err
+			}
 			return w.flush()
 		}
 		bi.postings, bi.stored = w.postings, w.stored
@@ -177,10 +199,10 @@ func (bi *BatchedImport) WriteEncoded(ctx context.Context, incs []*incidentlib.I
 		}
 		return meta.Put(metaSeq, u64key(w.seq))
 	})
-	if err != nil {
+	if err = db.writeError(err); err != nil {
 		// As the transaction: gone. The marker of the batches before
 		// lists what they left unindexed.
-		bi.postings, bi.stored = nil, nil
+		bi.postings, bi.stored, bi.deferred = nil, nil, nil
 		bi.unindexed = bi.unindexed[:bi.mark]
 		return nil, err
 	}
@@ -196,16 +218,18 @@ func (bi *BatchedImport) WriteEncoded(ctx context.Context, incs []*incidentlib.I
 }
 
 // reindexInterrupted indexes again the records that an interrupted import
-// wrote after it last wrote its postings, and removes its marker.
-func (w *writeTx) reindexInterrupted() error {
+// wrote after it last wrote its postings, and removes its marker. It
+// returns the records it indexed again.
+func (w *writeTx) reindexInterrupted() ([]uint32, error) {
 	p := importMarker(w.tx)
 	if p == nil {
-		return nil
+		return nil, nil
 	}
+	var again []uint32
 	for _, n := range p.Unindexed {
 		old, err := w.get(n)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if old == nil {
 			continue
@@ -213,13 +237,54 @@ func (w *writeTx) reindexInterrupted() error {
 		// Its postings may lack it: unindex removes what is there, index
 		// adds all. The record and its change stay as they are.
 		if err := w.unindex(n, old); err != nil {
-			return err
+			return nil, err
 		}
 		if err := w.index(n, old); err != nil {
-			return err
+			return nil, err
+		}
+		again = append(again, n)
+	}
+	return again, w.tx.Bucket(bucketMeta).Delete(metaImport)
+}
+
+// deferredKeys are index keys (with empty values) that a batched import
+// puts later, sorted, bucket by bucket: one pass over each bucket's pages
+// for many batches of records.
+type deferredKeys struct {
+	keys map[string][][]byte // bucket name -> keys
+}
+
+// putIndexKey puts key, with an empty value, into the index bucket named
+// bucket: now, or with the transaction's deferred keys when it has them
+// (a batched import). Only keys that nothing reads back until the import's
+// last batch are deferred: the order and reverse-link keys (index).
+func (w *writeTx) putIndexKey(bucket, key []byte) error {
+	if w.deferred == nil {
+		return w.tx.Bucket(bucket).Put(key, nil)
+	}
+	if w.deferred.keys == nil {
+		w.deferred.keys = map[string][][]byte{}
+	}
+	w.deferred.keys[string(bucket)] = append(w.deferred.keys[string(bucket)], key)
+	return nil
+}
+
+// put puts the deferred keys in tx, each bucket's in key order.
+func (d *deferredKeys) put(tx *bolt.Tx) error {
+	if d == nil {
+		return nil
+	}
+	for name, keys := range d.keys {
+		slices.SortFunc(keys, bytes.Compare)
+		b := tx.Bucket([]byte(name))
+		for _, k := range keys {
+			if err := b.Put(k, nil); err != nil {
+				return err
+			}
 		}
 	}
-	return w.tx.Bucket(bucketMeta).Delete(metaImport)
+	d.keys = nil
+	return nil
 }
 
 // ImportCheck is the first pass of a batched import: it checks each record

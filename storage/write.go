@@ -41,6 +41,9 @@ type writeTx struct {
 	// that flush rewrites only the ones that changed (an update takes a
 	// record out of every posting and puts it back into most of them).
 	stored map[string]*roaring.Bitmap
+	// deferred, when set, holds the order and reverse-link keys index
+	// puts, for a batched import to put later, sorted (putIndexKey).
+	deferred *deferredKeys
 }
 
 // writtenRecord is a record a transaction wrote at version (nil: deleted).
@@ -289,9 +292,8 @@ func (w *writeTx) index(n uint32, inc *incidentlib.Incident) error {
 	if err := w.tx.Bucket(bucketSortKeys).Put(u32key(n), sk.encode()); err != nil {
 		return err
 	}
-	ob := w.tx.Bucket(bucketOrders)
 	for _, ord := range allOrders {
-		if err := ob.Put(append([]byte{ord}, orderKey(ord, n, sk)...), nil); err != nil {
+		if err := w.putIndexKey(bucketOrders, append([]byte{ord}, orderKey(ord, n, sk)...)); err != nil {
 			return err
 		}
 	}
@@ -302,10 +304,9 @@ func (w *writeTx) index(n uint32, inc *incidentlib.Incident) error {
 		}
 		w.posting(postHasRec).Add(t)
 	}
-	rr := w.tx.Bucket(bucketRelatedRev)
 	for _, r := range inc.Related {
 		t, _ := incidentlib.ParseID(r)
-		if err := rr.Put(linkKey(t, n), nil); err != nil {
+		if err := w.putIndexKey(bucketRelatedRev, linkKey(t, n)); err != nil {
 			return err
 		}
 	}
