@@ -215,6 +215,9 @@ func decodeByJSON(d *decoder, v reflect.Value) bool {
 type decoder struct {
 	data []byte
 	i    int
+	// text is data as one string, made at the first string value: the
+	// strings without escapes are parts of it, one allocation for all.
+	text string
 }
 
 // maxDepth is the deepest nesting the decoder reads itself.
@@ -395,12 +398,14 @@ func (d *decoder) str() (string, bool) {
 	if j >= len(d.data) {
 		return "", false
 	}
-	b := d.data[start:j]
-	if !ascii && !utf8.Valid(b) {
+	if !ascii && !utf8.Valid(d.data[start:j]) {
 		return "", false
 	}
+	if d.text == "" {
+		d.text = string(d.data)
+	}
 	d.i = j + 1
-	return string(b), true
+	return d.text[start:j], true
 }
 
 // unescape reads a string with escapes that starts at start.
