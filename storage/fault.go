@@ -231,11 +231,27 @@ func (e *fullError) As(target any) bool {
 	return false
 }
 
-// refuseWrite is the error of a write to a store known to be corrupt: it
-// writes nothing more into a damaged file.
+// refuseWrite is the error of a write that is refused before its
+// transaction: to a store known to be corrupt (nothing more is written
+// into a damaged file), and, while the disk is full, when the file still
+// cannot grow.
+//
+// A write that fails for want of space costs more than its transaction:
+// bbolt rolls a failed commit back by rebuilding its free list, which it
+// does (the store does not sync its free list) by walking every page of
+// the file. The first write that meets the full disk pays it; while the
+// store is in that state, each write first asks the file system for the
+// room to grow by one allocation step (reserveRoom, which keeps it when it
+// gets it), and is refused at once when there is none.
 func (db *DB) refuseWrite() error {
 	if ce := db.fault.corrupt.Load(); ce != nil {
 		return ce
+	}
+	if db.fault.inFull.Load() {
+		if err := reserveRoom(db.path, int64(db.bolt.AllocSize)); err != nil && isFull(err) {
+			db.fault.full.Add(1)
+			return &fullError{cause: err}
+		}
 	}
 	return nil
 }

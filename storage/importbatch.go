@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -133,7 +134,7 @@ func (bi *BatchedImport) WriteEncoded(ctx context.Context, incs []*incidentlib.I
 	res := &incidentlib.ImportResult{}
 	var seq uint64
 	start := time.Now()
-	flushPostings := last || (bi.batches+1)%postingFlushEvery == 0
+	flush := last || (bi.batches+1)%postingFlushEvery == 0
 	if err := db.refuseWrite(); err != nil {
 		return nil, err
 	}
@@ -170,29 +171,13 @@ func (bi *BatchedImport) WriteEncoded(ctx context.Context, incs []*incidentlib.I
 		for _, r := range w.written {
 			bi.unindexed = append(bi.unindexed, r.n)
 		}
+		p := ImportProgress{Done: bi.done + len(incs), Total: bi.total, Unindexed: bi.unindexed}
+		v, _ := json.Marshal(p)
 		meta := w.tx.Bucket(bucketMeta)
-		if last {
-			if err := meta.Delete(metaImport); err != nil {
-				return err
-			}
-		} else {
-			p := ImportProgress{Done: bi.done + len(incs), Total: bi.total}
-			if !flushPostings {
-				p.Unindexed = bi.unindexed
-			}
-			v, _ := json.Marshal(p)
-			if err := meta.Put(metaImport, v); err != nil {
-				return err
-			}
+		if err := meta.Put(metaImport, v); err != nil {
+			return err
 		}
 		seq = w.seq
-		if flushPostings {
-			bi.postings, bi.stored, bi.deferred = nil, nil, nil
-			if err := w.deferred.put(w.tx); err != nil {
-				return err
-			}
-			return w.flush()
-		}
 		bi.postings, bi.stored = w.postings, w.stored
 		if bi.stored == nil {
 			bi.stored = map[string]*roaring.Bitmap{}
@@ -206,15 +191,94 @@ func (bi *BatchedImport) WriteEncoded(ctx context.Context, incs []*incidentlib.I
 		bi.unindexed = bi.unindexed[:bi.mark]
 		return nil, err
 	}
-	if flushPostings {
-		bi.unindexed = bi.unindexed[:0]
-	}
 	bi.done += len(incs)
 	bi.batches++
 	db.observeCommit(time.Since(start))
 	db.publish(seq)
 	db.releaseMapped()
+	if flush {
+		if err := bi.flushIndex(last); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
+}
+
+// deferredChunk is the most deferred keys flushIndex puts in one
+// transaction: a transaction holds in memory every page its keys fall on,
+// and sorted keys spread over a bucket fall on at most as many pages as
+// there are keys, so it bounds the memory of a flush whatever the size of
+// the store.
+const deferredChunk = 1 << 14
+
+// flushIndex writes what the import's batches left in memory since the
+// last flush: the deferred keys, sorted, in transactions of deferredChunk
+// keys, then the postings, with the marker (removed after the last
+// batch, else listing nothing unindexed) in the same transaction. Until
+// that one commits, the marker lists the records whose entries may be
+// missing, and an interrupted import has them indexed again.
+func (bi *BatchedImport) flushIndex(last bool) error {
+	db := bi.db
+	keys := bi.deferred.sorted()
+	for len(keys) > 0 {
+		n := min(len(keys), deferredChunk)
+		chunk := keys[:n]
+		keys = keys[n:]
+		if err := db.refuseWrite(); err != nil {
+			return bi.flushFailed(err)
+		}
+		err := db.updateGuarded(func(tx *bolt.Tx) error {
+			var b *bolt.Bucket
+			var name string
+			for _, k := range chunk {
+				if b == nil || k.bucket != name {
+					name, b = k.bucket, tx.Bucket([]byte(k.bucket))
+				}
+				if err := b.Put(k.key, nil); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err := db.writeError(err); err != nil {
+			return bi.flushFailed(err)
+		}
+		db.releaseMapped()
+	}
+	var seq uint64
+	err := db.updateGuarded(func(tx *bolt.Tx) error {
+		w := newWriteTx(db, tx)
+		if bi.postings != nil {
+			w.postings, w.stored = bi.postings, bi.stored
+		}
+		meta := tx.Bucket(bucketMeta)
+		if last {
+			if err := meta.Delete(metaImport); err != nil {
+				return err
+			}
+		} else {
+			v, _ := json.Marshal(ImportProgress{Done: bi.done, Total: bi.total})
+			if err := meta.Put(metaImport, v); err != nil {
+				return err
+			}
+		}
+		seq = w.seq
+		return w.flush()
+	})
+	if err := db.writeError(err); err != nil {
+		return bi.flushFailed(err)
+	}
+	bi.postings, bi.stored, bi.deferred = nil, nil, nil
+	bi.unindexed = bi.unindexed[:0]
+	db.publish(seq)
+	db.releaseMapped()
+	return nil
+}
+
+// flushFailed forgets what flushIndex did not write: the marker lists it.
+func (bi *BatchedImport) flushFailed(err error) error {
+	bi.postings, bi.stored, bi.deferred = nil, nil, nil
+	return err
 }
 
 // reindexInterrupted indexes again the records that an interrupted import
@@ -251,7 +315,12 @@ func (w *writeTx) reindexInterrupted() ([]uint32, error) {
 // puts later, sorted, bucket by bucket: one pass over each bucket's pages
 // for many batches of records.
 type deferredKeys struct {
-	keys map[string][][]byte // bucket name -> keys
+	keys []deferredKey
+}
+
+type deferredKey struct {
+	bucket string
+	key    []byte
 }
 
 // putIndexKey puts key, with an empty value, into the index bucket named
@@ -262,29 +331,22 @@ func (w *writeTx) putIndexKey(bucket, key []byte) error {
 	if w.deferred == nil {
 		return w.tx.Bucket(bucket).Put(key, nil)
 	}
-	if w.deferred.keys == nil {
-		w.deferred.keys = map[string][][]byte{}
-	}
-	w.deferred.keys[string(bucket)] = append(w.deferred.keys[string(bucket)], key)
+	w.deferred.keys = append(w.deferred.keys, deferredKey{string(bucket), key})
 	return nil
 }
 
-// put puts the deferred keys in tx, each bucket's in key order.
-func (d *deferredKeys) put(tx *bolt.Tx) error {
+// sorted returns the keys in bucket and key order.
+func (d *deferredKeys) sorted() []deferredKey {
 	if d == nil {
 		return nil
 	}
-	for name, keys := range d.keys {
-		slices.SortFunc(keys, bytes.Compare)
-		b := tx.Bucket([]byte(name))
-		for _, k := range keys {
-			if err := b.Put(k, nil); err != nil {
-				return err
-			}
+	slices.SortFunc(d.keys, func(a, b deferredKey) int {
+		if c := strings.Compare(a.bucket, b.bucket); c != 0 {
+			return c
 		}
-	}
-	d.keys = nil
-	return nil
+		return bytes.Compare(a.key, b.key)
+	})
+	return d.keys
 }
 
 // ImportCheck is the first pass of a batched import: it checks each record
