@@ -209,7 +209,7 @@ func (bi *BatchedImport) WriteEncoded(ctx context.Context, incs []*incidentlib.I
 // and sorted keys spread over a bucket fall on at most as many pages as
 // there are keys, so it bounds the memory of a flush whatever the size of
 // the store.
-const deferredChunk = 1 << 14
+const deferredChunk = 1 << 16
 
 // flushIndex writes what the import's batches left in memory since the
 // last flush: the deferred keys, sorted, in transactions of deferredChunk
