@@ -28,7 +28,7 @@ func init() {
 
 func runImportBench(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
-	sizes := fs.String("sizes", "10000,100000", "corpus sizes, in records, comma-separated (add 1000000 for the full run: minutes, and 3.2 GB of disk for the corpus and 6 GB for the store)")
+	sizes := fs.String("sizes", "10000,100000", "corpus sizes, in records, comma-separated (add 1000000 for the full run: minutes, and 3.2 GB of disk for the corpus and 5 GB for the store)")
 	batch := fs.Int("batch", 0, "import --batch, in records; 0: the command's default")
 	dir := fs.String("dir", "", "folder for the corpora and stores (default a temporary one, removed afterwards)")
 	seed := fs.Int64("seed", 1, "gen --seed")
