@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -286,7 +287,7 @@ func selectionKey(ctx context.Context, rc *graphql.OperationContext) string {
 	h := sha256.New()
 	vars, _ := json.Marshal(rc.Variables) // map keys sorted
 	id, _ := incidentlib.IdentityFrom(ctx)
-	for _, part := range []string{rc.RawQuery, rc.OperationName, string(vars), string(graph.LangFrom(ctx)), string(id.Role)} {
+	for _, part := range []string{rc.RawQuery, rc.OperationName, string(vars), string(graph.LangFrom(ctx)), strconv.Itoa(int(id.Role))} {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}

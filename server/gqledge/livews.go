@@ -93,7 +93,7 @@ func (l *liveServer) serveWS(w http.ResponseWriter, r *http.Request, exec graphq
 	defer l.streams.Done()
 	// A token in the upgrade's header is checked now; one in
 	// connection_init when it comes.
-	var client string
+	client := clientKey(r, l.e.guard.proxy)
 	if r.Header.Get("Authorization") != "" || l.e.guard.rate != nil {
 		ar, key, rf := l.admit(r)
 		if rf != nil {
@@ -102,11 +102,10 @@ func (l *liveServer) serveWS(w http.ResponseWriter, r *http.Request, exec graphq
 		}
 		r, client = ar, key
 	}
-	if client == "" {
-		client = clientKey(r, l.e.guard.proxy)
-	}
-	if l.opts.Hub.Full(client) {
-		sseRefuse(w, simpleRefusal(http.StatusTooManyRequests, incidentlib.ESUBSCRIPTIONLIMIT, "this client or the server holds as many subscriptions as it may"))
+	// The total now; a client's own limit when it subscribes (its token
+	// may come in connection_init).
+	if l.opts.Hub.Full("") {
+		sseRefuse(w, simpleRefusal(http.StatusTooManyRequests, incidentlib.ESUBSCRIPTIONLIMIT, "the server holds as many subscriptions as it may"))
 		return
 	}
 	rc := http.NewResponseController(w)
@@ -126,39 +125,46 @@ func (l *liveServer) serveWS(w http.ResponseWriter, r *http.Request, exec graphq
 	c.SetReadLimit(l.e.guard.lim.MaxBody)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	wc := &wsConn{l: l, c: c, exec: exec, r: r, client: client, ctx: ctx, cancel: cancel, ops: map[string]context.CancelFunc{}}
-	defer cancel()
 	code, reason := wc.serve()
 	cancel()
 	wc.wg.Wait()
-	c.Close(code, reason)
+	if code != 0 {
+		c.Close(code, reason)
+	} else {
+		c.CloseNow()
+	}
 }
 
-// serve runs the connection until it ends; it returns the close code.
+// closeAfter closes the connection with code once its operations have
+// ended: the way the server ends a connection (shutdown, idle, init
+// timeout) while the read loop waits for the client, which then ends.
+func (wc *wsConn) closeAfter(code websocket.StatusCode, reason string) {
+	wc.cancel()
+	wc.wg.Wait()
+	wc.c.Close(code, reason)
+}
+
+// serve runs the connection's read loop until it ends; it returns the
+// close code to send (0: the connection is closed already).
 func (wc *wsConn) serve() (websocket.StatusCode, string) {
 	l := wc.l
 	stop := make(chan struct{})
 	defer close(stop)
-	// Shutdown: every operation completes (wc.cancel ends them), then the
-	// connection closes as going away.
+	// Shutdown: every operation completes, then the connection closes as
+	// going away.
 	go func() {
 		select {
 		case <-l.stop:
-			wc.cancel()
+			wc.closeAfter(websocket.StatusGoingAway, "the server is shutting down")
 		case <-stop:
 		}
 	}()
 	// connection_init first, within InitTimeout.
-	ictx, icancel := context.WithTimeout(wc.ctx, l.opts.InitTimeout)
-	msg, err := wc.read(ictx)
-	icancel()
+	initTimer := time.AfterFunc(l.opts.InitTimeout, func() { wc.closeAfter(closeInitTimeout, "Connection initialisation timeout") })
+	msg, err := wc.read()
+	initTimer.Stop()
 	if err != nil {
-		if wc.ctx.Err() != nil {
-			return websocket.StatusGoingAway, "the server is shutting down"
-		}
-		if ictx.Err() != nil {
-			return closeInitTimeout, "Connection initialisation timeout"
-		}
-		return websocket.StatusNormalClosure, ""
+		return 0, ""
 	}
 	if msg.Type != "connection_init" {
 		if msg.Type == "subscribe" {
@@ -170,7 +176,7 @@ func (wc *wsConn) serve() (websocket.StatusCode, string) {
 		return code, reason
 	}
 	if err := wc.send(&wsMessage{Type: "connection_ack"}); err != nil {
-		return websocket.StatusNormalClosure, ""
+		return 0, ""
 	}
 	var pingMu sync.Mutex
 	var ping *time.Timer
@@ -185,23 +191,21 @@ func (wc *wsConn) serve() (websocket.StatusCode, string) {
 	})
 	pingMu.Unlock()
 	defer ping.Stop()
-	wc.idle = time.AfterFunc(l.opts.IdleTimeout, wc.cancel)
+	wc.mu.Lock()
+	wc.idle = time.AfterFunc(l.opts.IdleTimeout, func() {
+		wc.closeAfter(websocket.StatusNormalClosure, "idle: no subscription for "+l.opts.IdleTimeout.String())
+	})
+	wc.mu.Unlock()
 	defer wc.idle.Stop()
 	for {
-		msg, err := wc.read(wc.ctx)
+		msg, err := wc.read()
 		if err != nil {
-			if wc.ctx.Err() != nil {
-				if l.isStopped() {
-					return websocket.StatusGoingAway, "the server is shutting down"
-				}
-				return websocket.StatusNormalClosure, "idle: no subscription for " + l.opts.IdleTimeout.String()
-			}
-			return websocket.StatusNormalClosure, ""
+			return 0, ""
 		}
 		switch msg.Type {
 		case "ping":
 			if wc.send(&wsMessage{Type: "pong", Payload: msg.Payload}) != nil {
-				return websocket.StatusNormalClosure, ""
+				return 0, ""
 			}
 		case "pong":
 		case "connection_init":
@@ -231,11 +235,10 @@ func (l *liveServer) isStopped() bool {
 	return l.stopped
 }
 
-// read reads one message; a message that is not one is an error.
-func (wc *wsConn) read(ctx context.Context) (*wsMessage, error) {
-	// coder/websocket closes the connection when a read's context ends,
-	// which is what each caller wants.
-	_, b, err := wc.c.Read(ctx)
+// read reads one message (a text that is not one reads as type
+// "invalid"); it ends when the connection closes.
+func (wc *wsConn) read() (*wsMessage, error) {
+	_, b, err := wc.c.Read(context.Background())
 	if err != nil {
 		return nil, err
 	}
