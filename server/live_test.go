@@ -721,3 +721,39 @@ func createToken(t testing.TB, f *liveFixture, name string) string {
 	}
 	return tok
 }
+
+// TestGraphiQLLiveTab runs GraphiQL's subscription example over SSE and
+// sees a write arrive.
+func TestGraphiQLLiveTab(t *testing.T) {
+	f := newLive(t, 5, server.Config{})
+	var tab *server.ExampleTab
+	for _, x := range server.ExampleTabs() {
+		if strings.Contains(x.Query, "subscription ") {
+			tab = &x
+		}
+	}
+	if tab == nil {
+		t.Fatal("no subscription tab")
+	}
+	b, _ := json.Marshal(map[string]any{"query": tab.Query})
+	req, _ := http.NewRequest(http.MethodPost, f.hs.URL+"/graphql", bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%v %v", err, resp)
+	}
+	defer resp.Body.Close()
+	f.write(t, 1, "from the tab", "")
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			if !strings.Contains(d, `"title":"from the tab"`) || strings.Contains(d, `"errors"`) {
+				t.Fatalf("%s", d)
+			}
+			return
+		}
+	}
+	t.Fatal("no event")
+}
