@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin/incidentlib
 PKGS := ./...
 
-.PHONY: run build test test-short generate check-generate bench fuzz lint fmt clean
+.PHONY: run build test test-short test-long generate check-generate bench fuzz lint fmt clean
 
 run: build
 	$(BIN) serve --addr 127.0.0.1:8080 --db ./data/incidentlib.db
@@ -25,6 +25,11 @@ test: check-generate
 
 test-short:
 	$(GO) test -count=1 -short $(PKGS)
+
+# The long runs, built with -tags long and named *Long: the subscriptions'
+# resume over 10,000 writes with random disconnects (server/live_long_test.go).
+test-long:
+	$(GO) test -count=1 -tags long -timeout 30m -run 'Long' $(PKGS)
 
 generate:
 	$(GO) generate ./graph

@@ -2,5 +2,8 @@
 
 package server_test
 
-// longRun: the long runs of `make test-long` (-tags long).
-func longRun() bool { return true }
+import "testing"
+
+// TestSubscriptionResumeLong is TestSubscriptionResume over 10,000 writes
+// (`make test-long`).
+func TestSubscriptionResumeLong(t *testing.T) { testResume(t, 10000) }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -343,9 +344,10 @@ func TestSubscriptionResume(t *testing.T) {
 	if testing.Short() {
 		writes = 200
 	}
-	if longRun() {
-		writes = 10000
-	}
+	testResume(t, writes)
+}
+
+func testResume(t *testing.T, writes int) {
 	f := newLive(t, 50, server.Config{})
 	final := map[string]string{} // id → the title of its last write
 	var mu sync.Mutex
@@ -366,6 +368,7 @@ func TestSubscriptionResume(t *testing.T) {
 	var last uint64
 	since := strconv.FormatUint(f.db.Seq(), 10)
 	reconnects := 0
+	rng := rand.New(rand.NewPCG(uint64(writes), 24))
 	finished := func() bool {
 		select {
 		case <-done:
@@ -380,8 +383,8 @@ func TestSubscriptionResume(t *testing.T) {
 		if s == nil {
 			t.Fatalf("%d %s", st, b)
 		}
-		// Read a number of events, then drop the connection.
-		n := 1 + (reconnects*37)%50
+		// Read a random number of events, then drop the connection.
+		n := 1 + rng.IntN(50)
 		for range n {
 			if finished() {
 				break
@@ -436,7 +439,7 @@ func TestSubscriptionSlow(t *testing.T) {
 	fast := mustSSE(t, f.hs.URL, nil)
 	defer fast.Close()
 	waitMetric(t, f, `incidentlib_subscriptions_active{transport="ws"}`, 1)
-	const n = 2000
+	const n = 1000
 	var fastLast atomic.Uint64
 	go func() {
 		for {
@@ -452,7 +455,7 @@ func TestSubscriptionSlow(t *testing.T) {
 			fastLast.Store(seq)
 		}
 	}()
-	pad := strings.Repeat("a long summary ", 1000)
+	pad := strings.Repeat("a long summary ", 2000)
 	for i := range n {
 		inc := *f.incs[i%len(f.incs)]
 		inc.Summary.En = fmt.Sprintf("%d %s", i, pad)

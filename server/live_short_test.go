@@ -1,6 +1,0 @@
-//go:build !long
-
-package server_test
-
-// longRun: the long runs of `make test-long` (-tags long).
-func longRun() bool { return false }
