@@ -359,5 +359,3 @@ func (r *receipts) last(seq uint64) (time.Time, int) {
 	}
 	return time.Time{}, 0
 }
-
-
