@@ -439,7 +439,7 @@ func TestSubscriptionSlow(t *testing.T) {
 	fast := mustSSE(t, f.hs.URL, nil)
 	defer fast.Close()
 	waitMetric(t, f, `incidentlib_subscriptions_active{transport="ws"}`, 1)
-	const n = 1000
+	const n = 600
 	var fastLast atomic.Uint64
 	go func() {
 		for {
@@ -455,7 +455,7 @@ func TestSubscriptionSlow(t *testing.T) {
 			fastLast.Store(seq)
 		}
 	}()
-	pad := strings.Repeat("a long summary ", 2000)
+	pad := strings.Repeat("a long summary ", 1300) // under the 20,000 characters of a text
 	for i := range n {
 		inc := *f.incs[i%len(f.incs)]
 		inc.Summary.En = fmt.Sprintf("%d %s", i, pad)
