@@ -193,6 +193,12 @@ type Follower struct {
 	// noTaxonomyFeed is set once the primary answered 404 for its
 	// taxonomy feed (an older release).
 	noTaxonomyFeed atomic.Bool
+	// taxHead is the primary's sequence of the last page before which the
+	// taxonomy entries were read (taxRead: they were): a page with the
+	// same sequence was read with nothing committed since, so there is no
+	// new entry to read. Used by Run's goroutine only.
+	taxHead uint64
+	taxRead bool
 
 	// current is set after the primary answered 410: the history after
 	// the position was compacted away, so the follower reads the feed of
@@ -442,9 +448,13 @@ func (f *Follower) poll(ctx context.Context, wait time.Duration) (int, error) {
 	// The primary's taxonomy entries, read after the page: every change of
 	// the taxonomy committed before the page was read is among them. The
 	// page's records are then held to the taxonomy they make.
-	if _, err := f.followTaxonomy(ctx); err != nil {
-		f.update(func(s *Status) { s.Level, s.LastError = false, err.Error() })
-		return 0, err
+	if !f.taxRead || head != f.taxHead {
+		f.taxRead = false
+		if _, err := f.followTaxonomy(ctx); err != nil {
+			f.update(func(s *Status) { s.Level, s.LastError = false, err.Error() })
+			return 0, err
+		}
+		f.taxHead, f.taxRead = head, true
 	}
 	pg.validate(f.db.RecordRules())
 	if len(changes) == limit || pg.cut {
