@@ -161,9 +161,23 @@ func TestFollowerTakesTheTaxonomy(t *testing.T) {
 	if _, err := p.db.DeprecateTerm(ctx, "boss", incidentlib.KindSymptom, term, true); err != nil {
 		t.Fatal(err)
 	}
-	g := startFollower(t, late, ts.URL, func(c *replica.Config) { c.PageSize = 7 })
+	// With a replica's token, the authors come too.
+	secret, _, err := p.db.CreateToken(ctx, "replica", incidentlib.RoleAdmin, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := startFollower(t, late, ts.URL, func(c *replica.Config) { c.PageSize, c.Token = 7, secret })
 	g.waitSeq(t, p.db.Seq())
 	checkReplicaTaxonomy(t, p, late, term, mergedAway)
+	entries, err := late.TaxonomyChangesAfter(ctx, 0, 100)
+	if err != nil || len(entries) != 8 {
+		t.Fatalf("the late replica's history: %d entries, %v", len(entries), err)
+	}
+	for _, e := range entries {
+		if e.Author != "boss" {
+			t.Fatalf("entry %d's author %q, want boss", e.Number, e.Author)
+		}
+	}
 }
 
 // The taxonomy feed is public, but the entries' authors go only to an
