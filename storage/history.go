@@ -533,7 +533,8 @@ func authorsSinceApproval(tx *bolt.Tx, n uint32) (map[string]bool, error) {
 	out := map[string]bool{}
 	c := tx.Bucket(bucketHistory).Cursor()
 	prefix := u32key(n)
-	k, v := c.Seek(u32key(n + 1))
+	k, _ := c.Seek(u32key(n + 1))
+	var v []byte
 	if n == ^uint32(0) || k == nil {
 		k, v = c.Last()
 	} else {

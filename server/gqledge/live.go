@@ -324,9 +324,3 @@ func (s *stream) encode(it live.Item) ([]byte, error) {
 		return json.Marshal(resp)
 	})
 }
-
-// errorPayload is the JSON array of the presented errors of err.
-func (s *stream) errorPayload(err error) []byte {
-	b, _ := json.Marshal(gqlerror.List{s.l.e.PresentError(s.ctx, err)})
-	return b
-}
