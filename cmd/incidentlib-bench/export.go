@@ -19,7 +19,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/gen"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
@@ -31,19 +30,15 @@ func init() {
 }
 
 type exportBench struct {
-	incidents int
-	seed      int64
-	dir       string
-	cache     int
+	corpus
+	cache int
 }
 
 func runExportBench(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	var b exportBench
-	fs.IntVar(&b.incidents, "incidents", 100_000, "generated incidents in the store (at least 100)")
-	fs.Int64Var(&b.seed, "seed", 1, "generator seed")
-	fs.StringVar(&b.dir, "db", "", "directory for the store (default: a temporary directory, removed afterwards)")
+	b.flags(fs, 100_000, "generated incidents in the store (at least 100)", "generator seed", "directory for the store (default: a temporary directory, removed afterwards)")
 	fs.IntVar(&b.cache, "record-cache", 10_000, "decoded records the store keeps, as serve --record-cache")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -74,13 +69,8 @@ func (b *exportBench) run(ctx context.Context, dir string, stdout io.Writer) err
 		return err
 	}
 	defer db.Close()
-	for _, inc := range incs {
-		inc.Related, inc.RecurrenceOf = nil, ""
-	}
-	for i := 0; i < len(incs); i += 5_000 {
-		if _, err := db.ImportIncidents(ctx, incs[i:min(len(incs), i+5_000)], incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
-			return err
-		}
+	if err := importUnlinked(ctx, db, incs); err != nil {
+		return err
 	}
 	incs = nil // the corpus is not the server's memory
 	fmt.Fprintf(stdout, "store: generated and imported in %s (not part of the figures)\n", time.Since(start).Round(time.Millisecond))
