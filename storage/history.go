@@ -31,9 +31,10 @@ import (
 // and remove in the write's own transaction (write.go), with the author,
 // action and comment the writeTx carries (begin).
 
-// historyEntry is the stored form of one version's entry.
-type historyEntry struct {
-	Seq     uint64                   `json:"seq"`
+// versionMeta is what the history says of one version, in the stored
+// entry and in a line of the history export alike (encoding/json writes
+// its fields where it is embedded).
+type versionMeta struct {
 	At      string                   `json:"at"`
 	Author  string                   `json:"author"`
 	Role    string                   `json:"role,omitempty"`
@@ -41,6 +42,12 @@ type historyEntry struct {
 	Changed []string                 `json:"changed,omitempty"`
 	Comment string                   `json:"comment,omitempty"`
 	Deleted bool                     `json:"deleted,omitempty"`
+}
+
+// historyEntry is the stored form of one version's entry.
+type historyEntry struct {
+	Seq uint64 `json:"seq"`
+	versionMeta
 	// Unlinked are the links a delete removed from other incidents: a
 	// restore puts them back.
 	Unlinked []unlink `json:"unlinked,omitempty"`
@@ -152,7 +159,7 @@ func (w *writeTx) record(n uint32, v int, data []byte, oldData []byte, oldV int,
 			return err
 		}
 	}
-	e := historyEntry{Seq: w.seq, At: w.now, Author: w.author, Role: w.role, Action: w.action, Comment: w.comment, Deleted: deleted}
+	e := historyEntry{Seq: w.seq, versionMeta: versionMeta{At: w.now, Author: w.author, Role: w.role, Action: w.action, Comment: w.comment, Deleted: deleted}}
 	if deleted {
 		e.Unlinked = w.unlinked
 	}

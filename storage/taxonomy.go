@@ -347,14 +347,18 @@ func aliasConflicts(tax *incidentlib.Taxonomy, t *incidentlib.Term, aliases []st
 	return nil
 }
 
-// UpdateTerm changes a term's labels and descriptions; see
-// incidentlib.TaxonomyAdmin.
-func (db *DB) UpdateTerm(ctx context.Context, author string, kind incidentlib.TermKind, slug string, u incidentlib.TermUpdate) (*incidentlib.Term, error) {
+// updateTerm changes the stored term kind/slug in one admin write, once
+// the kind and then argErr (the caller's check of its own arguments) pass:
+// change edits t, a copy of old, and returns the action to record, or ""
+// when nothing changes. The term is then stored and the change goes into
+// the history with the term before and after.
+func (db *DB) updateTerm(ctx context.Context, author string, kind incidentlib.TermKind, slug string, argErr error,
+	change func(t, old *incidentlib.Term, tax *incidentlib.Taxonomy) (incidentlib.TaxonomyAction, error)) (*incidentlib.Term, error) {
 	if err := validKind(kind); err != nil {
 		return nil, err
 	}
-	if err := incidentlib.ValidateTermUpdate(u); err != nil {
-		return nil, err
+	if argErr != nil {
+		return nil, argErr
 	}
 	var out *incidentlib.Term
 	err := db.adminUpdate(ctx, func(w *writeTx) error {
@@ -363,6 +367,30 @@ func (db *DB) UpdateTerm(ctx context.Context, author string, kind incidentlib.Te
 			return err
 		}
 		old := tax.Term(kind, slug)
+		action, err := change(t, old, tax)
+		if err != nil {
+			return err
+		}
+		out = t
+		if action == "" {
+			return nil // nothing changes
+		}
+		before := w.seq
+		if err := putTerm(w.tx, t); err != nil {
+			return err
+		}
+		return w.history(author, action, t.ID(), old, t, nil, before)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// UpdateTerm changes a term's labels and descriptions; see
+// incidentlib.TaxonomyAdmin.
+func (db *DB) UpdateTerm(ctx context.Context, author string, kind incidentlib.TermKind, slug string, u incidentlib.TermUpdate) (*incidentlib.Term, error) {
+	return db.updateTerm(ctx, author, kind, slug, incidentlib.ValidateTermUpdate(u), func(t, old *incidentlib.Term, _ *incidentlib.Taxonomy) (incidentlib.TaxonomyAction, error) {
 		merge := func(dst *incidentlib.Text, src *incidentlib.Text) {
 			if src == nil {
 				return
@@ -376,95 +404,47 @@ func (db *DB) UpdateTerm(ctx context.Context, author string, kind incidentlib.Te
 		}
 		merge(&t.Label, u.Label)
 		merge(&t.Description, u.Description)
-		out = t
 		if sameText(t.Label, old.Label) && sameText(t.Description, old.Description) {
-			return nil // nothing changes
+			return "", nil
 		}
-		before := w.seq
-		if err := putTerm(w.tx, t); err != nil {
-			return err
-		}
-		return w.history(author, incidentlib.ActionUpdateTerm, t.ID(), old, t, nil, before)
+		return incidentlib.ActionUpdateTerm, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // AddTermAliases adds aliases to a term; see incidentlib.TaxonomyAdmin.
 func (db *DB) AddTermAliases(ctx context.Context, author string, kind incidentlib.TermKind, slug string, aliases []string) (*incidentlib.Term, error) {
-	if err := validKind(kind); err != nil {
-		return nil, err
-	}
-	if err := incidentlib.ValidateAliases(aliases); err != nil {
-		return nil, err
-	}
-	var out *incidentlib.Term
-	err := db.adminUpdate(ctx, func(w *writeTx) error {
-		t, tax, err := termIn(w, kind, slug)
-		if err != nil {
-			return err
-		}
+	return db.updateTerm(ctx, author, kind, slug, incidentlib.ValidateAliases(aliases), func(t, old *incidentlib.Term, tax *incidentlib.Taxonomy) (incidentlib.TaxonomyAction, error) {
 		if err := aliasConflicts(tax, t, aliases, false); err != nil {
-			return err
+			return "", err
 		}
-		old := tax.Term(kind, slug)
 		for _, a := range aliases {
 			if a != t.Slug && !slices.Contains(t.Aliases, a) {
 				t.Aliases = append(t.Aliases, a)
 			}
 		}
-		out = t
 		if len(t.Aliases) == len(old.Aliases) {
-			return nil // every alias was the term's already
+			return "", nil // every alias was the term's already
 		}
 		if len(t.Aliases) > incidentlib.MaxAliases {
-			return incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"aliases"}, "the term would have %d aliases, more than the limit of %d", len(t.Aliases), incidentlib.MaxAliases)
+			return "", incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"aliases"}, "the term would have %d aliases, more than the limit of %d", len(t.Aliases), incidentlib.MaxAliases)
 		}
-		before := w.seq
-		if err := putTerm(w.tx, t); err != nil {
-			return err
-		}
-		return w.history(author, incidentlib.ActionAddAliases, t.ID(), old, t, nil, before)
+		return incidentlib.ActionAddAliases, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // DeprecateTerm deprecates a term or takes the deprecation back; see
 // incidentlib.TaxonomyAdmin.
 func (db *DB) DeprecateTerm(ctx context.Context, author string, kind incidentlib.TermKind, slug string, deprecated bool) (*incidentlib.Term, error) {
-	if err := validKind(kind); err != nil {
-		return nil, err
-	}
-	var out *incidentlib.Term
-	err := db.adminUpdate(ctx, func(w *writeTx) error {
-		t, tax, err := termIn(w, kind, slug)
-		if err != nil {
-			return err
-		}
-		out = t
+	return db.updateTerm(ctx, author, kind, slug, nil, func(t, _ *incidentlib.Term, _ *incidentlib.Taxonomy) (incidentlib.TaxonomyAction, error) {
 		if t.Deprecated == deprecated {
-			return nil
+			return "", nil
 		}
 		t.Deprecated = deprecated
-		action := incidentlib.ActionDeprecateTerm
 		if !deprecated {
-			action = incidentlib.ActionUndeprecateTerm
+			return incidentlib.ActionUndeprecateTerm, nil
 		}
-		before := w.seq
-		if err := putTerm(w.tx, t); err != nil {
-			return err
-		}
-		return w.history(author, action, t.ID(), tax.Term(kind, slug), t, nil, before)
+		return incidentlib.ActionDeprecateTerm, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // TaxonomyHistory returns the history of the taxonomy and the

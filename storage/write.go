@@ -212,6 +212,21 @@ func (w *writeTx) put(inc *incidentlib.Incident) error {
 	return w.putEncoded(inc, nil)
 }
 
+// putStored puts inc, incident n, and returns a copy of the record as
+// the store now holds it (its version and stamps), which the write
+// returns to its caller.
+func (w *writeTx) putStored(n uint32, inc *incidentlib.Incident) (*incidentlib.Incident, error) {
+	if err := w.put(inc); err != nil {
+		return nil, err
+	}
+	stored, err := w.get(n)
+	if err != nil {
+		return nil, err
+	}
+	c := *stored
+	return &c, nil
+}
+
 // putEncoded is put with the record's canonical IL-JSON already encoded
 // (nil: encoded here).
 // The record is stored at the incident's next version (the version
