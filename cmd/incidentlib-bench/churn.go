@@ -53,12 +53,7 @@ func runChurn(ctx context.Context, args []string, stdout io.Writer) error {
 	case b.window < 10 || b.rows < 1:
 		return errors.New("-window must be at least 10 and -rows at least 1")
 	}
-	dir, done, err := workDir(b.dir, "churn")
-	if err != nil {
-		return err
-	}
-	defer done()
-	return b.run(ctx, filepath.Join(dir, "churn.db"), stdout)
+	return b.in("churn", func(dir string) error { return b.run(ctx, filepath.Join(dir, "churn.db"), stdout) })
 }
 
 // churnState is the churn's picture of the store: which incidents are

@@ -24,6 +24,17 @@ func (c *corpus) flags(fs *flag.FlagSet, incidents int, incidentsUsage, seedUsag
 	fs.StringVar(&c.dir, "db", "", dbUsage)
 }
 
+// in runs the benchmark in its directory: -db, made if need be, or a
+// temporary one named for the benchmark, removed when run returns.
+func (c *corpus) in(name string, run func(dir string) error) error {
+	dir, done, err := workDir(c.dir, name)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return run(dir)
+}
+
 // importUnlinked imports incs into db in transactions of 5,000, keeping
 // their updatedAt. It drops their links first: links play no part in what
 // the benchmarks that call it measure, and without them the store takes

@@ -46,12 +46,7 @@ func runExportBench(ctx context.Context, args []string, stdout io.Writer) error 
 	if b.incidents < 100 || b.cache < 0 {
 		return errors.New("-incidents at least 100, -record-cache not negative")
 	}
-	dir, done, err := workDir(b.dir, "export")
-	if err != nil {
-		return err
-	}
-	defer done()
-	return b.run(ctx, dir, stdout)
+	return b.in("export", func(dir string) error { return b.run(ctx, dir, stdout) })
 }
 
 func (b *exportBench) run(ctx context.Context, dir string, stdout io.Writer) error {

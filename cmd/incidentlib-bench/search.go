@@ -70,12 +70,7 @@ func runSearchBench(ctx context.Context, args []string, stdout io.Writer) error 
 	if _, err := server.SetGCPercent(b.gcPercent); err != nil {
 		return fmt.Errorf("-gc-percent: %w", err)
 	}
-	dir, done, err := workDir(b.dir, "search")
-	if err != nil {
-		return err
-	}
-	defer done()
-	return b.run(ctx, dir, stdout)
+	return b.in("search", func(dir string) error { return b.run(ctx, dir, stdout) })
 }
 
 func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) error {

@@ -46,12 +46,7 @@ func runStatsBench(ctx context.Context, args []string, stdout io.Writer) error {
 	if b.incidents < 100 || b.queries < 10 {
 		return errors.New("-incidents at least 100, -queries at least 10")
 	}
-	dir, done, err := workDir(b.dir, "stats")
-	if err != nil {
-		return err
-	}
-	defer done()
-	return b.run(ctx, dir, stdout)
+	return b.in("stats", func(dir string) error { return b.run(ctx, dir, stdout) })
 }
 
 const statsBenchQuery = `query($f: IncidentFilter) { stats(filter: $f) {
