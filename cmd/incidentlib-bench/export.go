@@ -17,11 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/incidentlib/incidentlib/gen"
 	"github.com/incidentlib/incidentlib/seeds"
-	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
@@ -72,12 +69,7 @@ func (b *exportBench) run(ctx context.Context, dir string, stdout io.Writer) err
 	fmt.Fprintf(stdout, "store: generated and imported in %s (not part of the figures)\n", time.Since(start).Round(time.Millisecond))
 
 	// The response cache is off: every request streams from the store.
-	srv, err := newServer(db, nil, server.Config{Prod: true, ResponseCacheBytes: -1}, prometheus.NewRegistry())
-	if err != nil {
-		return err
-	}
-	srv.SetReady(true)
-	url, stop, err := listen(srv)
+	url, stop, err := serveUncached(db, nil)
 	if err != nil {
 		return err
 	}

@@ -22,8 +22,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/gen"
 	"github.com/incidentlib/incidentlib/search"
@@ -155,12 +153,7 @@ func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) err
 	// The same queries through the GraphQL API over loopback: each client
 	// a keep-alive connection, the latency counted from the request's
 	// sending, so the wait for a core is part of it, as it is for a user.
-	srv, err := newServer(db, x, server.Config{Prod: true, ResponseCacheBytes: -1}, prometheus.NewRegistry())
-	if err != nil {
-		return err
-	}
-	srv.SetReady(true)
-	url, stop, err := listen(srv)
+	url, stop, err := serveUncached(db, x)
 	if err != nil {
 		return err
 	}

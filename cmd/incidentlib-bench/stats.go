@@ -14,12 +14,9 @@ import (
 	"runtime/pprof"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/gen"
 	"github.com/incidentlib/incidentlib/seeds"
-	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
@@ -145,12 +142,7 @@ func (b *statsBench) run(ctx context.Context, dir string, stdout io.Writer) erro
 	}
 	runtime.GC()
 
-	srv, err := newServer(db, nil, server.Config{Prod: true, ResponseCacheBytes: -1}, prometheus.NewRegistry())
-	if err != nil {
-		return err
-	}
-	srv.SetReady(true)
-	url, stop, err := listen(srv)
+	url, stop, err := serveUncached(db, nil)
 	if err != nil {
 		return err
 	}
