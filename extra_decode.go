@@ -260,19 +260,10 @@ func (d *decoder) object(w reflect.Value, known map[string]bool) (Extra, bool) {
 				extra[string(name)] = append(json.RawMessage(nil), d.data[start:d.i]...)
 			}
 		}
-		d.space()
-		if d.i >= len(d.data) {
+		if done, ok := d.next('}'); !ok {
 			return nil, false
-		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-			d.space()
-		case '}':
-			d.i++
+		} else if done {
 			return extra, true
-		default:
-			return nil, false
 		}
 	}
 }
@@ -299,20 +290,11 @@ func (d *decoder) slice(v reflect.Value, elem valueDecoder) bool {
 		if !elem(d, out.Index(out.Len()-1)) {
 			return false
 		}
-		d.space()
-		if d.i >= len(d.data) {
+		if done, ok := d.next(']'); !ok {
 			return false
-		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-			d.space()
-		case ']':
-			d.i++
+		} else if done {
 			v.Set(out)
 			return true
-		default:
-			return false
 		}
 	}
 }

@@ -218,6 +218,27 @@ func hex4(b []byte, i int) (rune, bool) {
 	return r, true
 }
 
+// next moves past what follows a member or an element, after the space:
+// a comma and the space after it (done false: more is to come) or end,
+// the container's closing byte (done true). ok is false when neither is
+// there.
+func (d *decoder) next(end byte) (done, ok bool) {
+	d.space()
+	if d.i >= len(d.data) {
+		return false, false
+	}
+	switch d.data[d.i] {
+	case ',':
+		d.i++
+		d.space()
+		return false, true
+	case end:
+		d.i++
+		return true, true
+	}
+	return false, false
+}
+
 // skip moves past one JSON value, checking it strictly.
 func (d *decoder) skip(depth int) bool {
 	if d.i >= len(d.data) || depth > maxDepth {
@@ -252,19 +273,8 @@ func (d *decoder) skip(depth int) bool {
 			if !d.skip(depth + 1) {
 				return false
 			}
-			d.space()
-			if d.i >= len(d.data) {
-				return false
-			}
-			switch d.data[d.i] {
-			case ',':
-				d.i++
-				d.space()
-			case end:
-				d.i++
-				return true
-			default:
-				return false
+			if done, ok := d.next(end); !ok || done {
+				return ok
 			}
 		}
 	case c == 't':

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/internal/testutil"
-	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/storage"
 )
@@ -54,25 +51,7 @@ func nodeAudit(t *testing.T) string {
 // the log (and in docs/graphql-over-http.md).
 func TestGraphQLOverHTTPAudit(t *testing.T) {
 	node := nodeAudit(t)
-	db, err := storage.Open(filepath.Join(t.TempDir(), "audit.db"), storage.Options{Taxonomy: seeds.MustTaxonomy()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	incs, err := seeds.Incidents()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := testutil.ServerOn(db, server.Config{}, testutil.ServerParts{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.SetReady(true)
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
+	ts, _ := testutil.ServerTest(t, testutil.OpenSeeded(t, storage.Options{}), server.Config{}, testutil.ServerParts{})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

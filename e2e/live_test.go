@@ -17,7 +17,6 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/internal/testutil"
-	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/storage"
 )
@@ -29,25 +28,8 @@ import (
 // liveServer serves the seed incidents with subscriptions.
 func liveServer(t *testing.T) (*httptest.Server, *storage.DB, *server.Server) {
 	t.Helper()
-	db, err := storage.Open(filepath.Join(t.TempDir(), "live.db"), storage.Options{Taxonomy: seeds.MustTaxonomy()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	incs, err := seeds.Incidents()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := testutil.ServerOn(db, server.Config{}, testutil.ServerParts{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.SetReady(true)
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
+	db := testutil.OpenSeeded(t, storage.Options{})
+	ts, srv := testutil.ServerTest(t, db, server.Config{}, testutil.ServerParts{})
 	t.Cleanup(srv.StopSubscriptions)
 	return ts, db, srv
 }

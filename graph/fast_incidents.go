@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"context"
+
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/incidentlib/incidentlib"
@@ -132,30 +134,21 @@ func (x *fastExec) readLinks(objs []*model.Incident, p *plan) error {
 		}
 	}
 	keys := make([]string, 0, n)
-	if want.recurrences {
+	if want.recurrences || want.relatedBy {
 		ids := make([]string, len(objs))
 		for k, o := range objs {
 			ids[k] = o.Inc.ID
 		}
-		recs, err := ls.Recurrences.LoadAll(x.ctx, ids)
-		if err != nil {
-			return err
+		var err error
+		if want.recurrences {
+			if keys, err = appendLoaded(x.ctx, keys, ids, &ls.Recurrences); err != nil {
+				return err
+			}
 		}
-		for _, r := range recs {
-			keys = append(keys, r...)
-		}
-	}
-	if want.relatedBy {
-		ids := make([]string, len(objs))
-		for k, o := range objs {
-			ids[k] = o.Inc.ID
-		}
-		srcs, err := ls.RelatedBy.LoadAll(x.ctx, ids)
-		if err != nil {
-			return err
-		}
-		for _, r := range srcs {
-			keys = append(keys, r...)
+		if want.relatedBy {
+			if keys, err = appendLoaded(x.ctx, keys, ids, &ls.RelatedBy); err != nil {
+				return err
+			}
 		}
 	}
 	for _, o := range objs {
@@ -226,6 +219,19 @@ func appendTerms(all []*model.TaxonomyTerm, o *model.Incident, field string) []*
 		}
 	}
 	return all
+}
+
+// appendLoaded appends to keys the lists l holds for ids (the incidents'
+// recurrences or the incidents that name them as related), in one batch.
+func appendLoaded(ctx context.Context, keys, ids []string, l *Loader[string, []string]) ([]string, error) {
+	lists, err := l.LoadAll(ctx, ids)
+	if err != nil {
+		return keys, err
+	}
+	for _, r := range lists {
+		keys = append(keys, r...)
+	}
+	return keys, nil
 }
 
 func (x *fastExec) flatten(lists [][]*model.Incident, sel ast.SelectionSet) *incidentsByParent {

@@ -258,6 +258,7 @@ func (x *fastExec) edges(c *model.IncidentConnection, sel ast.SelectionSet) {
 	})
 }
 
+//nolint:dupl // see durationStats
 func (x *fastExec) pageInfo(pi *model.PageInfo, sel ast.SelectionSet) {
 	x.object(x.plan(sel, "PageInfo"), "PageInfo", func(f *pfield) {
 		switch f.Name {

@@ -15,13 +15,7 @@ import (
 // history returns the history service once the request is an editor's
 // (history shows authors' names).
 func (r *Resolver) history(ctx context.Context) (incidentlib.HistoryService, error) {
-	if _, err := author(ctx, incidentlib.RoleEditor); err != nil {
-		return nil, err
-	}
-	if r.History == nil {
-		return nil, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "this server keeps no history")
-	}
-	return r.History, nil
+	return guarded(ctx, incidentlib.RoleEditor, r.History, "history")
 }
 
 // A history cursor is "v" and the version number.

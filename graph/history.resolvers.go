@@ -77,11 +77,8 @@ func (r *mutationResolver) WithdrawIncident(ctx context.Context, id string, reas
 }
 
 func (r *mutationResolver) PurgeVersion(ctx context.Context, id string, version int, reason string) (*model.PurgeVersionPayload, error) {
-	w, err := writer(ctx)
+	w, _, err := writerAs(ctx, incidentlib.RoleAdmin)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := author(ctx, incidentlib.RoleAdmin); err != nil {
 		return nil, err
 	}
 	v, err := w.PurgeVersion(ctx, id, version, reason)

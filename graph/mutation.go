@@ -27,6 +27,20 @@ func writer(ctx context.Context) (incidentlib.IncidentWriter, error) {
 	return nil, incidentlib.Errorf(incidentlib.EREADONLY, "this request may not write")
 }
 
+// writerAs is writer once the request holds the role need, with the
+// request's identity (author).
+func writerAs(ctx context.Context, need incidentlib.Role) (incidentlib.IncidentWriter, incidentlib.Identity, error) {
+	w, err := writer(ctx)
+	if err != nil {
+		return nil, incidentlib.Identity{}, err
+	}
+	id, err := author(ctx, need)
+	if err != nil {
+		return nil, id, err
+	}
+	return w, id, nil
+}
+
 // incidentPayload answers a mutation that writes one incident: the stored
 // record, or the user errors in err (fields under prefix). Other errors
 // are returned as they are.

@@ -14,11 +14,7 @@ import (
 )
 
 func (r *mutationResolver) UpsertIncident(ctx context.Context, input model.IncidentInput) (*model.IncidentPayload, error) {
-	w, err := writer(ctx)
-	if err != nil {
-		return nil, err
-	}
-	by, err := author(ctx, incidentlib.RoleEditor)
+	w, by, err := writerAs(ctx, incidentlib.RoleEditor)
 	if err != nil {
 		return nil, err
 	}
@@ -50,12 +46,9 @@ func (r *mutationResolver) DeleteIncident(ctx context.Context, id string, expect
 }
 
 func (r *mutationResolver) ReviewIncident(ctx context.Context, id string, decision incidentlib.ReviewDecision, comment *string, expectedVersion *int, expectedUpdatedAt *string) (*model.IncidentPayload, error) {
-	w, err := writer(ctx)
-	if err != nil {
-		return nil, err
-	}
 	// The reviewer is the token's name (the store takes it from ctx).
-	if _, err := author(ctx, incidentlib.RoleReviewer); err != nil {
+	w, _, err := writerAs(ctx, incidentlib.RoleReviewer)
+	if err != nil {
 		return nil, err
 	}
 	stored, err := w.DecideReview(ctx, id, decision, deref(comment),
@@ -64,11 +57,7 @@ func (r *mutationResolver) ReviewIncident(ctx context.Context, id string, decisi
 }
 
 func (r *mutationResolver) ImportIncidents(ctx context.Context, records []*model.IncidentInput) (*model.ImportPayload, error) {
-	w, err := writer(ctx)
-	if err != nil {
-		return nil, err
-	}
-	by, err := author(ctx, incidentlib.RoleEditor)
+	w, by, err := writerAs(ctx, incidentlib.RoleEditor)
 	if err != nil {
 		return nil, err
 	}

@@ -65,6 +65,23 @@ func userPayload[P any](err error, refused func([]*model.UserError) P, done func
 	return done(), nil
 }
 
+// termChange runs change, an admin's change of a term of kind, and
+// answers with the term's payload: an unknown kind is the payload's error,
+// as the change's errors are.
+func (r *Resolver) termChange(ctx context.Context, kind model.TaxonomyKind,
+	change func(ta incidentlib.TaxonomyAdmin, who string, k incidentlib.TermKind) (*incidentlib.Term, error)) (*model.TermPayload, error) {
+	ta, who, err := r.taxonomyAdmin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	k, err := termKind(kind)
+	if err != nil {
+		return r.termPayload(ctx, nil, err)
+	}
+	t, err := change(ta, who, k)
+	return r.termPayload(ctx, t, err)
+}
+
 // termPayload answers a term mutation.
 func (r *Resolver) termPayload(ctx context.Context, t *incidentlib.Term, err error) (*model.TermPayload, error) {
 	return userPayload(err,

@@ -13,62 +13,34 @@ import (
 )
 
 func (r *mutationResolver) AddTerm(ctx context.Context, input model.AddTermInput) (*model.TermPayload, error) {
-	ta, who, err := r.taxonomyAdmin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	kind, err := termKind(input.Kind)
-	if err != nil {
-		return r.termPayload(ctx, nil, err)
-	}
-	t := incidentlib.Term{Kind: kind, Slug: input.Slug, Aliases: input.Aliases}
-	if l := termText(input.Label); l != nil {
-		t.Label = *l
-	}
-	if d := termText(input.Description); d != nil {
-		t.Description = *d
-	}
-	out, err := ta.AddTerm(ctx, who, t)
-	return r.termPayload(ctx, out, err)
+	return r.termChange(ctx, input.Kind, func(ta incidentlib.TaxonomyAdmin, who string, kind incidentlib.TermKind) (*incidentlib.Term, error) {
+		t := incidentlib.Term{Kind: kind, Slug: input.Slug, Aliases: input.Aliases}
+		if l := termText(input.Label); l != nil {
+			t.Label = *l
+		}
+		if d := termText(input.Description); d != nil {
+			t.Description = *d
+		}
+		return ta.AddTerm(ctx, who, t)
+	})
 }
 
 func (r *mutationResolver) UpdateTerm(ctx context.Context, kind model.TaxonomyKind, slug string, label *model.TermTextInput, description *model.TermTextInput) (*model.TermPayload, error) {
-	ta, who, err := r.taxonomyAdmin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	k, err := termKind(kind)
-	if err != nil {
-		return r.termPayload(ctx, nil, err)
-	}
-	out, err := ta.UpdateTerm(ctx, who, k, slug, incidentlib.TermUpdate{Label: termText(label), Description: termText(description)})
-	return r.termPayload(ctx, out, err)
+	return r.termChange(ctx, kind, func(ta incidentlib.TaxonomyAdmin, who string, k incidentlib.TermKind) (*incidentlib.Term, error) {
+		return ta.UpdateTerm(ctx, who, k, slug, incidentlib.TermUpdate{Label: termText(label), Description: termText(description)})
+	})
 }
 
 func (r *mutationResolver) AddTermAliases(ctx context.Context, kind model.TaxonomyKind, slug string, aliases []string) (*model.TermPayload, error) {
-	ta, who, err := r.taxonomyAdmin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	k, err := termKind(kind)
-	if err != nil {
-		return r.termPayload(ctx, nil, err)
-	}
-	out, err := ta.AddTermAliases(ctx, who, k, slug, aliases)
-	return r.termPayload(ctx, out, err)
+	return r.termChange(ctx, kind, func(ta incidentlib.TaxonomyAdmin, who string, k incidentlib.TermKind) (*incidentlib.Term, error) {
+		return ta.AddTermAliases(ctx, who, k, slug, aliases)
+	})
 }
 
 func (r *mutationResolver) DeprecateTerm(ctx context.Context, kind model.TaxonomyKind, slug string, deprecated *bool) (*model.TermPayload, error) {
-	ta, who, err := r.taxonomyAdmin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	k, err := termKind(kind)
-	if err != nil {
-		return r.termPayload(ctx, nil, err)
-	}
-	out, err := ta.DeprecateTerm(ctx, who, k, slug, deprecated == nil || *deprecated)
-	return r.termPayload(ctx, out, err)
+	return r.termChange(ctx, kind, func(ta incidentlib.TaxonomyAdmin, who string, k incidentlib.TermKind) (*incidentlib.Term, error) {
+		return ta.DeprecateTerm(ctx, who, k, slug, deprecated == nil || *deprecated)
+	})
 }
 
 func (r *mutationResolver) AddOrganization(ctx context.Context, slug string, name string) (*model.OrganizationPayload, error) {

@@ -28,13 +28,21 @@ func author(ctx context.Context, need incidentlib.Role) (incidentlib.Identity, e
 
 // tokenService returns the token service, once the request is an admin's.
 func (r *Resolver) tokenService(ctx context.Context) (incidentlib.TokenService, error) {
-	if _, err := author(ctx, incidentlib.RoleAdmin); err != nil {
-		return nil, err
+	return guarded(ctx, incidentlib.RoleAdmin, r.TokenService, "tokens")
+}
+
+// guarded returns svc once the request holds the role need, or
+// EUNAVAILABLE ("this server keeps no " + what) when the server was
+// composed without svc (a nil interface).
+func guarded[S any](ctx context.Context, need incidentlib.Role, svc S, what string) (S, error) {
+	var none S
+	if _, err := author(ctx, need); err != nil {
+		return none, err
 	}
-	if r.TokenService == nil {
-		return nil, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "this server keeps no tokens")
+	if any(svc) == nil {
+		return none, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "this server keeps no %s", what)
 	}
-	return r.TokenService, nil
+	return svc, nil
 }
 
 func roleOf(r model.TokenRole) incidentlib.Role {

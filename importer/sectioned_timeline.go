@@ -88,29 +88,12 @@ func deriveTimeline(rows []timelineRow) (detected, resolved string) {
 	if start.IsZero() {
 		return "", ""
 	}
+	// The row findRow picks (sectioned_events.go), by its time.
 	find := func(re *regexp.Regexp, explicit string, last bool) time.Time {
-		var hit time.Time
-		for _, pass := range []bool{true, false} {
-			for _, r := range rows {
-				if r.at.IsZero() || r.at.Before(start) {
-					continue
-				}
-				ok := strings.Contains(strings.ToLower(r.Event), explicit)
-				if !pass {
-					ok = re.MatchString(r.Event)
-				}
-				if ok {
-					hit = r.at
-					if !last {
-						return hit
-					}
-				}
-			}
-			if !hit.IsZero() {
-				return hit
-			}
+		if k := findRow(rows, start, re, explicit, last); k >= 0 {
+			return rows[k].at
 		}
-		return hit
+		return time.Time{}
 	}
 	// A detection in the first row says nothing about when the incident
 	// began, so it gives no duration.

@@ -61,15 +61,7 @@ func postRaw(t *testing.T, url, query string, vars map[string]any, lang string) 
 	if lang != "" {
 		req.Header.Set("Accept-Language", lang)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, b := roundTrip(t, req)
 	return []byte(fmt.Sprintf("%d %s", resp.StatusCode, b))
 }
 

@@ -172,7 +172,7 @@ func ExampleTabs() []ExampleTab {
 		tabs = append(tabs, searchExample)
 	}
 	tabs = append(tabs, dashboardExample) // graphiql_dashboard.go
-	tabs = append(tabs, liveExample) // graphiql_live.go
+	tabs = append(tabs, liveExample)      // graphiql_live.go
 	return tabs
 }
 

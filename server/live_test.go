@@ -259,15 +259,7 @@ func TestSubscriptionSSE(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				vars := c.vars
 				if name == "UnknownField" {
-					req, _ := http.NewRequest(http.MethodPost, f.hs.URL+"/graphql", strings.NewReader(`{"query":"subscription { incidentChanged { nope } }"}`))
-					req.Header.Set("Content-Type", "application/json")
-					req.Header.Set("Accept", "text/event-stream")
-					resp, err := http.DefaultClient.Do(req)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer resp.Body.Close()
-					b, _ := io.ReadAll(resp.Body)
+					resp, b := roundTrip(t, ssePost(f.hs.URL, `subscription { incidentChanged { nope } }`))
 					if resp.StatusCode == 200 || errorCode(t, b) == "" {
 						t.Fatalf("%d %s", resp.StatusCode, b)
 					}
@@ -288,15 +280,7 @@ func TestSubscriptionSSE(t *testing.T) {
 		}
 	})
 	t.Run("Query", func(t *testing.T) {
-		req, _ := http.NewRequest(http.MethodPost, f.hs.URL+"/graphql", strings.NewReader(`{"query":"{ incident(id: \"IL-0001\") { id } }"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "text/event-stream")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
+		_, b := roundTrip(t, ssePost(f.hs.URL, `{ incident(id: "IL-0001") { id } }`))
 		if !strings.Contains(string(b), `event: next`) || !strings.Contains(string(b), `"IL-0001"`) || !strings.Contains(string(b), "event: complete") {
 			t.Fatalf("%s", b)
 		}
@@ -746,11 +730,7 @@ func TestGraphiQLLiveTab(t *testing.T) {
 	if tab == nil {
 		t.Fatal("no subscription tab")
 	}
-	b, _ := json.Marshal(map[string]any{"query": tab.Query})
-	req, _ := http.NewRequest(http.MethodPost, f.hs.URL+"/graphql", bytes.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(ssePost(f.hs.URL, tab.Query))
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("%v %v", err, resp)
 	}

@@ -6,8 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"sort"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -31,9 +29,10 @@ import (
 // and remove in the write's own transaction (write.go), with the author,
 // action and comment the writeTx carries (begin).
 
-// historyEntry is the stored form of one version's entry.
-type historyEntry struct {
-	Seq     uint64                   `json:"seq"`
+// versionMeta is what the history says of one version, in the stored
+// entry and in a line of the history export alike (encoding/json writes
+// its fields where it is embedded).
+type versionMeta struct {
 	At      string                   `json:"at"`
 	Author  string                   `json:"author"`
 	Role    string                   `json:"role,omitempty"`
@@ -41,6 +40,12 @@ type historyEntry struct {
 	Changed []string                 `json:"changed,omitempty"`
 	Comment string                   `json:"comment,omitempty"`
 	Deleted bool                     `json:"deleted,omitempty"`
+}
+
+// historyEntry is the stored form of one version's entry.
+type historyEntry struct {
+	Seq uint64 `json:"seq"`
+	versionMeta
 	// Unlinked are the links a delete removed from other incidents: a
 	// restore puts them back.
 	Unlinked []unlink `json:"unlinked,omitempty"`
@@ -152,7 +157,7 @@ func (w *writeTx) record(n uint32, v int, data []byte, oldData []byte, oldV int,
 			return err
 		}
 	}
-	e := historyEntry{Seq: w.seq, At: w.now, Author: w.author, Role: w.role, Action: w.action, Comment: w.comment, Deleted: deleted}
+	e := historyEntry{Seq: w.seq, versionMeta: versionMeta{At: w.now, Author: w.author, Role: w.role, Action: w.action, Comment: w.comment, Deleted: deleted}}
 	if deleted {
 		e.Unlinked = w.unlinked
 	}
@@ -194,121 +199,6 @@ func (w *writeTx) record(n uint32, v int, data []byte, oldData []byte, oldV int,
 	}
 	w.lastAction, w.lastVersion = e.Action, v
 	return w.tx.Bucket(bucketVersionLog).Put(u64key(w.seq), histKey(n, v))
-}
-
-// changedFields lists the IL-JSON paths whose values differ between two
-// records: top-level members, and the members of objects (title.en).
-// The version and updated_at members are stamps, not content, and are
-// left out. It scans the two texts without decoding them.
-func changedFields(a, b []byte) []string {
-	x, ok1 := members(a)
-	y, ok2 := members(b)
-	if !ok1 || !ok2 {
-		return nil
-	}
-	var out []string
-	diff(x, y, "", &out)
-	sort.Strings(out)
-	return out
-}
-
-var notContent = map[string]bool{"version": true, "updated_at": true}
-
-// member is one member of a JSON object: its name (without quotes; IL-JSON
-// names need no escapes) and its raw value.
-type member struct {
-	name string
-	val  []byte
-}
-
-func find(ms []member, name string) []byte {
-	for _, m := range ms {
-		if m.name == name {
-			return m.val
-		}
-	}
-	return nil
-}
-
-func diff(x, y []member, prefix string, out *[]string) {
-	visit := func(k string, a, b []byte) {
-		if prefix == "" && notContent[k] {
-			return
-		}
-		if bytes.Equal(a, b) {
-			return
-		}
-		if prefix == "" && len(a) > 0 && len(b) > 0 && a[0] == '{' && b[0] == '{' {
-			ax, ok1 := members(a)
-			bx, ok2 := members(b)
-			if ok1 && ok2 {
-				diff(ax, bx, k+".", out)
-				return
-			}
-		}
-		*out = append(*out, prefix+k)
-	}
-	for _, m := range x {
-		visit(m.name, m.val, find(y, m.name))
-	}
-	for _, m := range y {
-		if find(x, m.name) == nil {
-			visit(m.name, nil, m.val)
-		}
-	}
-}
-
-// members splits a compact JSON object into its members, without decoding
-// their values; ok is false for anything else.
-func members(b []byte) (out []member, ok bool) {
-	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
-		return nil, false
-	}
-	i, end := 1, len(b)-1
-	str := func(i int) int { // the end of the string starting at i, past its quote
-		for j := i + 1; j < end; j++ {
-			switch b[j] {
-			case '\\':
-				j++
-			case '"':
-				return j + 1
-			}
-		}
-		return -1
-	}
-	for i < end {
-		if b[i] != '"' {
-			return nil, false
-		}
-		ne := str(i)
-		if ne < 0 || ne >= end || b[ne] != ':' {
-			return nil, false
-		}
-		name := string(b[i+1 : ne-1])
-		j, depth := ne+1, 0
-	value:
-		for ; j < end; j++ {
-			switch b[j] {
-			case '"':
-				k := str(j)
-				if k < 0 {
-					return nil, false
-				}
-				j = k - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-			case ',':
-				if depth == 0 {
-					break value
-				}
-			}
-		}
-		out = append(out, member{name, b[ne+1 : j]})
-		i = j + 1
-	}
-	return out, true
 }
 
 // nextEntry returns the first history entry of n after version v, and
@@ -415,125 +305,14 @@ func parseIncidentID(id string) (uint32, error) {
 	return n, nil
 }
 
-// History returns one page of the history of id, newest first; see
-// incidentlib.HistoryService.
-func (db *DB) History(ctx context.Context, id string, first, after int) (*incidentlib.VersionPage, error) {
-	n, err := parseIncidentID(id)
-	if err != nil {
-		return nil, err
-	}
-	if first < 0 || first > incidentlib.MaxPageSize {
-		return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"first"}, "first must be between 0 and %d, got %d", incidentlib.MaxPageSize, first)
-	}
-	page := &incidentlib.VersionPage{Versions: []*incidentlib.IncidentVersion{}}
-	if db.noHistory {
-		return page, nil
-	}
-	err = db.view(ctx, func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketHistory).Cursor()
-		prefix := u32key(n)
-		var keys [][]byte
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			keys = append(keys, bytes.Clone(k))
-		}
-		page.TotalCount = len(keys)
-		if len(keys) == 0 {
-			return incidentlib.FieldErrorf(incidentlib.ENOTFOUND, []string{"id"}, "incident %s has no history", id)
-		}
-		slices.Reverse(keys)
-		for _, k := range keys {
-			v := int(binary.BigEndian.Uint32(k[4:]))
-			if after > 0 && v >= after {
-				continue
-			}
-			if len(page.Versions) == first {
-				page.HasNextPage = true
-				break
-			}
-			e, err := decodeEntry(k, tx.Bucket(bucketHistory).Get(k))
-			if err != nil {
-				return err
-			}
-			page.Versions = append(page.Versions, e.version(id, v, versionRecord(tx, n, v)))
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return page, nil
-}
-
-// IncidentVersion returns one version of id; see
-// incidentlib.HistoryService.
-func (db *DB) IncidentVersion(ctx context.Context, id string, version int) (*incidentlib.IncidentVersion, error) {
-	n, err := parseIncidentID(id)
-	if err != nil {
-		return nil, err
-	}
-	var out *incidentlib.IncidentVersion
-	if db.noHistory {
-		return nil, nil
-	}
-	err = db.view(ctx, func(tx *bolt.Tx) error {
-		k := histKey(n, version)
-		v := tx.Bucket(bucketHistory).Get(k)
-		if v == nil || version < 1 {
-			return nil
-		}
-		e, err := decodeEntry(k, v)
-		if err != nil {
-			return err
-		}
-		out = e.version(id, version, versionRecord(tx, n, version))
-		return nil
-	})
-	return out, err
-}
-
-// DeletedIncident returns the last record of a deleted incident and its
-// tombstone; see incidentlib.HistoryService.
-func (db *DB) DeletedIncident(ctx context.Context, id string) (*incidentlib.Incident, *incidentlib.IncidentVersion, error) {
-	n, err := parseIncidentID(id)
-	if err != nil {
-		return nil, nil, err
-	}
-	var inc *incidentlib.Incident
-	var tomb *incidentlib.IncidentVersion
-	if db.noHistory {
-		return nil, nil, nil
-	}
-	err = db.view(ctx, func(tx *bolt.Tx) error {
-		v, e, err := lastEntry(tx, n)
-		if err != nil || e == nil || !e.Deleted {
-			return err
-		}
-		tomb = e.version(id, v, nil)
-		// The last record before the delete (purged: none).
-		if r := tx.Bucket(bucketVersions).Get(u64key(e.Seq)); r != nil {
-			rec, err := coldDecode(r)
-			if err != nil {
-				return err
-			}
-			inc = new(incidentlib.Incident)
-			return json.Unmarshal(rec, inc)
-		}
-		inc = &incidentlib.Incident{ID: id}
-		return nil
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	return inc, tomb, nil
-}
-
 // authorsSinceApproval returns the authors of the content versions of n
 // written since its last approval.
 func authorsSinceApproval(tx *bolt.Tx, n uint32) (map[string]bool, error) {
 	out := map[string]bool{}
 	c := tx.Bucket(bucketHistory).Cursor()
 	prefix := u32key(n)
-	k, v := c.Seek(u32key(n + 1))
+	k, _ := c.Seek(u32key(n + 1))
+	var v []byte
 	if n == ^uint32(0) || k == nil {
 		k, v = c.Last()
 	} else {

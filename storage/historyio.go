@@ -32,16 +32,10 @@ type historyLine struct {
 }
 
 type historyVersion struct {
-	Version int                      `json:"version"`
-	At      string                   `json:"at"`
-	Author  string                   `json:"author"`
-	Role    string                   `json:"role,omitempty"`
-	Action  incidentlib.ChangeAction `json:"action"`
-	Changed []string                 `json:"changed,omitempty"`
-	Comment string                   `json:"comment,omitempty"`
-	Deleted bool                     `json:"deleted,omitempty"`
-	Target  int                      `json:"target,omitempty"`
-	Record  json.RawMessage          `json:"record"`
+	Version int `json:"version"`
+	versionMeta
+	Target int             `json:"target,omitempty"`
+	Record json.RawMessage `json:"record"`
 }
 
 // ExportHistory writes every incident's history as JSONL in id order,
@@ -80,8 +74,7 @@ func (db *DB) ExportHistory(ctx context.Context, w io.Writer) error {
 			if !e.Deleted {
 				rec = versionRecord(tx, n, ver)
 			}
-			cur.History = append(cur.History, historyVersion{Version: ver, At: e.At, Author: e.Author, Role: e.Role, Action: e.Action,
-				Changed: e.Changed, Comment: e.Comment, Deleted: e.Deleted, Target: e.Target, Record: rec})
+			cur.History = append(cur.History, historyVersion{Version: ver, versionMeta: e.versionMeta, Target: e.Target, Record: rec})
 			return nil
 		})
 		if err != nil {

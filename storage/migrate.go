@@ -56,7 +56,7 @@ func (db *DB) migrate(tx *bolt.Tx, from uint32) error {
 		if at == "" {
 			at = now
 		}
-		e, _ := json.Marshal(historyEntry{Seq: seq, At: at, Author: incidentlib.AuthorMigration, Action: incidentlib.ActionImport})
+		e, _ := json.Marshal(historyEntry{Seq: seq, versionMeta: versionMeta{At: at, Author: incidentlib.AuthorMigration, Action: incidentlib.ActionImport}})
 		if err := hb.Put(histKey(n, ver), e); err != nil {
 			return err
 		}

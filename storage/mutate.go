@@ -322,16 +322,9 @@ func (db *DB) UpsertIncident(ctx context.Context, in *incidentlib.Incident, opts
 		if out != nil {
 			return nil
 		}
-		if err := w.put(&rec); err != nil {
-			return err
-		}
-		stored, err := w.get(n)
-		if err != nil {
-			return err
-		}
-		c := *stored
-		out = &c
-		return nil
+		var err error
+		out, err = w.putStored(n, &rec)
+		return err
 	})
 	if err != nil {
 		return nil, err

@@ -27,19 +27,30 @@ func checkComment(field, s string) error {
 	return nil
 }
 
+// reviewArgs checks what a review action or a restore of id is given
+// before it reads the store: the id, the expected version and stamp, the
+// comment's length. It returns the id's number.
+func reviewArgs(id, comment string, opts incidentlib.WriteOptions) (uint32, error) {
+	n, err := parseIncidentID(id)
+	if err != nil {
+		return 0, err
+	}
+	if err := validateExpected(opts); err != nil {
+		return 0, err
+	}
+	if err := checkComment("comment", comment); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
 // transition writes one review action on id: allowed says whether the
 // incident's state allows it (else EINVALIDSTATE), change makes the new
 // record.
 func (db *DB) transition(ctx context.Context, id string, action incidentlib.ChangeAction, comment string, opts incidentlib.WriteOptions,
 	allowed func(w *writeTx, n uint32, old *incidentlib.Incident) error, change func(w *writeTx, c *incidentlib.Incident)) (*incidentlib.Incident, error) {
-	n, err := parseIncidentID(id)
+	n, err := reviewArgs(id, comment, opts)
 	if err != nil {
-		return nil, err
-	}
-	if err := validateExpected(opts); err != nil {
-		return nil, err
-	}
-	if err := checkComment("comment", comment); err != nil {
 		return nil, err
 	}
 	var old, out *incidentlib.Incident
@@ -54,16 +65,9 @@ func (db *DB) transition(ctx context.Context, id string, action incidentlib.Chan
 		c := *old
 		c.UpdatedAt = w.now
 		change(w, &c)
-		if err := w.put(&c); err != nil {
-			return err
-		}
-		stored, err := w.get(n)
-		if err != nil {
-			return err
-		}
-		cp := *stored
-		out = &cp
-		return nil
+		var err error
+		out, err = w.putStored(n, &c)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -140,14 +144,8 @@ func (db *DB) WithdrawIncident(ctx context.Context, id, reason string, opts inci
 // RestoreIncident writes a new version equal to an old one; see
 // incidentlib.HistoryWriter.
 func (db *DB) RestoreIncident(ctx context.Context, id string, version int, comment string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
-	n, err := parseIncidentID(id)
+	n, err := reviewArgs(id, comment, opts)
 	if err != nil {
-		return nil, err
-	}
-	if err := validateExpected(opts); err != nil {
-		return nil, err
-	}
-	if err := checkComment("comment", comment); err != nil {
 		return nil, err
 	}
 	var rec *incidentlib.Incident
@@ -193,15 +191,10 @@ func (db *DB) RestoreIncident(ctx context.Context, id string, version int, comme
 		}
 		return w.checkLinks([]*incidentlib.Incident{rec}, func(int) []string { return []string{"version"} })
 	}, func(w *writeTx) error {
-		if err := w.put(rec); err != nil {
+		var err error
+		if out, err = w.putStored(n, rec); err != nil {
 			return err
 		}
-		stored, err := w.get(n)
-		if err != nil {
-			return err
-		}
-		c := *stored
-		out = &c
 		if tomb == nil {
 			return nil
 		}

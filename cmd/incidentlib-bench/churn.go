@@ -24,26 +24,22 @@ func init() {
 }
 
 type churnBench struct {
-	incidents int
-	writes    int
-	deletes   float64
-	window    int
-	seed      int64
-	dir       string
-	noSync    bool
-	rows      int
+	corpus
+	writes  int
+	deletes float64
+	window  int
+	noSync  bool
+	rows    int
 }
 
 func runChurn(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("churn", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	var b churnBench
-	fs.IntVar(&b.incidents, "incidents", 20_000, "generated incidents loaded before the churn (at least 100)")
+	b.flags(fs, 20_000, "generated incidents loaded before the churn (at least 100)", "generator and churn seed", "directory for the store (default: a temporary directory, removed afterwards)")
 	fs.IntVar(&b.writes, "writes", 200_000, "writes of the churn: upserts and deletes (at least 100)")
 	fs.Float64Var(&b.deletes, "deletes", 0.2, "share of the writes that are deletes, 0 to 0.5; deleted incidents come back with later upserts")
 	fs.IntVar(&b.window, "window", 5_000, "upserts measured at the start and at the end (at most a third of the upserts are used)")
-	fs.Int64Var(&b.seed, "seed", 1, "generator and churn seed")
-	fs.StringVar(&b.dir, "db", "", "directory for the store (default: a temporary directory, removed afterwards)")
 	fs.BoolVar(&b.noSync, "nosync", false, "skip fsync at commit (the output says so); measures the store without the disk's flush latency")
 	fs.IntVar(&b.rows, "rows", 10, "progress rows printed during the churn")
 	if err := fs.Parse(args); err != nil {
@@ -57,12 +53,7 @@ func runChurn(ctx context.Context, args []string, stdout io.Writer) error {
 	case b.window < 10 || b.rows < 1:
 		return errors.New("-window must be at least 10 and -rows at least 1")
 	}
-	dir, done, err := workDir(b.dir, "churn")
-	if err != nil {
-		return err
-	}
-	defer done()
-	return b.run(ctx, filepath.Join(dir, "churn.db"), stdout)
+	return b.in("churn", func(dir string) error { return b.run(ctx, filepath.Join(dir, "churn.db"), stdout) })
 }
 
 // churnState is the churn's picture of the store: which incidents are

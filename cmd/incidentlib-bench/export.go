@@ -17,12 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/gen"
 	"github.com/incidentlib/incidentlib/seeds"
-	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
@@ -31,19 +27,15 @@ func init() {
 }
 
 type exportBench struct {
-	incidents int
-	seed      int64
-	dir       string
-	cache     int
+	corpus
+	cache int
 }
 
 func runExportBench(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	var b exportBench
-	fs.IntVar(&b.incidents, "incidents", 100_000, "generated incidents in the store (at least 100)")
-	fs.Int64Var(&b.seed, "seed", 1, "generator seed")
-	fs.StringVar(&b.dir, "db", "", "directory for the store (default: a temporary directory, removed afterwards)")
+	b.flags(fs, 100_000, "generated incidents in the store (at least 100)", "generator seed", "directory for the store (default: a temporary directory, removed afterwards)")
 	fs.IntVar(&b.cache, "record-cache", 10_000, "decoded records the store keeps, as serve --record-cache")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -51,12 +43,7 @@ func runExportBench(ctx context.Context, args []string, stdout io.Writer) error 
 	if b.incidents < 100 || b.cache < 0 {
 		return errors.New("-incidents at least 100, -record-cache not negative")
 	}
-	dir, done, err := workDir(b.dir, "export")
-	if err != nil {
-		return err
-	}
-	defer done()
-	return b.run(ctx, dir, stdout)
+	return b.in("export", func(dir string) error { return b.run(ctx, dir, stdout) })
 }
 
 func (b *exportBench) run(ctx context.Context, dir string, stdout io.Writer) error {
@@ -74,24 +61,15 @@ func (b *exportBench) run(ctx context.Context, dir string, stdout io.Writer) err
 		return err
 	}
 	defer db.Close()
-	for _, inc := range incs {
-		inc.Related, inc.RecurrenceOf = nil, ""
+	if err := importUnlinked(ctx, db, incs); err != nil {
+		return err
 	}
-	for i := 0; i < len(incs); i += 5_000 {
-		if _, err := db.ImportIncidents(ctx, incs[i:min(len(incs), i+5_000)], incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
-			return err
-		}
-	}
-	incs = nil // the corpus is not the server's memory
+	// incs is not read again: the collector takes the corpus back (it is
+	// not the server's memory).
 	fmt.Fprintf(stdout, "store: generated and imported in %s (not part of the figures)\n", time.Since(start).Round(time.Millisecond))
 
 	// The response cache is off: every request streams from the store.
-	srv, err := newServer(db, nil, server.Config{Prod: true, ResponseCacheBytes: -1}, prometheus.NewRegistry())
-	if err != nil {
-		return err
-	}
-	srv.SetReady(true)
-	url, stop, err := listen(srv)
+	url, stop, err := serveUncached(db, nil)
 	if err != nil {
 		return err
 	}

@@ -22,8 +22,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/gen"
 	"github.com/incidentlib/incidentlib/search"
@@ -37,9 +35,7 @@ func init() {
 }
 
 type searchBench struct {
-	incidents int
-	seed      int64
-	dir       string
+	corpus
 	clients   int
 	queries   int
 	batch     int
@@ -54,9 +50,7 @@ func runSearchBench(ctx context.Context, args []string, stdout io.Writer) error 
 	fs := flag.NewFlagSet("search", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	var b searchBench
-	fs.IntVar(&b.incidents, "incidents", 100_000, "generated incidents in the store (at least 100)")
-	fs.Int64Var(&b.seed, "seed", 1, "generator and query seed")
-	fs.StringVar(&b.dir, "db", "", "directory for the store and the index (default: a temporary directory, removed afterwards)")
+	b.flags(fs, 100_000, "generated incidents in the store (at least 100)", "generator and query seed", "directory for the store and the index (default: a temporary directory, removed afterwards)")
 	fs.IntVar(&b.clients, "clients", 8, "concurrent clients")
 	fs.IntVar(&b.queries, "queries", 800, "queries per class, spread over the clients")
 	fs.IntVar(&b.batch, "batch", 2000, "changes per index batch while building")
@@ -74,12 +68,7 @@ func runSearchBench(ctx context.Context, args []string, stdout io.Writer) error 
 	if _, err := server.SetGCPercent(b.gcPercent); err != nil {
 		return fmt.Errorf("-gc-percent: %w", err)
 	}
-	dir, done, err := workDir(b.dir, "search")
-	if err != nil {
-		return err
-	}
-	defer done()
-	return b.run(ctx, dir, stdout)
+	return b.in("search", func(dir string) error { return b.run(ctx, dir, stdout) })
 }
 
 func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) error {
@@ -99,15 +88,9 @@ func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) err
 		return err
 	}
 	defer db.Close()
-	// Links play no part in search: dropping them lets the store take the
-	// corpus in chunks, which is much faster than one transaction.
-	for _, inc := range incs {
-		inc.Related, inc.RecurrenceOf = nil, ""
-	}
-	for i := 0; i < len(incs); i += 5_000 {
-		if _, err := db.ImportIncidents(ctx, incs[i:min(len(incs), i+5_000)], incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
-			return err
-		}
+	// Links play no part in search.
+	if err := importUnlinked(ctx, db, incs); err != nil {
+		return err
 	}
 	fmt.Fprintf(stdout, "store: generated and imported in %s (not part of the figures)\n", time.Since(start).Round(time.Millisecond))
 
@@ -170,12 +153,7 @@ func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) err
 	// The same queries through the GraphQL API over loopback: each client
 	// a keep-alive connection, the latency counted from the request's
 	// sending, so the wait for a core is part of it, as it is for a user.
-	srv, err := newServer(db, x, server.Config{Prod: true, ResponseCacheBytes: -1}, prometheus.NewRegistry())
-	if err != nil {
-		return err
-	}
-	srv.SetReady(true)
-	url, stop, err := listen(srv)
+	url, stop, err := serveUncached(db, x)
 	if err != nil {
 		return err
 	}

@@ -20,3 +20,16 @@ func newServer(db *storage.DB, search incidentlib.SearchService, cfg server.Conf
 	srv, _, err := server.Assemble(db, nil, search, m, cfg)
 	return srv, err
 }
+
+// serveUncached serves db (and search, when not nil) on loopback as a
+// production server without the response cache, so that every request is
+// answered from the store: the setting of the benchmarks that measure
+// the store's reads.
+func serveUncached(db *storage.DB, search incidentlib.SearchService) (url string, stop func(), err error) {
+	srv, err := newServer(db, search, server.Config{Prod: true, ResponseCacheBytes: -1}, prometheus.NewRegistry())
+	if err != nil {
+		return "", nil, err
+	}
+	srv.SetReady(true)
+	return listen(srv)
+}

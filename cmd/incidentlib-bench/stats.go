@@ -14,12 +14,9 @@ import (
 	"runtime/pprof"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/gen"
 	"github.com/incidentlib/incidentlib/seeds"
-	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
@@ -28,21 +25,17 @@ func init() {
 }
 
 type statsBench struct {
-	incidents int
-	seed      int64
-	queries   int
-	dir       string
-	profile   string
+	corpus
+	queries int
+	profile string
 }
 
 func runStatsBench(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("stats", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	var b statsBench
-	fs.IntVar(&b.incidents, "incidents", 100_000, "generated incidents in the store (at least 100)")
-	fs.Int64Var(&b.seed, "seed", 1, "generator and filter seed")
+	b.flags(fs, 100_000, "generated incidents in the store (at least 100)", "generator and filter seed", "directory for the store, kept and reused when it holds -incidents incidents (default: a temporary directory, removed afterwards)")
 	fs.IntVar(&b.queries, "queries", 300, "queries per filter, one at a time")
-	fs.StringVar(&b.dir, "db", "", "directory for the store, kept and reused when it holds -incidents incidents (default: a temporary directory, removed afterwards)")
 	fs.StringVar(&b.profile, "cpuprofile", "", "write a CPU profile of the queries to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -50,12 +43,7 @@ func runStatsBench(ctx context.Context, args []string, stdout io.Writer) error {
 	if b.incidents < 100 || b.queries < 10 {
 		return errors.New("-incidents at least 100, -queries at least 10")
 	}
-	dir, done, err := workDir(b.dir, "stats")
-	if err != nil {
-		return err
-	}
-	defer done()
-	return b.run(ctx, dir, stdout)
+	return b.in("stats", func(dir string) error { return b.run(ctx, dir, stdout) })
 }
 
 const statsBenchQuery = `query($f: IncidentFilter) { stats(filter: $f) {
@@ -126,16 +114,9 @@ func (b *statsBench) run(ctx context.Context, dir string, stdout io.Writer) erro
 	if n, err := db.CountIncidents(ctx, incidentlib.IncidentFilter{}); err != nil {
 		return err
 	} else if n != len(incs) {
-		// Links play no part in the aggregates: dropping them lets the
-		// store take the corpus in chunks, much faster than one
-		// transaction.
-		for _, inc := range incs {
-			inc.Related, inc.RecurrenceOf = nil, ""
-		}
-		for i := 0; i < len(incs); i += 5_000 {
-			if _, err := db.ImportIncidents(ctx, incs[i:min(len(incs), i+5_000)], incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
-				return err
-			}
+		// Links play no part in the aggregates.
+		if err := importUnlinked(ctx, db, incs); err != nil {
+			return err
 		}
 		fmt.Fprintf(stdout, "store: generated and imported in %s (not part of the figures)\n", time.Since(start).Round(time.Millisecond))
 	}
@@ -152,21 +133,16 @@ func (b *statsBench) run(ctx context.Context, dir string, stdout io.Writer) erro
 	}
 
 	// The organizations of the incidents, one per incident (common ones
-	// drawn more often); the corpus itself is let go, so that the
-	// collector does not walk it during the measurement.
+	// drawn more often); the corpus itself is not read again, so the
+	// collection below takes it back and the collector does not walk it
+	// during the measurement.
 	orgs := make([]string, len(incs))
 	for i, inc := range incs {
 		orgs[i] = inc.OrgSlug
 	}
-	incs = nil
 	runtime.GC()
 
-	srv, err := newServer(db, nil, server.Config{Prod: true, ResponseCacheBytes: -1}, prometheus.NewRegistry())
-	if err != nil {
-		return err
-	}
-	srv.SetReady(true)
-	url, stop, err := listen(srv)
+	url, stop, err := serveUncached(db, nil)
 	if err != nil {
 		return err
 	}

@@ -294,6 +294,27 @@ func selectionKey(ctx context.Context, rc *graphql.OperationContext) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// payload is it as the payload of a next message: its encoding, or the
+// presented error when it cannot be encoded. ok is false when ctx ended
+// meanwhile (the client went away: nothing more is sent).
+func (s *stream) payload(ctx context.Context, it live.Item) (b []byte, ok bool) {
+	b, err := s.encode(it)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, false
+		}
+		b = s.errorPayload(err)
+	}
+	return b, true
+}
+
+// errorPayload is the payload of a next message that carries err,
+// presented.
+func (s *stream) errorPayload(err error) []byte {
+	b, _ := json.Marshal(requestErrors{Errors: gqlerror.List{s.l.e.PresentError(s.ctx, err)}})
+	return b
+}
+
 // encode returns the JSON of the execution result of it (an object with
 // data, and errors or extensions where there are any), executed once per
 // distinct selection and event, under --request-timeout.
@@ -323,10 +344,4 @@ func (s *stream) encode(it live.Item) ([]byte, error) {
 		}
 		return json.Marshal(resp)
 	})
-}
-
-// errorPayload is the JSON array of the presented errors of err.
-func (s *stream) errorPayload(err error) []byte {
-	b, _ := json.Marshal(gqlerror.List{s.l.e.PresentError(s.ctx, err)})
-	return b
 }

@@ -155,17 +155,13 @@ func (l *liveServer) serveSSE(w http.ResponseWriter, r *http.Request, exec graph
 			if ctx.Err() != nil {
 				return // the client went away
 			}
-			b, _ := json.Marshal(requestErrors{Errors: gqlerror.List{l.e.PresentError(s.ctx, err)}})
-			_ = out.event("next", b)
+			_ = out.event("next", s.errorPayload(err))
 			_ = out.event("complete", nil)
 			return
 		}
-		b, err := s.encode(it)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			b, _ = json.Marshal(requestErrors{Errors: gqlerror.List{l.e.PresentError(s.ctx, err)}})
+		b, ok := s.payload(ctx, it)
+		if !ok {
+			return
 		}
 		if out.event("next", b) != nil {
 			return

@@ -131,7 +131,7 @@ func (l *liveServer) serveWS(w http.ResponseWriter, r *http.Request, exec graphq
 	if code != 0 {
 		c.Close(code, reason)
 	} else {
-		c.CloseNow()
+		_ = c.CloseNow() // the connection is over either way; no one acts on how it ended
 	}
 }
 
@@ -366,12 +366,9 @@ func (wc *wsConn) run(ctx context.Context, id string, s *stream) {
 			_ = wc.sendErrors(id, gqlerror.List{l.e.PresentError(s.ctx, err)})
 			return
 		}
-		b, err := s.encode(it)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			b, _ = json.Marshal(requestErrors{Errors: gqlerror.List{l.e.PresentError(s.ctx, err)}})
+		b, ok := s.payload(ctx, it)
+		if !ok {
+			return
 		}
 		msg := make([]byte, 0, len(b)+len(idJSON)+32)
 		msg = append(msg, `{"id":`...)
