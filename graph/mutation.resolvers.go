@@ -63,10 +63,13 @@ func (r *mutationResolver) ReviewIncident(ctx context.Context, id string, decisi
 	return incidentPayload(ctx, r.Resolver, stored, nil, err)
 }
 
-func (r *mutationResolver) ImportIncidents(ctx context.Context, records []*model.IncidentInput) (*model.ImportPayload, error) {
+func (r *mutationResolver) ImportIncidents(ctx context.Context, records []*model.IncidentInput, histories []*model.HistoryImportInput) (*model.ImportPayload, error) {
 	w, err := writer(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if len(histories) > 0 {
+		return importHistories(ctx, w, records, histories) // histimport.go
 	}
 	by, err := author(ctx, incidentlib.RoleEditor)
 	if err != nil {
