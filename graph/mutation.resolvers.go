@@ -101,7 +101,8 @@ func (r *mutationResolver) ImportIncidents(ctx context.Context, records []*model
 		return &model.ImportPayload{UserErrors: ues}, nil
 	}
 	// The store names records by index: ["records", "3", "date"].
-	res, err := w.ImportIncidents(ctx, incs, incidentlib.ImportOptions{})
+	// A record an editor imports is a DRAFT (graph/mutation.go, importAuthor).
+	res, err := w.ImportIncidents(ctx, incs, incidentlib.ImportOptions{Draft: !by.Role.Allows(incidentlib.RoleAdmin)})
 	if err != nil {
 		ues, ok := model.UserErrors(nil, err)
 		if !ok {

@@ -113,41 +113,36 @@ func TestImportHistoryAPI(t *testing.T) {
 		}
 	})
 	t.Run("EditorRecordsAreDrafts", func(t *testing.T) {
-		// An editor's import of plain records writes a version per record,
-		// by the editor, and leaves each in DRAFT whatever it was.
-		var q struct {
-			Incident struct {
-				Version     int
-				ReviewState string
-			}
-		}
-		id := ins[0].ID
-		get := `query($id: ID!) { incident(id: $id) { version reviewState } }`
-		if err := json.Unmarshal(s.send(t, "", get, map[string]any{"id": id}).Data, &q); err != nil {
-			t.Fatal(err)
-		}
-		before := q.Incident.Version
-		stored, err := s.db.FindIncidentsByIDs(context.Background(), []string{id})
-		if err != nil || len(stored) != 1 || stored[0] == nil {
-			t.Fatal(err)
-		}
-		in := model.InputOf(stored[0])
-		in.Title.En += " (again)"
-		in.Review = nil
-		r := s.send(t, "Bearer "+editor, `mutation($r: [IncidentInput!]!) { importIncidents(records: $r) { updated userErrors { code } } }`,
-			map[string]any{"r": []any{in}})
-		if !strings.Contains(string(r.raw), `"updated":1`) {
+		// An admin's record keeps its review; an editor's import of it,
+		// review and all, is unchanged; changed, it is a new version by
+		// the editor, DRAFT, without the old review.
+		const imp = `mutation($r: [IncidentInput!]!) { importIncidents(records: $r) { created updated unchanged userErrors { code message } } }`
+		rec := map[string]any{"id": "IL-0950", "org": "Acme", "orgSlug": "acme", "title": map[string]any{"en": "Queue stalled"},
+			"review": map[string]any{"writtenBy": "kim", "reviewedBy": "rita", "reviewedAt": "2024-01-01T00:00:00Z"}}
+		if r := s.send(t, "Bearer "+admin, imp, map[string]any{"r": []any{rec}}); !strings.Contains(string(r.raw), `"created":1`) {
 			t.Fatalf("%s", r.raw)
 		}
-		if err := json.Unmarshal(s.send(t, "", get, map[string]any{"id": id}).Data, &q); err != nil {
-			t.Fatal(err)
+		get := func() string {
+			return string(s.send(t, "", `{ incident(id: "IL-0950") { version reviewState review { writtenBy reviewedBy } } }`, nil).Data)
 		}
-		if q.Incident.Version != before+1 || q.Incident.ReviewState != "DRAFT" {
-			t.Fatalf("after an editor's import: version %d (was %d), %s", q.Incident.Version, before, q.Incident.ReviewState)
+		if got := get(); !strings.Contains(got, `"version":1,"reviewState":"REVIEWED","review":{"writtenBy":"kim","reviewedBy":"rita"}`) {
+			t.Fatalf("admin's import: %s", got)
 		}
-		h := exportHistory(t, s.db)
-		if !strings.Contains(h, `"author":"eve","role":"editor","action":"IMPORT"`) {
-			t.Fatalf("no IMPORT version by eve:\n%s", h)
+		if r := s.send(t, "Bearer "+editor, imp, map[string]any{"r": []any{rec}}); !strings.Contains(string(r.raw), `"unchanged":1`) {
+			t.Fatalf("an editor's import of the same record: %s", r.raw)
+		}
+		if got := get(); !strings.Contains(got, `"version":1,"reviewState":"REVIEWED"`) {
+			t.Fatalf("after an editor's unchanged import: %s", got)
+		}
+		rec["title"] = map[string]any{"en": "Queue stalled for an hour"}
+		if r := s.send(t, "Bearer "+editor, imp, map[string]any{"r": []any{rec}}); !strings.Contains(string(r.raw), `"updated":1`) {
+			t.Fatalf("%s", r.raw)
+		}
+		if got := get(); !strings.Contains(got, `"version":2,"reviewState":"DRAFT","review":{"writtenBy":"kim","reviewedBy":null}`) {
+			t.Fatalf("after an editor's import of a change: %s", got)
+		}
+		if h := exportHistory(t, s.db); !strings.Contains(h, `{"version":2,"at":`) || !strings.Contains(h, `"author":"eve","role":"editor","action":"IMPORT"`) {
+			t.Fatalf("no IMPORT version 2 by eve:\n%s", h)
 		}
 	})
 }
