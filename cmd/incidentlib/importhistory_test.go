@@ -60,6 +60,19 @@ func TestImportHistoryFile(t *testing.T) {
 			t.Fatal("a refused import wrote")
 		}
 	})
+	t.Run("Server", func(t *testing.T) {
+		live := filepath.Join(dir, "live.db")
+		t.Run("Import", func(t *testing.T) {
+			base := serveInProcess(t, live) // stops when this subtest ends
+			out, stderr, err := runCmd(t, map[string]string{"INCIDENTLIB_TOKEN": crashToken}, "", "import", "--server", base, hf)
+			if err != nil || !strings.Contains(out, "5 incidents") {
+				t.Fatalf("import --server: %v %s %s", err, out, stderr)
+			}
+		})
+		if got, _, _ := runCmd(t, nil, "", "export", "--history", "--db", live); got != hist {
+			t.Fatal("import --server of a history export differs from it")
+		}
+	})
 	// The mixed inputs: nothing may be written to a new store.
 	lines := strings.SplitAfter(strings.TrimSpace(plain), "\n")
 	for _, c := range []struct {
