@@ -2802,8 +2802,10 @@ type Mutation {
   reviewIncident(id: ID!, decision: ReviewDecision!, comment: String, expectedVersion: Int, expectedUpdatedAt: String): IncidentPayload!
   """
   Writes every record in one transaction, or none: any problem with any record
-  leaves the library as it was. Records may link to each other. Unlike
-  upsertIncident, records carry their review as given.
+  leaves the library as it was. Records may link to each other. An admin's
+  records carry their review as given; an editor's or reviewer's are
+  written as DRAFT, a version per new or changed record, as upsertIncident
+  writes them (a review they carry is not kept).
   histories (admin only; a request that gives it with another role is
   FORBIDDEN before anything runs): incidents with their history, as
   export --history writes them, written as given with no version added,
