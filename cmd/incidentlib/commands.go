@@ -292,14 +292,14 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	if hist, err := historyInputs(inputs); err != nil {
 		return err
-	} else if hist { // export --history's lines (importhistory.go)
+	} else if hist != nil { // export --history's lines (importhistory.go)
 		if *skipBad {
 			return errors.New("import: a history import writes all or nothing; --skip-bad is for records")
 		}
 		if rf.remote() {
-			return importHistoryRemote(ctx, rf, inputs, stdout, stderr)
+			return importHistoryRemote(ctx, rf, hist, stdout, stderr)
 		}
-		return sf.with(false, func(db *storage.DB) error { return importHistoryLocal(ctx, db, inputs, stdout) })
+		return sf.with(false, func(db *storage.DB) error { return importHistoryLocal(ctx, db, hist, stdout) })
 	}
 	if rf.remote() {
 		return importRemote(ctx, rf, inputs, *chunk, int(*maxRecord), stdout, stderr)

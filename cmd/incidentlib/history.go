@@ -51,13 +51,13 @@ func runHistory(ctx context.Context, args []string, getenv func(string) string, 
 		if f.NArg() != 1 {
 			return errors.New("history import: give one file, written by export --history")
 		}
-		inputs := []importInput{{f.Arg(0), f.Arg(0)}}
-		if hist, err := historyInputs(inputs); err != nil {
+		hist, err := historyInputs([]importInput{{f.Arg(0), f.Arg(0)}})
+		if err != nil {
 			return err
-		} else if !hist {
+		} else if hist == nil {
 			return fmt.Errorf("history import: %s holds no incident with its history (export --history); import records with import", f.Arg(0))
 		}
-		return sf.with(false, func(db *storage.DB) error { return importHistoryLocal(ctx, db, inputs, stdout) })
+		return sf.with(false, func(db *storage.DB) error { return importHistoryLocal(ctx, db, hist, stdout) })
 	}
 	return fmt.Errorf("history: unknown subcommand %q (compact or import)", sub)
 }

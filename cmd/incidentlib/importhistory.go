@@ -11,6 +11,7 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/graph/model"
+	"github.com/incidentlib/incidentlib/importer"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
@@ -19,32 +20,44 @@ import (
 // apart per file. A history is written as given, adding no version, into
 // a store that holds none of its ids; history import is the same.
 
-// historyInputs tells whether the inputs are history exports (true) or
-// plain records (false). Every line of every file is looked at: a file
-// that mixes history lines with other lines is refused naming the line,
-// and so are inputs that mix history files with files of records (each
-// import is one transaction of one kind). Directories hold records.
-func historyInputs(inputs []importInput) (bool, error) {
+// historyInputs tells whether the inputs are history exports (then it
+// returns their files, directories expanded) or plain records (nil).
+// Every line of every file is looked at: a file that mixes history lines
+// with other lines is refused naming the lines, and so are inputs that
+// mix history files with files of records (each import is one
+// transaction of one kind).
+func historyInputs(inputs []importInput) ([]importInput, error) {
 	var histFile, plainFile string
+	var files []importInput
 	for _, in := range inputs {
-		if st, err := os.Stat(in.path); err != nil || st.IsDir() {
-			plainFile = in.name
-			continue
+		list := []importInput{in}
+		if in.name == in.path {
+			paths, err := importer.ListFiles(in.path)
+			if err != nil {
+				return nil, err
+			}
+			list = list[:0]
+			for _, p := range paths {
+				list = append(list, importInput{p, p})
+			}
 		}
-		hist, err := historyFile(in)
-		if err != nil {
-			return false, err
-		}
-		if hist {
-			histFile = in.name
-		} else {
-			plainFile = in.name
-		}
-		if histFile != "" && plainFile != "" {
-			return false, fmt.Errorf("import: %s holds histories (export --history) and %s records; import them separately", histFile, plainFile)
+		for _, f := range list {
+			hist, err := historyFile(f)
+			if err != nil {
+				return nil, err
+			}
+			if hist {
+				histFile = f.name
+				files = append(files, f)
+			} else {
+				plainFile = f.name
+			}
+			if histFile != "" && plainFile != "" {
+				return nil, fmt.Errorf("import: %s holds histories (export --history) and %s records; import them separately", histFile, plainFile)
+			}
 		}
 	}
-	return histFile != "", nil
+	return files, nil
 }
 
 // historyFile reads one file: true if its lines are history lines, an

@@ -60,6 +60,22 @@ func TestImportHistoryFile(t *testing.T) {
 			t.Fatal("a refused import wrote")
 		}
 	})
+	t.Run("Directory", func(t *testing.T) {
+		sub := filepath.Join(dir, "histories")
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(sub, "h.jsonl"), []byte(hist), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		db := filepath.Join(dir, "dir.db")
+		if out, stderr, err := runCmd(t, nil, "", "import", "--db", db, sub); err != nil || !strings.Contains(out, "5 incidents") {
+			t.Fatalf("%v %s %s", err, out, stderr)
+		}
+		if got, _, _ := runCmd(t, nil, "", "export", "--history", "--db", db); got != hist {
+			t.Fatal("import --db DIR of a history export differs from it")
+		}
+	})
 	t.Run("Server", func(t *testing.T) {
 		live := filepath.Join(dir, "live.db")
 		t.Run("Import", func(t *testing.T) {
