@@ -230,6 +230,12 @@ type ImportOptions struct {
 	Merges map[string]string
 	// Progress, if set, is told how many records were written so far.
 	Progress func(done, total int)
+	// Draft is an editor's import (importIncidents without an admin
+	// token): the review belongs to the store, as for an upsert. A record
+	// that differs from the stored one only in its review is unchanged;
+	// a new or changed record is written DRAFT, without reviewed_at and
+	// reviewed_by, and an existing one keeps its first author.
+	Draft bool
 }
 
 // ImportResult says what an import did.

@@ -255,7 +255,7 @@ type ComplexityRoot struct {
 		CreateToken        func(childComplexity int, name string, role model.TokenRole, expiresAt *string) int
 		DeleteIncident     func(childComplexity int, id string, expectedUpdatedAt *string, expectedVersion *int) int
 		DeprecateTerm      func(childComplexity int, kind model.TaxonomyKind, slug string, deprecated *bool) int
-		ImportIncidents    func(childComplexity int, records []*model.IncidentInput) int
+		ImportIncidents    func(childComplexity int, records []*model.IncidentInput, histories []*model.HistoryImportInput) int
 		MergeOrganizations func(childComplexity int, from string, into string) int
 		PurgeVersion       func(childComplexity int, id string, version int, reason string) int
 		RenameOrganization func(childComplexity int, slug string, name string) int
@@ -478,7 +478,7 @@ type MutationResolver interface {
 	UpsertIncident(ctx context.Context, input model.IncidentInput) (*model.IncidentPayload, error)
 	DeleteIncident(ctx context.Context, id string, expectedUpdatedAt *string, expectedVersion *int) (*model.DeleteIncidentPayload, error)
 	ReviewIncident(ctx context.Context, id string, decision incidentlib.ReviewDecision, comment *string, expectedVersion *int, expectedUpdatedAt *string) (*model.IncidentPayload, error)
-	ImportIncidents(ctx context.Context, records []*model.IncidentInput) (*model.ImportPayload, error)
+	ImportIncidents(ctx context.Context, records []*model.IncidentInput, histories []*model.HistoryImportInput) (*model.ImportPayload, error)
 	RestoreIncident(ctx context.Context, id string, version int, comment *string, expectedVersion *int) (*model.IncidentPayload, error)
 	SubmitForReview(ctx context.Context, id string, expectedVersion *int) (*model.IncidentPayload, error)
 	WithdrawIncident(ctx context.Context, id string, reason string, expectedVersion *int) (*model.IncidentPayload, error)
@@ -1502,7 +1502,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.ImportIncidents(childComplexity, args["records"].([]*model.IncidentInput)), true
+		return e.ComplexityRoot.Mutation.ImportIncidents(childComplexity, args["records"].([]*model.IncidentInput), args["histories"].([]*model.HistoryImportInput)), true
 	case "Mutation.mergeOrganizations":
 		if e.ComplexityRoot.Mutation.MergeOrganizations == nil {
 			break
@@ -2339,6 +2339,8 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	inputUnmarshalers := func() *graphql.InputUnmarshalerIndex {
 		return graphql.NewInputUnmarshalerIndex(
 			graphql.NewInputUnmarshaler("AddTermInput", ec.unmarshalInputAddTermInput),
+			graphql.NewInputUnmarshaler("HistoryImportInput", ec.unmarshalInputHistoryImportInput),
+			graphql.NewInputUnmarshaler("HistoryVersionInput", ec.unmarshalInputHistoryVersionInput),
 			graphql.NewInputUnmarshaler("ImpactInput", ec.unmarshalInputImpactInput),
 			graphql.NewInputUnmarshaler("IncidentFilter", ec.unmarshalInputIncidentFilter),
 			graphql.NewInputUnmarshaler("IncidentInput", ec.unmarshalInputIncidentInput),
@@ -2589,6 +2591,40 @@ input TimelineEventInput {
   extra: JSON
 }
 `, BuiltIn: false},
+	{Name: "../histimport.graphqls", Input: `# Imports with history (docs/importing.md): an incident with every version,
+# as export --history writes one line.
+
+"""
+An incident with its history, one line of export --history. Written as
+given (author, action, time of every version), adding no version.
+"""
+input HistoryImportInput {
+  id: ID!
+  "Its versions in order, the first one 1."
+  history: [HistoryVersionInput!]!
+}
+
+"One version of a history import: the members of export --history's version."
+input HistoryVersionInput {
+  version: Int!
+  "RFC 3339."
+  at: String!
+  author: String!
+  "reader, editor, reviewer or admin; absent where unknown."
+  role: String
+  "A HistoryAction name (CREATE, UPDATE, …)."
+  action: String!
+  "IL-JSON paths of the fields the version changed."
+  changed: [String!]
+  comment: String
+  "The version is a delete."
+  deleted: Boolean
+  "The version a RESTORE brought back."
+  target: Int
+  "The record of the version as IL-JSON text; null for a delete and for content purged or compacted away."
+  record: String
+}
+`, BuiltIn: false},
 	{Name: "../history.graphqls", Input: `# The history of incidents and the review workflow (docs/editing.md).
 # Every change to an incident is a version: who wrote it (the token's
 # name), when, what it did and which fields it changed. Reading history
@@ -2766,10 +2802,17 @@ type Mutation {
   reviewIncident(id: ID!, decision: ReviewDecision!, comment: String, expectedVersion: Int, expectedUpdatedAt: String): IncidentPayload!
   """
   Writes every record in one transaction, or none: any problem with any record
-  leaves the library as it was. Records may link to each other. Unlike
-  upsertIncident, records carry their review as given.
+  leaves the library as it was. Records may link to each other. An admin's
+  records carry their review as given; an editor's or reviewer's are
+  written as DRAFT, a version per new or changed record, as upsertIncident
+  writes them (a review they carry is not kept).
+  histories (admin only; a request that gives it with another role is
+  FORBIDDEN before anything runs): incidents with their history, as
+  export --history writes them, written as given with no version added,
+  for ids the library holds no history of (else CONFLICT). Give records or
+  histories, not both.
   """
-  importIncidents(records: [IncidentInput!]!): ImportPayload!
+  importIncidents(records: [IncidentInput!]! = [], histories: [HistoryImportInput!]): ImportPayload!
 }
 
 """
@@ -4804,6 +4847,14 @@ func (ec *executionContext) field_Mutation_importIncidents_args(ctx context.Cont
 		return nil, err
 	}
 	args["records"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "histories",
+		func(ctx context.Context, v any) ([]*model.HistoryImportInput, error) {
+			return ec.unmarshalOHistoryImportInput2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐHistoryImportInputᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["histories"] = arg1
 	return args, nil
 }
 
@@ -9701,7 +9752,7 @@ func (ec *executionContext) _Mutation_importIncidents(ctx context.Context, field
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().ImportIncidents(ctx, fc.Args["records"].([]*model.IncidentInput))
+			return ec.Resolvers.Mutation().ImportIncidents(ctx, fc.Args["records"].([]*model.IncidentInput), fc.Args["histories"].([]*model.HistoryImportInput))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.ImportPayload) graphql.Marshaler {
@@ -14464,6 +14515,160 @@ func UnmarshalAddTermInput(ctx context.Context, raw any) (model.AddTermInput, er
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputHistoryImportInput(ctx context.Context, obj any) (model.HistoryImportInput, error) {
+	var it model.HistoryImportInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id", "history"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "history":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("history"))
+			data, err := ec.unmarshalNHistoryVersionInput2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐHistoryVersionInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.History = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalHistoryImportInput unmarshals raw into the HistoryImportInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalHistoryImportInput(ctx context.Context, raw any) (model.HistoryImportInput, error) {
+	var out model.HistoryImportInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "HistoryImportInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputHistoryVersionInput(ctx context.Context, obj any) (model.HistoryVersionInput, error) {
+	var it model.HistoryVersionInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"version", "at", "author", "role", "action", "changed", "comment", "deleted", "target", "record"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "version":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("version"))
+			data, err := ec.unmarshalNInt2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Version = data
+		case "at":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("at"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.At = data
+		case "author":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("author"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Author = data
+		case "role":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("role"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Role = data
+		case "action":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("action"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Action = data
+		case "changed":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("changed"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Changed = data
+		case "comment":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("comment"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Comment = data
+		case "deleted":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deleted"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Deleted = data
+		case "target":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("target"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Target = data
+		case "record":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("record"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Record = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalHistoryVersionInput unmarshals raw into the HistoryVersionInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalHistoryVersionInput(ctx context.Context, raw any) (model.HistoryVersionInput, error) {
+	var out model.HistoryVersionInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "HistoryVersionInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputImpactInput(ctx context.Context, obj any) (model.ImpactInput, error) {
 	var it model.ImpactInput
 	if obj == nil {
@@ -18857,6 +19062,30 @@ func (ec *executionContext) marshalNHistoryAuthor2ᚖgithubᚗcomᚋincidentlib�
 	return ec._HistoryAuthor(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNHistoryImportInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐHistoryImportInput(ctx context.Context, v any) (*model.HistoryImportInput, error) {
+	res, err := ec.unmarshalInputHistoryImportInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNHistoryVersionInput2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐHistoryVersionInputᚄ(ctx context.Context, v any) ([]*model.HistoryVersionInput, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*model.HistoryVersionInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNHistoryVersionInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐHistoryVersionInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalNHistoryVersionInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐHistoryVersionInput(ctx context.Context, v any) (*model.HistoryVersionInput, error) {
+	res, err := ec.unmarshalInputHistoryVersionInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNID2string(ctx context.Context, v any) (string, error) {
 	res, err := graphql.UnmarshalID(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -20121,6 +20350,23 @@ func (ec *executionContext) marshalODeletedIncident2ᚖgithubᚗcomᚋincidentli
 		return graphql.Null
 	}
 	return ec._DeletedIncident(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOHistoryImportInput2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐHistoryImportInputᚄ(ctx context.Context, v any) ([]*model.HistoryImportInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*model.HistoryImportInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNHistoryImportInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐHistoryImportInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 func (ec *executionContext) unmarshalOID2string(ctx context.Context, v any) (string, error) {

@@ -55,11 +55,13 @@ func incidentPayload(ctx context.Context, r *Resolver, stored *incidentlib.Incid
 	return &model.IncidentPayload{Incident: r.view(ctx).NewIncident(stored), UserErrors: []*model.UserError{}}, nil
 }
 
-// importAuthor makes the token by the author of a record an import
-// writes: an admin's records keep their review as given (the author
-// defaults to the admin's name), an editor's or reviewer's are written by
-// the token's name and may not carry a review (reviewedAt, reviewedBy):
-// a review is a reviewer's, through reviewIncident.
+// importAuthor makes the token the author of a record an import writes:
+// an admin's records keep their review as given (the author defaults to
+// the admin's name); an editor's or reviewer's are written by the token's
+// name and their review is the store's (ImportOptions.Draft: a new or
+// changed record is DRAFT). Importing a record that carries a review
+// (reviewedAt, reviewedBy) is an admin's operation: a review is a
+// reviewer's, through reviewIncident.
 func importAuthor(inc *incidentlib.Incident, by incidentlib.Identity, prefix []string) []*model.UserError {
 	if by.Role.Allows(incidentlib.RoleAdmin) {
 		if inc.Review.WrittenBy == "" {
@@ -67,10 +69,10 @@ func importAuthor(inc *incidentlib.Incident, by incidentlib.Identity, prefix []s
 		}
 		return nil
 	}
-	inc.Review.WrittenBy = by.Name
 	if inc.Review.ReviewedAt != "" || inc.Review.ReviewedBy != "" {
 		return []*model.UserError{{Field: append(append([]string(nil), prefix...), "review"), Code: model.UserErrorCodeInvalid,
 			Message: "only an admin token may import records that carry a review (reviewedAt, reviewedBy); review them with reviewIncident"}}
 	}
+	inc.Review = incidentlib.Review{WrittenBy: by.Name, Extra: inc.Review.Extra}
 	return nil
 }

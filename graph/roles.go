@@ -46,6 +46,29 @@ var NestedRoles = map[string]incidentlib.Role{
 	"history": incidentlib.RoleEditor,
 }
 
+// ArgumentRoles is the role a mutation needs, beyond MutationRoles, when
+// it is given a non-empty argument: importing incidents with their
+// history is an admin's.
+var ArgumentRoles = map[string]map[string]incidentlib.Role{
+	"importIncidents": {"histories": incidentlib.RoleAdmin},
+}
+
+// argumentRole is what the arguments of a top-level field need.
+func argumentRole(oc *graphql.OperationContext, f *ast.Field) (incidentlib.Role, string) {
+	need, what := incidentlib.RoleReader, ""
+	roles := ArgumentRoles[f.Name]
+	if len(roles) == 0 || f.Definition == nil {
+		return need, what
+	}
+	args := f.ArgumentMap(oc.Variables)
+	for name, r := range roles {
+		if l, ok := args[name].([]any); ok && len(l) > 0 && r > need {
+			need, what = r, f.Name+"("+name+")"
+		}
+	}
+	return need, what
+}
+
 // RequiredRole is the role an operation needs: the most any field at its
 // top needs (through fragments too), and what needs it, for the refusal's
 // message. A subscription needs what a query needs.
@@ -77,6 +100,11 @@ func RequiredRole(oc *graphql.OperationContext) (incidentlib.Role, string) {
 				}
 				if r > need {
 					need, what = r, s.Name
+				}
+				if oc.Operation.Operation == ast.Mutation {
+					if r, w := argumentRole(oc, s); r > need {
+						need, what = r, w
+					}
 				}
 				walk(s.SelectionSet, depth+1)
 			case *ast.InlineFragment:

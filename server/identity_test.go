@@ -317,6 +317,20 @@ func TestAuthorIsTheToken(t *testing.T) {
 			t.Fatalf("%s", r.raw)
 		}
 	})
+	t.Run("EditorImportIsADraft", func(t *testing.T) {
+		r := s.send(t, "Bearer "+editor, imp, map[string]any{"r": []any{map[string]any{"id": "IL-0003", "org": "Acme", "orgSlug": "acme",
+			"title": map[string]any{"en": "x"}}}})
+		if !strings.Contains(string(r.raw), `"created":1`) {
+			t.Fatalf("%s", r.raw)
+		}
+		if got := stored(t, "IL-0003"); got.ReviewedBy != "" || got.ReviewedAt != "" || got.WrittenBy != "alice" {
+			t.Fatalf("stored review %+v", got)
+		}
+		r = s.send(t, "", `{ incident(id: "IL-0003") { version reviewState } }`, nil)
+		if !strings.Contains(string(r.raw), `"version":1,"reviewState":"DRAFT"`) {
+			t.Fatalf("%s", r.raw)
+		}
+	})
 }
 
 // TestTokenMutations: a new token is shown once, with Cache-Control:

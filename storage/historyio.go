@@ -187,3 +187,7 @@ func (db *DB) ImportHistory(ctx context.Context, r io.Reader) (int, error) {
 	}
 	return len(lines), nil
 }
+
+// The API's histories import (importIncidents) reaches ImportHistory
+// through this interface.
+var _ incidentlib.HistoryImporter = (*DB)(nil)

@@ -37,6 +37,7 @@ func (db *DB) ImportIncidents(ctx context.Context, incs []*incidentlib.Incident,
 	res := &incidentlib.ImportResult{}
 	err := db.update(ctx, func(w *writeTx) error {
 		w.begin(ctx, incidentlib.ActionImport, incidentlib.AuthorImport) // the history's author and action
+		w.draft = opts.Draft
 		*res = incidentlib.ImportResult{}
 		if opts.OnlyIfNew {
 			if w.seq > 0 || w.tx.Bucket(bucketIncidents).Stats().KeyN > 0 {
@@ -94,6 +95,10 @@ func (w *writeTx) importOne(in *incidentlib.Incident, data []byte, keepUpdatedAt
 		inc.UpdatedAt = w.now
 		data = nil
 	}
+	if w.draft {
+		draftBefore(&inc, old) // importdraft.go
+		data = nil
+	}
 	if old != nil {
 		given := carryHistory(&inc, old) // the history's members, when the record has none
 		if given != nil {
@@ -121,6 +126,9 @@ func (w *writeTx) importOne(in *incidentlib.Incident, data []byte, keepUpdatedAt
 		res.Updated++
 	} else {
 		res.Created++
+	}
+	if w.draft {
+		draftAfter(&inc)
 	}
 	if data == nil {
 		if data, err = CanonicalJSON(&inc); err != nil {

@@ -31,6 +31,8 @@ type writeTx struct {
 	// checked the records, and a page may hold a mix of states that only
 	// the later pages make consistent again (apply.go).
 	trusted bool
+	// draft marks an editor's import (ImportOptions.Draft, importdraft.go).
+	draft bool
 	// recs holds the records this transaction read or wrote (nil when
 	// absent), so that each is decoded once; written lists the records it
 	// wrote, for the record cache once it committed (mutate.go).

@@ -290,6 +290,17 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
+	if hist, err := historyInputs(inputs); err != nil {
+		return err
+	} else if hist != nil { // export --history's lines (importhistory.go)
+		if *skipBad {
+			return errors.New("import: a history import writes all or nothing; --skip-bad is for records")
+		}
+		if rf.remote() {
+			return importHistoryRemote(ctx, rf, hist, stdout, stderr)
+		}
+		return sf.with(false, func(db *storage.DB) error { return importHistoryLocal(ctx, db, hist, stdout) })
+	}
 	if rf.remote() {
 		return importRemote(ctx, rf, inputs, *chunk, int(*maxRecord), stdout, stderr)
 	}
@@ -332,7 +343,7 @@ func reportProblems(w io.Writer, problems []string) error {
 func runExport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f := newFlags("export", getenv, stderr)
 	sf := addStoreFlags(f)
-	history := f.boolean("history", false, "write every incident's history (each version with its record, deleted incidents too) instead of the current records; read back with history import")
+	history := f.boolean("history", false, "write every incident's history (each version with its record, deleted incidents too) instead of the current records; read back with import (or its alias history import)")
 	if err := f.parse(args); err != nil {
 		return err
 	}

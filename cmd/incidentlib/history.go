@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/incidentlib/incidentlib"
@@ -46,25 +44,20 @@ func runHistory(ctx context.Context, args []string, getenv func(string) string, 
 			return nil
 		})
 	case "import":
+		// An alias of import --db for a history export (importhistory.go).
 		if err := f.parse(args); err != nil {
 			return err
 		}
 		if f.NArg() != 1 {
 			return errors.New("history import: give one file, written by export --history")
 		}
-		file, err := os.Open(f.Arg(0))
+		hist, err := historyInputs([]importInput{{f.Arg(0), f.Arg(0)}})
 		if err != nil {
 			return err
+		} else if hist == nil {
+			return fmt.Errorf("history import: %s holds no incident with its history (export --history); import records with import", f.Arg(0))
 		}
-		defer file.Close()
-		return sf.with(false, func(db *storage.DB) error {
-			n, err := db.ImportHistory(ctx, bufio.NewReaderSize(file, 1<<20))
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(stdout, "imported the history of %d incidents\n", n)
-			return nil
-		})
+		return sf.with(false, func(db *storage.DB) error { return importHistoryLocal(ctx, db, hist, stdout) })
 	}
 	return fmt.Errorf("history: unknown subcommand %q (compact or import)", sub)
 }
