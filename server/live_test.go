@@ -182,10 +182,26 @@ type result struct {
 // "complete".
 func (s *sseStream) event(t testing.TB) (liveEvent, string) {
 	t.Helper()
-	name, data, err := s.next()
+	ev, code, err := s.eventOrEnd(t)
 	if err != nil {
 		t.Fatalf("stream: %v", err)
 	}
+	return ev, code
+}
+
+// eventOrEnd is event, with the error that ended the stream.
+func (s *sseStream) eventOrEnd(t testing.TB) (liveEvent, string, error) {
+	t.Helper()
+	name, data, err := s.next()
+	if err != nil {
+		return liveEvent{}, "", err
+	}
+	ev, code := decodeEvent(t, name, data)
+	return ev, code, nil
+}
+
+func decodeEvent(t testing.TB, name string, data []byte) (liveEvent, string) {
+	t.Helper()
 	if name == "complete" {
 		return liveEvent{}, "complete"
 	}
@@ -352,6 +368,7 @@ func testResume(t *testing.T, writes int) {
 	}()
 	seen := map[string]string{}
 	var last uint64
+	var lastSeen atomic.Uint64 // last, for the watcher below
 	since := strconv.FormatUint(f.db.Seq(), 10)
 	reconnects, behind := 0, 0
 	rng := rand.New(rand.NewPCG(uint64(writes), 24))
@@ -369,13 +386,37 @@ func testResume(t *testing.T, writes int) {
 		if s == nil {
 			t.Fatalf("%d %s", st, b)
 		}
+		// Once every write is committed and seen, a stream waiting for
+		// one more event would wait for ever: the watcher ends it.
+		watch := make(chan struct{})
+		go func() {
+			select {
+			case <-watch:
+				return
+			case <-done:
+			}
+			for lastSeen.Load() < headAfter {
+				select {
+				case <-watch:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+			s.Close()
+		}()
 		// Read a random number of events, then drop the connection.
 		n := 1 + rng.IntN(50)
 		for range n {
 			if finished() {
 				break
 			}
-			ev, code := s.event(t)
+			ev, code, err := s.eventOrEnd(t)
+			if err != nil {
+				if finished() {
+					break
+				}
+				t.Fatalf("stream: %v", err)
+			}
 			if code == incidentlib.EUNAVAILABLE {
 				// Fallen behind its buffer while the writer ran ahead:
 				// closed, as a slow subscriber is; it resumes with since.
@@ -390,9 +431,11 @@ func testResume(t *testing.T, writes int) {
 				t.Fatalf("seq %d after %d: a duplicate or out of order", seq, last)
 			}
 			last = seq
+			lastSeen.Store(seq)
 			seen[ev.ID] = ev.Incident.Title
 			since = ev.Seq
 		}
+		close(watch)
 		s.Close()
 		reconnects++
 	}
