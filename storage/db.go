@@ -442,6 +442,10 @@ func (db *DB) update(ctx context.Context, fn func(*writeTx) error) error {
 	start := time.Now()
 	err := db.updateGuarded(func(tx *bolt.Tx) error {
 		w := newWriteTx(db, tx)
+		logged, err := w.startLogged(ctx) // a cluster log's write (cluster.go)
+		if err != nil {
+			return err
+		}
 		if err := fn(w); err != nil {
 			return err
 		}
@@ -449,7 +453,7 @@ func (db *DB) update(ctx context.Context, fn func(*writeTx) error) error {
 			return err
 		}
 		seq = w.seq
-		return nil
+		return w.endLogged(logged, nil)
 	})
 	if err := db.writeError(err); err != nil {
 		return err
