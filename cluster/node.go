@@ -15,7 +15,9 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -181,10 +183,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.quorum.init()
 	var err error
 	if cfg.URL == "" {
-		if n.srv, err = startEmbedded(cfg, n.log); err != nil {
+		token := randomToken()
+		if n.srv, err = startEmbedded(cfg, token, n.log); err != nil {
 			return nil, err
 		}
-		n.nc, err = nats.Connect("", nats.InProcessServer(n.srv), nats.Name(cfg.NodeName), nats.MaxReconnects(-1))
+		n.nc, err = nats.Connect("", nats.InProcessServer(n.srv), nats.Token(token), nats.Name(cfg.NodeName), nats.MaxReconnects(-1))
 	} else {
 		opts := []nats.Option{nats.Name(cfg.NodeName), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true)}
 		if cfg.CredsFile != "" {
@@ -206,7 +209,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 // startEmbedded runs the node's NATS server: JetStream in StoreDir,
 // syncing every write before it is acknowledged, routes to the peers
 // authenticated by the secret, and no client listener.
-func startEmbedded(cfg Config, log *slog.Logger) (*server.Server, error) {
+func startEmbedded(cfg Config, clientToken string, log *slog.Logger) (*server.Server, error) {
 	host, port, _ := splitHostPort(cfg.Listen)
 	var routes []*url.URL
 	for _, p := range cfg.Peers {
@@ -214,8 +217,15 @@ func startEmbedded(cfg Config, log *slog.Logger) (*server.Server, error) {
 	}
 	opts := &server.Options{
 		ServerName: cfg.NodeName,
-		DontListen: true, // no client port: the node connects in process
-		JetStream:  true,
+		// No client port anyone can use: the node connects in process.
+		// nats-server starts its routes only after its client listener
+		// (DontListen would hold them back for ever), so the listener is
+		// on loopback, on a port the kernel picks, and takes only a
+		// random token that never leaves this process.
+		Host:          "127.0.0.1",
+		Port:          server.RANDOM_PORT,
+		Authorization: clientToken,
+		JetStream:     true,
 		StoreDir:   cfg.StoreDir,
 		SyncAlways: true, // fsync each write before it is acknowledged
 		NoSigs:     true,
@@ -234,10 +244,17 @@ func startEmbedded(cfg Config, log *slog.Logger) (*server.Server, error) {
 	srv.SetLoggerV2(&natsLogger{log: log.With("component", "nats")}, false, false, false)
 	srv.Start()
 	if !srv.ReadyForConnections(10 * time.Second) {
-		srv.Shutdown()
+		go srv.Shutdown()
 		return nil, fmt.Errorf("cluster: the embedded NATS server did not start (route listener %s)", cfg.Listen)
 	}
 	return srv, nil
+}
+
+// randomToken is the embedded server's client token: 32 random bytes.
+func randomToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // ServerID returns the embedded server's id ("" with an external NATS):

@@ -119,9 +119,16 @@ func (wr *Writer) write(ctx context.Context, subject string, w *Write) (Result, 
 		w.Author, w.Role = id.Name, id.Role.String()
 	}
 	hdr := nats.Header{HeaderFormat: {strconv.Itoa(FormatVersion)}, HeaderRules: {strconv.Itoa(RulesVersion)}}
+	// A write refused before it is published (no leader during an
+	// election, a node behind) is tried again until the write timeout:
+	// nothing was written.
+	deadline := time.Now().Add(wr.node.cfg.WriteTimeout)
 	for try := 1; ; try++ {
 		last, err := wr.node.SubjectSeq(ctx, subject)
 		if err != nil {
+			if wait(ctx, deadline, err) {
+				continue
+			}
 			return Result{}, err
 		}
 		if err := wr.catchUp(ctx, last); err != nil {
@@ -144,6 +151,9 @@ func (wr *Writer) write(ctx context.Context, subject string, w *Write) (Result, 
 			forget()
 			if incidentlib.ErrorCode(err) == incidentlib.ECONFLICT && w.ExpectedUpdatedAt == nil && try < maxTries {
 				continue // written meanwhile by another node: judge again
+			}
+			if wait(ctx, deadline, err) {
+				continue
 			}
 			return Result{}, err
 		}
@@ -242,4 +252,18 @@ func checkExpected(id string, old *incidentlib.Incident, want *string) error {
 
 func outcomeUnknown(err error) error {
 	return incidentlib.Errorf(incidentlib.EOUTCOMEUNKNOWN, "the write is in the log but this node has not applied it: %v", err)
+}
+
+// wait sleeps a moment before a write refused with UNAVAILABLE is tried
+// again, and reports whether it may be: before deadline, ctx alive.
+func wait(ctx context.Context, deadline time.Time, err error) bool {
+	if incidentlib.ErrorCode(err) != incidentlib.EUNAVAILABLE || time.Until(deadline) < 250*time.Millisecond {
+		return false
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(200 * time.Millisecond):
+		return true
+	}
 }
