@@ -226,9 +226,9 @@ func startEmbedded(cfg Config, clientToken string, log *slog.Logger) (*server.Se
 		Port:          server.RANDOM_PORT,
 		Authorization: clientToken,
 		JetStream:     true,
-		StoreDir:   cfg.StoreDir,
-		SyncAlways: true, // fsync each write before it is acknowledged
-		NoSigs:     true,
+		StoreDir:      cfg.StoreDir,
+		SyncAlways:    true, // fsync each write before it is acknowledged
+		NoSigs:        true,
 		Cluster: server.ClusterOpts{
 			Name: cfg.ClusterName, Host: host, Port: port,
 			Username: routeUser, Password: cfg.Secret,
