@@ -326,6 +326,10 @@ type SearchPage struct {
 	HasNextPage     bool
 	HasPreviousPage bool
 	TotalCount      int
+	// Suggestions are corrected queries when no incident matches (a
+	// word one letter off one the index holds), at most 5; empty
+	// otherwise.
+	Suggestions []string
 }
 
 // SearchService searches the text of incidents. Searches see every write

@@ -35,6 +35,9 @@ type Term struct {
 	Description Text     `json:"description"`
 	// Aliases are lowercase values of other collections that map onto this term.
 	Aliases []string `json:"aliases,omitempty"`
+	// Deprecated terms stay on the incidents that carry them; an upsert
+	// that adds one to an incident is refused (taxadmin.go).
+	Deprecated bool `json:"deprecated,omitempty"`
 }
 
 // ID is the term's global id, "term:KIND:SLUG".

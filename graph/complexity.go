@@ -94,6 +94,9 @@ func Complexity() ComplexityRoot {
 	c.IncidentSearchConnection.Facets = c.IncidentConnection.Facets
 	c.IncidentSearchConnection.Years = c.IncidentConnection.Years
 	c.IncidentSearchEdge.Highlights = func(child int) int { return costList(ItemsSize, child) }
+	taxAdminComplexity(&c)
+	// At most 5 strings, computed only when nothing matches.
+	c.IncidentSearchConnection.Suggestions = func(child int) int { return costList(5, child) }
 	return c
 }
 

@@ -23,12 +23,12 @@ import (
 // gqlgen's executor: a query that selects one of them is answered by
 // gqlgen, whole. Introspection (__schema, __type) is handed on too.
 var FastReadsHandsOn = map[string][]string{
-	"Query":                    {"organizations", "tokens", "__schema", "__type"},
+	"Query":                    {"organizations", "tokens", "taxonomyHistory", "__schema", "__type"},
 	"Incident":                 {"similar"},
 	"IncidentConnection":       {"facets", "years"},
-	"IncidentSearchConnection": {"facets", "years"},
+	"IncidentSearchConnection": {"facets", "years", "suggestions"},
 	"Organization":             {"incidents"},
-	"TaxonomyTerm":             {"incidents"},
+	"TaxonomyTerm":             {"incidents", "deprecated", "aliases"},
 }
 
 // fastSchema is what FastReads derived from the schema.

@@ -155,12 +155,13 @@ type ComplexityRoot struct {
 	}
 
 	IncidentSearchConnection struct {
-		Edges      func(childComplexity int) int
-		Facets     func(childComplexity int, kinds []model.TaxonomyKind) int
-		Nodes      func(childComplexity int) int
-		PageInfo   func(childComplexity int) int
-		TotalCount func(childComplexity int) int
-		Years      func(childComplexity int) int
+		Edges       func(childComplexity int) int
+		Facets      func(childComplexity int, kinds []model.TaxonomyKind) int
+		Nodes       func(childComplexity int) int
+		PageInfo    func(childComplexity int) int
+		Suggestions func(childComplexity int) int
+		TotalCount  func(childComplexity int) int
+		Years       func(childComplexity int) int
 	}
 
 	IncidentSearchEdge struct {
@@ -175,12 +176,19 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		CreateToken     func(childComplexity int, name string, role model.TokenRole, expiresAt *string) int
-		DeleteIncident  func(childComplexity int, id string, expectedUpdatedAt *string) int
-		ImportIncidents func(childComplexity int, records []*model.IncidentInput) int
-		ReviewIncident  func(childComplexity int, id string, reviewer string, expectedUpdatedAt *string) int
-		RevokeToken     func(childComplexity int, name string) int
-		UpsertIncident  func(childComplexity int, input model.IncidentInput) int
+		AddOrganization    func(childComplexity int, slug string, name string) int
+		AddTerm            func(childComplexity int, input model.AddTermInput) int
+		AddTermAliases     func(childComplexity int, kind model.TaxonomyKind, slug string, aliases []string) int
+		CreateToken        func(childComplexity int, name string, role model.TokenRole, expiresAt *string) int
+		DeleteIncident     func(childComplexity int, id string, expectedUpdatedAt *string) int
+		DeprecateTerm      func(childComplexity int, kind model.TaxonomyKind, slug string, deprecated *bool) int
+		ImportIncidents    func(childComplexity int, records []*model.IncidentInput) int
+		MergeOrganizations func(childComplexity int, from string, into string) int
+		RenameOrganization func(childComplexity int, slug string, name string) int
+		ReviewIncident     func(childComplexity int, id string, reviewer string, expectedUpdatedAt *string) int
+		RevokeToken        func(childComplexity int, name string) int
+		UpdateTerm         func(childComplexity int, kind model.TaxonomyKind, slug string, label *model.TermTextInput, description *model.TermTextInput) int
+		UpsertIncident     func(childComplexity int, input model.IncidentInput) int
 	}
 
 	Organization struct {
@@ -203,6 +211,12 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	OrganizationPayload struct {
+		IncidentIds  func(childComplexity int) int
+		Organization func(childComplexity int) int
+		UserErrors   func(childComplexity int) int
+	}
+
 	PageInfo struct {
 		EndCursor       func(childComplexity int) int
 		HasNextPage     func(childComplexity int) int
@@ -211,16 +225,17 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		Incident      func(childComplexity int, id string) int
-		Incidents     func(childComplexity int, filter *incidentlib.IncidentFilter, orderBy *model.IncidentOrder, first *int, after *string, last *int, before *string) int
-		Node          func(childComplexity int, id string) int
-		Nodes         func(childComplexity int, ids []string) int
-		Organization  func(childComplexity int, slug string) int
-		Organizations func(childComplexity int, first *int, after *string, last *int, before *string) int
-		Search        func(childComplexity int, query string, filter *incidentlib.IncidentFilter, lang *model.Lang, first *int, after *string) int
-		Taxonomy      func(childComplexity int, kind model.TaxonomyKind) int
-		Term          func(childComplexity int, kind model.TaxonomyKind, slug string) int
-		Tokens        func(childComplexity int) int
+		Incident        func(childComplexity int, id string) int
+		Incidents       func(childComplexity int, filter *incidentlib.IncidentFilter, orderBy *model.IncidentOrder, first *int, after *string, last *int, before *string) int
+		Node            func(childComplexity int, id string) int
+		Nodes           func(childComplexity int, ids []string) int
+		Organization    func(childComplexity int, slug string) int
+		Organizations   func(childComplexity int, first *int, after *string, last *int, before *string) int
+		Search          func(childComplexity int, query string, filter *incidentlib.IncidentFilter, lang *model.Lang, first *int, after *string) int
+		Taxonomy        func(childComplexity int, kind model.TaxonomyKind) int
+		TaxonomyHistory func(childComplexity int, first *int, after *string) int
+		Term            func(childComplexity int, kind model.TaxonomyKind, slug string) int
+		Tokens          func(childComplexity int) int
 	}
 
 	Review struct {
@@ -250,7 +265,32 @@ type ComplexityRoot struct {
 		URL       func(childComplexity int) int
 	}
 
+	TaxonomyChangeConnection struct {
+		Edges      func(childComplexity int) int
+		Nodes      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	TaxonomyChangeEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	TaxonomyHistoryEntry struct {
+		Action      func(childComplexity int) int
+		After       func(childComplexity int) int
+		At          func(childComplexity int) int
+		Author      func(childComplexity int) int
+		Before      func(childComplexity int) int
+		IncidentIds func(childComplexity int) int
+		Number      func(childComplexity int) int
+		Subject     func(childComplexity int) int
+	}
+
 	TaxonomyTerm struct {
+		Aliases       func(childComplexity int) int
+		Deprecated    func(childComplexity int) int
 		Description   func(childComplexity int, lang *model.Lang) int
 		ID            func(childComplexity int) int
 		IncidentCount func(childComplexity int) int
@@ -263,6 +303,11 @@ type ComplexityRoot struct {
 	TermCount struct {
 		Count func(childComplexity int) int
 		Term  func(childComplexity int) int
+	}
+
+	TermPayload struct {
+		Term       func(childComplexity int) int
+		UserErrors func(childComplexity int) int
 	}
 
 	Timeline struct {
@@ -310,6 +355,13 @@ type MutationResolver interface {
 	DeleteIncident(ctx context.Context, id string, expectedUpdatedAt *string) (*model.DeleteIncidentPayload, error)
 	ReviewIncident(ctx context.Context, id string, reviewer string, expectedUpdatedAt *string) (*model.IncidentPayload, error)
 	ImportIncidents(ctx context.Context, records []*model.IncidentInput) (*model.ImportPayload, error)
+	AddTerm(ctx context.Context, input model.AddTermInput) (*model.TermPayload, error)
+	UpdateTerm(ctx context.Context, kind model.TaxonomyKind, slug string, label *model.TermTextInput, description *model.TermTextInput) (*model.TermPayload, error)
+	AddTermAliases(ctx context.Context, kind model.TaxonomyKind, slug string, aliases []string) (*model.TermPayload, error)
+	DeprecateTerm(ctx context.Context, kind model.TaxonomyKind, slug string, deprecated *bool) (*model.TermPayload, error)
+	AddOrganization(ctx context.Context, slug string, name string) (*model.OrganizationPayload, error)
+	RenameOrganization(ctx context.Context, slug string, name string) (*model.OrganizationPayload, error)
+	MergeOrganizations(ctx context.Context, from string, into string) (*model.OrganizationPayload, error)
 	CreateToken(ctx context.Context, name string, role model.TokenRole, expiresAt *string) (*model.CreateTokenPayload, error)
 	RevokeToken(ctx context.Context, name string) (*model.RevokeTokenPayload, error)
 }
@@ -327,11 +379,14 @@ type QueryResolver interface {
 	Taxonomy(ctx context.Context, kind model.TaxonomyKind) ([]*model.TaxonomyTerm, error)
 	Term(ctx context.Context, kind model.TaxonomyKind, slug string) (*model.TaxonomyTerm, error)
 	Search(ctx context.Context, query string, filter *incidentlib.IncidentFilter, lang *model.Lang, first *int, after *string) (*model.IncidentSearchConnection, error)
+	TaxonomyHistory(ctx context.Context, first *int, after *string) (*model.TaxonomyChangeConnection, error)
 	Tokens(ctx context.Context) ([]*model.APIToken, error)
 }
 type TaxonomyTermResolver interface {
 	IncidentCount(ctx context.Context, objs []*model.TaxonomyTerm) ([]int, error)
 	Incidents(ctx context.Context, obj *model.TaxonomyTerm, filter *incidentlib.IncidentFilter, orderBy *model.IncidentOrder, first *int, after *string, last *int, before *string) (*model.IncidentConnection, error)
+	Deprecated(ctx context.Context, obj *model.TaxonomyTerm) (bool, error)
+	Aliases(ctx context.Context, obj *model.TaxonomyTerm) ([]string, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -888,6 +943,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.IncidentSearchConnection.PageInfo(childComplexity), true
+	case "IncidentSearchConnection.suggestions":
+		if e.ComplexityRoot.IncidentSearchConnection.Suggestions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentSearchConnection.Suggestions(childComplexity), true
 	case "IncidentSearchConnection.totalCount":
 		if e.ComplexityRoot.IncidentSearchConnection.TotalCount == nil {
 			break
@@ -938,6 +999,39 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Item.Text(childComplexity, args["lang"].(*model.Lang)), true
 
+	case "Mutation.addOrganization":
+		if e.ComplexityRoot.Mutation.AddOrganization == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_addOrganization_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AddOrganization(childComplexity, args["slug"].(string), args["name"].(string)), true
+	case "Mutation.addTerm":
+		if e.ComplexityRoot.Mutation.AddTerm == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_addTerm_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AddTerm(childComplexity, args["input"].(model.AddTermInput)), true
+	case "Mutation.addTermAliases":
+		if e.ComplexityRoot.Mutation.AddTermAliases == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_addTermAliases_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AddTermAliases(childComplexity, args["kind"].(model.TaxonomyKind), args["slug"].(string), args["aliases"].([]string)), true
 	case "Mutation.createToken":
 		if e.ComplexityRoot.Mutation.CreateToken == nil {
 			break
@@ -960,6 +1054,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteIncident(childComplexity, args["id"].(string), args["expectedUpdatedAt"].(*string)), true
+	case "Mutation.deprecateTerm":
+		if e.ComplexityRoot.Mutation.DeprecateTerm == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deprecateTerm_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeprecateTerm(childComplexity, args["kind"].(model.TaxonomyKind), args["slug"].(string), args["deprecated"].(*bool)), true
 	case "Mutation.importIncidents":
 		if e.ComplexityRoot.Mutation.ImportIncidents == nil {
 			break
@@ -971,6 +1076,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ImportIncidents(childComplexity, args["records"].([]*model.IncidentInput)), true
+	case "Mutation.mergeOrganizations":
+		if e.ComplexityRoot.Mutation.MergeOrganizations == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_mergeOrganizations_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.MergeOrganizations(childComplexity, args["from"].(string), args["into"].(string)), true
+	case "Mutation.renameOrganization":
+		if e.ComplexityRoot.Mutation.RenameOrganization == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_renameOrganization_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RenameOrganization(childComplexity, args["slug"].(string), args["name"].(string)), true
 	case "Mutation.reviewIncident":
 		if e.ComplexityRoot.Mutation.ReviewIncident == nil {
 			break
@@ -993,6 +1120,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RevokeToken(childComplexity, args["name"].(string)), true
+	case "Mutation.updateTerm":
+		if e.ComplexityRoot.Mutation.UpdateTerm == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateTerm_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateTerm(childComplexity, args["kind"].(model.TaxonomyKind), args["slug"].(string), args["label"].(*model.TermTextInput), args["description"].(*model.TermTextInput)), true
 	case "Mutation.upsertIncident":
 		if e.ComplexityRoot.Mutation.UpsertIncident == nil {
 			break
@@ -1078,6 +1216,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.OrganizationEdge.Node(childComplexity), true
+
+	case "OrganizationPayload.incidentIds":
+		if e.ComplexityRoot.OrganizationPayload.IncidentIds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OrganizationPayload.IncidentIds(childComplexity), true
+	case "OrganizationPayload.organization":
+		if e.ComplexityRoot.OrganizationPayload.Organization == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OrganizationPayload.Organization(childComplexity), true
+	case "OrganizationPayload.userErrors":
+		if e.ComplexityRoot.OrganizationPayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OrganizationPayload.UserErrors(childComplexity), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -1193,6 +1350,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Taxonomy(childComplexity, args["kind"].(model.TaxonomyKind)), true
+	case "Query.taxonomyHistory":
+		if e.ComplexityRoot.Query.TaxonomyHistory == nil {
+			break
+		}
+
+		args, err := ec.field_Query_taxonomyHistory_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.TaxonomyHistory(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Query.term":
 		if e.ComplexityRoot.Query.Term == nil {
 			break
@@ -1305,6 +1473,105 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Source.URL(childComplexity), true
 
+	case "TaxonomyChangeConnection.edges":
+		if e.ComplexityRoot.TaxonomyChangeConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaxonomyChangeConnection.Edges(childComplexity), true
+	case "TaxonomyChangeConnection.nodes":
+		if e.ComplexityRoot.TaxonomyChangeConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaxonomyChangeConnection.Nodes(childComplexity), true
+	case "TaxonomyChangeConnection.pageInfo":
+		if e.ComplexityRoot.TaxonomyChangeConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaxonomyChangeConnection.PageInfo(childComplexity), true
+	case "TaxonomyChangeConnection.totalCount":
+		if e.ComplexityRoot.TaxonomyChangeConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaxonomyChangeConnection.TotalCount(childComplexity), true
+
+	case "TaxonomyChangeEdge.cursor":
+		if e.ComplexityRoot.TaxonomyChangeEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaxonomyChangeEdge.Cursor(childComplexity), true
+	case "TaxonomyChangeEdge.node":
+		if e.ComplexityRoot.TaxonomyChangeEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaxonomyChangeEdge.Node(childComplexity), true
+
+	case "TaxonomyHistoryEntry.action":
+		if e.ComplexityRoot.TaxonomyHistoryEntry.Action == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaxonomyHistoryEntry.Action(childComplexity), true
+	case "TaxonomyHistoryEntry.after":
+		if e.ComplexityRoot.TaxonomyHistoryEntry.After == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaxonomyHistoryEntry.After(childComplexity), true
+	case "TaxonomyHistoryEntry.at":
+		if e.ComplexityRoot.TaxonomyHistoryEntry.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaxonomyHistoryEntry.At(childComplexity), true
+	case "TaxonomyHistoryEntry.author":
+		if e.ComplexityRoot.TaxonomyHistoryEntry.Author == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaxonomyHistoryEntry.Author(childComplexity), true
+	case "TaxonomyHistoryEntry.before":
+		if e.ComplexityRoot.TaxonomyHistoryEntry.Before == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaxonomyHistoryEntry.Before(childComplexity), true
+	case "TaxonomyHistoryEntry.incidentIds":
+		if e.ComplexityRoot.TaxonomyHistoryEntry.IncidentIds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaxonomyHistoryEntry.IncidentIds(childComplexity), true
+	case "TaxonomyHistoryEntry.number":
+		if e.ComplexityRoot.TaxonomyHistoryEntry.Number == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaxonomyHistoryEntry.Number(childComplexity), true
+	case "TaxonomyHistoryEntry.subject":
+		if e.ComplexityRoot.TaxonomyHistoryEntry.Subject == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaxonomyHistoryEntry.Subject(childComplexity), true
+
+	case "TaxonomyTerm.aliases":
+		if e.ComplexityRoot.TaxonomyTerm.Aliases == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaxonomyTerm.Aliases(childComplexity), true
+	case "TaxonomyTerm.deprecated":
+		if e.ComplexityRoot.TaxonomyTerm.Deprecated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaxonomyTerm.Deprecated(childComplexity), true
 	case "TaxonomyTerm.description":
 		if e.ComplexityRoot.TaxonomyTerm.Description == nil {
 			break
@@ -1376,6 +1643,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.TermCount.Term(childComplexity), true
 
+	case "TermPayload.term":
+		if e.ComplexityRoot.TermPayload.Term == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TermPayload.Term(childComplexity), true
+	case "TermPayload.userErrors":
+		if e.ComplexityRoot.TermPayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TermPayload.UserErrors(childComplexity), true
+
 	case "Timeline.detectedAfter":
 		if e.ComplexityRoot.Timeline.DetectedAfter == nil {
 			break
@@ -1442,6 +1722,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
 	inputUnmarshalers := func() *graphql.InputUnmarshalerIndex {
 		return graphql.NewInputUnmarshalerIndex(
+			graphql.NewInputUnmarshaler("AddTermInput", ec.unmarshalInputAddTermInput),
 			graphql.NewInputUnmarshaler("ImpactInput", ec.unmarshalInputImpactInput),
 			graphql.NewInputUnmarshaler("IncidentFilter", ec.unmarshalInputIncidentFilter),
 			graphql.NewInputUnmarshaler("IncidentInput", ec.unmarshalInputIncidentInput),
@@ -1450,6 +1731,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("OrganizationRoleInput", ec.unmarshalInputOrganizationRoleInput),
 			graphql.NewInputUnmarshaler("ReviewInput", ec.unmarshalInputReviewInput),
 			graphql.NewInputUnmarshaler("SourceInput", ec.unmarshalInputSourceInput),
+			graphql.NewInputUnmarshaler("TermTextInput", ec.unmarshalInputTermTextInput),
 			graphql.NewInputUnmarshaler("TextInput", ec.unmarshalInputTextInput),
 			graphql.NewInputUnmarshaler("TextOriginInput", ec.unmarshalInputTextOriginInput),
 			graphql.NewInputUnmarshaler("TimelineInput", ec.unmarshalInputTimelineInput),
@@ -2088,6 +2370,13 @@ type IncidentSearchConnection {
   facets(kinds: [TaxonomyKind!]): [Facet!]!
   "For every incident that matches, the count per year, oldest first."
   years: [YearCount!]!
+  """
+  When nothing matches: up to 5 corrected queries, each with an English word
+  that no incident holds replaced by one a letter off (a letter left out,
+  added, changed, or two neighbours swapped) that some incident holds, most
+  common first, and given only if it finds something. Empty otherwise.
+  """
+  suggestions: [String!]!
 }
 
 type IncidentSearchEdge {
@@ -2116,6 +2405,123 @@ type Highlight {
   lang: Lang
   "HTML: the text escaped, each match in <mark></mark>, and … where the text was cut."
   snippet: String!
+}
+`, BuiltIn: false},
+	{Name: "../taxadmin.graphqls", Input: `# The taxonomy and the organizations through the API (docs/editing.md,
+# "Taxonomy and organizations"). The built-in taxonomy seeds a new store;
+# afterwards the store's taxonomy is authoritative and changes live when
+# an admin's mutation commits. Every mutation here is admin only and is
+# recorded in taxonomyHistory, in the transaction of the change; a
+# refusal (userErrors) writes nothing.
+
+extend type TaxonomyTerm {
+  "A deprecated term stays on the incidents that carry it; an upsert cannot add it to one."
+  deprecated: Boolean!
+  "Other spellings that resolve to this term on writes and filters (lower case)."
+  aliases: [String!]!
+}
+
+extend type Query {
+  "The history of the taxonomy and the organizations, newest first. Admin only."
+  taxonomyHistory(first: Int, after: String): TaxonomyChangeConnection!
+}
+
+extend type Mutation {
+  "Adds a term. label.en is required; a slug that is already a term or an alias of the kind is CONFLICT."
+  addTerm(input: AddTermInput!): TermPayload!
+  "Changes a term's labels and descriptions; a language left out keeps its text."
+  updateTerm(kind: TaxonomyKind!, slug: String!, label: TermTextInput, description: TermTextInput): TermPayload!
+  "Adds aliases that resolve to the term on writes and filters."
+  addTermAliases(kind: TaxonomyKind!, slug: String!, aliases: [String!]!): TermPayload!
+  """
+  Deprecates a term (deprecated: false takes it back). The incidents that
+  carry it keep it and can still be edited; an upsert that adds it to an
+  incident is refused. Restores, imports, merges and replicas accept it.
+  """
+  deprecateTerm(kind: TaxonomyKind!, slug: String!, deprecated: Boolean = true): TermPayload!
+  "Adds an organization no incident names yet."
+  addOrganization(slug: String!, name: String!): OrganizationPayload!
+  "Renames an organization, on it and on every incident that names it."
+  renameOrganization(slug: String!, name: String!): OrganizationPayload!
+  """
+  Merges the organization from into the organization into: every incident
+  of from is re-pointed (as the affected organization and in its
+  organization roles), from is removed and its slug stays an alias of
+  into (organization(slug:) and the organizations filter resolve it).
+  """
+  mergeOrganizations(from: String!, into: String!): OrganizationPayload!
+}
+
+input AddTermInput {
+  kind: TaxonomyKind!
+  "Lowercase letters and digits in hyphen-separated words."
+  slug: String!
+  label: TermTextInput!
+  description: TermTextInput
+  aliases: [String!]
+}
+
+"A term's text in English and Korean."
+input TermTextInput {
+  en: String
+  ko: String
+}
+
+type TermPayload {
+  term: TaxonomyTerm
+  userErrors: [UserError!]!
+}
+
+type OrganizationPayload {
+  "The organization as it is now (for a merge, the surviving one)."
+  organization: Organization
+  "The incidents the change rewrote."
+  incidentIds: [ID!]!
+  userErrors: [UserError!]!
+}
+
+"What a change of the taxonomy or the organizations did."
+enum TaxonomyChangeAction {
+  ADD_TERM
+  UPDATE_TERM
+  ADD_ALIASES
+  DEPRECATE_TERM
+  UNDEPRECATE_TERM
+  ADD_ORGANIZATION
+  RENAME_ORGANIZATION
+  MERGE_ORGANIZATIONS
+  "A newer release brought a built-in term the store lacked (author release)."
+  RELEASE_TERM
+}
+
+type TaxonomyHistoryEntry {
+  "Counts the entries from 1."
+  number: Int!
+  "RFC 3339."
+  at: String!
+  "The name of the token that made the change."
+  author: String!
+  action: TaxonomyChangeAction!
+  "term:KIND:SLUG or org:SLUG (a merge: the organization merged away)."
+  subject: ID!
+  "The term or organization before the change; null for an addition."
+  before: JSON
+  "After the change; a merge's is the surviving organization."
+  after: JSON
+  "The incidents the change rewrote."
+  incidentIds: [ID!]!
+}
+
+type TaxonomyChangeConnection {
+  edges: [TaxonomyChangeEdge!]!
+  nodes: [TaxonomyHistoryEntry!]!
+  pageInfo: PageInfo!
+  totalCount: Int!
+}
+
+type TaxonomyChangeEdge {
+  cursor: String!
+  node: TaxonomyHistoryEntry!
 }
 `, BuiltIn: false},
 	{Name: "../tokens.graphqls", Input: `# API tokens (docs/editing.md). Only an admin token may list, create or
@@ -2419,6 +2825,8 @@ func (ec *executionContext) childFields_IncidentSearchConnection(ctx context.Con
 		return ec.fieldContext_IncidentSearchConnection_facets(ctx, field)
 	case "years":
 		return ec.fieldContext_IncidentSearchConnection_years(ctx, field)
+	case "suggestions":
+		return ec.fieldContext_IncidentSearchConnection_suggestions(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type IncidentSearchConnection", field.Name)
 }
@@ -2483,6 +2891,18 @@ func (ec *executionContext) childFields_OrganizationEdge(ctx context.Context, fi
 		return ec.fieldContext_OrganizationEdge_node(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type OrganizationEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_OrganizationPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "organization":
+		return ec.fieldContext_OrganizationPayload_organization(ctx, field)
+	case "incidentIds":
+		return ec.fieldContext_OrganizationPayload_incidentIds(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_OrganizationPayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type OrganizationPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_PageInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2553,6 +2973,52 @@ func (ec *executionContext) childFields_Source(ctx context.Context, field graphq
 	return nil, fmt.Errorf("no field named %q was found under type Source", field.Name)
 }
 
+func (ec *executionContext) childFields_TaxonomyChangeConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_TaxonomyChangeConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_TaxonomyChangeConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_TaxonomyChangeConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_TaxonomyChangeConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TaxonomyChangeConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_TaxonomyChangeEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_TaxonomyChangeEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_TaxonomyChangeEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TaxonomyChangeEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_TaxonomyHistoryEntry(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "number":
+		return ec.fieldContext_TaxonomyHistoryEntry_number(ctx, field)
+	case "at":
+		return ec.fieldContext_TaxonomyHistoryEntry_at(ctx, field)
+	case "author":
+		return ec.fieldContext_TaxonomyHistoryEntry_author(ctx, field)
+	case "action":
+		return ec.fieldContext_TaxonomyHistoryEntry_action(ctx, field)
+	case "subject":
+		return ec.fieldContext_TaxonomyHistoryEntry_subject(ctx, field)
+	case "before":
+		return ec.fieldContext_TaxonomyHistoryEntry_before(ctx, field)
+	case "after":
+		return ec.fieldContext_TaxonomyHistoryEntry_after(ctx, field)
+	case "incidentIds":
+		return ec.fieldContext_TaxonomyHistoryEntry_incidentIds(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TaxonomyHistoryEntry", field.Name)
+}
+
 func (ec *executionContext) childFields_TaxonomyTerm(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -2569,6 +3035,10 @@ func (ec *executionContext) childFields_TaxonomyTerm(ctx context.Context, field 
 		return ec.fieldContext_TaxonomyTerm_incidentCount(ctx, field)
 	case "incidents":
 		return ec.fieldContext_TaxonomyTerm_incidents(ctx, field)
+	case "deprecated":
+		return ec.fieldContext_TaxonomyTerm_deprecated(ctx, field)
+	case "aliases":
+		return ec.fieldContext_TaxonomyTerm_aliases(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TaxonomyTerm", field.Name)
 }
@@ -2581,6 +3051,16 @@ func (ec *executionContext) childFields_TermCount(ctx context.Context, field gra
 		return ec.fieldContext_TermCount_count(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TermCount", field.Name)
+}
+
+func (ec *executionContext) childFields_TermPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "term":
+		return ec.fieldContext_TermPayload_term(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_TermPayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TermPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_Timeline(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2889,6 +3369,72 @@ func (ec *executionContext) field_Item_text_args(ctx context.Context, rawArgs ma
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_addOrganization_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "slug",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["slug"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_addTermAliases_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "kind",
+		func(ctx context.Context, v any) (model.TaxonomyKind, error) {
+			return ec.unmarshalNTaxonomyKind2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyKind(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["kind"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "slug",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["slug"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "aliases",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["aliases"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_addTerm_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.AddTermInput, error) {
+			return ec.unmarshalNAddTermInput2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐAddTermInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createToken_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2941,6 +3487,36 @@ func (ec *executionContext) field_Mutation_deleteIncident_args(ctx context.Conte
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_deprecateTerm_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "kind",
+		func(ctx context.Context, v any) (model.TaxonomyKind, error) {
+			return ec.unmarshalNTaxonomyKind2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyKind(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["kind"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "slug",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["slug"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "deprecated",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["deprecated"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_importIncidents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2952,6 +3528,50 @@ func (ec *executionContext) field_Mutation_importIncidents_args(ctx context.Cont
 		return nil, err
 	}
 	args["records"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_mergeOrganizations_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "from",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["from"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "into",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["into"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_renameOrganization_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "slug",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["slug"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg1
 	return args, nil
 }
 
@@ -2996,6 +3616,44 @@ func (ec *executionContext) field_Mutation_revokeToken_args(ctx context.Context,
 		return nil, err
 	}
 	args["name"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_updateTerm_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "kind",
+		func(ctx context.Context, v any) (model.TaxonomyKind, error) {
+			return ec.unmarshalNTaxonomyKind2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyKind(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["kind"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "slug",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["slug"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "label",
+		func(ctx context.Context, v any) (*model.TermTextInput, error) {
+			return ec.unmarshalOTermTextInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTermTextInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["label"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "description",
+		func(ctx context.Context, v any) (*model.TermTextInput, error) {
+			return ec.unmarshalOTermTextInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTermTextInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["description"] = arg3
 	return args, nil
 }
 
@@ -3272,6 +3930,28 @@ func (ec *executionContext) field_Query_search_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["after"] = arg4
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_taxonomyHistory_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
 	return args, nil
 }
 
@@ -5961,6 +6641,29 @@ func (ec *executionContext) fieldContext_IncidentSearchConnection_years(_ contex
 	return fc, nil
 }
 
+func (ec *executionContext) _IncidentSearchConnection_suggestions(ctx context.Context, field graphql.CollectedField, obj *model.IncidentSearchConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentSearchConnection_suggestions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Suggestions, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentSearchConnection_suggestions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IncidentSearchConnection", field, false, false, "String")
+}
+
 func (ec *executionContext) _IncidentSearchEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.IncidentSearchEdge) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6285,6 +6988,314 @@ func (ec *executionContext) fieldContext_Mutation_importIncidents(ctx context.Co
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_importIncidents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_addTerm(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_addTerm(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AddTerm(ctx, fc.Args["input"].(model.AddTermInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.TermPayload) graphql.Marshaler {
+			return ec.marshalNTermPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTermPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_addTerm(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TermPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_addTerm_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_updateTerm(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateTerm(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateTerm(ctx, fc.Args["kind"].(model.TaxonomyKind), fc.Args["slug"].(string), fc.Args["label"].(*model.TermTextInput), fc.Args["description"].(*model.TermTextInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.TermPayload) graphql.Marshaler {
+			return ec.marshalNTermPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTermPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateTerm(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TermPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateTerm_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_addTermAliases(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_addTermAliases(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AddTermAliases(ctx, fc.Args["kind"].(model.TaxonomyKind), fc.Args["slug"].(string), fc.Args["aliases"].([]string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.TermPayload) graphql.Marshaler {
+			return ec.marshalNTermPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTermPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_addTermAliases(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TermPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_addTermAliases_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deprecateTerm(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deprecateTerm(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeprecateTerm(ctx, fc.Args["kind"].(model.TaxonomyKind), fc.Args["slug"].(string), fc.Args["deprecated"].(*bool))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.TermPayload) graphql.Marshaler {
+			return ec.marshalNTermPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTermPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deprecateTerm(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TermPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deprecateTerm_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_addOrganization(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_addOrganization(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AddOrganization(ctx, fc.Args["slug"].(string), fc.Args["name"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.OrganizationPayload) graphql.Marshaler {
+			return ec.marshalNOrganizationPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrganizationPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_addOrganization(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_OrganizationPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_addOrganization_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_renameOrganization(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_renameOrganization(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RenameOrganization(ctx, fc.Args["slug"].(string), fc.Args["name"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.OrganizationPayload) graphql.Marshaler {
+			return ec.marshalNOrganizationPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrganizationPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_renameOrganization(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_OrganizationPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_renameOrganization_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_mergeOrganizations(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_mergeOrganizations(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().MergeOrganizations(ctx, fc.Args["from"].(string), fc.Args["into"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.OrganizationPayload) graphql.Marshaler {
+			return ec.marshalNOrganizationPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrganizationPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_mergeOrganizations(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_OrganizationPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_mergeOrganizations_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -6707,6 +7718,93 @@ func (ec *executionContext) fieldContext_OrganizationEdge_node(_ context.Context
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Organization(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _OrganizationPayload_organization(ctx context.Context, field graphql.CollectedField, obj *model.OrganizationPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OrganizationPayload_organization(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Organization, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Organization) graphql.Marshaler {
+			return ec.marshalOOrganization2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrganization(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_OrganizationPayload_organization(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "OrganizationPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Organization(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _OrganizationPayload_incidentIds(ctx context.Context, field graphql.CollectedField, obj *model.OrganizationPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OrganizationPayload_incidentIds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IncidentIds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNID2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OrganizationPayload_incidentIds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("OrganizationPayload", field, false, false, "ID")
+}
+
+func (ec *executionContext) _OrganizationPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.OrganizationPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OrganizationPayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OrganizationPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "OrganizationPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
 		},
 	}
 	return fc, nil
@@ -7194,6 +8292,50 @@ func (ec *executionContext) fieldContext_Query_search(ctx context.Context, field
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_search_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_taxonomyHistory(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_taxonomyHistory(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().TaxonomyHistory(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.TaxonomyChangeConnection) graphql.Marshaler {
+			return ec.marshalNTaxonomyChangeConnection2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyChangeConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_taxonomyHistory(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TaxonomyChangeConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_taxonomyHistory_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -7689,6 +8831,364 @@ func (ec *executionContext) fieldContext_Source_finalUrl(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Source", field, true, false, "String")
 }
 
+func (ec *executionContext) _TaxonomyChangeConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.TaxonomyChangeConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaxonomyChangeConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.TaxonomyChangeEdge) graphql.Marshaler {
+			return ec.marshalNTaxonomyChangeEdge2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyChangeEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TaxonomyChangeConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TaxonomyChangeConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TaxonomyChangeEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TaxonomyChangeConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.TaxonomyChangeConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaxonomyChangeConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.TaxonomyHistoryEntry) graphql.Marshaler {
+			return ec.marshalNTaxonomyHistoryEntry2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyHistoryEntryᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TaxonomyChangeConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TaxonomyChangeConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TaxonomyHistoryEntry(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TaxonomyChangeConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.TaxonomyChangeConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaxonomyChangeConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TaxonomyChangeConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TaxonomyChangeConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TaxonomyChangeConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.TaxonomyChangeConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaxonomyChangeConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TaxonomyChangeConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaxonomyChangeConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _TaxonomyChangeEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.TaxonomyChangeEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaxonomyChangeEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TaxonomyChangeEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaxonomyChangeEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _TaxonomyChangeEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.TaxonomyChangeEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaxonomyChangeEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.TaxonomyHistoryEntry) graphql.Marshaler {
+			return ec.marshalNTaxonomyHistoryEntry2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyHistoryEntry(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TaxonomyChangeEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TaxonomyChangeEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TaxonomyHistoryEntry(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TaxonomyHistoryEntry_number(ctx context.Context, field graphql.CollectedField, obj *model.TaxonomyHistoryEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaxonomyHistoryEntry_number(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Number, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TaxonomyHistoryEntry_number(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaxonomyHistoryEntry", field, false, false, "Int")
+}
+
+func (ec *executionContext) _TaxonomyHistoryEntry_at(ctx context.Context, field graphql.CollectedField, obj *model.TaxonomyHistoryEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaxonomyHistoryEntry_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TaxonomyHistoryEntry_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaxonomyHistoryEntry", field, false, false, "String")
+}
+
+func (ec *executionContext) _TaxonomyHistoryEntry_author(ctx context.Context, field graphql.CollectedField, obj *model.TaxonomyHistoryEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaxonomyHistoryEntry_author(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Author, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TaxonomyHistoryEntry_author(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaxonomyHistoryEntry", field, false, false, "String")
+}
+
+func (ec *executionContext) _TaxonomyHistoryEntry_action(ctx context.Context, field graphql.CollectedField, obj *model.TaxonomyHistoryEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaxonomyHistoryEntry_action(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Action, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.TaxonomyChangeAction) graphql.Marshaler {
+			return ec.marshalNTaxonomyChangeAction2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyChangeAction(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TaxonomyHistoryEntry_action(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaxonomyHistoryEntry", field, false, false, "TaxonomyChangeAction")
+}
+
+func (ec *executionContext) _TaxonomyHistoryEntry_subject(ctx context.Context, field graphql.CollectedField, obj *model.TaxonomyHistoryEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaxonomyHistoryEntry_subject(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Subject, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TaxonomyHistoryEntry_subject(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaxonomyHistoryEntry", field, false, false, "ID")
+}
+
+func (ec *executionContext) _TaxonomyHistoryEntry_before(ctx context.Context, field graphql.CollectedField, obj *model.TaxonomyHistoryEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaxonomyHistoryEntry_before(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Before, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
+			return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TaxonomyHistoryEntry_before(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaxonomyHistoryEntry", field, false, false, "JSON")
+}
+
+func (ec *executionContext) _TaxonomyHistoryEntry_after(ctx context.Context, field graphql.CollectedField, obj *model.TaxonomyHistoryEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaxonomyHistoryEntry_after(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.After, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
+			return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TaxonomyHistoryEntry_after(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaxonomyHistoryEntry", field, false, false, "JSON")
+}
+
+func (ec *executionContext) _TaxonomyHistoryEntry_incidentIds(ctx context.Context, field graphql.CollectedField, obj *model.TaxonomyHistoryEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaxonomyHistoryEntry_incidentIds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IncidentIds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNID2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TaxonomyHistoryEntry_incidentIds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaxonomyHistoryEntry", field, false, false, "ID")
+}
+
 func (ec *executionContext) _TaxonomyTerm_id(ctx context.Context, field graphql.CollectedField, obj *model.TaxonomyTerm) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7936,6 +9436,52 @@ func (ec *executionContext) fieldContext_TaxonomyTerm_incidents(ctx context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _TaxonomyTerm_deprecated(ctx context.Context, field graphql.CollectedField, obj *model.TaxonomyTerm) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaxonomyTerm_deprecated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.TaxonomyTerm().Deprecated(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TaxonomyTerm_deprecated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaxonomyTerm", field, true, true, "Boolean")
+}
+
+func (ec *executionContext) _TaxonomyTerm_aliases(ctx context.Context, field graphql.CollectedField, obj *model.TaxonomyTerm) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaxonomyTerm_aliases(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.TaxonomyTerm().Aliases(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TaxonomyTerm_aliases(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaxonomyTerm", field, true, true, "String")
+}
+
 func (ec *executionContext) _TermCount_term(ctx context.Context, field graphql.CollectedField, obj *model.TermCount) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7989,6 +9535,70 @@ func (ec *executionContext) _TermCount_count(ctx context.Context, field graphql.
 }
 func (ec *executionContext) fieldContext_TermCount_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("TermCount", field, false, false, "Int")
+}
+
+func (ec *executionContext) _TermPayload_term(ctx context.Context, field graphql.CollectedField, obj *model.TermPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TermPayload_term(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Term, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.TaxonomyTerm) graphql.Marshaler {
+			return ec.marshalOTaxonomyTerm2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyTerm(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TermPayload_term(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TermPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TaxonomyTerm(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TermPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.TermPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TermPayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TermPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TermPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Timeline_detectedAfter(ctx context.Context, field graphql.CollectedField, obj *model.Timeline) (ret graphql.Marshaler) {
@@ -9271,6 +10881,76 @@ func (ec *executionContext) fieldContext___Type_isOneOf(_ context.Context, field
 
 // region    **************************** input.gotpl *****************************
 
+func (ec *executionContext) unmarshalInputAddTermInput(ctx context.Context, obj any) (model.AddTermInput, error) {
+	var it model.AddTermInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"kind", "slug", "label", "description", "aliases"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "kind":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kind"))
+			data, err := ec.unmarshalNTaxonomyKind2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyKind(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Kind = data
+		case "slug":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("slug"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Slug = data
+		case "label":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("label"))
+			data, err := ec.unmarshalNTermTextInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTermTextInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Label = data
+		case "description":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("description"))
+			data, err := ec.unmarshalOTermTextInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTermTextInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Description = data
+		case "aliases":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("aliases"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Aliases = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalAddTermInput unmarshals raw into the AddTermInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalAddTermInput(ctx context.Context, raw any) (model.AddTermInput, error) {
+	var out model.AddTermInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "AddTermInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputImpactInput(ctx context.Context, obj any) (model.ImpactInput, error) {
 	var it model.ImpactInput
 	if obj == nil {
@@ -10024,6 +11704,55 @@ func (ec *executionContext) unmarshalInputSourceInput(ctx context.Context, obj a
 func UnmarshalSourceInput(ctx context.Context, raw any) (model.SourceInput, error) {
 	var out model.SourceInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "SourceInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputTermTextInput(ctx context.Context, obj any) (model.TermTextInput, error) {
+	var it model.TermTextInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"en", "ko"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "en":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("en"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.En = data
+		case "ko":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ko"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ko = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalTermTextInput unmarshals raw into the TermTextInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalTermTextInput(ctx context.Context, raw any) (model.TermTextInput, error) {
+	var out model.TermTextInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "TermTextInput", raw, &out)
 	return out, err
 }
 
@@ -10995,6 +12724,11 @@ func (ec *executionContext) _IncidentSearchConnection(ctx context.Context, sel a
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._IncidentSearchConnection_years(ctx, field, obj)
 				})
+		case "suggestions":
+			out.Values[i] = ec._IncidentSearchConnection_suggestions(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11136,6 +12870,55 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "importIncidents":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_importIncidents(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "addTerm":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_addTerm(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updateTerm":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateTerm(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "addTermAliases":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_addTermAliases(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deprecateTerm":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deprecateTerm(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "addOrganization":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_addOrganization(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "renameOrganization":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_renameOrganization(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "mergeOrganizations":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_mergeOrganizations(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -11312,6 +13095,49 @@ func (ec *executionContext) _OrganizationEdge(ctx context.Context, sel ast.Selec
 	return out
 }
 
+var organizationPayloadImplementors = []string{"OrganizationPayload"}
+
+func (ec *executionContext) _OrganizationPayload(ctx context.Context, sel ast.SelectionSet, obj *model.OrganizationPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, organizationPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("OrganizationPayload")
+		case "organization":
+			out.Values[i] = ec._OrganizationPayload_organization(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "incidentIds":
+			out.Values[i] = ec._OrganizationPayload_incidentIds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._OrganizationPayload_userErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var pageInfoImplementors = []string{"PageInfo"}
 
 func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet, obj *model.PageInfo) graphql.Marshaler {
@@ -11432,6 +13258,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_search(ctx, field)
+				})
+		case "taxonomyHistory":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_taxonomyHistory(ctx, field)
 				})
 		case "tokens":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -11657,6 +13489,160 @@ func (ec *executionContext) _Source(ctx context.Context, sel ast.SelectionSet, o
 	return out
 }
 
+var taxonomyChangeConnectionImplementors = []string{"TaxonomyChangeConnection"}
+
+func (ec *executionContext) _TaxonomyChangeConnection(ctx context.Context, sel ast.SelectionSet, obj *model.TaxonomyChangeConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, taxonomyChangeConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TaxonomyChangeConnection")
+		case "edges":
+			out.Values[i] = ec._TaxonomyChangeConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._TaxonomyChangeConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._TaxonomyChangeConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._TaxonomyChangeConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var taxonomyChangeEdgeImplementors = []string{"TaxonomyChangeEdge"}
+
+func (ec *executionContext) _TaxonomyChangeEdge(ctx context.Context, sel ast.SelectionSet, obj *model.TaxonomyChangeEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, taxonomyChangeEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TaxonomyChangeEdge")
+		case "cursor":
+			out.Values[i] = ec._TaxonomyChangeEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._TaxonomyChangeEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var taxonomyHistoryEntryImplementors = []string{"TaxonomyHistoryEntry"}
+
+func (ec *executionContext) _TaxonomyHistoryEntry(ctx context.Context, sel ast.SelectionSet, obj *model.TaxonomyHistoryEntry) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, taxonomyHistoryEntryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TaxonomyHistoryEntry")
+		case "number":
+			out.Values[i] = ec._TaxonomyHistoryEntry_number(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "at":
+			out.Values[i] = ec._TaxonomyHistoryEntry_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "author":
+			out.Values[i] = ec._TaxonomyHistoryEntry_author(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "action":
+			out.Values[i] = ec._TaxonomyHistoryEntry_action(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "subject":
+			out.Values[i] = ec._TaxonomyHistoryEntry_subject(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "before":
+			out.Values[i] = ec._TaxonomyHistoryEntry_before(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "after":
+			out.Values[i] = ec._TaxonomyHistoryEntry_after(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "incidentIds":
+			out.Values[i] = ec._TaxonomyHistoryEntry_incidentIds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var taxonomyTermImplementors = []string{"TaxonomyTerm", "Node"}
 
 func (ec *executionContext) _TaxonomyTerm(ctx context.Context, sel ast.SelectionSet, obj *model.TaxonomyTerm) graphql.Marshaler {
@@ -11705,6 +13691,18 @@ func (ec *executionContext) _TaxonomyTerm(ctx context.Context, sel ast.Selection
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._TaxonomyTerm_incidents(ctx, field, obj)
 				})
+		case "deprecated":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._TaxonomyTerm_deprecated(ctx, field, obj)
+				})
+		case "aliases":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._TaxonomyTerm_aliases(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11740,6 +13738,44 @@ func (ec *executionContext) _TermCount(ctx context.Context, sel ast.SelectionSet
 			}
 		case "count":
 			out.Values[i] = ec._TermCount_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var termPayloadImplementors = []string{"TermPayload"}
+
+func (ec *executionContext) _TermPayload(ctx context.Context, sel ast.SelectionSet, obj *model.TermPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, termPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TermPayload")
+		case "term":
+			out.Values[i] = ec._TermPayload_term(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._TermPayload_userErrors(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -12250,6 +14286,11 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 // endregion **************************** object.gotpl ****************************
 
 // region    ***************************** type.gotpl *****************************
+
+func (ec *executionContext) unmarshalNAddTermInput2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐAddTermInput(ctx context.Context, v any) (model.AddTermInput, error) {
+	res, err := ec.unmarshalInputAddTermInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
 
 func (ec *executionContext) marshalNApiToken2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐAPITokenᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.APIToken) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
@@ -12821,6 +14862,14 @@ func (ec *executionContext) marshalNOrganizationEdge2ᚖgithubᚗcomᚋincidentl
 	return ec._OrganizationEdge(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNOrganizationPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrganizationPayload(ctx context.Context, sel ast.SelectionSet, v *model.OrganizationPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "OrganizationPayload!")
+		return graphql.Null
+	}
+	return ec._OrganizationPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNOrganizationRole2githubᚗcomᚋincidentlibᚋincidentlibᚐOrganizationRole(ctx context.Context, v any) (incidentlib.OrganizationRole, error) {
 	var res incidentlib.OrganizationRole
 	err := res.UnmarshalGQL(v)
@@ -12937,6 +14986,101 @@ func (ec *executionContext) marshalNString2string(ctx context.Context, sel ast.S
 	return res
 }
 
+func (ec *executionContext) unmarshalNString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNString2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNString2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNTaxonomyChangeAction2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyChangeAction(ctx context.Context, v any) (model.TaxonomyChangeAction, error) {
+	var res model.TaxonomyChangeAction
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNTaxonomyChangeAction2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyChangeAction(ctx context.Context, sel ast.SelectionSet, v model.TaxonomyChangeAction) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNTaxonomyChangeConnection2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyChangeConnection(ctx context.Context, sel ast.SelectionSet, v *model.TaxonomyChangeConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "TaxonomyChangeConnection!")
+		return graphql.Null
+	}
+	return ec._TaxonomyChangeConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNTaxonomyChangeEdge2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyChangeEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.TaxonomyChangeEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTaxonomyChangeEdge2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyChangeEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNTaxonomyChangeEdge2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyChangeEdge(ctx context.Context, sel ast.SelectionSet, v *model.TaxonomyChangeEdge) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "TaxonomyChangeEdge!")
+		return graphql.Null
+	}
+	return ec._TaxonomyChangeEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNTaxonomyHistoryEntry2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyHistoryEntryᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.TaxonomyHistoryEntry) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTaxonomyHistoryEntry2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyHistoryEntry(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNTaxonomyHistoryEntry2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyHistoryEntry(ctx context.Context, sel ast.SelectionSet, v *model.TaxonomyHistoryEntry) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "TaxonomyHistoryEntry!")
+		return graphql.Null
+	}
+	return ec._TaxonomyHistoryEntry(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNTaxonomyKind2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyKind(ctx context.Context, v any) (model.TaxonomyKind, error) {
 	var res model.TaxonomyKind
 	err := res.UnmarshalGQL(v)
@@ -12994,6 +15138,19 @@ func (ec *executionContext) marshalNTermCount2ᚖgithubᚗcomᚋincidentlibᚋin
 		return graphql.Null
 	}
 	return ec._TermCount(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNTermPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTermPayload(ctx context.Context, sel ast.SelectionSet, v *model.TermPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "TermPayload!")
+		return graphql.Null
+	}
+	return ec._TermPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNTermTextInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTermTextInput(ctx context.Context, v any) (*model.TermTextInput, error) {
+	res, err := ec.unmarshalInputTermTextInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalNTextInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTextInput(ctx context.Context, v any) (*model.TextInput, error) {
@@ -13638,6 +15795,14 @@ func (ec *executionContext) marshalOTaxonomyTerm2ᚖgithubᚗcomᚋincidentlib�
 		return graphql.Null
 	}
 	return ec._TaxonomyTerm(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOTermTextInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTermTextInput(ctx context.Context, v any) (*model.TermTextInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputTermTextInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalOTextInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTextInput(ctx context.Context, v any) (*model.TextInput, error) {

@@ -144,7 +144,7 @@ func (r *Resolver) nodes(ctx context.Context, ids []string) ([]model.Node, error
 		case strings.HasPrefix(id, "term:"):
 			parts := strings.SplitN(id, ":", 3)
 			if len(parts) == 3 {
-				if t := r.Taxonomy.Term(incidentlib.TermKind(parts[1]), parts[2]); t != nil {
+				if t := v.Tax.Term(incidentlib.TermKind(parts[1]), parts[2]); t != nil {
 					out[i] = v.NewTerm(t)
 				}
 			}

@@ -49,9 +49,10 @@ func (r *Resolver) reads() *loaderReads {
 				return src.FindOrganizationsBySlugs(ctx, slugs)
 			},
 			terms: func(_ context.Context, _ incidentlib.Reader, keys []incidentlib.TermKey) ([]*incidentlib.Term, error) {
+				tax := r.taxonomy()
 				out := make([]*incidentlib.Term, len(keys))
 				for i, k := range keys {
-					out[i] = r.Taxonomy.Term(k.Kind, k.Slug)
+					out[i] = tax.Term(k.Kind, k.Slug)
 				}
 				return out, nil
 			},

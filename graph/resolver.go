@@ -7,6 +7,7 @@ package graph
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
 
@@ -23,6 +24,13 @@ type Resolver struct {
 	Incidents     incidentlib.IncidentService
 	Organizations incidentlib.OrganizationService
 	Taxonomy      *incidentlib.Taxonomy
+	// Taxonomies, if set, gives the taxonomy as of now (the store's,
+	// which an admin's change replaces); Taxonomy is then only its
+	// fallback. TaxonomyAdmin, if set, serves the taxonomy's and the
+	// organizations' mutations and history (taxadmin.resolvers.go);
+	// without it they answer UNAVAILABLE.
+	Taxonomies    incidentlib.TaxonomyService
+	TaxonomyAdmin incidentlib.TaxonomyAdmin
 	LoaderMetrics LoaderMetrics
 	// Search, if set, serves Query.search (search.resolvers.go); without it
 	// search answers UNAVAILABLE.
@@ -36,10 +44,10 @@ type Resolver struct {
 	// the token fields answer UNAVAILABLE.
 	TokenService incidentlib.TokenService
 
-	// views are the views of the two languages, made once with a wrapper
-	// per taxonomy term and shared by every request.
-	viewsOnce sync.Once
-	views     [2]*model.View
+	// views are the views of the two languages, made with a wrapper per
+	// taxonomy term and shared by every request until the taxonomy
+	// changes.
+	views atomic.Pointer[langViews]
 
 	loaderPools loaderPools // caches of finished requests' loaders
 	readsOnce   sync.Once
@@ -47,15 +55,25 @@ type Resolver struct {
 	services    incidentlib.Reader // Incidents and Organizations as one Reader
 }
 
-// viewFor returns the shared view of lang.
+// langViews are the views of the two languages over one taxonomy.
+type langViews struct {
+	tax *incidentlib.Taxonomy
+	v   [2]*model.View
+}
+
+// viewFor returns the shared view of lang over the taxonomy as of now,
+// made again when the taxonomy changed.
 func (r *Resolver) viewFor(lang incidentlib.Lang) *model.View {
-	r.viewsOnce.Do(func() {
-		r.views = [2]*model.View{model.NewView(incidentlib.LangEn, r.Taxonomy), model.NewView(incidentlib.LangKo, r.Taxonomy)}
-	})
-	if lang == incidentlib.LangKo {
-		return r.views[1]
+	tax := r.taxonomy()
+	vs := r.views.Load()
+	if vs == nil || vs.tax != tax {
+		vs = &langViews{tax: tax, v: [2]*model.View{model.NewView(incidentlib.LangEn, tax), model.NewView(incidentlib.LangKo, tax)}}
+		r.views.Store(vs)
 	}
-	return r.views[0]
+	if lang == incidentlib.LangKo {
+		return vs.v[1]
+	}
+	return vs.v[0]
 }
 
 type langKey struct{}

@@ -17,12 +17,21 @@ var MutationRoles = map[string]incidentlib.Role{
 	"reviewIncident":  incidentlib.RoleReviewer,
 	"createToken":     incidentlib.RoleAdmin,
 	"revokeToken":     incidentlib.RoleAdmin,
+	// The taxonomy and the organizations (taxadmin.graphqls).
+	"addTerm":            incidentlib.RoleAdmin,
+	"updateTerm":         incidentlib.RoleAdmin,
+	"addTermAliases":     incidentlib.RoleAdmin,
+	"deprecateTerm":      incidentlib.RoleAdmin,
+	"addOrganization":    incidentlib.RoleAdmin,
+	"renameOrganization": incidentlib.RoleAdmin,
+	"mergeOrganizations": incidentlib.RoleAdmin,
 }
 
 // QueryRoles is the role the query fields that are not for every reader
 // need; every other query field needs none.
 var QueryRoles = map[string]incidentlib.Role{
-	"tokens": incidentlib.RoleAdmin,
+	"tokens":          incidentlib.RoleAdmin,
+	"taxonomyHistory": incidentlib.RoleAdmin,
 }
 
 // RequiredRole is the role an operation needs: the most any field at its

@@ -160,7 +160,7 @@ func (r *incidentResolver) Similar(ctx context.Context, obj *model.Incident, fir
 		}
 		terms := make([]*model.TaxonomyTerm, 0, len(s.SharedTerms))
 		for _, k := range s.SharedTerms {
-			if t := r.Taxonomy.Term(k.Kind, k.Slug); t != nil {
+			if t := v.Tax.Term(k.Kind, k.Slug); t != nil {
 				terms = append(terms, v.NewTerm(t))
 			}
 		}
@@ -260,7 +260,7 @@ func (r *queryResolver) Organizations(ctx context.Context, first *int, after *st
 
 func (r *queryResolver) Taxonomy(ctx context.Context, kind model.TaxonomyKind) ([]*model.TaxonomyTerm, error) {
 	v := r.view(ctx)
-	terms := r.Resolver.Taxonomy.Kind(model.TermKindOf(kind))
+	terms := v.Tax.Kind(model.TermKindOf(kind))
 	out := make([]*model.TaxonomyTerm, len(terms))
 	for i, t := range terms {
 		out[i] = v.NewTerm(t)

@@ -53,11 +53,15 @@ func (r *queryResolver) Search(ctx context.Context, query string, filter *incide
 		return nil, err
 	}
 	conn := &model.IncidentSearchConnection{
-		Edges:      make([]*model.IncidentSearchEdge, 0, len(incs)),
-		Nodes:      make([]*model.Incident, 0, len(incs)),
-		PageInfo:   &model.PageInfo{HasNextPage: p.HasNextPage, HasPreviousPage: p.HasPreviousPage},
-		TotalCount: p.TotalCount,
-		Query:      q,
+		Edges:       make([]*model.IncidentSearchEdge, 0, len(incs)),
+		Nodes:       make([]*model.Incident, 0, len(incs)),
+		PageInfo:    &model.PageInfo{HasNextPage: p.HasNextPage, HasPreviousPage: p.HasPreviousPage},
+		TotalCount:  p.TotalCount,
+		Query:       q,
+		Suggestions: p.Suggestions,
+	}
+	if conn.Suggestions == nil {
+		conn.Suggestions = []string{}
 	}
 	present := make([]*incidentlib.Incident, 0, len(incs))
 	v := r.view(ctx)

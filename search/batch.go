@@ -84,6 +84,15 @@ func (b *batchIndex) addIncident(a *analyzer, i int, inc *incidentlib.Incident) 
 			}
 			b.add(tl, f.index, k, at+uint32(t.Position))
 			last = max(last, t.Position)
+			// The first syllable of a run of Hangul, at its first
+			// bigram's place (see variants.go): 풀 of 풀이.
+			if n, ok := hangulPair(t.Term); ok && (i == 0 || b.toks[i-1].End <= t.Start) {
+				tl := b.terms[t.Term[:n]]
+				if tl == nil {
+					tl = b.newTerm(t.Term[:n])
+				}
+				b.add(tl, f.index, k, at+uint32(t.Position))
+			}
 			// The trigram of this bigram and the next (see trigramMark).
 			if i+1 < len(b.toks) && b.toks[i+1].Position == t.Position+1 {
 				var ok bool

@@ -223,7 +223,8 @@ func (m *memIndex) matches(e *evalState, c *clauseQ, lead []uint32, score bool) 
 	out := e.ms[:0]
 	defer func() { e.ms = out[:0] }()
 	n := max(m.live, 1)
-	for _, f := range c.fields {
+	for _, lg := range c.legs {
+		f := lg.f
 		avg := float64(m.sumLen[f]) / float64(n)
 		if avg == 0 {
 			avg = 1
@@ -231,8 +232,8 @@ func (m *memIndex) matches(e *evalState, c *clauseQ, lead []uint32, score bool) 
 		norm := bm25K1 * bm25B / avg
 		base := bm25K1 * (1 - bm25B)
 		lens := m.lens[f]
-		if len(c.terms) == 1 {
-			p := m.posting(f, c.terms[0])
+		if len(lg.terms) == 1 {
+			p := m.posting(f, lg.terms[0])
 			if p == nil {
 				continue
 			}
@@ -254,7 +255,7 @@ func (m *memIndex) matches(e *evalState, c *clauseQ, lead []uint32, score bool) 
 		}
 		from := len(out)
 		var idfSum float64
-		out, idfSum = m.phraseMatches(e, c, f, lead, out)
+		out, idfSum = m.phraseMatches(e, lg.terms, f, lead, out)
 		if score {
 			w := c.boost * ifieldBoost[f] * idfSum * (bm25K1 + 1)
 			for i := from; i < len(out); i++ {
@@ -269,8 +270,8 @@ func (m *memIndex) matches(e *evalState, c *clauseQ, lead []uint32, score bool) 
 // phraseMatches calls fn for every slot (of lead, when given) where the
 // terms of c stand at their relative positions in field f, with how
 // often.
-func (m *memIndex) phraseMatches(e *evalState, c *clauseQ, f ifield, lead []uint32, out []match) ([]match, float64) {
-	curs, ok := m.phraseCursors(e.curs[:0], c.terms, f)
+func (m *memIndex) phraseMatches(e *evalState, terms []string, f ifield, lead []uint32, out []match) ([]match, float64) {
+	curs, ok := m.phraseCursors(e.curs[:0], terms, f)
 	defer func() { e.curs = curs[:0] }()
 	if !ok {
 		return out, 0

@@ -31,27 +31,31 @@ func highlights(a *analyzer, inc *incidentlib.Incident, c *compiled, lang incide
 		if text == "" {
 			continue
 		}
-		var clBuf [8]*clauseQ
-		clauses := clBuf[:0]
+		var formBuf [8][]string
+		forms := formBuf[:0] // the phrases of the clauses, every form
 		for j := range c.must {
 			cl := &c.must[j]
-			if (cl.restrict != "" && cl.restrict != f.name) || !slices.Contains(cl.fields, f.index) || !mayHold(text, cl.terms) {
+			if (cl.restrict != "" && cl.restrict != f.name) || !slices.Contains(cl.fields, f.index) {
 				continue
 			}
-			clauses = append(clauses, cl)
+			for _, form := range cl.forms {
+				if mayHold(text, form) {
+					forms = append(forms, form)
+				}
+			}
 		}
-		if len(clauses) == 0 {
+		if len(forms) == 0 {
 			continue
 		}
 		// Only the words that may make a term of the clauses.
 		var want termFilter
 		want.hangul = a.hlHangul[:0]
 		words := true // no phrase: the tokens need no positions
-		for _, cl := range clauses {
-			for _, t := range cl.terms {
+		for _, form := range forms {
+			for _, t := range form {
 				want.add(t)
 			}
-			words = words && len(cl.terms) == 1
+			words = words && len(form) == 1
 		}
 		if words && isASCII(text) {
 			toks = a.asciiWords(text, toks[:0], &want)
@@ -60,8 +64,8 @@ func highlights(a *analyzer, inc *incidentlib.Incident, c *compiled, lang incide
 		}
 		a.hlHangul = want.hangul[:0]
 		spans = spans[:0]
-		for _, cl := range clauses {
-			spans = appendSpans(spans, toks, cl.terms)
+		for _, form := range forms {
+			spans = appendSpans(spans, toks, form)
 		}
 		if len(spans) == 0 {
 			continue

@@ -51,7 +51,7 @@ type Store interface {
 
 // formatVersion names the analyzer and the file layout. An index built
 // with another one is rebuilt.
-const formatVersion = "incidentlib-search-3"
+const formatVersion = "incidentlib-search-4"
 
 // indexFile is the index's file inside its directory.
 const indexFile = "index.bin"

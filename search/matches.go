@@ -9,12 +9,12 @@ import (
 // The matches of a query as bitsets of slots, topK's first step (see
 // topk.go), and the incident numbers of every match for facets and years.
 
-// clauseSlots sets in dst the slots that hold the clause's term in one of
-// its fields, or, for a phrase, its rarest term in a field that holds
+// clauseSlots sets in dst the slots that hold the term of one of the
+// clause's legs, or, for a phrase, its rarest term in a field that holds
 // every term (a superset that phraseIn narrows down).
 func (m *memIndex) clauseSlots(c *clauseQ, dst []uint64) {
-	for _, f := range c.fields {
-		if lead := m.rarest(c.find, f); lead != nil {
+	for _, lg := range c.legs {
+		if lead := m.rarest(lg.find, lg.f); lead != nil {
 			for _, s := range lead.docs {
 				dst[s>>6] |= 1 << (s & 63)
 			}
@@ -84,34 +84,51 @@ func (t *topState) matches(m *memIndex, c *compiled, keep []uint64) ([]clauseQ, 
 	// Exclusions.
 	for i := range c.mustNot {
 		cl := &c.mustNot[i]
-		for _, f := range cl.fields {
-			if len(cl.find) == 1 {
-				if p := m.posting(f, cl.find[0]); p != nil {
+		for _, lg := range cl.legs {
+			if len(lg.find) == 1 {
+				if p := m.posting(lg.f, lg.find[0]); p != nil {
 					for _, s := range p.docs {
 						set[s>>6] &^= 1 << (s & 63)
 					}
 				}
 				continue
 			}
-			t.ms, _ = m.phraseIn(t, cl.find, f, set, t.ms[:0])
+			t.ms, _ = m.phraseIn(t, lg.find, lg.f, set, t.ms[:0])
 			for _, mt := range t.ms {
 				set[mt.slot>>6] &^= 1 << (mt.slot & 63)
 			}
 		}
 	}
-	// Phrases that must match, by positions, only in the set.
-	for len(t.hits) < len(must)*int(numIFields) {
+	// Phrases that must match, by positions, only in the set; a clause
+	// with a phrase among its legs matches where one of its legs does.
+	t.stride = 0
+	for i := range must {
+		t.stride = max(t.stride, len(must[i].legs))
+	}
+	for len(t.hits) < len(must)*t.stride {
 		t.hits = append(t.hits, nil)
 	}
 	for i := range must {
 		cl := &must[i]
-		if len(cl.find) == 1 {
+		phrase := false
+		for _, lg := range cl.legs {
+			phrase = phrase || len(lg.find) > 1
+		}
+		if !phrase {
 			continue
 		}
 		clear(tmp)
-		for k, f := range cl.fields {
-			h := &t.hits[i*int(numIFields)+k]
-			*h, _ = m.phraseIn(t, cl.find, f, set, (*h)[:0])
+		for k, lg := range cl.legs {
+			if len(lg.find) == 1 {
+				if p := m.posting(lg.f, lg.find[0]); p != nil {
+					for _, s := range p.docs {
+						tmp[s>>6] |= 1 << (s & 63)
+					}
+				}
+				continue
+			}
+			h := &t.hits[i*t.stride+k]
+			*h, _ = m.phraseIn(t, lg.find, lg.f, set, (*h)[:0])
 			for _, mt := range *h {
 				tmp[mt.slot>>6] |= 1 << (mt.slot & 63)
 			}

@@ -22,8 +22,8 @@ type hit struct {
 // clauseCost estimates the work of a clause: the entries it reads.
 func (m *memIndex) clauseCost(c *clauseQ) int {
 	n := 0
-	for _, f := range c.fields {
-		if p := m.rarest(c.find, f); p != nil {
+	for _, lg := range c.legs {
+		if p := m.rarest(lg.find, lg.f); p != nil {
 			n += len(p.docs)
 		}
 	}
@@ -120,12 +120,13 @@ func (m *memIndex) fieldMask(c *compiled, slot uint32) uint16 {
 	var mask uint16
 	for i := range c.must {
 		cl := &c.must[i]
-		for _, f := range cl.fields {
+		for _, lg := range cl.legs {
+			f := lg.f
 			if mask&(1<<f) != 0 {
 				continue
 			}
 			all := true
-			for _, t := range cl.find {
+			for _, t := range lg.find {
 				if t == "" {
 					continue
 				}

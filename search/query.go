@@ -152,7 +152,9 @@ type compiled struct {
 	bonus   *clauseQ  // adds to the score of what matches the rest
 }
 
-// clauseQ is a term or a phrase in some fields of the index.
+// clauseQ is a term or a phrase in some fields of the index, or one of
+// its other forms (see variants.go): it matches where any of its legs
+// does, and its score is the sum of theirs.
 type clauseQ struct {
 	terms []string // a phrase: the terms at consecutive positions, "" where a stop word left a gap
 	// find are the terms the postings are read with: terms, its Hangul
@@ -164,6 +166,36 @@ type clauseQ struct {
 	// restrict is the text field the clause was limited to ("" for
 	// every field), for highlights.
 	restrict Field
+	// forms are the phrases the clause matches: terms first, then the
+	// other spellings of the same words (variants).
+	forms [][]string
+	// legs are every form in every field, the units the clause is read,
+	// checked and scored by.
+	legs []leg
+}
+
+// leg is one form of a clause in one field.
+type leg struct {
+	f     ifield
+	terms []string // the form, as clauseQ.terms
+	find  []string // the terms its postings are read with, as clauseQ.find
+}
+
+// newClause returns the clause of the phrases forms (the first is the
+// words as given) in fields.
+func newClause(forms [][]string, fields []ifield, boost float64, restrict Field) clauseQ {
+	q := clauseQ{terms: forms[0], find: findTerms(forms[0]), fields: fields, boost: boost, restrict: restrict, forms: forms}
+	finds := make([][]string, len(forms))
+	finds[0] = q.find
+	for i := 1; i < len(forms); i++ {
+		finds[i] = findTerms(forms[i])
+	}
+	for i, form := range forms {
+		for _, f := range fields {
+			q.legs = append(q.legs, leg{f: f, terms: form, find: finds[i]})
+		}
+	}
+	return q
 }
 
 // compile turns clauses into a query over the fields of lang (both
@@ -171,12 +203,13 @@ type clauseQ struct {
 func compile(clauses []clause, lang incidentlib.Lang) (*compiled, error) {
 	c := &compiled{}
 	var bonus []string // the words of the plain clauses, for the title phrase bonus
-	for _, cl := range clauses {
+	for i, cl := range clauses {
 		ts := terms(cl.text)
 		if len(ts) == 0 {
 			continue // only stop words or punctuation
 		}
-		q := clauseQ{terms: ts, find: findTerms(ts), fields: indexFields(cl.field, lang), boost: 1, restrict: cl.field}
+		forms := append([][]string{ts}, variants(clauses, i, ts)...)
+		q := newClause(forms, indexFields(cl.field, lang), 1, cl.field)
 		if cl.exclude {
 			c.mustNot = append(c.mustNot, q)
 			continue
@@ -193,7 +226,12 @@ func compile(clauses []clause, lang incidentlib.Lang) (*compiled, error) {
 		// Every word of the query as one phrase in the title ranks first.
 		// (A single word or phrase needs no bonus: the title's boost ranks
 		// its matches first already.)
-		c.bonus = &clauseQ{terms: ts, find: ts, fields: indexFields(FieldTitle, lang), boost: boostTitlePhrase, restrict: FieldTitle}
+		b := newClause([][]string{ts}, indexFields(FieldTitle, lang), boostTitlePhrase, FieldTitle)
+		b.find = ts
+		for i := range b.legs {
+			b.legs[i].find = ts
+		}
+		c.bonus = &b
 	}
 	return c, nil
 }

@@ -22,6 +22,7 @@ const maxOffset = 10_000
 
 // prepared is a validated search.
 type prepared struct {
+	clauses     []clause
 	c           *compiled
 	lang        incidentlib.Lang
 	filter      incidentlib.IncidentFilter
@@ -53,7 +54,7 @@ func (x *Index) prepare(q incidentlib.SearchQuery) (*prepared, error) {
 	h.Write([]byte(lang))
 	h.Write([]byte{0})
 	h.Write(filterJSON)
-	return &prepared{c: c, lang: lang, filter: q.Filter, filterJSON: string(filterJSON), filtered: string(filterJSON) != emptyFilterJSON,
+	return &prepared{clauses: clauses, c: c, lang: lang, filter: q.Filter, filterJSON: string(filterJSON), filtered: string(filterJSON) != emptyFilterJSON,
 		fingerprint: h.Sum32()}, nil
 }
 
@@ -139,7 +140,7 @@ func (x *Index) Search(ctx context.Context, q incidentlib.SearchQuery, page inci
 		return nil, err
 	}
 	if keepBits != nil && len(keepBits) == 0 {
-		return &incidentlib.SearchPage{Hits: []incidentlib.SearchHit{}, HasPreviousPage: offset > 0}, nil
+		return &incidentlib.SearchPage{Hits: []incidentlib.SearchHit{}, HasPreviousPage: offset > 0, Suggestions: []string{}}, nil
 	}
 	x.mu.RLock()
 	hits, total := topK(x.mem, p.c, keepBits, offset, size)
@@ -147,12 +148,17 @@ func (x *Index) Search(ctx context.Context, q incidentlib.SearchQuery, page inci
 	for i, h := range hits {
 		masks[i] = x.mem.fieldMask(p.c, h.slot)
 	}
+	suggestions := []string{}
+	if total == 0 {
+		suggestions = suggest(x.mem, p, keepBits)
+	}
 	x.mu.RUnlock()
 	out := &incidentlib.SearchPage{
 		Hits:            make([]incidentlib.SearchHit, 0, len(hits)),
 		TotalCount:      total,
 		HasNextPage:     offset+size < total,
 		HasPreviousPage: offset > 0,
+		Suggestions:     suggestions,
 	}
 	nums := make([]uint32, len(hits))
 	for i, h := range hits {

@@ -40,6 +40,8 @@ type topState struct {
 	heap  []hit
 	cands []bound
 	must  []clauseQ
+	// stride is how many legs' phrase matches hits holds per clause.
+	stride int
 }
 
 type bound struct {
@@ -104,16 +106,17 @@ func topK(m *memIndex, c *compiled, keep []uint64, offset, size int) ([]hit, int
 	score := t.score
 	for i := range must {
 		cl := &must[i]
-		for kf, f := range cl.fields {
+		for kf, lg := range cl.legs {
+			f := lg.f
 			bm := m.bm25Of(f)
-			if len(cl.find) == 1 {
-				p := m.posting(f, cl.find[0])
+			if len(lg.find) == 1 {
+				p := m.posting(f, lg.find[0])
 				if p == nil {
 					continue
 				}
 				// A trigram's frequency is its bigram phrase's; the idf
 				// is the phrase's (for a word, idf(n, len(p.docs))).
-				w := cl.boost * ifieldBoost[f] * m.phraseIDF(cl.terms, f) * (bm25K1 + 1)
+				w := cl.boost * ifieldBoost[f] * m.phraseIDF(lg.terms, f) * (bm25K1 + 1)
 				tfs := p.tfs[:len(p.docs)]
 				for j, s := range p.docs {
 					if set[s>>6]&(1<<(s&63)) != 0 {
@@ -123,11 +126,11 @@ func topK(m *memIndex, c *compiled, keep []uint64, offset, size int) ([]hit, int
 				}
 				continue
 			}
-			hs := t.hits[i*int(numIFields)+kf]
+			hs := t.hits[i*t.stride+kf]
 			if len(hs) == 0 {
 				continue
 			}
-			w := cl.boost * ifieldBoost[f] * m.phraseIDF(cl.terms, f) * (bm25K1 + 1)
+			w := cl.boost * ifieldBoost[f] * m.phraseIDF(lg.terms, f) * (bm25K1 + 1)
 			for _, mt := range hs {
 				if s := mt.slot; set[s>>6]&(1<<(s&63)) != 0 {
 					tf := mt.s

@@ -8,7 +8,8 @@ import (
 
 // Store is every capability of the store that the whole handler uses:
 // reads (and FastReads' snapshots of them), the change log, writes,
-// backups, the store's figures and the API tokens. storage.DB implements it.
+// backups, the store's figures, the API tokens and the administration of
+// the taxonomy and the organizations. storage.DB implements it.
 type Store interface {
 	incidentlib.IncidentService
 	incidentlib.OrganizationService
@@ -19,6 +20,7 @@ type Store interface {
 	incidentlib.Backuper
 	incidentlib.StoreMonitor
 	incidentlib.TokenService
+	incidentlib.TaxonomyAdmin
 }
 
 // Assemble builds the GraphQL resolver over store and search (nil: search
@@ -30,7 +32,7 @@ type Store interface {
 // cannot cover, so FastReads is off and cached responses expire
 // (Config.Upstream is set).
 func Assemble(store Store, incidents incidentlib.IncidentService, search incidentlib.SearchService, m *metrics.Metrics, cfg Config) (*Server, *graph.Resolver, error) {
-	res := &graph.Resolver{Incidents: store, Organizations: store, Snapshots: store, Taxonomy: store.Taxonomy(), LoaderMetrics: m, Search: search, TokenService: store}
+	res := &graph.Resolver{Incidents: store, Organizations: store, Snapshots: store, Taxonomy: store.Taxonomy(), Taxonomies: store, TaxonomyAdmin: store, LoaderMetrics: m, Search: search, TokenService: store}
 	if incidents != nil {
 		res.Incidents, res.Snapshots = incidents, nil
 		cfg.Upstream = true

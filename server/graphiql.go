@@ -160,6 +160,7 @@ ReactDOM.createRoot(document.getElementById('graphiql')).render(
 // search when the schema has Query.search.
 func ExampleTabs() []ExampleTab {
 	tabs := append([]ExampleTab(nil), exampleQueries...)
+	tabs = append(tabs, koreanIncidentExample, taxonomyExample) // graphiql_ko.go, graphiql_taxonomy.go
 	if schema := graph.NewExecutableSchema(graph.Config{}).Schema(); schema.Query != nil && schema.Query.Fields.ForName("search") != nil {
 		tabs = append(tabs, searchExample)
 	}

@@ -41,7 +41,11 @@ type provenanceAnswer struct {
 }
 
 func TestProvenanceOfSeeds(t *testing.T) {
-	ts := newTestServer(t, seedIncidents(t))
+	// Every seed reads in Korean: IL-0399, an incident in English alone
+	// beside them, shows the fallback.
+	english := &incidentlib.Incident{ID: "IL-0399", Org: "Example", OrgSlug: "example", Title: incidentlib.Text{En: "English only"},
+		Summary: incidentlib.Text{En: "Written in English alone."}, UpdatedAt: "2026-01-01T00:00:00Z"}
+	ts := newTestServer(t, append(seedIncidents(t), english))
 	get := func(id string, headers ...string) provenanceAnswer {
 		var got provenanceAnswer
 		ts.data(t, provenanceQuery, map[string]any{"id": id}, &got, headers...)
@@ -78,9 +82,14 @@ func TestProvenanceOfSeeds(t *testing.T) {
 		}
 	})
 	t.Run("TextOriginFallsBackWithTheText", func(t *testing.T) {
-		// IL-0301 (DFDS) is in English only: in Korean it serves its
-		// English text, an original.
-		if g := get("IL-0301").Incident; g.Ko != "ORIGINAL" || g.Verification != "PRIMARY_SOURCE" {
+		// IL-0399 is in English only: in Korean it serves its English
+		// text, an original.
+		if g := get("IL-0399").Incident; g.Ko != "ORIGINAL" || g.En != "ORIGINAL" {
+			t.Fatalf("%+v", g)
+		}
+		// The DFDS records' Korean is a machine translation of their
+		// English.
+		if g := get("IL-0301").Incident; g.Ko != "MACHINE_TRANSLATION" || g.En != "ORIGINAL" || g.Verification != "PRIMARY_SOURCE" {
 			t.Fatalf("%+v", g)
 		}
 	})
@@ -106,7 +115,7 @@ func TestProvenanceOfSeeds(t *testing.T) {
 		for v, want := range map[string][]string{
 			"FIRST_PERSON_ACCOUNT": {"IL-0214", "IL-0215", "IL-0217"},
 			"SECONDARY_REPORT":     {"IL-0216"},
-			"UNKNOWN":              nil,
+			"UNKNOWN":              {"IL-0399"}, // not a seed: the record does not say
 		} {
 			var got struct {
 				Incidents struct{ Nodes []struct{ ID string } }

@@ -92,6 +92,10 @@ type Config struct {
 	// FastReads is also off when an extension intercepts fields (it could
 	// not honour them) and with an upstream library.
 	GenericExecutor bool
+	// PublicURL is the library's address as readers reach it, for the
+	// links and ids of the Atom feed (restapi.ValidatePublicURL); empty:
+	// the request's scheme and host.
+	PublicURL string
 }
 
 // Services are the library's capabilities the server serves beside the
@@ -211,6 +215,10 @@ func New(svc Services, res *graph.Resolver, es graphql.ExecutableSchema, m *metr
 	mux.Handle("GET /metrics", m.Handler())
 	mux.Handle("GET /admin/backup", admin.NewBackups(auth, svc.Backups, cfg.BackupDir, cfg.BackupTimeout, cfg.Logger))
 	s.api = restapi.Mount(mux, svc.Changes, svc.Incidents, auth.Authenticate, cfg.Logger)
+	if err := restapi.MountExports(mux, restapi.ExportOptions{Incidents: svc.Incidents, Downloads: edge,
+		PublicURL: cfg.PublicURL, Authenticate: auth.Authenticate, Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
 	if !cfg.Prod {
 		mountGraphiQL(mux, "/graphql")
 	}

@@ -28,9 +28,9 @@ var metaFollowSeq = []byte("follow_seq")
 // that validates them as the store will (replica.Store).
 func (db *DB) RecordRules() (*incidentlib.Taxonomy, int) {
 	if db.maxRecord <= 0 {
-		return db.tax, incidentlib.DefaultMaxRecordBytes
+		return db.Taxonomy(), incidentlib.DefaultMaxRecordBytes
 	}
-	return db.tax, db.maxRecord
+	return db.Taxonomy(), db.maxRecord
 }
 
 // AppliedSeq returns the primary sequence this store has applied up to,
@@ -105,7 +105,7 @@ func (db *DB) ApplyChanges(ctx context.Context, from uint64, changes []incidentl
 			return from, err
 		}
 		encoded[i] = data
-		err = c.Incident.ValidateIncoming(db.tax, db.maxRecord, len(data))
+		err = c.Incident.ValidateIncoming(db.Taxonomy(), db.maxRecord, len(data))
 		if incidentlib.SkipRule(err) == "" {
 			continue
 		}

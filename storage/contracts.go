@@ -17,4 +17,7 @@ var (
 	_ incidentlib.StoreMonitor        = (*DB)(nil)
 	_ incidentlib.Backuper            = (*DB)(nil)
 	_ incidentlib.TokenService        = (*DB)(nil)
+	_ incidentlib.TaxonomyAdmin       = (*DB)(nil)
+	_ incidentlib.TaxonomyLog         = (*DB)(nil)
+	_ incidentlib.TaxonomyApplier     = (*DB)(nil)
 )

@@ -13,7 +13,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -69,7 +68,9 @@ type Options struct {
 	// OpenTimeout is how long Open waits for the file lock held by another
 	// process before it fails. Default 1s; must be positive.
 	OpenTimeout time.Duration
-	// Taxonomy is written into the store at open; required.
+	// Taxonomy is the built-in taxonomy: it seeds a new store, and an
+	// existing store gains the terms of it that it lacks; required. The
+	// store's own taxonomy is authoritative afterwards (taxonomy.go).
 	Taxonomy *incidentlib.Taxonomy
 	// ReadOnly opens the file without the write lock (check, export).
 	ReadOnly bool
@@ -102,7 +103,7 @@ type Options struct {
 type DB struct {
 	bolt  *bolt.DB
 	path  string
-	tax   *incidentlib.Taxonomy
+	taxes taxState // the store's taxonomy and organization aliases (taxonomy.go)
 	cache *lru.Cache[uint32, *cachedIncident]
 	seq   atomic.Uint64
 
@@ -178,9 +179,10 @@ func Open(path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{bolt: b, path: path, tax: opts.Taxonomy, Now: time.Now, upstreamLinks: opts.UpstreamLinks,
+	db := &DB{bolt: b, path: path, Now: time.Now, upstreamLinks: opts.UpstreamLinks,
 		observeCommit: opts.ObserveCommit, maxRecord: opts.MaxRecordBytes}
 	db.fault.logger = opts.Logger
+	db.taxes.builtin = opts.Taxonomy
 	if db.observeCommit == nil {
 		db.observeCommit = func(time.Duration) {}
 	}
@@ -282,11 +284,12 @@ func (db *DB) load(readOnly bool) (err error) {
 		meta := tx.Bucket(bucketMeta)
 		db.seq.Store(getU64(meta.Get(metaSeq)))
 		db.storeID = string(meta.Get(metaStoreID))
-		return nil
+		return db.loadTaxonomy(tx)
 	})
 }
 
-// init creates every bucket and writes the taxonomy, in one transaction.
+// init creates every bucket and seeds or completes the taxonomy
+// (initTaxonomy), in one transaction.
 func (db *DB) init() error {
 	return db.bolt.Update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
@@ -311,43 +314,8 @@ func (db *DB) init() error {
 				return err
 			}
 		}
-		return writeTaxonomy(tx, db.tax)
+		return db.initTaxonomy(tx)
 	})
-}
-
-// writeTaxonomy makes the taxonomy bucket hold exactly the given terms.
-func writeTaxonomy(tx *bolt.Tx, tax *incidentlib.Taxonomy) error {
-	b := tx.Bucket(bucketTaxonomy)
-	want := map[string][]byte{}
-	for _, t := range tax.Terms {
-		v, err := json.Marshal(t)
-		if err != nil {
-			return err
-		}
-		want[string(t.Kind)+"\x00"+t.Slug] = v
-	}
-	var stale [][]byte
-	if err := b.ForEach(func(k, _ []byte) error {
-		if _, ok := want[string(k)]; !ok {
-			stale = append(stale, append([]byte(nil), k...))
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	for _, k := range stale {
-		if err := b.Delete(k); err != nil {
-			return err
-		}
-	}
-	for k, v := range want {
-		if cur := b.Get([]byte(k)); string(cur) != string(v) {
-			if err := b.Put([]byte(k), v); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // Close closes the store.
@@ -364,9 +332,6 @@ func (db *DB) Path() string { return db.path }
 // stores. "" for a store made by an older version and opened read-only
 // since.
 func (db *DB) StoreID() string { return db.storeID }
-
-// Taxonomy returns the taxonomy of the store.
-func (db *DB) Taxonomy() *incidentlib.Taxonomy { return db.tax }
 
 // Seq returns the store's change sequence: it grows with every committed
 // write. It does not touch the file.

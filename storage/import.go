@@ -20,7 +20,7 @@ func (db *DB) ImportIncidents(ctx context.Context, incs []*incidentlib.Incident,
 	for i, inc := range incs {
 		// The one validation of a record from outside, the record size
 		// limit included (incidentlib.ValidateIncoming).
-		err := inc.ValidateIncoming(db.tax, db.maxRecord, 0)
+		err := inc.ValidateIncoming(db.Taxonomy(), db.maxRecord, 0)
 		for _, e := range incidentlib.ErrorList(err) {
 			es = append(es, &incidentlib.Error{Code: e.Code, Field: append(field(i), e.Field...),
 				Message: fmt.Sprintf("incident %s: %s", inc.ID, e.Message)})

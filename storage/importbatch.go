@@ -280,7 +280,7 @@ func (c *ImportCheck) add(inc *incidentlib.Incident, size int, validated bool) e
 		err = inc.Validate()
 	}
 	if err == nil {
-		err = inc.ValidateTerms(c.db.tax)
+		err = inc.ValidateTerms(c.db.Taxonomy())
 	}
 	add(err)
 	n, ok := incidentlib.ParseID(inc.ID)

@@ -66,9 +66,9 @@ func (db *DB) match(tx *bolt.Tx, f incidentlib.IncidentFilter) (*matchSet, error
 		sets = append(sets, bm)
 	}
 	if len(f.Organizations) > 0 {
-		names := make([]string, len(f.Organizations))
-		for i, s := range f.Organizations {
-			names[i] = postOrg(s)
+		names := make([]string, 0, len(f.Organizations))
+		for _, s := range f.Organizations {
+			names = append(names, db.orgPostings(s)...) // a merged-away slug: the survivor's too (orgadmin.go)
 		}
 		union(names)
 	}
@@ -77,7 +77,7 @@ func (db *DB) match(tx *bolt.Tx, f incidentlib.IncidentFilter) (*matchSet, error
 		if slugs := lists[kind]; len(slugs) > 0 {
 			names := make([]string, len(slugs))
 			for i, s := range slugs {
-				names[i] = postTerm(kind, s)
+				names[i] = postTerm(kind, db.Taxonomy().Canonical(kind, s))
 			}
 			union(names)
 		}

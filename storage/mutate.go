@@ -239,10 +239,11 @@ func (db *DB) UpsertIncident(ctx context.Context, in *incidentlib.Incident, opts
 	}
 	inc := *in
 	inc.UpdatedAt = ""
+	db.canonical(&inc) // aliases of terms (orgadmin.go)
 	inc.Review.ReviewedAt, inc.Review.ReviewedBy = "", ""
 	// The one validation of records from outside, the record's size
 	// measured as its canonical IL-JSON.
-	es = append(es, incidentlib.ErrorList(inc.ValidateIncoming(db.tax, db.maxRecord, 0))...)
+	es = append(es, incidentlib.ErrorList(inc.ValidateIncoming(db.Taxonomy(), db.maxRecord, 0))...)
 	es = append(es, incidentlib.ErrorList(validateExpected(opts))...)
 	if len(es) > 0 {
 		return nil, es
@@ -270,6 +271,12 @@ func (db *DB) UpsertIncident(ctx context.Context, in *incidentlib.Incident, opts
 			rec.Review.ReviewedAt, rec.Review.ReviewedBy = "", ""
 		}
 		rec.UpdatedAt = w.now
+		if err := w.resolveMerged(&rec); err != nil { // organizations merged away (orgadmin.go)
+			return err
+		}
+		if err := rec.DeprecatedAdded(db.Taxonomy(), old); err != nil {
+			return err
+		}
 		if err := w.checkOrgs(n, &rec); err != nil {
 			return err
 		}

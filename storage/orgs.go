@@ -12,13 +12,16 @@ import (
 	"github.com/incidentlib/incidentlib"
 )
 
-// FindOrganizationsBySlugs returns organizations in the order of slugs.
+// FindOrganizationsBySlugs returns organizations in the order of slugs;
+// the slug of an organization merged away gives the one that absorbed it.
 func (db *DB) FindOrganizationsBySlugs(ctx context.Context, slugs []string) ([]*incidentlib.Organization, error) {
 	out := make([]*incidentlib.Organization, len(slugs))
 	err := db.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketOrgs).Cursor()
 		for i, s := range slugs {
-			if v := seekGet(c, []byte(s)); v != nil {
+			// The slug of an organization merged away gives the one that
+			// absorbed it (orgadmin.go).
+			if s, v := db.orgLookup(c, s); v != nil {
 				o, err := db.orgs.decode(s, v)
 				if err != nil {
 					return err

@@ -177,7 +177,7 @@ func (db *DB) facetsIn(tx *bolt.Tx, kinds []incidentlib.TermKind, count func(pos
 			return nil, incidentlib.Errorf(incidentlib.EINVALID, "unknown taxonomy kind %q", kind)
 		}
 		facet := incidentlib.Facet{Kind: kind, Counts: []incidentlib.TermCount{}}
-		for _, t := range db.tax.Kind(kind) {
+		for _, t := range db.Taxonomy().Kind(kind) {
 			if c := count(readPosting(tx, postTerm(kind, t.Slug))); c > 0 {
 				facet.Counts = append(facet.Counts, incidentlib.TermCount{Term: t, Count: int(c)})
 			}

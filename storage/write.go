@@ -100,7 +100,8 @@ func (w *writeTx) flush() error {
 			if err := pb.Delete([]byte(name)); err != nil {
 				return err
 			}
-			if slug, ok := orgOfPosting(name); ok && w.posting(postOrg(slug)).IsEmpty() && w.posting(postRoleOrg(slug)).IsEmpty() {
+			if slug, ok := orgOfPosting(name); ok && w.posting(postOrg(slug)).IsEmpty() && w.posting(postRoleOrg(slug)).IsEmpty() &&
+				!orgAdded(w.tx, []byte(slug)) { // an admin's organization stays (orgadmin.go)
 				if err := w.tx.Bucket(bucketOrgs).Delete([]byte(slug)); err != nil {
 					return err
 				}

@@ -108,7 +108,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return nil
 	})
 	logLevel := f.str("log-level", "info", "debug, info, warn or error")
-	ef := addEdgeFlags(f) // response cache, HTTP caching, APQ, trusted documents, pprof (edgeflags.go)
+	ef := addEdgeFlags(f)     // response cache, HTTP caching, APQ, trusted documents, pprof (edgeflags.go)
+	pu := addPublicURLFlag(f) // --public-url, the Atom feed's links (publicurlflag.go)
 	// Request limits, rate limit, CORS, introspection, memory limit (limitflags.go).
 	lf := addLimitFlags(f)
 	readHeader := f.duration("read-header-timeout", 5*time.Second, false, "time to read a request's headers")
@@ -195,8 +196,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	cfg := lf.config(ef.config(server.Config{Prod: *prod, QueryCacheSize: *queryCache, Logger: logger, Primary: of.primary(),
-		AdminToken: *adminToken, BackupDir: filepath.Dir(db.Path()), GenericExecutor: *executor == "gqlgen"}, of))
+	cfg := pu.config(lf.config(ef.config(server.Config{Prod: *prod, QueryCacheSize: *queryCache, Logger: logger, Primary: of.primary(),
+		AdminToken: *adminToken, BackupDir: filepath.Dir(db.Path()), GenericExecutor: *executor == "gqlgen"}, of)))
 	srv, _, err := server.Assemble(db, incidents, searchSvc, m, cfg)
 	if err != nil {
 		return err

@@ -27,9 +27,9 @@ var provenanceTable = map[string]struct {
 		[]incidentlib.OrganizationOf{{Slug: "roblox", Name: "Roblox", Role: incidentlib.RoleAffected}}},
 	"IL-0216": {incidentlib.VerificationSecondaryReport, incidentlib.TextMachineTranslation, incidentlib.TextOriginal,
 		[]incidentlib.OrganizationOf{{Slug: "kakao-entertainment", Name: "Kakao Entertainment", Role: incidentlib.RoleAffected}}},
-	"IL-0304": {incidentlib.VerificationPrimarySource, incidentlib.TextOriginal, incidentlib.TextOriginal,
+	"IL-0304": {incidentlib.VerificationPrimarySource, incidentlib.TextOriginal, incidentlib.TextMachineTranslation,
 		[]incidentlib.OrganizationOf{{Slug: "dfds", Name: "DFDS", Role: incidentlib.RoleAffected}}},
-	"IL-0314": {incidentlib.VerificationPrimarySource, incidentlib.TextOriginal, incidentlib.TextOriginal,
+	"IL-0314": {incidentlib.VerificationPrimarySource, incidentlib.TextOriginal, incidentlib.TextMachineTranslation,
 		[]incidentlib.OrganizationOf{{Slug: "dfds", Name: "DFDS", Role: incidentlib.RoleAffected}}},
 }
 

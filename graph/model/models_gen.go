@@ -4,6 +4,7 @@ package model
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -13,6 +14,15 @@ import (
 type Node interface {
 	IsNode()
 	GetID() string
+}
+
+type AddTermInput struct {
+	Kind TaxonomyKind `json:"kind"`
+	// Lowercase letters and digits in hyphen-separated words.
+	Slug        string         `json:"slug"`
+	Label       *TermTextInput `json:"label"`
+	Description *TermTextInput `json:"description,omitempty"`
+	Aliases     []string       `json:"aliases,omitempty"`
 }
 
 // An API token, without its secret.
@@ -61,12 +71,132 @@ type OrganizationEdge struct {
 	Node   *Organization `json:"node"`
 }
 
+type OrganizationPayload struct {
+	// The organization as it is now (for a merge, the surviving one).
+	Organization *Organization `json:"organization,omitempty"`
+	// The incidents the change rewrote.
+	IncidentIds []string     `json:"incidentIds"`
+	UserErrors  []*UserError `json:"userErrors"`
+}
+
 type Query struct {
 }
 
 type RevokeTokenPayload struct {
 	Info       *APIToken    `json:"info,omitempty"`
 	UserErrors []*UserError `json:"userErrors"`
+}
+
+type TaxonomyChangeConnection struct {
+	Edges      []*TaxonomyChangeEdge   `json:"edges"`
+	Nodes      []*TaxonomyHistoryEntry `json:"nodes"`
+	PageInfo   *PageInfo               `json:"pageInfo"`
+	TotalCount int                     `json:"totalCount"`
+}
+
+type TaxonomyChangeEdge struct {
+	Cursor string                `json:"cursor"`
+	Node   *TaxonomyHistoryEntry `json:"node"`
+}
+
+type TaxonomyHistoryEntry struct {
+	// Counts the entries from 1.
+	Number int `json:"number"`
+	// RFC 3339.
+	At string `json:"at"`
+	// The name of the token that made the change.
+	Author string               `json:"author"`
+	Action TaxonomyChangeAction `json:"action"`
+	// term:KIND:SLUG or org:SLUG (a merge: the organization merged away).
+	Subject string `json:"subject"`
+	// The term or organization before the change; null for an addition.
+	Before json.RawMessage `json:"before,omitempty"`
+	// After the change; a merge's is the surviving organization.
+	After json.RawMessage `json:"after,omitempty"`
+	// The incidents the change rewrote.
+	IncidentIds []string `json:"incidentIds"`
+}
+
+type TermPayload struct {
+	Term       *TaxonomyTerm `json:"term,omitempty"`
+	UserErrors []*UserError  `json:"userErrors"`
+}
+
+// A term's text in English and Korean.
+type TermTextInput struct {
+	En *string `json:"en,omitempty"`
+	Ko *string `json:"ko,omitempty"`
+}
+
+// What a change of the taxonomy or the organizations did.
+type TaxonomyChangeAction string
+
+const (
+	TaxonomyChangeActionAddTerm            TaxonomyChangeAction = "ADD_TERM"
+	TaxonomyChangeActionUpdateTerm         TaxonomyChangeAction = "UPDATE_TERM"
+	TaxonomyChangeActionAddAliases         TaxonomyChangeAction = "ADD_ALIASES"
+	TaxonomyChangeActionDeprecateTerm      TaxonomyChangeAction = "DEPRECATE_TERM"
+	TaxonomyChangeActionUndeprecateTerm    TaxonomyChangeAction = "UNDEPRECATE_TERM"
+	TaxonomyChangeActionAddOrganization    TaxonomyChangeAction = "ADD_ORGANIZATION"
+	TaxonomyChangeActionRenameOrganization TaxonomyChangeAction = "RENAME_ORGANIZATION"
+	TaxonomyChangeActionMergeOrganizations TaxonomyChangeAction = "MERGE_ORGANIZATIONS"
+	// A newer release brought a built-in term the store lacked (author release).
+	TaxonomyChangeActionReleaseTerm TaxonomyChangeAction = "RELEASE_TERM"
+)
+
+var AllTaxonomyChangeAction = []TaxonomyChangeAction{
+	TaxonomyChangeActionAddTerm,
+	TaxonomyChangeActionUpdateTerm,
+	TaxonomyChangeActionAddAliases,
+	TaxonomyChangeActionDeprecateTerm,
+	TaxonomyChangeActionUndeprecateTerm,
+	TaxonomyChangeActionAddOrganization,
+	TaxonomyChangeActionRenameOrganization,
+	TaxonomyChangeActionMergeOrganizations,
+	TaxonomyChangeActionReleaseTerm,
+}
+
+func (e TaxonomyChangeAction) IsValid() bool {
+	switch e {
+	case TaxonomyChangeActionAddTerm, TaxonomyChangeActionUpdateTerm, TaxonomyChangeActionAddAliases, TaxonomyChangeActionDeprecateTerm, TaxonomyChangeActionUndeprecateTerm, TaxonomyChangeActionAddOrganization, TaxonomyChangeActionRenameOrganization, TaxonomyChangeActionMergeOrganizations, TaxonomyChangeActionReleaseTerm:
+		return true
+	}
+	return false
+}
+
+func (e TaxonomyChangeAction) String() string {
+	return string(e)
+}
+
+func (e *TaxonomyChangeAction) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = TaxonomyChangeAction(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid TaxonomyChangeAction", str)
+	}
+	return nil
+}
+
+func (e TaxonomyChangeAction) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *TaxonomyChangeAction) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e TaxonomyChangeAction) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
 }
 
 // The role a token carries; roles are cumulative (a reader needs no token).

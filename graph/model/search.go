@@ -14,6 +14,8 @@ type IncidentSearchConnection struct {
 	PageInfo   *PageInfo
 	TotalCount int
 	Query      incidentlib.SearchQuery
+	// Suggestions are the search's corrected queries (SearchPage).
+	Suggestions []string
 }
 
 // IncidentSearchEdge is one incident found by a search.

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/gen"
+	"github.com/incidentlib/incidentlib/seeds"
+	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/storage"
+)
+
+func init() {
+	register("export", "the CSV export (GET /api/v1/incidents.csv) and the Atom feed of a generated store over loopback: time, size and the peak heap while streaming", runExportBench)
+}
+
+type exportBench struct {
+	incidents int
+	seed      int64
+	dir       string
+	cache     int
+}
+
+func runExportBench(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	var b exportBench
+	fs.IntVar(&b.incidents, "incidents", 100_000, "generated incidents in the store (at least 100)")
+	fs.Int64Var(&b.seed, "seed", 1, "generator seed")
+	fs.StringVar(&b.dir, "db", "", "directory for the store (default: a temporary directory, removed afterwards)")
+	fs.IntVar(&b.cache, "record-cache", 10_000, "decoded records the store keeps, as serve --record-cache")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if b.incidents < 100 || b.cache < 0 {
+		return errors.New("-incidents at least 100, -record-cache not negative")
+	}
+	dir, done, err := workDir(b.dir, "export")
+	if err != nil {
+		return err
+	}
+	defer done()
+	return b.run(ctx, dir, stdout)
+}
+
+func (b *exportBench) run(ctx context.Context, dir string, stdout io.Writer) error {
+	tax := seeds.MustTaxonomy()
+	fmt.Fprintf(stdout, "export: %d incidents, GOMAXPROCS %d, record cache %d, load average %s\n", b.incidents, runtime.GOMAXPROCS(0), b.cache, loadAvg())
+	start := time.Now()
+	incs, err := gen.Generate(gen.Options{Count: b.incidents, Seed: b.seed, Taxonomy: tax})
+	if err != nil {
+		return err
+	}
+	dbPath := filepath.Join(dir, "export.db")
+	os.Remove(dbPath)
+	db, err := storage.Open(dbPath, storage.Options{Taxonomy: tax, NoSync: true, RecordCache: b.cache})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for _, inc := range incs {
+		inc.Related, inc.RecurrenceOf = nil, ""
+	}
+	for i := 0; i < len(incs); i += 5_000 {
+		if _, err := db.ImportIncidents(ctx, incs[i:min(len(incs), i+5_000)], incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+			return err
+		}
+	}
+	incs = nil // the corpus is not the server's memory
+	fmt.Fprintf(stdout, "store: generated and imported in %s (not part of the figures)\n", time.Since(start).Round(time.Millisecond))
+
+	// The response cache is off: every request streams from the store.
+	srv, err := newServer(db, nil, server.Config{Prod: true, ResponseCacheBytes: -1}, prometheus.NewRegistry())
+	if err != nil {
+		return err
+	}
+	srv.SetReady(true)
+	url, stop, err := listen(srv)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	// No client timeout: the whole export is one answer.
+	client := &http.Client{Transport: benchTransport(1)}
+	defer client.CloseIdleConnections()
+	// A first export fills the store's record cache to its bound (its
+	// memory is the store's, whatever reads it); the ones measured then
+	// show what streaming adds.
+	fmt.Fprintf(stdout, "%-40s %8s %9s %9s %13s %20s\n", "request", "lines", "MiB", "seconds", "incidents/s", "peak heap MiB (+)")
+	for _, path := range []string{
+		"/api/v1/incidents.csv (warm-up)",
+		"/api/v1/incidents.csv",
+		"/api/v1/incidents.csv?severities=sev1",
+		"/api/v1/incidents.csv?dateTo=2014-12-31",
+		"/feed.atom",
+	} {
+		name := path
+		if i := strings.Index(path, " "); i > 0 {
+			path = path[:i]
+		}
+		rows, size, took, peak, base, err := b.measure(ctx, client, url+path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		fmt.Fprintf(stdout, "%-40s %8d %9.1f %9.2f %13.0f %10.1f (+%.1f)\n", name, rows, float64(size)/(1<<20), took.Seconds(),
+			float64(rows)/took.Seconds(), float64(peak)/(1<<20), float64(int64(peak)-int64(base))/(1<<20))
+	}
+	fmt.Fprintf(stdout, "peak heap: the most heap objects held while the answer streamed (runtime/metrics, sampled every 2 ms), and above the heap before the request (after two collections); load average at the end %s\n", loadAvg())
+	return nil
+}
+
+// measure GETs u, reading the body as a client would, and samples the
+// heap while it streams: rows (lines, for CSV), bytes, time, the peak heap
+// and the heap before.
+func (b *exportBench) measure(ctx context.Context, client *http.Client, u string) (rows, size int64, took time.Duration, peak, base uint64, err error) {
+	runtime.GC()
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() uint64 {
+		metrics.Read(sample)
+		return sample[0].Value.Uint64()
+	}
+	base = read()
+	var maxHeap atomic.Uint64
+	maxHeap.Store(base)
+	stopSampling := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopSampling:
+				return
+			case <-t.C:
+				if h := read(); h > maxHeap.Load() {
+					maxHeap.Store(h)
+				}
+			}
+		}
+	}()
+	start := time.Now()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		close(stopSampling)
+		wg.Wait()
+		return 0, 0, 0, 0, 0, err
+	}
+	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		size += int64(len(line))
+		if len(line) > 0 && line[len(line)-1] == '\n' {
+			rows++
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			resp.Body.Close()
+			close(stopSampling)
+			wg.Wait()
+			return 0, 0, 0, 0, 0, err
+		}
+	}
+	resp.Body.Close()
+	took = time.Since(start)
+	close(stopSampling)
+	wg.Wait()
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, 0, 0, 0, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return rows, size, took, maxHeap.Load(), base, nil
+}

@@ -1,0 +1,287 @@
+package restapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// The exports, for readers who do not write GraphQL (docs/exports.md):
+//
+//	GET /api/v1/incidents.csv?symptoms=high-latency,oom&dateFrom=2020-01-01
+//	    Every incident the filter selects, in the order of incidents
+//	    (DATE DESC, ties by id), as CSV (csv.go).
+//	GET /feed.atom?domains=database
+//	    The newest AtomEntries incidents by updated_at as an Atom 1.0
+//	    feed (atom.go).
+//
+// Their query parameters are the fields of the GraphQL IncidentFilter,
+// lists comma-separated; an unknown, repeated or malformed parameter is
+// 400 with the REST error body. Both go through the edge (Downloads):
+// they count against the rate limit, carry an ETag made of the store
+// sequence and the normalized parameters (a 304 reads nothing), and are
+// cached when small enough. They read the store a page at a time, so
+// memory stays the same whatever their size.
+
+// Downloads is what the exports take of the server's edge
+// (gqledge.Edge.ServeDownload): the rate limit, the response cache and
+// HTTP caching around a body written as a stream. It returns write's error
+// when nothing was written yet.
+type Downloads interface {
+	ServeDownload(w http.ResponseWriter, r *http.Request, key string, cost int, contentType string, write func(io.Writer) error) error
+}
+
+// ExportOptions configure MountExports.
+type ExportOptions struct {
+	// Incidents is the store's list API the exports read, a page at a
+	// time.
+	Incidents incidentlib.IncidentService
+	// Downloads is the edge the exports are served through.
+	Downloads Downloads
+	// PublicURL is the library's address as readers reach it (such as
+	// https://incidents.example.org), for the feed's links and entry ids;
+	// empty: the request's scheme and host. Check it with
+	// ValidatePublicURL.
+	PublicURL string
+	// Authenticate identifies a request's sender, as for Mount.
+	Authenticate func(*http.Request) (*http.Request, error)
+	Logger       *slog.Logger
+}
+
+// Costs of the exports against the rate limit: the CSV export costs the
+// cost limit (one whole bucket of a client at the default burst), the
+// feed as much as a page of AtomEntries incidents.
+const (
+	csvCost  = 0 // the cost limit
+	atomCost = 10 * AtomEntries
+)
+
+// exportPage is how many incidents the exports read at a time.
+const exportPage = incidentlib.MaxPageSize
+
+type exports struct {
+	api       *API
+	incidents incidentlib.IncidentService
+	downloads Downloads
+	publicURL string
+}
+
+// MountExports adds the CSV export and the Atom feed to mux.
+func MountExports(mux *http.ServeMux, o ExportOptions) error {
+	if err := ValidatePublicURL(o.PublicURL); err != nil {
+		return err
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	x := &exports{api: &API{logger: o.Logger}, incidents: o.Incidents, downloads: o.Downloads, publicURL: strings.TrimSuffix(o.PublicURL, "/")}
+	authed := func(h http.HandlerFunc) http.HandlerFunc {
+		if o.Authenticate == nil {
+			return h
+		}
+		return func(w http.ResponseWriter, r *http.Request) {
+			ar, err := o.Authenticate(r)
+			if err != nil {
+				x.api.writeError(w, r, err)
+				return
+			}
+			h(w, ar)
+		}
+	}
+	mux.HandleFunc("GET /api/v1/incidents.csv", authed(x.csv))
+	mux.HandleFunc("GET /feed.atom", authed(x.atom))
+	return nil
+}
+
+// ValidatePublicURL checks --public-url: empty, or an absolute http or
+// https URL with a host and nothing after its path.
+func ValidatePublicURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("the public URL %q is not a URL: %v", s, err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("the public URL %q must start with http:// or https://", s)
+	case u.Host == "" || u.Hostname() == "":
+		return fmt.Errorf("the public URL %q has no host", s)
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(s, "?") || strings.HasSuffix(s, "#"):
+		return fmt.Errorf("the public URL %q must be a scheme, a host and an optional path, without user, query or fragment", s)
+	}
+	return nil
+}
+
+// filterParams are the query parameters of the exports: IncidentFilter's
+// fields, as GraphQL names them.
+var filterParams = []string{"ids", "organizations", "domains", "symptoms", "components", "rootCauses", "contributing",
+	"severities", "dateFrom", "dateTo", "updatedSince", "reviewed", "isRecurrence", "hasRecurrences", "verification"}
+
+// parseFilter reads the filter of an export from q, allowing the extra
+// parameters too (set in extra, which must hold their defaults). It
+// returns the filter and its normalized form (lists sorted, each value
+// once), which names the export in its ETag.
+func parseFilter(q url.Values, extra map[string]string) (incidentlib.IncidentFilter, string, error) {
+	var f incidentlib.IncidentFilter
+	for name, vs := range q {
+		_, isExtra := extra[name]
+		if !slices.Contains(filterParams, name) && !isExtra {
+			return f, "", invalid(name, "unknown parameter %q: the parameters are the fields of IncidentFilter (%s)", name, strings.Join(filterParams, ", "))
+		}
+		if len(vs) != 1 {
+			return f, "", invalid(name, "%s is given %d times; give it once, with a comma-separated list", name, len(vs))
+		}
+		if isExtra {
+			extra[name] = vs[0]
+			continue
+		}
+		if err := setFilterParam(&f, name, vs[0]); err != nil {
+			return f, "", err
+		}
+	}
+	b, _ := json.Marshal(f)
+	norm := string(b)
+	if len(extra) > 0 {
+		e, _ := json.Marshal(extra) // keys sorted
+		norm += string(e)
+	}
+	return f, norm, nil
+}
+
+// setFilterParam sets the field name of f from its value v.
+func setFilterParam(f *incidentlib.IncidentFilter, name, v string) error {
+	list := func() ([]string, error) {
+		parts := strings.Split(v, ",")
+		for _, p := range parts {
+			if p == "" {
+				return nil, invalid(name, "%s is a comma-separated list without empty items, got %q", name, v)
+			}
+		}
+		slices.Sort(parts)
+		return slices.Compact(parts), nil
+	}
+	boolean := func() (*bool, error) {
+		switch v {
+		case "true", "false":
+			b := v == "true"
+			return &b, nil
+		}
+		return nil, invalid(name, "%s must be true or false, got %q", name, v)
+	}
+	var err error
+	switch name {
+	case "ids":
+		if f.IDs, err = list(); err == nil {
+			for _, id := range f.IDs {
+				if _, ok := incidentlib.ParseID(id); !ok {
+					return invalid(name, "%q is not an incident id such as IL-0213", id)
+				}
+			}
+		}
+	case "organizations":
+		f.Organizations, err = list()
+	case "domains":
+		f.Domains, err = list()
+	case "symptoms":
+		f.Symptoms, err = list()
+	case "components":
+		f.Components, err = list()
+	case "rootCauses":
+		f.RootCauses, err = list()
+	case "contributing":
+		f.Contributing, err = list()
+	case "severities":
+		f.Severities, err = list()
+	case "dateFrom", "dateTo":
+		if _, perr := time.Parse(time.DateOnly, v); perr != nil {
+			return invalid(name, "%s must be a date as YYYY-MM-DD, got %q", name, v)
+		}
+		if name == "dateFrom" {
+			f.DateFrom = &v
+		} else {
+			f.DateTo = &v
+		}
+	case "updatedSince":
+		if _, perr := time.Parse(time.RFC3339, v); perr != nil {
+			return invalid(name, "updatedSince must be an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", v)
+		}
+		f.UpdatedSince = &v
+	case "reviewed":
+		f.Reviewed, err = boolean()
+	case "isRecurrence":
+		f.IsRecurrence, err = boolean()
+	case "hasRecurrences":
+		f.HasRecurrences, err = boolean()
+	case "verification":
+		var vs []string
+		if vs, err = list(); err == nil {
+			for _, s := range vs {
+				ver := incidentlib.Verification(s)
+				if !ver.IsValid() {
+					return invalid(name, "%q is not a verification: PRIMARY_SOURCE, SECONDARY_REPORT, FIRST_PERSON_ACCOUNT or UNKNOWN", s)
+				}
+				f.Verification = append(f.Verification, ver)
+			}
+		}
+	}
+	return err
+}
+
+// eachIncident calls fn for every incident f selects, in order, reading a
+// page at a time; first is called with the first page's incidents before
+// any other (an error there is the filter's, before anything is written).
+func (x *exports) eachIncident(r *http.Request, f incidentlib.IncidentFilter, order incidentlib.IncidentOrder, limit int,
+	fn func(*incidentlib.Incident) error) error {
+	ctx := r.Context()
+	var after *string
+	n := 0
+	for {
+		size := exportPage
+		if limit > 0 {
+			size = min(size, limit-n)
+		}
+		page, err := x.incidents.FindIncidents(ctx, f, order, incidentlib.PageArgs{First: &size, After: after})
+		if err != nil {
+			return err
+		}
+		incs, err := x.incidents.FindIncidentsByIDs(ctx, page.IDs)
+		if err != nil {
+			return err
+		}
+		for _, inc := range incs {
+			if inc == nil { // deleted between the two reads
+				continue
+			}
+			if err := fn(inc); err != nil {
+				return err
+			}
+			n++
+		}
+		if !page.HasNextPage || len(page.Cursors) == 0 || (limit > 0 && n >= limit) {
+			return nil
+		}
+		after = &page.Cursors[len(page.Cursors)-1]
+	}
+}
+
+// base is the address links are made absolute with: the public URL, or
+// the request's scheme and host.
+func (x *exports) base(r *http.Request) string {
+	if x.publicURL != "" {
+		return x.publicURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}

@@ -1,0 +1,169 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// Replaying another store's history of the taxonomy and the organizations:
+// each entry carries the whole term or organization after the change
+// (TaxonomyChange.After), so a store that follows another (a replica) can
+// take the same taxonomy, organization aliases and added organizations
+// entry by entry. The incidents a rename or merge rewrote come through the
+// change log as any other write (ApplyChanges).
+//
+// These are the store's half of carrying the taxonomy to replicas; the
+// change feed and the follower do not carry the entries yet.
+
+// metaFollowTax holds, in a follower's store, the number of the last entry
+// of its primary's history it applied (u64).
+var metaFollowTax = []byte("follow_taxonomy")
+
+// TaxonomyChangesAfter returns, oldest first, up to limit entries of the
+// history numbered above after. limit must be positive.
+func (db *DB) TaxonomyChangesAfter(ctx context.Context, after uint64, limit int) ([]*incidentlib.TaxonomyChange, error) {
+	if err := checkLimit(limit); err != nil {
+		return nil, err
+	}
+	var out []*incidentlib.TaxonomyChange
+	err := db.viewLatest(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketTaxHistory)
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		for k, v := c.Seek(u64key(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
+			ch := new(incidentlib.TaxonomyChange)
+			if err := json.Unmarshal(v, ch); err != nil {
+				return fmt.Errorf("storage: history entry %d is corrupt: %w", getU64(k), err)
+			}
+			out = append(out, ch)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// AppliedTaxonomy returns the number of the last entry of a primary's
+// history this store applied (0: none).
+func (db *DB) AppliedTaxonomy(ctx context.Context) (uint64, error) {
+	var n uint64
+	err := db.view(ctx, func(tx *bolt.Tx) error {
+		n = getU64(tx.Bucket(bucketMeta).Get(metaFollowTax))
+		return nil
+	})
+	return n, err
+}
+
+// ApplyTaxonomyChanges applies entries of a primary's history, oldest
+// first, in one transaction with the position they reach: each term and
+// organization takes the state its entry gives it, and each entry is
+// recorded in this store's history (numbered here, author and time kept).
+// from must be the stored position (AppliedTaxonomy), else ECONFLICT and
+// nothing is written; numbers must increase above it. A term that would
+// break the taxonomy (a slug or alias used twice) is EINVALID, and nothing
+// is written. The taxonomy in memory is replaced before the new sequence
+// is published. Returns the new position.
+func (db *DB) ApplyTaxonomyChanges(ctx context.Context, from uint64, changes []*incidentlib.TaxonomyChange) (uint64, error) {
+	if len(changes) == 0 {
+		return from, nil
+	}
+	prev := from
+	for i, ch := range changes {
+		if ch == nil || ch.Number <= prev {
+			return from, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"changes", fmt.Sprint(i)}, "entry %d is not numbered above %d", i, prev)
+		}
+		prev = ch.Number
+	}
+	err := db.adminUpdate(ctx, func(w *writeTx) error {
+		meta := w.tx.Bucket(bucketMeta)
+		if cur := getU64(meta.Get(metaFollowTax)); cur != from {
+			return incidentlib.Errorf(incidentlib.ECONFLICT, "the store has applied its primary's history up to entry %d, not %d", cur, from)
+		}
+		before := w.seq
+		for i, ch := range changes {
+			if err := w.replay(ch); err != nil {
+				if code := incidentlib.ErrorCode(err); !incidentlib.IsInternal(code) {
+					return incidentlib.FieldErrorf(code, []string{"changes", fmt.Sprint(i)}, "entry %d (%s %s): %s", ch.Number, ch.Action, ch.Subject, incidentlib.ErrorMessage(err))
+				}
+				return err
+			}
+			c := *ch
+			if w.seq == before {
+				w.seq++
+			}
+			c.Seq = w.seq
+			if err := appendHistory(w.tx, &c); err != nil {
+				return err
+			}
+		}
+		if _, err := taxonomyOf(w.tx, db.taxes.builtin); err != nil {
+			return incidentlib.Errorf(incidentlib.EINVALID, "the entries would break the taxonomy: %s", strings.TrimPrefix(err.Error(), "storage: the stored taxonomy: "))
+		}
+		return meta.Put(metaFollowTax, u64key(prev))
+	})
+	if err != nil {
+		return from, err
+	}
+	return prev, nil
+}
+
+// replay gives the term or organization of ch the state ch.After holds.
+func (w *writeTx) replay(ch *incidentlib.TaxonomyChange) error {
+	bad := func(format string, args ...any) error {
+		return incidentlib.Errorf(incidentlib.EINVALID, format, args...)
+	}
+	switch ch.Action {
+	case incidentlib.ActionAddTerm, incidentlib.ActionUpdateTerm, incidentlib.ActionAddAliases,
+		incidentlib.ActionDeprecateTerm, incidentlib.ActionUndeprecateTerm, incidentlib.ActionReleaseTerm:
+		var t incidentlib.Term
+		if err := json.Unmarshal(ch.After, &t); err != nil {
+			return bad("the term does not decode: %v", err)
+		}
+		if err := t.Validate(); err != nil {
+			return err
+		}
+		if ch.Action == incidentlib.ActionReleaseTerm && w.tx.Bucket(bucketTaxonomy).Get(termKey(t.Kind, t.Slug)) != nil {
+			return nil // this store's own release brought it already
+		}
+		return putTerm(w.tx, &t)
+	case incidentlib.ActionAddOrganization, incidentlib.ActionRenameOrganization:
+		var o incidentlib.Organization
+		if err := json.Unmarshal(ch.After, &o); err != nil {
+			return bad("the organization does not decode: %v", err)
+		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		if ch.Action == incidentlib.ActionAddOrganization {
+			if err := w.tx.Bucket(bucketOrgAdded).Put([]byte(o.Slug), nil); err != nil {
+				return err
+			}
+		}
+		return putOrg(w.tx, o)
+	case incidentlib.ActionMergeOrganizations:
+		var into incidentlib.Organization
+		from, ok := strings.CutPrefix(ch.Subject, "org:")
+		if err := json.Unmarshal(ch.After, &into); err != nil || !ok || !incidentlib.ValidSlug(from) || !incidentlib.ValidSlug(into.Slug) || from == into.Slug {
+			return bad("the merge does not name two organizations")
+		}
+		// The incidents come re-pointed through the change log; the merged
+		// organization goes when its last incident leaves it (flush).
+		if w.posting(postOrg(from)).IsEmpty() && w.posting(postRoleOrg(from)).IsEmpty() {
+			if err := w.tx.Bucket(bucketOrgs).Delete([]byte(from)); err != nil {
+				return err
+			}
+		}
+		if err := w.tx.Bucket(bucketOrgAdded).Delete([]byte(from)); err != nil {
+			return err
+		}
+		return aliasOrg(w.tx, from, into.Slug)
+	}
+	return bad("unknown action %q", ch.Action)
+}
