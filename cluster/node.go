@@ -59,6 +59,10 @@ type Config struct {
 	// the route addresses of the members (a node may list itself).
 	Listen string
 	Peers  []string
+	// Advertise, if set, is the route address the peers are told to reach
+	// this node at (behind NAT, a proxy or a Kubernetes service), instead
+	// of Listen.
+	Advertise string
 	// Secret authenticates the routes: a route that does not present it
 	// is refused.
 	Secret string
@@ -233,6 +237,7 @@ func startEmbedded(cfg Config, clientToken string, log *slog.Logger) (*server.Se
 			Name: cfg.ClusterName, Host: host, Port: port,
 			Username: routeUser, Password: cfg.Secret,
 			TLSConfig: cfg.RouteTLS, TLSTimeout: 2,
+			Advertise: cfg.Advertise,
 		},
 		Routes:                 routes,
 		DisableJetStreamBanner: true,

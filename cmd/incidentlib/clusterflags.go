@@ -28,6 +28,7 @@ import (
 // runs alone.
 type clusterFlags struct {
 	name, node, listen, peers, secretFile *string
+	advertise                             *string
 	tlsCert, tlsKey, tlsCA                *string
 	natsURL, natsCreds                    *string
 	writeTimeout, startTimeout, dedupe    *time.Duration
@@ -39,6 +40,7 @@ func addClusterFlags(f *flags) *clusterFlags {
 		name:         f.str("cluster-name", "incidentlib", "the cluster's name (the NATS cluster name): letters, digits, - and _"),
 		node:         f.str("node-name", "", "this node's name, unique in the cluster (the NATS server name); default the host name"),
 		listen:       f.str("cluster-listen", "", "HOST:PORT of this node's route listener: runs an embedded NATS server joined to --cluster-peers (cluster mode)"),
+		advertise:    f.str("cluster-advertise", "", "HOST:PORT the peers are told to reach this node's routes at (behind NAT, a proxy or a Kubernetes service); default --cluster-listen"),
 		peers:        f.str("cluster-peers", "", "the route addresses HOST:PORT,HOST:PORT,... of the cluster's nodes (a node may list itself)"),
 		secretFile:   f.str("cluster-secret-file", "", "file holding the cluster's shared secret (one line, at least 16 bytes): routes that do not present it are refused; required with --cluster-listen"),
 		tlsCert:      f.str("cluster-tls-cert", "", "PEM certificate of this node's routes (TLS both ways; with --cluster-tls-key and --cluster-tls-ca)"),
@@ -92,7 +94,7 @@ func (c *clusterFlags) check() error {
 // config is the node's configuration, its JetStream directory beside the
 // store (<db>.jetstream).
 func (c *clusterFlags) config(dbPath string, logger *slog.Logger) (cluster.Config, error) {
-	cfg := cluster.Config{ClusterName: *c.name, NodeName: *c.node, Listen: *c.listen, URL: *c.natsURL, CredsFile: *c.natsCreds,
+	cfg := cluster.Config{ClusterName: *c.name, NodeName: *c.node, Listen: *c.listen, Advertise: *c.advertise, URL: *c.natsURL, CredsFile: *c.natsCreds,
 		StoreDir: dbPath + ".jetstream", Replicas: *c.replicas, WriteTimeout: *c.writeTimeout, StartTimeout: *c.startTimeout,
 		DedupeWindow: *c.dedupe, Logger: logger}
 	if cfg.NodeName == "" {

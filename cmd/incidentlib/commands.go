@@ -184,6 +184,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		defer member.Close()
 	}
+	if member == nil {
+		if err := db.RefuseIfLogged(ctx, "serve"); err != nil {
+			return fmt.Errorf("%w (or start it with its cluster flags)", err)
+		}
+	}
 	if *seed == "auto" && of.primary() == "" && member == nil { // a replica's incidents come from its primary, a node's from the log
 		incs, err := seeds.Incidents()
 		if err != nil {
