@@ -156,6 +156,7 @@ func (n *Node) LastSeq(ctx context.Context) (uint64, error) {
 		return 0, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster is unavailable: %v", err)
 	}
 	n.quorum.set(info.Cluster == nil || info.Cluster.Leader != "")
+	n.metrics.setLeader(info.Cluster != nil && info.Cluster.Leader == n.cfg.NodeName)
 	return info.State.LastSeq, nil
 }
 

@@ -47,6 +47,7 @@ func Join(ctx context.Context, cfg Config, store Store, reader incidentlib.Incid
 	if err != nil {
 		return nil, err
 	}
+	node.metrics = m
 	app, err := NewApplier(ctx, store, m, node.log)
 	if err != nil {
 		node.Close()

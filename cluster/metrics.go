@@ -14,6 +14,7 @@ type Metrics struct {
 	apply      prometheus.Histogram
 	newer      prometheus.Gauge
 	rejects    prometheus.Counter
+	leader     prometheus.Gauge
 }
 
 // NewMetrics registers the cluster's metrics with reg.
@@ -30,7 +31,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		rejects: prometheus.NewCounter(prometheus.CounterOpts{Name: "incidentlib_cluster_rejected_total",
 			Help: "Writes of the log the store refused at apply (recorded identically on every node)."}),
 	}
-	for _, c := range []prometheus.Collector{m.appliedSeq, m.quorum, m.apply, m.newer, m.rejects} {
+	m.leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "incidentlib_cluster_stream_leader",
+		Help: "1 while this node's NATS server leads the stream of writes (its loss makes the others elect a new leader)."})
+	for _, c := range []prometheus.Collector{m.appliedSeq, m.quorum, m.apply, m.newer, m.rejects, m.leader} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -75,5 +78,15 @@ func (m *Metrics) setNewer(b bool) {
 func (m *Metrics) rejected() {
 	if m != nil {
 		m.rejects.Inc()
+	}
+}
+
+func (m *Metrics) setLeader(b bool) {
+	if m != nil {
+		v := 0.0
+		if b {
+			v = 1
+		}
+		m.leader.Set(v)
 	}
 }

@@ -172,6 +172,8 @@ type Node struct {
 	stream jetstream.Stream
 	log    *slog.Logger
 	quorum quorum
+	// metrics, if set, get whether this node leads the stream.
+	metrics *Metrics
 }
 
 // Start starts the node: the embedded server (routes to the peers), the

@@ -160,7 +160,7 @@ func (c *procCluster) start(n *clusterNode) {
 	args := []string{"serve", "--addr", "127.0.0.1:0", "--db", n.db, "--seed", "none", "--log-level", "warn",
 		"--cluster-name", "proc", "--node-name", n.name, "--cluster-listen", n.listen, "--cluster-advertise", "127.0.0.1:1",
 		"--cluster-peers", strings.Join(n.peers, ","), "--cluster-secret-file", c.secret,
-		"--cluster-write-timeout", "3s", "--cluster-start-timeout", "60s", "--response-cache", "0"}
+		"--cluster-write-timeout", "3s", "--cluster-start-timeout", "60s", "--response-cache-size", "0"}
 	cmd := exec.Command(c.bin, args...)
 	cmd.Env = []string{"INCIDENTLIB_ADMIN_TOKEN=" + crashToken}
 	stdout, err := cmd.StdoutPipe()
@@ -211,6 +211,21 @@ func (c *procCluster) waitReady(n *clusterNode) {
 func (c *procCluster) kill(n *clusterNode) {
 	_ = n.cmd.Process.Kill()
 	_ = n.cmd.Wait()
+}
+
+var leaderRe = regexp.MustCompile(`(?m)^incidentlib_cluster_stream_leader (\S+)$`)
+
+// leader returns the node that leads the stream.
+func (c *procCluster) leader() *clusterNode {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		for _, n := range c.nodes {
+			if v, _ := metric(n.base, leaderRe); v == 1 {
+				return n
+			}
+		}
+	}
+	c.t.Fatal("no node leads the stream")
+	return nil
 }
 
 // cut cuts (or restores) every link of node i.
@@ -430,12 +445,24 @@ func TestClusterProcesses(t *testing.T) {
 	})
 	t.Run("SIGKILLDuringBurst", func(t *testing.T) { testClusterKill(t, c) })
 	t.Run("SIGSTOP", func(t *testing.T) {
-		stopped := c.nodes[1]
+		stopped := c.leader() // the hardest case: the others must elect a new leader
+		var others []*clusterNode
+		for _, n := range c.nodes {
+			if n != stopped {
+				others = append(others, n)
+			}
+		}
 		if err := stopped.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
-		writeUntil(t, c.nodes[0].base, "IL-7200", "while n2 is stopped (n1)")
-		writeUntil(t, c.nodes[2].base, "IL-7201", "while n2 is stopped (n3)")
+		defer func() {
+			_ = stopped.cmd.Process.Signal(syscall.SIGCONT)
+			if t.Failed() {
+				t.Logf("%s's log:\n%s\n%s's log:\n%s", others[0].name, others[0].stderr, others[1].name, others[1].stderr)
+			}
+		}()
+		writeUntil(t, others[0].base, "IL-7200", "while the leader is stopped (1)")
+		writeUntil(t, others[1].base, "IL-7201", "while the leader is stopped (2)")
 		if err := stopped.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
@@ -482,6 +509,9 @@ func TestClusterProcesses(t *testing.T) {
 func testClusterKill(t *testing.T, c *procCluster) {
 	const clients = 6
 	victim := c.nodes[rand.IntN(3)]
+	if rand.IntN(2) == 0 {
+		victim = c.leader()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	acked := make([]int, clients)    // the last version acknowledged, per client
