@@ -293,3 +293,46 @@ func (c *clusterFlags) excludes(of *outboundFlags) error {
 	}
 	return nil
 }
+
+// errNotReplicated refuses, on a cluster node, the writes the cluster's
+// log does not carry yet: made on one node, they would be that node's
+// alone.
+func errNotReplicated(what string) error {
+	return incidentlib.Errorf(incidentlib.EUNAVAILABLE, "%s are not replicated by the cluster yet: on a cluster node they are refused (nothing was written); use --admin-token on every node", what)
+}
+
+func (s clusterStore) CreateToken(context.Context, string, incidentlib.Role, time.Time) (string, *incidentlib.TokenInfo, error) {
+	return "", nil, errNotReplicated("API tokens")
+}
+
+func (s clusterStore) RevokeToken(context.Context, string) (*incidentlib.TokenInfo, error) {
+	return nil, errNotReplicated("API tokens")
+}
+
+func (s clusterStore) AddTerm(context.Context, string, incidentlib.Term) (*incidentlib.Term, error) {
+	return nil, errNotReplicated("taxonomy changes")
+}
+
+func (s clusterStore) UpdateTerm(context.Context, string, incidentlib.TermKind, string, incidentlib.TermUpdate) (*incidentlib.Term, error) {
+	return nil, errNotReplicated("taxonomy changes")
+}
+
+func (s clusterStore) AddTermAliases(context.Context, string, incidentlib.TermKind, string, []string) (*incidentlib.Term, error) {
+	return nil, errNotReplicated("taxonomy changes")
+}
+
+func (s clusterStore) DeprecateTerm(context.Context, string, incidentlib.TermKind, string, bool) (*incidentlib.Term, error) {
+	return nil, errNotReplicated("taxonomy changes")
+}
+
+func (s clusterStore) AddOrganization(context.Context, string, incidentlib.Organization) (*incidentlib.Organization, error) {
+	return nil, errNotReplicated("organization changes")
+}
+
+func (s clusterStore) RenameOrganization(context.Context, string, string, string) (*incidentlib.Organization, *incidentlib.MergeResult, error) {
+	return nil, nil, errNotReplicated("organization changes")
+}
+
+func (s clusterStore) MergeOrganizations(context.Context, string, string, string) (*incidentlib.MergeResult, error) {
+	return nil, errNotReplicated("organization changes")
+}
