@@ -34,7 +34,7 @@ test-cluster:
 
 # The image both manifests of docs/kubernetes.yaml name, where Docker is.
 image:
-	docker build -t incidentlib/incidentlib:latest .
+	docker build -t ghcr.io/incidentlib/incidentlib:latest .
 
 test-short:
 	$(GO) test -count=1 -short $(PKGS)
