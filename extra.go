@@ -68,6 +68,8 @@ func KnownMembers(v any) map[string]bool {
 		return orgRoleKnown
 	case TextOrigins, *TextOrigins:
 		return textKnown
+	case Event, *Event:
+		return eventKnown
 	}
 	return nil
 }

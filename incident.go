@@ -144,7 +144,9 @@ type Incident struct {
 	Verification      Verification `json:"verification,omitempty"`
 	OrganizationRoles []OrgRole    `json:"organization_roles,omitempty"`
 	TextOrigin        TextOrigins  `json:"text_origin,omitempty"`
-	Extra             Extra        `json:"-"`
+	// Events is the typed timeline (events.go), in order.
+	Events []Event `json:"events,omitempty"`
+	Extra  Extra   `json:"-"`
 }
 
 // Extra holds the fields of a JSON object that the program does not know,
@@ -187,6 +189,7 @@ type incidentJSON struct {
 	Verification      Verification `json:"verification,omitempty"`
 	OrganizationRoles []OrgRole    `json:"organization_roles,omitempty"`
 	TextOrigin        *TextOrigins `json:"text_origin,omitempty"`
+	Events            []Event      `json:"events,omitempty"`
 }
 
 var incidentKnown = knownFields(incidentJSON{})
@@ -228,7 +231,7 @@ func (i Incident) MarshalJSON() ([]byte, error) {
 		Sources: nonNil(i.Sources), Docs: nonNil(i.Docs), Related: nonNil(i.Related),
 		RecurrenceOf: strPtr(i.RecurrenceOf), Review: i.Review,
 		UpdatedAt: strPtr(i.UpdatedAt), URL: strPtr(i.URL),
-		Verification: i.Verification, OrganizationRoles: i.OrganizationRoles,
+		Verification: i.Verification, OrganizationRoles: i.OrganizationRoles, Events: i.Events,
 	}
 	if !i.TextOrigin.IsZero() {
 		w.TextOrigin = &i.TextOrigin
@@ -252,6 +255,7 @@ func incidentFromWire(w incidentJSON, extra Extra) Incident {
 		Sources: w.Sources, Docs: w.Docs, Related: w.Related, RecurrenceOf: strVal(w.RecurrenceOf),
 		Review: w.Review, UpdatedAt: strVal(w.UpdatedAt), URL: strVal(w.URL), Extra: extra,
 		Verification: w.Verification, OrganizationRoles: w.OrganizationRoles, TextOrigin: textOriginsOf(w.TextOrigin),
+		Events: w.Events,
 	}
 }
 

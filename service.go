@@ -163,6 +163,11 @@ type IncidentService interface {
 	// recurrences of it (the reverse of recurrence_of), sorted by id.
 	RecurrenceIDs(ctx context.Context, ids []string) ([][]string, error)
 
+	// RelatedByIDs returns, for each id, the ids of the incidents whose
+	// related names it (the reverse of related), sorted by id, counting
+	// only the incidents lists show by default.
+	RelatedByIDs(ctx context.Context, ids []string) ([][]string, error)
+
 	// CountIncidentsBy returns the number of incidents in each set, in the
 	// order of keys; unknown sets count 0.
 	CountIncidentsBy(ctx context.Context, keys []CountKey) ([]int, error)

@@ -397,6 +397,7 @@ func (i *Incident) validate(p *problems) {
 			}
 		}
 	}
+	i.validateEvents(p) // events.go
 	for _, e := range i.validateProvenance() {
 		p.es = append(p.es, e)
 		p.rules = append(p.rules, RuleStructure)

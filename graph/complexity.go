@@ -18,6 +18,9 @@ const (
 	// RecurrencesSize is the assumed length of Incident.recurrences:
 	// recurrence chains run to about three incidents.
 	RecurrencesSize = 3
+	// RelatedBySize is the assumed length of Incident.relatedBy: as many
+	// incidents name one as it names.
+	RelatedBySize = RelatedSize
 	// SimilarBase is what one similar() ranking costs on top of its items:
 	// it is its own store read for each incident it is asked on.
 	SimilarBase = 10
@@ -38,6 +41,9 @@ const (
 	// OrganizationsSize is the assumed length of Incident.organizations:
 	// the affected organization and at most a vendor or a reporter.
 	OrganizationsSize = 2
+	// EventsSize is the assumed length of Incident.events: a timeline
+	// table of a postmortem has about ten rows.
+	EventsSize = 10
 )
 
 // Complexity returns the per-field costs, for graph.Config.Complexity.
@@ -52,7 +58,7 @@ func Complexity() ComplexityRoot {
 		return connection(child, first, last)
 	}
 	c.Query.Incidents, c.Organization.Incidents, c.TaxonomyTerm.Incidents = incidents, incidents, incidents
-	c.Query.Organizations = func(child int, first *int, _ *string, last *int, _ *string) int {
+	c.Query.Organizations = func(child int, first *int, _ *string, last *int, _ *string, _ *string, _ *model.OrganizationOrder) int {
 		return connection(child, first, last)
 	}
 	c.Query.Search = func(child int, _ string, _ *incidentlib.IncidentFilter, _ *model.Lang, first *int, _ *string) int {
@@ -63,6 +69,7 @@ func Complexity() ComplexityRoot {
 
 	c.Incident.Related = func(child int) int { return costList(RelatedSize, child) }
 	c.Incident.Recurrences = func(child int) int { return costList(RecurrencesSize, child) }
+	c.Incident.RelatedBy = func(child int) int { return costList(RelatedBySize, child) }
 	c.Incident.Organizations = func(child int) int { return costList(OrganizationsSize, child) }
 	c.Incident.Similar = func(child int, first *int) int {
 		n := 5
@@ -81,6 +88,7 @@ func Complexity() ComplexityRoot {
 	c.Incident.Remediation = items
 	c.Incident.ActionItems = items
 	c.Incident.Sources = items
+	c.Incident.Events = func(child int) int { return costList(EventsSize, child) }
 
 	c.IncidentConnection.Facets = func(child int, kinds []model.TaxonomyKind) int {
 		n := len(kinds)
@@ -93,6 +101,7 @@ func Complexity() ComplexityRoot {
 	c.IncidentConnection.Years = func(child int) int { return costList(YearsSize, child) }
 	c.IncidentSearchConnection.Facets = c.IncidentConnection.Facets
 	c.IncidentSearchConnection.Years = c.IncidentConnection.Years
+	statsComplexity(&c)
 	c.IncidentSearchEdge.Highlights = func(child int) int { return costList(ItemsSize, child) }
 	taxAdminComplexity(&c)
 	// At most 5 strings, computed only when nothing matches.

@@ -63,13 +63,16 @@ func (x *fastExec) incidents(objs []*model.Incident, sel ast.SelectionSet) *inci
 				bail()
 			}
 			b.rel[i] = x.incidentOrgs(lists, f.Selections)
-		case "related", "recurrences":
+		case "related", "recurrences", "relatedBy":
 			var lists [][]*model.Incident
 			var err error
-			if f.Name == "related" {
+			switch f.Name {
+			case "related":
 				lists, err = ir.Related(x.ctx, objs)
-			} else {
+			case "recurrences":
 				lists, err = ir.Recurrences(x.ctx, objs)
+			default:
+				lists, err = ir.RelatedBy(x.ctx, objs)
 			}
 			if err != nil || len(lists) != len(objs) {
 				bail()
@@ -105,7 +108,7 @@ func (x *fastExec) incidents(objs []*model.Incident, sel ast.SelectionSet) *inci
 // (The resolvers called above run without a field context, so without
 // their own prefetch: FastReads reads level by level here.)
 func (x *fastExec) readLinks(objs []*model.Incident, p *plan) error {
-	var want struct{ related, recurrenceOf, recurrences bool }
+	var want struct{ related, recurrenceOf, recurrences, relatedBy bool }
 	for i := range p.fields {
 		switch p.fields[i].Name {
 		case "related":
@@ -114,6 +117,8 @@ func (x *fastExec) readLinks(objs []*model.Incident, p *plan) error {
 			want.recurrenceOf = true
 		case "recurrences":
 			want.recurrences = true
+		case "relatedBy":
+			want.relatedBy = true
 		}
 	}
 	ls := x.r.loaders(x.ctx)
@@ -137,6 +142,19 @@ func (x *fastExec) readLinks(objs []*model.Incident, p *plan) error {
 			return err
 		}
 		for _, r := range recs {
+			keys = append(keys, r...)
+		}
+	}
+	if want.relatedBy {
+		ids := make([]string, len(objs))
+		for k, o := range objs {
+			ids[k] = o.Inc.ID
+		}
+		srcs, err := ls.RelatedBy.LoadAll(x.ctx, ids)
+		if err != nil {
+			return err
+		}
+		for _, r := range srcs {
 			keys = append(keys, r...)
 		}
 	}
@@ -280,6 +298,8 @@ func (b *incidents) write(x *fastExec, k int) {
 			x.items(o.Remediation(), f.Selections)
 		case "actionItems":
 			x.items(o.ActionItems(), f.Selections)
+		case "events":
+			x.events(o.Events(), f.Selections) // fast_events.go
 		case "sources":
 			x.sources(o.Sources(), f.Selections)
 		case "docs":
@@ -322,7 +342,7 @@ func (b *incidents) write(x *fastExec, k int) {
 			r.writeRange(x, r.offs[k], r.offs[k+1])
 		case "organization":
 			b.rel[i].(*organizations).write(x, k)
-		case "related", "recurrences":
+		case "related", "recurrences", "relatedBy":
 			r := b.rel[i].(*incidentsByParent)
 			r.all.writeRange(x, r.offs[k], r.offs[k+1])
 		case "recurrenceOf":

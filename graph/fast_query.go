@@ -71,6 +71,10 @@ func (x *fastExec) query(sel ast.SelectionSet) {
 				bail()
 			}
 			x.searchConnection(conn, f.Selections)
+		case "stats":
+			args := must(x.ec.field_Query_stats_args(x.ctx, f.args))
+			filter, _ := args["filter"].(*incidentlib.IncidentFilter)
+			x.stats(filter, f.Selections) // fast_stats.go
 		default: // a field not written here is in FastReadsHandsOn
 			bail()
 		}

@@ -33,6 +33,7 @@ type ResolverRoot interface {
 	Incident() IncidentResolver
 	IncidentConnection() IncidentConnectionResolver
 	IncidentSearchConnection() IncidentSearchConnectionResolver
+	IncidentStats() IncidentStatsResolver
 	Mutation() MutationResolver
 	Organization() OrganizationResolver
 	Query() QueryResolver
@@ -63,6 +64,13 @@ type ComplexityRoot struct {
 		DeletedID   func(childComplexity int) int
 		UnlinkedIds func(childComplexity int) int
 		UserErrors  func(childComplexity int) int
+	}
+
+	DurationStats struct {
+		Count      func(childComplexity int) int
+		MaxSeconds func(childComplexity int) int
+		P50Seconds func(childComplexity int) int
+		P90Seconds func(childComplexity int) int
 	}
 
 	Facet struct {
@@ -98,6 +106,7 @@ type ComplexityRoot struct {
 		Detection      func(childComplexity int, lang *model.Lang) int
 		Docs           func(childComplexity int) int
 		Domains        func(childComplexity int) int
+		Events         func(childComplexity int) int
 		Extra          func(childComplexity int) int
 		ID             func(childComplexity int) int
 		Impact         func(childComplexity int) int
@@ -111,6 +120,7 @@ type ComplexityRoot struct {
 		RecurrenceOfID func(childComplexity int) int
 		Recurrences    func(childComplexity int) int
 		Related        func(childComplexity int) int
+		RelatedBy      func(childComplexity int) int
 		RelatedIds     func(childComplexity int) int
 		Remediation    func(childComplexity int) int
 		Review         func(childComplexity int) int
@@ -137,6 +147,11 @@ type ComplexityRoot struct {
 		PageInfo   func(childComplexity int) int
 		TotalCount func(childComplexity int) int
 		Years      func(childComplexity int) int
+	}
+
+	IncidentDurations struct {
+		DetectedAfter func(childComplexity int) int
+		ResolvedAfter func(childComplexity int) int
 	}
 
 	IncidentEdge struct {
@@ -169,6 +184,14 @@ type ComplexityRoot struct {
 		Highlights func(childComplexity int) int
 		Node       func(childComplexity int) int
 		Score      func(childComplexity int) int
+	}
+
+	IncidentStats struct {
+		ByYear           func(childComplexity int, kind model.TaxonomyKind) int
+		Count            func(childComplexity int) int
+		Durations        func(childComplexity int) int
+		Pairs            func(childComplexity int, rows model.TaxonomyKind, columns model.TaxonomyKind) int
+		TopOrganizations func(childComplexity int, first *int) int
 	}
 
 	Item struct {
@@ -206,6 +229,11 @@ type ComplexityRoot struct {
 		TotalCount func(childComplexity int) int
 	}
 
+	OrganizationCount struct {
+		Count        func(childComplexity int) int
+		Organization func(childComplexity int) int
+	}
+
 	OrganizationEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
@@ -224,14 +252,21 @@ type ComplexityRoot struct {
 		StartCursor     func(childComplexity int) int
 	}
 
+	PairCount struct {
+		Column func(childComplexity int) int
+		Count  func(childComplexity int) int
+		Row    func(childComplexity int) int
+	}
+
 	Query struct {
 		Incident        func(childComplexity int, id string) int
 		Incidents       func(childComplexity int, filter *incidentlib.IncidentFilter, orderBy *model.IncidentOrder, first *int, after *string, last *int, before *string) int
 		Node            func(childComplexity int, id string) int
 		Nodes           func(childComplexity int, ids []string) int
 		Organization    func(childComplexity int, slug string) int
-		Organizations   func(childComplexity int, first *int, after *string, last *int, before *string) int
+		Organizations   func(childComplexity int, first *int, after *string, last *int, before *string, nameStartsWith *string, orderBy *model.OrganizationOrder) int
 		Search          func(childComplexity int, query string, filter *incidentlib.IncidentFilter, lang *model.Lang, first *int, after *string) int
+		Stats           func(childComplexity int, filter *incidentlib.IncidentFilter) int
 		Taxonomy        func(childComplexity int, kind model.TaxonomyKind) int
 		TaxonomyHistory func(childComplexity int, first *int, after *string) int
 		Term            func(childComplexity int, kind model.TaxonomyKind, slug string) int
@@ -317,6 +352,14 @@ type ComplexityRoot struct {
 		ResolvedAfterSeconds func(childComplexity int) int
 	}
 
+	TimelineEvent struct {
+		At            func(childComplexity int) int
+		Kind          func(childComplexity int) int
+		Offset        func(childComplexity int) int
+		OffsetSeconds func(childComplexity int) int
+		Text          func(childComplexity int, lang *model.Lang) int
+	}
+
 	UserError struct {
 		Code    func(childComplexity int) int
 		Field   func(childComplexity int) int
@@ -325,6 +368,12 @@ type ComplexityRoot struct {
 
 	YearCount struct {
 		Count func(childComplexity int) int
+		Year  func(childComplexity int) int
+	}
+
+	YearTermCount struct {
+		Count func(childComplexity int) int
+		Term  func(childComplexity int) int
 		Year  func(childComplexity int) int
 	}
 }
@@ -341,6 +390,7 @@ type IncidentResolver interface {
 	RecurrenceOf(ctx context.Context, objs []*model.Incident) ([]*model.Incident, error)
 	Recurrences(ctx context.Context, objs []*model.Incident) ([][]*model.Incident, error)
 	Similar(ctx context.Context, obj *model.Incident, first *int) ([]*model.SimilarIncident, error)
+	RelatedBy(ctx context.Context, objs []*model.Incident) ([][]*model.Incident, error)
 }
 type IncidentConnectionResolver interface {
 	Facets(ctx context.Context, obj *model.IncidentConnection, kinds []model.TaxonomyKind) ([]*model.Facet, error)
@@ -349,6 +399,12 @@ type IncidentConnectionResolver interface {
 type IncidentSearchConnectionResolver interface {
 	Facets(ctx context.Context, obj *model.IncidentSearchConnection, kinds []model.TaxonomyKind) ([]*model.Facet, error)
 	Years(ctx context.Context, obj *model.IncidentSearchConnection) ([]*incidentlib.YearCount, error)
+}
+type IncidentStatsResolver interface {
+	ByYear(ctx context.Context, obj *model.IncidentStats, kind model.TaxonomyKind) ([]*model.YearTermCount, error)
+	Pairs(ctx context.Context, obj *model.IncidentStats, rows model.TaxonomyKind, columns model.TaxonomyKind) ([]*model.PairCount, error)
+	TopOrganizations(ctx context.Context, obj *model.IncidentStats, first *int) ([]*model.OrganizationCount, error)
+	Durations(ctx context.Context, obj *model.IncidentStats) (*model.IncidentDurations, error)
 }
 type MutationResolver interface {
 	UpsertIncident(ctx context.Context, input model.IncidentInput) (*model.IncidentPayload, error)
@@ -375,9 +431,10 @@ type QueryResolver interface {
 	Incident(ctx context.Context, id string) (*model.Incident, error)
 	Incidents(ctx context.Context, filter *incidentlib.IncidentFilter, orderBy *model.IncidentOrder, first *int, after *string, last *int, before *string) (*model.IncidentConnection, error)
 	Organization(ctx context.Context, slug string) (*model.Organization, error)
-	Organizations(ctx context.Context, first *int, after *string, last *int, before *string) (*model.OrganizationConnection, error)
+	Organizations(ctx context.Context, first *int, after *string, last *int, before *string, nameStartsWith *string, orderBy *model.OrganizationOrder) (*model.OrganizationConnection, error)
 	Taxonomy(ctx context.Context, kind model.TaxonomyKind) ([]*model.TaxonomyTerm, error)
 	Term(ctx context.Context, kind model.TaxonomyKind, slug string) (*model.TaxonomyTerm, error)
+	Stats(ctx context.Context, filter *incidentlib.IncidentFilter) (*model.IncidentStats, error)
 	Search(ctx context.Context, query string, filter *incidentlib.IncidentFilter, lang *model.Lang, first *int, after *string) (*model.IncidentSearchConnection, error)
 	TaxonomyHistory(ctx context.Context, first *int, after *string) (*model.TaxonomyChangeConnection, error)
 	Tokens(ctx context.Context) ([]*model.APIToken, error)
@@ -487,6 +544,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.DeleteIncidentPayload.UserErrors(childComplexity), true
+
+	case "DurationStats.count":
+		if e.ComplexityRoot.DurationStats.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DurationStats.Count(childComplexity), true
+	case "DurationStats.maxSeconds":
+		if e.ComplexityRoot.DurationStats.MaxSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DurationStats.MaxSeconds(childComplexity), true
+	case "DurationStats.p50Seconds":
+		if e.ComplexityRoot.DurationStats.P50Seconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DurationStats.P50Seconds(childComplexity), true
+	case "DurationStats.p90Seconds":
+		if e.ComplexityRoot.DurationStats.P90Seconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DurationStats.P90Seconds(childComplexity), true
 
 	case "Facet.counts":
 		if e.ComplexityRoot.Facet.Counts == nil {
@@ -617,6 +699,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Incident.Domains(childComplexity), true
+	case "Incident.events":
+		if e.ComplexityRoot.Incident.Events == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Incident.Events(childComplexity), true
 	case "Incident.extra":
 		if e.ComplexityRoot.Incident.Extra == nil {
 			break
@@ -700,6 +788,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Incident.Related(childComplexity), true
+	case "Incident.relatedBy":
+		if e.ComplexityRoot.Incident.RelatedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Incident.RelatedBy(childComplexity), true
 	case "Incident.relatedIds":
 		if e.ComplexityRoot.Incident.RelatedIds == nil {
 			break
@@ -875,6 +969,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.IncidentConnection.Years(childComplexity), true
 
+	case "IncidentDurations.detectedAfter":
+		if e.ComplexityRoot.IncidentDurations.DetectedAfter == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentDurations.DetectedAfter(childComplexity), true
+	case "IncidentDurations.resolvedAfter":
+		if e.ComplexityRoot.IncidentDurations.ResolvedAfter == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentDurations.ResolvedAfter(childComplexity), true
+
 	case "IncidentEdge.cursor":
 		if e.ComplexityRoot.IncidentEdge.Cursor == nil {
 			break
@@ -986,6 +1093,52 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.IncidentSearchEdge.Score(childComplexity), true
+
+	case "IncidentStats.byYear":
+		if e.ComplexityRoot.IncidentStats.ByYear == nil {
+			break
+		}
+
+		args, err := ec.field_IncidentStats_byYear_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.IncidentStats.ByYear(childComplexity, args["kind"].(model.TaxonomyKind)), true
+	case "IncidentStats.count":
+		if e.ComplexityRoot.IncidentStats.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentStats.Count(childComplexity), true
+	case "IncidentStats.durations":
+		if e.ComplexityRoot.IncidentStats.Durations == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentStats.Durations(childComplexity), true
+	case "IncidentStats.pairs":
+		if e.ComplexityRoot.IncidentStats.Pairs == nil {
+			break
+		}
+
+		args, err := ec.field_IncidentStats_pairs_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.IncidentStats.Pairs(childComplexity, args["rows"].(model.TaxonomyKind), args["columns"].(model.TaxonomyKind)), true
+	case "IncidentStats.topOrganizations":
+		if e.ComplexityRoot.IncidentStats.TopOrganizations == nil {
+			break
+		}
+
+		args, err := ec.field_IncidentStats_topOrganizations_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.IncidentStats.TopOrganizations(childComplexity, args["first"].(*int)), true
 
 	case "Item.text":
 		if e.ComplexityRoot.Item.Text == nil {
@@ -1204,6 +1357,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.OrganizationConnection.TotalCount(childComplexity), true
 
+	case "OrganizationCount.count":
+		if e.ComplexityRoot.OrganizationCount.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OrganizationCount.Count(childComplexity), true
+	case "OrganizationCount.organization":
+		if e.ComplexityRoot.OrganizationCount.Organization == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OrganizationCount.Organization(childComplexity), true
+
 	case "OrganizationEdge.cursor":
 		if e.ComplexityRoot.OrganizationEdge.Cursor == nil {
 			break
@@ -1260,6 +1426,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
+
+	case "PairCount.column":
+		if e.ComplexityRoot.PairCount.Column == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PairCount.Column(childComplexity), true
+	case "PairCount.count":
+		if e.ComplexityRoot.PairCount.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PairCount.Count(childComplexity), true
+	case "PairCount.row":
+		if e.ComplexityRoot.PairCount.Row == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PairCount.Row(childComplexity), true
 
 	case "Query.incident":
 		if e.ComplexityRoot.Query.Incident == nil {
@@ -1327,7 +1512,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Organizations(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
+		return e.ComplexityRoot.Query.Organizations(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["nameStartsWith"].(*string), args["orderBy"].(*model.OrganizationOrder)), true
 	case "Query.search":
 		if e.ComplexityRoot.Query.Search == nil {
 			break
@@ -1339,6 +1524,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Search(childComplexity, args["query"].(string), args["filter"].(*incidentlib.IncidentFilter), args["lang"].(*model.Lang), args["first"].(*int), args["after"].(*string)), true
+	case "Query.stats":
+		if e.ComplexityRoot.Query.Stats == nil {
+			break
+		}
+
+		args, err := ec.field_Query_stats_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Stats(childComplexity, args["filter"].(*incidentlib.IncidentFilter)), true
 	case "Query.taxonomy":
 		if e.ComplexityRoot.Query.Taxonomy == nil {
 			break
@@ -1681,6 +1877,42 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Timeline.ResolvedAfterSeconds(childComplexity), true
 
+	case "TimelineEvent.at":
+		if e.ComplexityRoot.TimelineEvent.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TimelineEvent.At(childComplexity), true
+	case "TimelineEvent.kind":
+		if e.ComplexityRoot.TimelineEvent.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TimelineEvent.Kind(childComplexity), true
+	case "TimelineEvent.offset":
+		if e.ComplexityRoot.TimelineEvent.Offset == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TimelineEvent.Offset(childComplexity), true
+	case "TimelineEvent.offsetSeconds":
+		if e.ComplexityRoot.TimelineEvent.OffsetSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TimelineEvent.OffsetSeconds(childComplexity), true
+	case "TimelineEvent.text":
+		if e.ComplexityRoot.TimelineEvent.Text == nil {
+			break
+		}
+
+		args, err := ec.field_TimelineEvent_text_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.TimelineEvent.Text(childComplexity, args["lang"].(*model.Lang)), true
+
 	case "UserError.code":
 		if e.ComplexityRoot.UserError.Code == nil {
 			break
@@ -1713,6 +1945,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.YearCount.Year(childComplexity), true
 
+	case "YearTermCount.count":
+		if e.ComplexityRoot.YearTermCount.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.YearTermCount.Count(childComplexity), true
+	case "YearTermCount.term":
+		if e.ComplexityRoot.YearTermCount.Term == nil {
+			break
+		}
+
+		return e.ComplexityRoot.YearTermCount.Term(childComplexity), true
+	case "YearTermCount.year":
+		if e.ComplexityRoot.YearTermCount.Year == nil {
+			break
+		}
+
+		return e.ComplexityRoot.YearTermCount.Year(childComplexity), true
+
 	}
 	return 0, false
 }
@@ -1728,12 +1979,14 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("IncidentInput", ec.unmarshalInputIncidentInput),
 			graphql.NewInputUnmarshaler("IncidentOrder", ec.unmarshalInputIncidentOrder),
 			graphql.NewInputUnmarshaler("ItemInput", ec.unmarshalInputItemInput),
+			graphql.NewInputUnmarshaler("OrganizationOrder", ec.unmarshalInputOrganizationOrder),
 			graphql.NewInputUnmarshaler("OrganizationRoleInput", ec.unmarshalInputOrganizationRoleInput),
 			graphql.NewInputUnmarshaler("ReviewInput", ec.unmarshalInputReviewInput),
 			graphql.NewInputUnmarshaler("SourceInput", ec.unmarshalInputSourceInput),
 			graphql.NewInputUnmarshaler("TermTextInput", ec.unmarshalInputTermTextInput),
 			graphql.NewInputUnmarshaler("TextInput", ec.unmarshalInputTextInput),
 			graphql.NewInputUnmarshaler("TextOriginInput", ec.unmarshalInputTextOriginInput),
+			graphql.NewInputUnmarshaler("TimelineEventInput", ec.unmarshalInputTimelineEventInput),
 			graphql.NewInputUnmarshaler("TimelineInput", ec.unmarshalInputTimelineInput),
 		)
 	}
@@ -1811,6 +2064,149 @@ func newExecutionContext(
 }
 
 var sources = []*ast.Source{
+	{Name: "../frontend.graphqls", Input: `# What a frontend and a dashboard read beyond the records: links both ways,
+# typed event timelines and aggregates answered from the indexes.
+
+extend type Incident {
+  """
+  The incidents whose related names this one (the reverse of related), by id,
+  among the incidents lists show by default.
+  """
+  relatedBy: [Incident!]!
+}
+
+extend type Query {
+  """
+  Aggregates over the incidents that match the filter (the incidents lists
+  show for it), counted from the indexes.
+  """
+  stats(filter: IncidentFilter): IncidentStats!
+}
+
+"Aggregates over a set of incidents, for dashboards."
+type IncidentStats {
+  "How many incidents the set holds."
+  count: Int!
+  """
+  Incidents per year and term of the kind, by year then term slug. An
+  incident counts once for each term of the kind it carries; undated
+  incidents and those without a term of the kind are left out, and so are
+  cells of zero.
+  """
+  byYear(kind: TaxonomyKind!): [YearTermCount!]!
+  """
+  Incidents carrying both a term of rows and a term of columns, for each such
+  pair, by row slug then column slug; cells of zero are left out.
+  """
+  pairs(rows: TaxonomyKind!, columns: TaxonomyKind!): [PairCount!]!
+  "The organizations with the most incidents of the set (as the affected one), most first, ties by slug; first is 1 to 100."
+  topOrganizations(first: Int = 10): [OrganizationCount!]!
+  "The timeline durations of the incidents of the set that state them."
+  durations: IncidentDurations!
+}
+
+type YearTermCount {
+  year: Int!
+  term: TaxonomyTerm!
+  count: Int!
+}
+
+type PairCount {
+  row: TaxonomyTerm!
+  column: TaxonomyTerm!
+  count: Int!
+}
+
+type OrganizationCount {
+  organization: Organization!
+  count: Int!
+}
+
+type IncidentDurations {
+  detectedAfter: DurationStats!
+  resolvedAfter: DurationStats!
+}
+
+"""
+One timeline duration over the incidents that state it: how many do, the
+nearest-rank 50th and 90th percentiles and the largest, in seconds (null
+when none does).
+"""
+type DurationStats {
+  count: Int!
+  p50Seconds: Int
+  p90Seconds: Int
+  maxSeconds: Int
+}
+
+enum OrganizationOrderField {
+  "The name, case-insensitively."
+  NAME
+  "How many incidents the organization is the affected organization of."
+  INCIDENT_COUNT
+  "The date of its latest dated incident; organizations without one come last in either direction."
+  LATEST_INCIDENT
+}
+
+"""
+Orders organizations; ties by slug ascending. direction defaults to ASC for
+NAME, DESC for INCIDENT_COUNT and LATEST_INCIDENT.
+"""
+input OrganizationOrder {
+  field: OrganizationOrderField!
+  direction: OrderDirection
+}
+
+extend type Incident {
+  "The typed timeline, in order; empty when the record has none."
+  events: [TimelineEvent!]!
+}
+
+enum TimelineEventKind {
+  START
+  DETECTED
+  ESCALATED
+  MITIGATED
+  RESOLVED
+  COMMUNICATED
+  OTHER
+}
+
+"""
+One event of an incident's timeline. The start is the first START event, or
+the first event.
+"""
+type TimelineEvent {
+  "When it happened (RFC 3339), or null when the record states no absolute time."
+  at: String
+  """
+  How long after the start it happened, in the syntax of timeline durations
+  (such as 45m or 2h30m): as the record states it, or from the times of the
+  event and the start; null when neither tells.
+  """
+  offset: String
+  offsetSeconds: Int
+  kind: TimelineEventKind!
+  text(lang: Lang): String
+}
+
+extend input IncidentInput {
+  "The typed timeline, in order (IL-JSON events)."
+  events: [TimelineEventInput!]
+}
+
+"An event of the typed timeline; see TimelineEvent."
+input TimelineEventInput {
+  "RFC 3339 with a zone, such as 2021-10-28T13:37:00-08:00."
+  at: String
+  "How long after the start, such as 45m or 2h30m; never negative."
+  offset: String
+  kind: TimelineEventKind!
+  text: TextInput
+  "Other members, as a JSON object."
+  extra: JSON
+}
+`, BuiltIn: false},
 	{Name: "../mutation.graphqls", Input: `"""
 Writes. Every mutation needs the header ` + "`" + `Authorization: Bearer <token>` + "`" + `: an
 API token whose role allows it (docs/editing.md), or the bootstrap admin
@@ -2067,8 +2463,18 @@ type Query {
     before: String
   ): IncidentConnection!
   organization(slug: String!): Organization
-  "Organizations by slug."
-  organizations(first: Int, after: String, last: Int, before: String): OrganizationConnection!
+  """
+  Organizations, by slug unless orderBy says otherwise; nameStartsWith keeps
+  those whose name starts with it, case-insensitively.
+  """
+  organizations(
+    first: Int
+    after: String
+    last: Int
+    before: String
+    nameStartsWith: String
+    orderBy: OrganizationOrder
+  ): OrganizationConnection!
   "Every term of a kind, ordered by slug."
   taxonomy(kind: TaxonomyKind!): [TaxonomyTerm!]!
   term(kind: TaxonomyKind!, slug: String!): TaxonomyTerm
@@ -2633,6 +3039,20 @@ func (ec *executionContext) childFields_DeleteIncidentPayload(ctx context.Contex
 	return nil, fmt.Errorf("no field named %q was found under type DeleteIncidentPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_DurationStats(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "count":
+		return ec.fieldContext_DurationStats_count(ctx, field)
+	case "p50Seconds":
+		return ec.fieldContext_DurationStats_p50Seconds(ctx, field)
+	case "p90Seconds":
+		return ec.fieldContext_DurationStats_p90Seconds(ctx, field)
+	case "maxSeconds":
+		return ec.fieldContext_DurationStats_maxSeconds(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DurationStats", field.Name)
+}
+
 func (ec *executionContext) childFields_Facet(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "kind":
@@ -2759,6 +3179,10 @@ func (ec *executionContext) childFields_Incident(ctx context.Context, field grap
 		return ec.fieldContext_Incident_recurrences(ctx, field)
 	case "similar":
 		return ec.fieldContext_Incident_similar(ctx, field)
+	case "relatedBy":
+		return ec.fieldContext_Incident_relatedBy(ctx, field)
+	case "events":
+		return ec.fieldContext_Incident_events(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Incident", field.Name)
 }
@@ -2779,6 +3203,16 @@ func (ec *executionContext) childFields_IncidentConnection(ctx context.Context, 
 		return ec.fieldContext_IncidentConnection_years(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type IncidentConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_IncidentDurations(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "detectedAfter":
+		return ec.fieldContext_IncidentDurations_detectedAfter(ctx, field)
+	case "resolvedAfter":
+		return ec.fieldContext_IncidentDurations_resolvedAfter(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type IncidentDurations", field.Name)
 }
 
 func (ec *executionContext) childFields_IncidentEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2845,6 +3279,22 @@ func (ec *executionContext) childFields_IncidentSearchEdge(ctx context.Context, 
 	return nil, fmt.Errorf("no field named %q was found under type IncidentSearchEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_IncidentStats(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "count":
+		return ec.fieldContext_IncidentStats_count(ctx, field)
+	case "byYear":
+		return ec.fieldContext_IncidentStats_byYear(ctx, field)
+	case "pairs":
+		return ec.fieldContext_IncidentStats_pairs(ctx, field)
+	case "topOrganizations":
+		return ec.fieldContext_IncidentStats_topOrganizations(ctx, field)
+	case "durations":
+		return ec.fieldContext_IncidentStats_durations(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type IncidentStats", field.Name)
+}
+
 func (ec *executionContext) childFields_Item(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "text":
@@ -2883,6 +3333,16 @@ func (ec *executionContext) childFields_OrganizationConnection(ctx context.Conte
 	return nil, fmt.Errorf("no field named %q was found under type OrganizationConnection", field.Name)
 }
 
+func (ec *executionContext) childFields_OrganizationCount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "organization":
+		return ec.fieldContext_OrganizationCount_organization(ctx, field)
+	case "count":
+		return ec.fieldContext_OrganizationCount_count(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type OrganizationCount", field.Name)
+}
+
 func (ec *executionContext) childFields_OrganizationEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "cursor":
@@ -2917,6 +3377,18 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 		return ec.fieldContext_PageInfo_endCursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PageInfo", field.Name)
+}
+
+func (ec *executionContext) childFields_PairCount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "row":
+		return ec.fieldContext_PairCount_row(ctx, field)
+	case "column":
+		return ec.fieldContext_PairCount_column(ctx, field)
+	case "count":
+		return ec.fieldContext_PairCount_count(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PairCount", field.Name)
 }
 
 func (ec *executionContext) childFields_Review(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3077,6 +3549,22 @@ func (ec *executionContext) childFields_Timeline(ctx context.Context, field grap
 	return nil, fmt.Errorf("no field named %q was found under type Timeline", field.Name)
 }
 
+func (ec *executionContext) childFields_TimelineEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "at":
+		return ec.fieldContext_TimelineEvent_at(ctx, field)
+	case "offset":
+		return ec.fieldContext_TimelineEvent_offset(ctx, field)
+	case "offsetSeconds":
+		return ec.fieldContext_TimelineEvent_offsetSeconds(ctx, field)
+	case "kind":
+		return ec.fieldContext_TimelineEvent_kind(ctx, field)
+	case "text":
+		return ec.fieldContext_TimelineEvent_text(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TimelineEvent", field.Name)
+}
+
 func (ec *executionContext) childFields_UserError(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "field":
@@ -3097,6 +3585,18 @@ func (ec *executionContext) childFields_YearCount(ctx context.Context, field gra
 		return ec.fieldContext_YearCount_count(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type YearCount", field.Name)
+}
+
+func (ec *executionContext) childFields_YearTermCount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "year":
+		return ec.fieldContext_YearTermCount_year(ctx, field)
+	case "term":
+		return ec.fieldContext_YearTermCount_term(ctx, field)
+	case "count":
+		return ec.fieldContext_YearTermCount_count(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type YearTermCount", field.Name)
 }
 
 func (ec *executionContext) childFields___Directive(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3240,6 +3740,56 @@ func (ec *executionContext) field_IncidentSearchConnection_facets_args(ctx conte
 		return nil, err
 	}
 	args["kinds"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_IncidentStats_byYear_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "kind",
+		func(ctx context.Context, v any) (model.TaxonomyKind, error) {
+			return ec.unmarshalNTaxonomyKind2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyKind(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["kind"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_IncidentStats_pairs_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "rows",
+		func(ctx context.Context, v any) (model.TaxonomyKind, error) {
+			return ec.unmarshalNTaxonomyKind2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyKind(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["rows"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "columns",
+		func(ctx context.Context, v any) (model.TaxonomyKind, error) {
+			return ec.unmarshalNTaxonomyKind2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyKind(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["columns"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_IncidentStats_topOrganizations_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
 	return args, nil
 }
 
@@ -3884,6 +4434,22 @@ func (ec *executionContext) field_Query_organizations_args(ctx context.Context, 
 		return nil, err
 	}
 	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "nameStartsWith",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["nameStartsWith"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*model.OrganizationOrder, error) {
+			return ec.unmarshalOOrganizationOrder2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrganizationOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg5
 	return args, nil
 }
 
@@ -3930,6 +4496,20 @@ func (ec *executionContext) field_Query_search_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["after"] = arg4
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_stats_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+		func(ctx context.Context, v any) (*incidentlib.IncidentFilter, error) {
+			return ec.unmarshalOIncidentFilter2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚐIncidentFilter(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["filter"] = arg0
 	return args, nil
 }
 
@@ -4060,6 +4640,20 @@ func (ec *executionContext) field_TaxonomyTerm_incidents_args(ctx context.Contex
 }
 
 func (ec *executionContext) field_TaxonomyTerm_label_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "lang",
+		func(ctx context.Context, v any) (*model.Lang, error) {
+			return ec.unmarshalOLang2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐLang(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["lang"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_TimelineEvent_text_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "lang",
@@ -4471,6 +5065,98 @@ func (ec *executionContext) fieldContext_DeleteIncidentPayload_userErrors(_ cont
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _DurationStats_count(ctx context.Context, field graphql.CollectedField, obj *model.DurationStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DurationStats_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DurationStats_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DurationStats", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DurationStats_p50Seconds(ctx context.Context, field graphql.CollectedField, obj *model.DurationStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DurationStats_p50Seconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.P50Seconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DurationStats_p50Seconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DurationStats", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DurationStats_p90Seconds(ctx context.Context, field graphql.CollectedField, obj *model.DurationStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DurationStats_p90Seconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.P90Seconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DurationStats_p90Seconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DurationStats", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DurationStats_maxSeconds(ctx context.Context, field graphql.CollectedField, obj *model.DurationStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DurationStats_maxSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MaxSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DurationStats_maxSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DurationStats", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Facet_kind(ctx context.Context, field graphql.CollectedField, obj *model.Facet) (ret graphql.Marshaler) {
@@ -6077,6 +6763,93 @@ func (ec *executionContext) fieldContext_Incident_similar(ctx context.Context, f
 	return fc, nil
 }
 
+func (ec *executionContext) _Incident_relatedBy(ctx context.Context, field graphql.CollectedField, obj *model.Incident) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Incident_relatedBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.resolveBatch_Incident_relatedBy(ctx, field, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Incident) graphql.Marshaler {
+			return ec.marshalNIncident2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Incident_relatedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Incident",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Incident(ctx, field)
+		},
+	}
+	return fc, nil
+}
+func (ec *executionContext) resolveBatch_Incident_relatedBy(ctx context.Context, field graphql.CollectedField, obj *model.Incident) (any, error) {
+	resolver := ec.Resolvers.Incident()
+	if batch, ok := graphql.BatchParentsFor[*model.Incident](ctx, "Incident"); ok {
+		result := batch.FieldResult(field, func() (any, error) {
+			return resolver.RelatedBy(ctx, batch.Parents)
+		})
+		return graphql.ResolveBatchGroupResult[[]*model.Incident](
+			ctx,
+			batch.Index,
+			len(batch.Parents),
+			result,
+			"Incident.relatedBy",
+			batch.IndexMap,
+		)
+	}
+	results, err := resolver.RelatedBy(ctx, []*model.Incident{obj})
+	return graphql.ResolveBatchSingleResult[[]*model.Incident](
+		ctx,
+		results,
+		err,
+		"Incident.relatedBy",
+	)
+}
+
+func (ec *executionContext) _Incident_events(ctx context.Context, field graphql.CollectedField, obj *model.Incident) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Incident_events(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Events(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.TimelineEvent) graphql.Marshaler {
+			return ec.marshalNTimelineEvent2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Incident_events(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Incident",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TimelineEvent(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _IncidentConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.IncidentConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6267,6 +7040,70 @@ func (ec *executionContext) fieldContext_IncidentConnection_years(_ context.Cont
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_YearCount(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _IncidentDurations_detectedAfter(ctx context.Context, field graphql.CollectedField, obj *model.IncidentDurations) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentDurations_detectedAfter(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DetectedAfter, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DurationStats) graphql.Marshaler {
+			return ec.marshalNDurationStats2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐDurationStats(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentDurations_detectedAfter(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IncidentDurations",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DurationStats(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _IncidentDurations_resolvedAfter(ctx context.Context, field graphql.CollectedField, obj *model.IncidentDurations) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentDurations_resolvedAfter(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ResolvedAfter, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DurationStats) graphql.Marshaler {
+			return ec.marshalNDurationStats2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐDurationStats(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentDurations_resolvedAfter(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IncidentDurations",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DurationStats(ctx, field)
 		},
 	}
 	return fc, nil
@@ -6769,6 +7606,193 @@ func (ec *executionContext) fieldContext_IncidentSearchEdge_highlights(_ context
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Highlight(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _IncidentStats_count(ctx context.Context, field graphql.CollectedField, obj *model.IncidentStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentStats_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentStats_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IncidentStats", field, false, false, "Int")
+}
+
+func (ec *executionContext) _IncidentStats_byYear(ctx context.Context, field graphql.CollectedField, obj *model.IncidentStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentStats_byYear(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.IncidentStats().ByYear(ctx, obj, fc.Args["kind"].(model.TaxonomyKind))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.YearTermCount) graphql.Marshaler {
+			return ec.marshalNYearTermCount2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐYearTermCountᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentStats_byYear(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IncidentStats",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_YearTermCount(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_IncidentStats_byYear_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _IncidentStats_pairs(ctx context.Context, field graphql.CollectedField, obj *model.IncidentStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentStats_pairs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.IncidentStats().Pairs(ctx, obj, fc.Args["rows"].(model.TaxonomyKind), fc.Args["columns"].(model.TaxonomyKind))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.PairCount) graphql.Marshaler {
+			return ec.marshalNPairCount2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐPairCountᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentStats_pairs(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IncidentStats",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PairCount(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_IncidentStats_pairs_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _IncidentStats_topOrganizations(ctx context.Context, field graphql.CollectedField, obj *model.IncidentStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentStats_topOrganizations(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.IncidentStats().TopOrganizations(ctx, obj, fc.Args["first"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.OrganizationCount) graphql.Marshaler {
+			return ec.marshalNOrganizationCount2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrganizationCountᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentStats_topOrganizations(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IncidentStats",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_OrganizationCount(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_IncidentStats_topOrganizations_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _IncidentStats_durations(ctx context.Context, field graphql.CollectedField, obj *model.IncidentStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentStats_durations(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.IncidentStats().Durations(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.IncidentDurations) graphql.Marshaler {
+			return ec.marshalNIncidentDurations2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentDurations(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentStats_durations(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IncidentStats",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IncidentDurations(ctx, field)
 		},
 	}
 	return fc, nil
@@ -7668,6 +8692,61 @@ func (ec *executionContext) fieldContext_OrganizationConnection_totalCount(_ con
 	return graphql.NewScalarFieldContext("OrganizationConnection", field, false, false, "Int")
 }
 
+func (ec *executionContext) _OrganizationCount_organization(ctx context.Context, field graphql.CollectedField, obj *model.OrganizationCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OrganizationCount_organization(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Organization, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Organization) graphql.Marshaler {
+			return ec.marshalNOrganization2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrganization(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OrganizationCount_organization(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "OrganizationCount",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Organization(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _OrganizationCount_count(ctx context.Context, field graphql.CollectedField, obj *model.OrganizationCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OrganizationCount_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OrganizationCount_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("OrganizationCount", field, false, false, "Int")
+}
+
 func (ec *executionContext) _OrganizationEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.OrganizationEdge) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7902,6 +8981,93 @@ func (ec *executionContext) fieldContext_PageInfo_endCursor(_ context.Context, f
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "String")
 }
 
+func (ec *executionContext) _PairCount_row(ctx context.Context, field graphql.CollectedField, obj *model.PairCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PairCount_row(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Row, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.TaxonomyTerm) graphql.Marshaler {
+			return ec.marshalNTaxonomyTerm2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyTerm(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PairCount_row(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PairCount",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TaxonomyTerm(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PairCount_column(ctx context.Context, field graphql.CollectedField, obj *model.PairCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PairCount_column(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Column, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.TaxonomyTerm) graphql.Marshaler {
+			return ec.marshalNTaxonomyTerm2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyTerm(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PairCount_column(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PairCount",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TaxonomyTerm(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PairCount_count(ctx context.Context, field graphql.CollectedField, obj *model.PairCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PairCount_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PairCount_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PairCount", field, false, false, "Int")
+}
+
 func (ec *executionContext) _Query_node(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8132,7 +9298,7 @@ func (ec *executionContext) _Query_organizations(ctx context.Context, field grap
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Organizations(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
+			return ec.Resolvers.Query().Organizations(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["nameStartsWith"].(*string), fc.Args["orderBy"].(*model.OrganizationOrder))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.OrganizationConnection) graphql.Marshaler {
@@ -8248,6 +9414,50 @@ func (ec *executionContext) fieldContext_Query_term(ctx context.Context, field g
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_term_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_stats(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_stats(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Stats(ctx, fc.Args["filter"].(*incidentlib.IncidentFilter))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.IncidentStats) graphql.Marshaler {
+			return ec.marshalNIncidentStats2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentStats(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_stats(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IncidentStats(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_stats_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -9693,6 +10903,142 @@ func (ec *executionContext) fieldContext_Timeline_resolvedAfterSeconds(_ context
 	return graphql.NewScalarFieldContext("Timeline", field, true, false, "Int")
 }
 
+func (ec *executionContext) _TimelineEvent_at(ctx context.Context, field graphql.CollectedField, obj *model.TimelineEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TimelineEvent_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TimelineEvent_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TimelineEvent", field, true, false, "String")
+}
+
+func (ec *executionContext) _TimelineEvent_offset(ctx context.Context, field graphql.CollectedField, obj *model.TimelineEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TimelineEvent_offset(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Offset(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TimelineEvent_offset(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TimelineEvent", field, true, false, "String")
+}
+
+func (ec *executionContext) _TimelineEvent_offsetSeconds(ctx context.Context, field graphql.CollectedField, obj *model.TimelineEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TimelineEvent_offsetSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OffsetSeconds(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TimelineEvent_offsetSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TimelineEvent", field, true, false, "Int")
+}
+
+func (ec *executionContext) _TimelineEvent_kind(ctx context.Context, field graphql.CollectedField, obj *model.TimelineEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TimelineEvent_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.TimelineEventKind) graphql.Marshaler {
+			return ec.marshalNTimelineEventKind2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TimelineEvent_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TimelineEvent", field, true, false, "TimelineEventKind")
+}
+
+func (ec *executionContext) _TimelineEvent_text(ctx context.Context, field graphql.CollectedField, obj *model.TimelineEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TimelineEvent_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return obj.Text(fc.Args["lang"].(*model.Lang)), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TimelineEvent_text(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TimelineEvent",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type String does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_TimelineEvent_text_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _UserError_field(ctx context.Context, field graphql.CollectedField, obj *model.UserError) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9806,6 +11152,84 @@ func (ec *executionContext) _YearCount_count(ctx context.Context, field graphql.
 }
 func (ec *executionContext) fieldContext_YearCount_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("YearCount", field, false, false, "Int")
+}
+
+func (ec *executionContext) _YearTermCount_year(ctx context.Context, field graphql.CollectedField, obj *model.YearTermCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_YearTermCount_year(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Year, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_YearTermCount_year(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("YearTermCount", field, false, false, "Int")
+}
+
+func (ec *executionContext) _YearTermCount_term(ctx context.Context, field graphql.CollectedField, obj *model.YearTermCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_YearTermCount_term(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Term, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.TaxonomyTerm) graphql.Marshaler {
+			return ec.marshalNTaxonomyTerm2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTaxonomyTerm(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_YearTermCount_term(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "YearTermCount",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TaxonomyTerm(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _YearTermCount_count(ctx context.Context, field graphql.CollectedField, obj *model.YearTermCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_YearTermCount_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_YearTermCount_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("YearTermCount", field, false, false, "Int")
 }
 
 func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -11165,7 +12589,7 @@ func (ec *executionContext) unmarshalInputIncidentInput(ctx context.Context, obj
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"id", "org", "orgSlug", "date", "dateKind", "title", "summary", "lessons", "trigger", "detection", "symptomsText", "domain", "symptoms", "components", "contributing", "rootCause", "severity", "impact", "timeline", "remediation", "actionItems", "sources", "docs", "related", "recurrenceOf", "review", "url", "verification", "organizationRoles", "textOrigin", "extra", "expectedUpdatedAt"}
+	fieldsInOrder := [...]string{"id", "org", "orgSlug", "date", "dateKind", "title", "summary", "lessons", "trigger", "detection", "symptomsText", "domain", "symptoms", "components", "contributing", "rootCause", "severity", "impact", "timeline", "remediation", "actionItems", "sources", "docs", "related", "recurrenceOf", "review", "url", "verification", "organizationRoles", "textOrigin", "extra", "expectedUpdatedAt", "events"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -11396,6 +12820,13 @@ func (ec *executionContext) unmarshalInputIncidentInput(ctx context.Context, obj
 				return it, err
 			}
 			it.ExpectedUpdatedAt = data
+		case "events":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("events"))
+			data, err := ec.unmarshalOTimelineEventInput2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Events = data
 		}
 	}
 	return it, nil
@@ -11515,6 +12946,55 @@ func (ec *executionContext) unmarshalInputItemInput(ctx context.Context, obj any
 func UnmarshalItemInput(ctx context.Context, raw any) (model.ItemInput, error) {
 	var out model.ItemInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "ItemInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputOrganizationOrder(ctx context.Context, obj any) (model.OrganizationOrder, error) {
+	var it model.OrganizationOrder
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"field", "direction"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "field":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
+			data, err := ec.unmarshalNOrganizationOrderField2githubᚗcomᚋincidentlibᚋincidentlibᚐOrganizationOrderField(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Field = data
+		case "direction":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("direction"))
+			data, err := ec.unmarshalOOrderDirection2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrderDirection(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Direction = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalOrganizationOrder unmarshals raw into the OrganizationOrder input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalOrganizationOrder(ctx context.Context, raw any) (model.OrganizationOrder, error) {
+	var out model.OrganizationOrder
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "OrganizationOrder", raw, &out)
 	return out, err
 }
 
@@ -11868,6 +13348,76 @@ func UnmarshalTextOriginInput(ctx context.Context, raw any) (model.TextOriginInp
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputTimelineEventInput(ctx context.Context, obj any) (model.TimelineEventInput, error) {
+	var it model.TimelineEventInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"at", "offset", "kind", "text", "extra"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "at":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("at"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.At = data
+		case "offset":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("offset"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Offset = data
+		case "kind":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kind"))
+			data, err := ec.unmarshalNTimelineEventKind2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventKind(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Kind = data
+		case "text":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("text"))
+			data, err := ec.unmarshalOTextInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTextInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Text = data
+		case "extra":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("extra"))
+			data, err := ec.unmarshalOJSON2encodingᚋjsonᚐRawMessage(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Extra = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalTimelineEventInput unmarshals raw into the TimelineEventInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalTimelineEventInput(ctx context.Context, raw any) (model.TimelineEventInput, error) {
+	var out model.TimelineEventInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "TimelineEventInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputTimelineInput(ctx context.Context, obj any) (model.TimelineInput, error) {
 	var it model.TimelineInput
 	if obj == nil {
@@ -12092,6 +13642,54 @@ func (ec *executionContext) _DeleteIncidentPayload(ctx context.Context, sel ast.
 		case "userErrors":
 			out.Values[i] = ec._DeleteIncidentPayload_userErrors(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var durationStatsImplementors = []string{"DurationStats"}
+
+func (ec *executionContext) _DurationStats(ctx context.Context, sel ast.SelectionSet, obj *model.DurationStats) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, durationStatsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DurationStats")
+		case "count":
+			out.Values[i] = ec._DurationStats_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "p50Seconds":
+			out.Values[i] = ec._DurationStats_p50Seconds(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "p90Seconds":
+			out.Values[i] = ec._DurationStats_p90Seconds(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "maxSeconds":
+			out.Values[i] = ec._DurationStats_maxSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -12490,6 +14088,17 @@ func (ec *executionContext) _Incident(ctx context.Context, sel ast.SelectionSet,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Incident_similar(ctx, field, obj)
 				})
+		case "relatedBy":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Incident_relatedBy(ctx, field, obj)
+				})
+		case "events":
+			out.Values[i] = ec._Incident_events(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -12550,6 +14159,44 @@ func (ec *executionContext) _IncidentConnection(ctx context.Context, sel ast.Sel
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._IncidentConnection_years(ctx, field, obj)
 				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var incidentDurationsImplementors = []string{"IncidentDurations"}
+
+func (ec *executionContext) _IncidentDurations(ctx context.Context, sel ast.SelectionSet, obj *model.IncidentDurations) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, incidentDurationsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("IncidentDurations")
+		case "detectedAfter":
+			out.Values[i] = ec._IncidentDurations_detectedAfter(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "resolvedAfter":
+			out.Values[i] = ec._IncidentDurations_resolvedAfter(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -12777,6 +14424,63 @@ func (ec *executionContext) _IncidentSearchEdge(ctx context.Context, sel ast.Sel
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var incidentStatsImplementors = []string{"IncidentStats"}
+
+func (ec *executionContext) _IncidentStats(ctx context.Context, sel ast.SelectionSet, obj *model.IncidentStats) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, incidentStatsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("IncidentStats")
+		case "count":
+			out.Values[i] = ec._IncidentStats_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "byYear":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._IncidentStats_byYear(ctx, field, obj)
+				})
+		case "pairs":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._IncidentStats_pairs(ctx, field, obj)
+				})
+		case "topOrganizations":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._IncidentStats_topOrganizations(ctx, field, obj)
+				})
+		case "durations":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._IncidentStats_durations(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -13057,6 +14761,44 @@ func (ec *executionContext) _OrganizationConnection(ctx context.Context, sel ast
 	return out
 }
 
+var organizationCountImplementors = []string{"OrganizationCount"}
+
+func (ec *executionContext) _OrganizationCount(ctx context.Context, sel ast.SelectionSet, obj *model.OrganizationCount) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, organizationCountImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("OrganizationCount")
+		case "organization":
+			out.Values[i] = ec._OrganizationCount_organization(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._OrganizationCount_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var organizationEdgeImplementors = []string{"OrganizationEdge"}
 
 func (ec *executionContext) _OrganizationEdge(ctx context.Context, sel ast.SelectionSet, obj *model.OrganizationEdge) graphql.Marshaler {
@@ -13186,6 +14928,49 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
+var pairCountImplementors = []string{"PairCount"}
+
+func (ec *executionContext) _PairCount(ctx context.Context, sel ast.SelectionSet, obj *model.PairCount) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, pairCountImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PairCount")
+		case "row":
+			out.Values[i] = ec._PairCount_row(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "column":
+			out.Values[i] = ec._PairCount_column(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._PairCount_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var queryImplementors = []string{"Query"}
 
 func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
@@ -13252,6 +15037,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_term(ctx, field)
+				})
+		case "stats":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_stats(ctx, field)
 				})
 		case "search":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -13844,6 +15635,59 @@ func (ec *executionContext) _Timeline(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
+var timelineEventImplementors = []string{"TimelineEvent"}
+
+func (ec *executionContext) _TimelineEvent(ctx context.Context, sel ast.SelectionSet, obj *model.TimelineEvent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, timelineEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TimelineEvent")
+		case "at":
+			out.Values[i] = ec._TimelineEvent_at(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "offset":
+			out.Values[i] = ec._TimelineEvent_offset(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "offsetSeconds":
+			out.Values[i] = ec._TimelineEvent_offsetSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._TimelineEvent_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._TimelineEvent_text(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var userErrorImplementors = []string{"UserError"}
 
 func (ec *executionContext) _UserError(ctx context.Context, sel ast.SelectionSet, obj *model.UserError) graphql.Marshaler {
@@ -13905,6 +15749,49 @@ func (ec *executionContext) _YearCount(ctx context.Context, sel ast.SelectionSet
 			}
 		case "count":
 			out.Values[i] = ec._YearCount_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var yearTermCountImplementors = []string{"YearTermCount"}
+
+func (ec *executionContext) _YearTermCount(ctx context.Context, sel ast.SelectionSet, obj *model.YearTermCount) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, yearTermCountImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("YearTermCount")
+		case "year":
+			out.Values[i] = ec._YearTermCount_year(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "term":
+			out.Values[i] = ec._YearTermCount_term(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._YearTermCount_count(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -14346,6 +16233,14 @@ func (ec *executionContext) marshalNDeleteIncidentPayload2ᚖgithubᚗcomᚋinci
 	return ec._DeleteIncidentPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNDurationStats2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐDurationStats(ctx context.Context, sel ast.SelectionSet, v *model.DurationStats) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "DurationStats!")
+		return graphql.Null
+	}
+	return ec._DurationStats(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNFacet2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐFacetᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Facet) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -14500,6 +16395,14 @@ func (ec *executionContext) marshalNIncidentConnection2ᚖgithubᚗcomᚋinciden
 	return ec._IncidentConnection(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNIncidentDurations2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentDurations(ctx context.Context, sel ast.SelectionSet, v *model.IncidentDurations) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "IncidentDurations!")
+		return graphql.Null
+	}
+	return ec._IncidentDurations(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNIncidentEdge2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.IncidentEdge) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -14620,6 +16523,14 @@ func (ec *executionContext) marshalNIncidentSearchEdge2ᚖgithubᚗcomᚋinciden
 		return graphql.Null
 	}
 	return ec._IncidentSearchEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNIncidentStats2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentStats(ctx context.Context, sel ast.SelectionSet, v *model.IncidentStats) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "IncidentStats!")
+		return graphql.Null
+	}
+	return ec._IncidentStats(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNInt2int(ctx context.Context, v any) (int, error) {
@@ -14838,6 +16749,30 @@ func (ec *executionContext) marshalNOrganizationConnection2ᚖgithubᚗcomᚋinc
 	return ec._OrganizationConnection(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNOrganizationCount2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrganizationCountᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.OrganizationCount) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNOrganizationCount2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrganizationCount(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNOrganizationCount2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrganizationCount(ctx context.Context, sel ast.SelectionSet, v *model.OrganizationCount) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "OrganizationCount!")
+		return graphql.Null
+	}
+	return ec._OrganizationCount(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNOrganizationEdge2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrganizationEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.OrganizationEdge) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -14860,6 +16795,21 @@ func (ec *executionContext) marshalNOrganizationEdge2ᚖgithubᚗcomᚋincidentl
 		return graphql.Null
 	}
 	return ec._OrganizationEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNOrganizationOrderField2githubᚗcomᚋincidentlibᚋincidentlibᚐOrganizationOrderField(ctx context.Context, v any) (incidentlib.OrganizationOrderField, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := incidentlib.OrganizationOrderField(tmp)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNOrganizationOrderField2githubᚗcomᚋincidentlibᚋincidentlibᚐOrganizationOrderField(ctx context.Context, sel ast.SelectionSet, v incidentlib.OrganizationOrderField) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(string(v))
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "OrganizationOrderField!")
+	}
+	return res
 }
 
 func (ec *executionContext) marshalNOrganizationPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrganizationPayload(ctx context.Context, sel ast.SelectionSet, v *model.OrganizationPayload) graphql.Marshaler {
@@ -14891,6 +16841,30 @@ func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋincidentlibᚋinc
 		return graphql.Null
 	}
 	return ec._PageInfo(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNPairCount2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐPairCountᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.PairCount) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPairCount2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐPairCount(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNPairCount2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐPairCount(ctx context.Context, sel ast.SelectionSet, v *model.PairCount) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "PairCount!")
+		return graphql.Null
+	}
+	return ec._PairCount(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNReview2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐReview(ctx context.Context, sel ast.SelectionSet, v *model.Review) graphql.Marshaler {
@@ -15176,6 +17150,45 @@ func (ec *executionContext) marshalNTimeline2ᚖgithubᚗcomᚋincidentlibᚋinc
 	return ec._Timeline(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNTimelineEvent2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.TimelineEvent) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTimelineEvent2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEvent(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNTimelineEvent2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEvent(ctx context.Context, sel ast.SelectionSet, v *model.TimelineEvent) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "TimelineEvent!")
+		return graphql.Null
+	}
+	return ec._TimelineEvent(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNTimelineEventInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventInput(ctx context.Context, v any) (*model.TimelineEventInput, error) {
+	res, err := ec.unmarshalInputTimelineEventInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNTimelineEventKind2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventKind(ctx context.Context, v any) (model.TimelineEventKind, error) {
+	var res model.TimelineEventKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNTimelineEventKind2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventKind(ctx context.Context, sel ast.SelectionSet, v model.TimelineEventKind) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNTokenRole2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTokenRole(ctx context.Context, v any) (model.TokenRole, error) {
 	var res model.TokenRole
 	err := res.UnmarshalGQL(v)
@@ -15252,6 +17265,30 @@ func (ec *executionContext) marshalNYearCount2ᚖgithubᚗcomᚋincidentlibᚋin
 		return graphql.Null
 	}
 	return ec._YearCount(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNYearTermCount2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐYearTermCountᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.YearTermCount) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNYearTermCount2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐYearTermCount(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNYearTermCount2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐYearTermCount(ctx context.Context, sel ast.SelectionSet, v *model.YearTermCount) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "YearTermCount!")
+		return graphql.Null
+	}
+	return ec._YearTermCount(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalN__Directive2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirective(ctx context.Context, sel ast.SelectionSet, v introspection.Directive) graphql.Marshaler {
@@ -15640,11 +17677,35 @@ func (ec *executionContext) marshalONode2githubᚗcomᚋincidentlibᚋincidentli
 	return ec._Node(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalOOrderDirection2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrderDirection(ctx context.Context, v any) (*model.OrderDirection, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(model.OrderDirection)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOOrderDirection2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrderDirection(ctx context.Context, sel ast.SelectionSet, v *model.OrderDirection) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
 func (ec *executionContext) marshalOOrganization2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrganization(ctx context.Context, sel ast.SelectionSet, v *model.Organization) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
 	return ec._Organization(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOOrganizationOrder2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrganizationOrder(ctx context.Context, v any) (*model.OrganizationOrder, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputOrganizationOrder(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalOOrganizationRoleInput2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrganizationRoleInputᚄ(ctx context.Context, v any) ([]*model.OrganizationRoleInput, error) {
@@ -15835,6 +17896,23 @@ func (ec *executionContext) unmarshalOTextOriginInput2ᚖgithubᚗcomᚋincident
 	}
 	res, err := ec.unmarshalInputTextOriginInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOTimelineEventInput2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventInputᚄ(ctx context.Context, v any) ([]*model.TimelineEventInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*model.TimelineEventInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNTimelineEventInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 func (ec *executionContext) unmarshalOTimelineInput2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineInput(ctx context.Context, v any) (*model.TimelineInput, error) {

@@ -20,7 +20,7 @@ import (
 const LoaderWait = 500 * time.Microsecond
 
 // LoaderNames lists every loader, for metrics present from start-up.
-var LoaderNames = []string{"incident", "recurrences", "organization", "term", "count"}
+var LoaderNames = []string{"incident", "recurrences", "relatedBy", "organization", "term", "count"}
 
 // LoaderMetrics counts batches and keys per loader.
 type LoaderMetrics interface {
@@ -329,6 +329,7 @@ const dedupeScan = 16
 type Loaders struct {
 	Incidents     Loader[string, *incidentlib.Incident]
 	Recurrences   Loader[string, []string]
+	RelatedBy     Loader[string, []string]
 	Organizations Loader[string, *incidentlib.Organization]
 	Terms         Loader[incidentlib.TermKey, *incidentlib.Term]
 	Counts        Loader[incidentlib.CountKey, int]
@@ -345,7 +346,7 @@ type Loaders struct {
 // loaderPools hold the emptied caches of finished requests' loaders, one
 // pool per loader (see Loader.release).
 type loaderPools struct {
-	incidents, recurrences, organizations, terms, counts sync.Pool
+	incidents, recurrences, relatedBy, organizations, terms, counts sync.Pool
 }
 
 // release gives the loaders' caches back to their pools; the loaders must
@@ -353,6 +354,7 @@ type loaderPools struct {
 func (ls *Loaders) release() {
 	ls.Incidents.release()
 	ls.Recurrences.release()
+	ls.RelatedBy.release()
 	ls.Organizations.release()
 	ls.Terms.release()
 	ls.Counts.release()
@@ -368,6 +370,7 @@ func NewLoaders(ctx context.Context, r *Resolver) *Loaders {
 	// 112 keys take 128 slots where 128 would take 256; 28 take 32.
 	ls.Incidents.setup("incident", 112, &p.incidents, m, src, f.incidents)
 	ls.Recurrences.setup("recurrences", 28, &p.recurrences, m, src, f.recurrences)
+	ls.RelatedBy.setup("relatedBy", 28, &p.relatedBy, m, src, f.relatedBy)
 	ls.Organizations.setup("organization", 28, &p.organizations, m, src, f.organizations)
 	ls.Terms.setup("term", 0, &p.terms, m, src, f.terms)
 	ls.Counts.setup("count", 28, &p.counts, m, src, f.counts)

@@ -32,6 +32,7 @@ func (s *services) FindOrganizationsBySlugs(ctx context.Context, slugs []string)
 type loaderReads struct {
 	incidents     func(ctx context.Context, src incidentlib.Reader, ids []string) ([]*incidentlib.Incident, error)
 	recurrences   func(ctx context.Context, src incidentlib.Reader, ids []string) ([][]string, error)
+	relatedBy     func(ctx context.Context, src incidentlib.Reader, ids []string) ([][]string, error)
 	organizations func(ctx context.Context, src incidentlib.Reader, slugs []string) ([]*incidentlib.Organization, error)
 	terms         func(ctx context.Context, src incidentlib.Reader, keys []incidentlib.TermKey) ([]*incidentlib.Term, error)
 	counts        func(ctx context.Context, src incidentlib.Reader, keys []incidentlib.CountKey) ([]int, error)
@@ -44,6 +45,9 @@ func (r *Resolver) reads() *loaderReads {
 			incidents: findIncidents,
 			recurrences: func(ctx context.Context, src incidentlib.Reader, ids []string) ([][]string, error) {
 				return src.RecurrenceIDs(ctx, ids)
+			},
+			relatedBy: func(ctx context.Context, src incidentlib.Reader, ids []string) ([][]string, error) {
+				return src.RelatedByIDs(ctx, ids)
 			},
 			organizations: func(ctx context.Context, src incidentlib.Reader, slugs []string) ([]*incidentlib.Organization, error) {
 				return src.FindOrganizationsBySlugs(ctx, slugs)

@@ -40,6 +40,10 @@ type Resolver struct {
 	// (see reads.go). Leave it nil when Incidents is not that store alone
 	// (an upstream library composed in front of it).
 	Snapshots incidentlib.Snapshots
+	// Aggregates, if set, serves Query.stats and the orderBy and
+	// nameStartsWith of Query.organizations (frontend.resolvers.go);
+	// without it they answer UNAVAILABLE.
+	Aggregates incidentlib.IncidentAggregates
 	// TokenService keeps the API tokens (tokens.resolvers.go); without it
 	// the token fields answer UNAVAILABLE.
 	TokenService incidentlib.TokenService
@@ -111,10 +115,10 @@ func (r *Resolver) prefetch(ctx context.Context, level []group) error {
 	oc := graphql.GetOperationContext(ctx)
 	ls := r.loaders(ctx)
 	for len(level) > 0 {
-		var incKeys, recKeys, orgKeys []string
+		var incKeys, recKeys, relByKeys, orgKeys []string
 		var countKeys []incidentlib.CountKey
 		type deferred struct {
-			kind string // related, recurrenceOf, recurrences
+			kind string // related, relatedBy, recurrenceOf, recurrences
 			srcs []*incidentlib.Incident
 			sel  []graphql.CollectedField
 		}
@@ -122,7 +126,7 @@ func (r *Resolver) prefetch(ctx context.Context, level []group) error {
 		for _, g := range level {
 			for _, f := range g.sel {
 				switch f.Name {
-				case "related", "recurrenceOf", "recurrences":
+				case "related", "relatedBy", "recurrenceOf", "recurrences":
 					sub := graphql.CollectFields(oc, f.Selections, incidentTypes)
 					defs = append(defs, deferred{f.Name, g.incs, sub})
 					for _, inc := range g.incs {
@@ -135,6 +139,8 @@ func (r *Resolver) prefetch(ctx context.Context, level []group) error {
 							}
 						case "recurrences":
 							recKeys = append(recKeys, inc.ID)
+						case "relatedBy":
+							relByKeys = append(relByKeys, inc.ID)
 						}
 					}
 				case "organization":
@@ -163,6 +169,13 @@ func (r *Resolver) prefetch(ctx context.Context, level []group) error {
 		}
 		for _, k := range recKeys {
 			incKeys = append(incKeys, recs[k]...)
+		}
+		relBy, err := loadMap(ctx, &ls.RelatedBy, relByKeys)
+		if err != nil {
+			return err
+		}
+		for _, k := range relByKeys {
+			incKeys = append(incKeys, relBy[k]...)
 		}
 		incs, err := loadMap(ctx, &ls.Incidents, incKeys)
 		if err != nil {
@@ -195,6 +208,8 @@ func (r *Resolver) prefetch(ctx context.Context, level []group) error {
 					}
 				case "recurrences":
 					ids = recs[src.ID]
+				case "relatedBy":
+					ids = relBy[src.ID]
 				}
 				for _, id := range ids {
 					if c := incs[id]; c != nil {

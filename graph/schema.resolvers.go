@@ -235,8 +235,8 @@ func (r *queryResolver) Organization(ctx context.Context, slug string) (*model.O
 	return &model.Organization{Organization: orgs[0]}, nil
 }
 
-func (r *queryResolver) Organizations(ctx context.Context, first *int, after *string, last *int, before *string) (*model.OrganizationConnection, error) {
-	p, err := r.Resolver.Organizations.FindOrganizations(ctx, incidentlib.PageArgs{First: first, After: after, Last: last, Before: before})
+func (r *queryResolver) Organizations(ctx context.Context, first *int, after *string, last *int, before *string, nameStartsWith *string, orderBy *model.OrganizationOrder) (*model.OrganizationConnection, error) {
+	p, err := r.findOrganizations(ctx, incidentlib.PageArgs{First: first, After: after, Last: last, Before: before}, nameStartsWith, orderBy)
 	if err != nil {
 		return nil, err
 	}

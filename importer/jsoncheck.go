@@ -75,6 +75,7 @@ var incidentSchema = func() *schema {
 		"remediation": item, "action_items": item,
 		"organization_roles": {known: incidentlib.KnownMembers(incidentlib.OrgRole{})},
 		"text_origin":        {known: incidentlib.KnownMembers(incidentlib.TextOrigins{})},
+		"events":             {known: incidentlib.KnownMembers(incidentlib.Event{}), children: map[string]*schema{"text": text}},
 	}}
 	for _, f := range []string{"title", "summary", "lessons", "trigger", "detection", "symptoms_text"} {
 		s.children[f] = text

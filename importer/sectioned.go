@@ -306,6 +306,7 @@ func (l *loader) parseSectioned(f *file) ([]Record, []Problem, string) {
 			rows[i].Time, _ = truncate(rows[i].Time, 100)
 		}
 		setExtra(inc, "source_timeline", rows)
+		inc.Events = timelineEvents(rows) // sectioned_events.go
 	}
 
 	// Stats.

@@ -21,6 +21,7 @@ type Store interface {
 	incidentlib.StoreMonitor
 	incidentlib.TokenService
 	incidentlib.TaxonomyAdmin
+	incidentlib.IncidentAggregates
 }
 
 // Assemble builds the GraphQL resolver over store and search (nil: search
@@ -32,7 +33,7 @@ type Store interface {
 // cannot cover, so FastReads is off and cached responses expire
 // (Config.Upstream is set).
 func Assemble(store Store, incidents incidentlib.IncidentService, search incidentlib.SearchService, m *metrics.Metrics, cfg Config) (*Server, *graph.Resolver, error) {
-	res := &graph.Resolver{Incidents: store, Organizations: store, Snapshots: store, Taxonomy: store.Taxonomy(), Taxonomies: store, TaxonomyAdmin: store, LoaderMetrics: m, Search: search, TokenService: store}
+	res := &graph.Resolver{Incidents: store, Organizations: store, Snapshots: store, Taxonomy: store.Taxonomy(), Taxonomies: store, TaxonomyAdmin: store, LoaderMetrics: m, Search: search, TokenService: store, Aggregates: store}
 	if incidents != nil {
 		res.Incidents, res.Snapshots = incidents, nil
 		cfg.Upstream = true

@@ -164,6 +164,7 @@ func ExampleTabs() []ExampleTab {
 	if schema := graph.NewExecutableSchema(graph.Config{}).Schema(); schema.Query != nil && schema.Query.Fields.ForName("search") != nil {
 		tabs = append(tabs, searchExample)
 	}
+	tabs = append(tabs, dashboardExample) // graphiql_dashboard.go
 	return tabs
 }
 

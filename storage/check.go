@@ -82,6 +82,9 @@ func (db *DB) CheckAll(ctx context.Context) (problems, warnings []string, err er
 					}
 				}
 			}
+			for _, w := range inc.TimelineDisagreements() { // events against timeline durations (events.go)
+				warnings = append(warnings, fmt.Sprintf("incident %s: %s", inc.ID, w))
+			}
 			ids[n] = true
 			incs = append(incs, &inc)
 			want.add(n, &inc)
@@ -107,6 +110,7 @@ func (db *DB) CheckAll(ctx context.Context) (problems, warnings []string, err er
 			add("recurrence cycle: %s (recurrence_of links that loop; a feed or replica can bring them in: fix one record)",
 				strings.Join(cycle, " -> "))
 		}
+		warnings = append(warnings, withoutPendingDurations(tx, want.postings)...) // durations.go
 		want.compare(tx, add)
 		_ = tx.Bucket(bucketAliases).ForEach(func(k, v []byte) error {
 			from, to := binary.BigEndian.Uint32(k), binary.BigEndian.Uint32(v)

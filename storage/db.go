@@ -106,6 +106,7 @@ type DB struct {
 	taxes taxState // the store's taxonomy and organization aliases (taxonomy.go)
 	cache *lru.Cache[uint32, *cachedIncident]
 	seq   atomic.Uint64
+	dense denseCache // the postings the aggregates cross, as bitsets (dense.go)
 
 	// Now stamps updated_at on writes that do not keep it.
 	Now func() time.Time
@@ -313,6 +314,9 @@ func (db *DB) init() error {
 			if err := meta.Put(metaStoreID, []byte(hex.EncodeToString(id))); err != nil {
 				return err
 			}
+		}
+		if err := indexDurationsOnce(tx); err != nil { // durations.go
+			return err
 		}
 		return db.initTaxonomy(tx)
 	})

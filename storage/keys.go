@@ -275,5 +275,6 @@ func postingsOf(inc *incidentlib.Incident) []string {
 	if t, err := incidentlib.ParseDate(inc.Date); inc.Date != "" && err == nil {
 		p = append(p, postDated, postYear(t.Year()))
 	}
+	p = append(p, durationPostings(inc)...) // durations.go
 	return p
 }

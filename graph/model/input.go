@@ -45,6 +45,7 @@ type IncidentInput struct {
 	Verification      *incidentlib.Verification `json:"verification,omitempty"`
 	OrganizationRoles []*OrganizationRoleInput  `json:"organizationRoles,omitempty"`
 	TextOrigin        *TextOriginInput          `json:"textOrigin,omitempty"`
+	Events            []*TimelineEventInput     `json:"events,omitempty"` // events.go
 	Extra             json.RawMessage           `json:"extra,omitempty"`
 	ExpectedUpdatedAt *string                   `json:"expectedUpdatedAt,omitempty"`
 }
@@ -175,6 +176,7 @@ func (in *IncidentInput) Incident() (*incidentlib.Incident, incidentlib.Errors) 
 		}
 		inc.TextOrigin.Extra = extra(t.Extra, "textOrigin")
 	}
+	inc.Events = eventsOf(in.Events, text, extra) // events.go
 	return inc, es
 }
 
@@ -267,6 +269,7 @@ func InputOf(inc *incidentlib.Incident) *IncidentInput {
 		}
 		in.TextOrigin = ti
 	}
+	in.Events = eventInputs(inc.Events, text) // events.go
 	return in
 }
 

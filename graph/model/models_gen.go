@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/incidentlib/incidentlib"
 )
 
 // An object with a global id.
@@ -69,6 +71,13 @@ type OrganizationConnection struct {
 type OrganizationEdge struct {
 	Cursor string        `json:"cursor"`
 	Node   *Organization `json:"node"`
+}
+
+// Orders organizations; ties by slug ascending. direction defaults to ASC for
+// NAME, DESC for INCIDENT_COUNT and LATEST_INCIDENT.
+type OrganizationOrder struct {
+	Field     incidentlib.OrganizationOrderField `json:"field"`
+	Direction *OrderDirection                    `json:"direction,omitempty"`
 }
 
 type OrganizationPayload struct {
@@ -194,6 +203,71 @@ func (e *TaxonomyChangeAction) UnmarshalJSON(b []byte) error {
 }
 
 func (e TaxonomyChangeAction) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type TimelineEventKind string
+
+const (
+	TimelineEventKindStart        TimelineEventKind = "START"
+	TimelineEventKindDetected     TimelineEventKind = "DETECTED"
+	TimelineEventKindEscalated    TimelineEventKind = "ESCALATED"
+	TimelineEventKindMitigated    TimelineEventKind = "MITIGATED"
+	TimelineEventKindResolved     TimelineEventKind = "RESOLVED"
+	TimelineEventKindCommunicated TimelineEventKind = "COMMUNICATED"
+	TimelineEventKindOther        TimelineEventKind = "OTHER"
+)
+
+var AllTimelineEventKind = []TimelineEventKind{
+	TimelineEventKindStart,
+	TimelineEventKindDetected,
+	TimelineEventKindEscalated,
+	TimelineEventKindMitigated,
+	TimelineEventKindResolved,
+	TimelineEventKindCommunicated,
+	TimelineEventKindOther,
+}
+
+func (e TimelineEventKind) IsValid() bool {
+	switch e {
+	case TimelineEventKindStart, TimelineEventKindDetected, TimelineEventKindEscalated, TimelineEventKindMitigated, TimelineEventKindResolved, TimelineEventKindCommunicated, TimelineEventKindOther:
+		return true
+	}
+	return false
+}
+
+func (e TimelineEventKind) String() string {
+	return string(e)
+}
+
+func (e *TimelineEventKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = TimelineEventKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid TimelineEventKind", str)
+	}
+	return nil
+}
+
+func (e TimelineEventKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *TimelineEventKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e TimelineEventKind) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

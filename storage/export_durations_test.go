@@ -1,0 +1,26 @@
+package storage
+
+import (
+	"bytes"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// DropDurationIndex removes the duration postings and their marker, as a
+// store written before the index holds none.
+func DropDurationIndex(db *DB) error {
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		pb := tx.Bucket(bucketPostings)
+		var names [][]byte
+		c := pb.Cursor()
+		for k, _ := c.Seek([]byte(prefixDuration)); k != nil && bytes.HasPrefix(k, []byte(prefixDuration)); k, _ = c.Next() {
+			names = append(names, bytes.Clone(k))
+		}
+		for _, k := range names {
+			if err := pb.Delete(k); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketMeta).Delete(metaDurations)
+	})
+}

@@ -1,0 +1,47 @@
+package storage
+
+import (
+	"context"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// The reverse of related: the incidents whose related names a given one,
+// read from the relatedrev bucket (target + source keys), which every
+// write keeps in its transaction (index and unindex in write.go), merges
+// and deletes included.
+
+// RelatedByIDs returns, for each id, the ids of the incidents whose
+// related names it, in id order, counting only the incidents lists show by
+// default. Unknown or malformed ids get none. It reads in one transaction.
+func (db *DB) RelatedByIDs(ctx context.Context, ids []string) ([][]string, error) {
+	out := make([][]string, len(ids))
+	err := db.view(ctx, func(tx *bolt.Tx) error {
+		links := newLinkReader(tx, bucketRelatedRev)
+		listed := listedSet(tx)
+		for i, id := range ids {
+			n, ok := incidentlib.ParseID(id)
+			if !ok {
+				continue
+			}
+			for _, s := range links.sources(n) {
+				if s != n && listed.Contains(s) {
+					out[i] = append(out[i], incidentlib.FormatID(s))
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// listedSet is the set of incidents that lists show by default (the
+// match of an empty filter), valid inside tx only.
+func listedSet(tx *bolt.Tx) *roaring.Bitmap { return readPosting(tx, postAll) }
+
+func (s *snapshot) RelatedByIDs(_ context.Context, ids []string) ([][]string, error) {
+	return s.db.RelatedByIDs(s, ids)
+}
