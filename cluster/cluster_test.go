@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -416,3 +418,64 @@ func (b *logBuffer) String() string {
 }
 
 func (b *logBuffer) contains(s string) bool { return strings.Contains(b.String(), s) }
+
+// A node whose store and JetStream directory are wiped starts from the
+// cluster's latest snapshot and follows the stream from its position.
+func TestWipedNodeStartsFromSnapshot(t *testing.T) {
+	c := startCluster(t, 3)
+	incs := incidents(t, 9, 6)
+	for _, inc := range incs[:6] {
+		if _, err := c.members[0].mb.Writer.UpsertIncident(editor("a"), inc, incidentlib.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := c.members[0]
+	ctx := context.Background()
+	if err := src.mb.Node.PublishSnapshot(ctx, src.mb.Applier.Applied(), func(w io.Writer) error {
+		_, err := src.db.Backup(ctx, w)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, inc := range incs[6:] {
+		if _, err := c.members[1].mb.Writer.UpsertIncident(editor("a"), inc, incidentlib.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wiped := c.members[2]
+	c.stop(wiped)
+	for _, p := range []string{wiped.dbPath, wiped.jsDir} {
+		if err := os.RemoveAll(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	node, err := cluster.Start(ctx, c.config(wiped))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, ok, err := node.Bootstrap(ctx, wiped.dbPath, time.Second)
+	if err != nil || !ok || seq == 0 {
+		node.Close()
+		t.Fatalf("bootstrap: seq %d, ok %v, %v", seq, ok, err)
+	}
+	db, err := storage.Open(wiped.dbPath, storage.Options{Taxonomy: seeds.MustTaxonomy()})
+	if err != nil {
+		node.Close()
+		t.Fatal(err)
+	}
+	wiped.db = db
+	if at, _, _ := db.LogSeq(ctx); at != seq {
+		t.Errorf("the snapshot holds log position %d, its metadata says %d", at, seq)
+	}
+	tax, maxRecord := db.RecordRules()
+	if wiped.mb, err = cluster.Attach(ctx, node, db, db, tax, maxRecord, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.waitReady(wiped)
+	last, err := c.members[0].mb.Node.LastSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.level(last)
+	c.same()
+}

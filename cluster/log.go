@@ -156,7 +156,9 @@ func (n *Node) LastSeq(ctx context.Context) (uint64, error) {
 		return 0, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster is unavailable: %v", err)
 	}
 	n.quorum.set(info.Cluster == nil || info.Cluster.Leader != "")
-	n.metrics.setLeader(info.Cluster != nil && info.Cluster.Leader == n.cfg.NodeName)
+	leader := info.Cluster != nil && info.Cluster.Leader == n.cfg.NodeName
+	n.leader.Store(leader)
+	n.metrics.setLeader(leader)
 	return info.State.LastSeq, nil
 }
 
@@ -331,3 +333,7 @@ func headerInt(h nats.Header, key string) int {
 }
 
 var _ = fmt.Sprint
+
+// Leader reports whether this node's server led the stream when last
+// asked.
+func (n *Node) Leader() bool { return n.leader.Load() }

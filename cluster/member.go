@@ -34,18 +34,27 @@ type Member struct {
 // the writer's stamps), tax and maxRecord are its record rules; m may be
 // nil.
 func Join(ctx context.Context, cfg Config, store Store, reader incidentlib.IncidentService, tax *incidentlib.Taxonomy, maxRecord int, m *Metrics) (*Member, error) {
-	cfg.defaults()
+	node, err := Start(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return Attach(ctx, node, store, reader, tax, maxRecord, m)
+}
+
+// Attach is Join with a node already started (Start), for a caller that
+// needs the node before it opens the store (FetchSnapshot). On error the
+// node is closed.
+func Attach(ctx context.Context, node *Node, store Store, reader incidentlib.IncidentService, tax *incidentlib.Taxonomy, maxRecord int, m *Metrics) (*Member, error) {
+	cfg := node.cfg
 	if _, logged, err := store.LogSeq(ctx); err != nil {
+		node.Close()
 		return nil, err
 	} else if !logged {
 		// A cluster node's store from now on: offline writers refuse it.
 		if err := store.SkipLogged(ctx, 0, nil); err != nil {
+			node.Close()
 			return nil, err
 		}
-	}
-	node, err := Start(ctx, cfg)
-	if err != nil {
-		return nil, err
 	}
 	node.metrics = m
 	app, err := NewApplier(ctx, store, m, node.log)

@@ -25,6 +25,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -174,6 +175,7 @@ type Node struct {
 	quorum quorum
 	// metrics, if set, get whether this node leads the stream.
 	metrics *Metrics
+	leader  atomic.Bool
 }
 
 // Start starts the node: the embedded server (routes to the peers), the

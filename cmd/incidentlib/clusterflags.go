@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -33,25 +34,27 @@ type clusterFlags struct {
 	natsURL, natsCreds                    *string
 	writeTimeout, startTimeout, dedupe    *time.Duration
 	replicas                              *int
+	snapshotEvery                         *time.Duration
 }
 
 func addClusterFlags(f *flags) *clusterFlags {
 	c := &clusterFlags{
-		name:         f.str("cluster-name", "incidentlib", "the cluster's name (the NATS cluster name): letters, digits, - and _"),
-		node:         f.str("node-name", "", "this node's name, unique in the cluster (the NATS server name); default the host name"),
-		listen:       f.str("cluster-listen", "", "HOST:PORT of this node's route listener: runs an embedded NATS server joined to --cluster-peers (cluster mode)"),
-		advertise:    f.str("cluster-advertise", "", "HOST:PORT the peers are told to reach this node's routes at (behind NAT, a proxy or a Kubernetes service); default --cluster-listen"),
-		peers:        f.str("cluster-peers", "", "the route addresses HOST:PORT,HOST:PORT,... of the cluster's nodes (a node may list itself)"),
-		secretFile:   f.str("cluster-secret-file", "", "file holding the cluster's shared secret (one line, at least 16 bytes): routes that do not present it are refused; required with --cluster-listen"),
-		tlsCert:      f.str("cluster-tls-cert", "", "PEM certificate of this node's routes (TLS both ways; with --cluster-tls-key and --cluster-tls-ca)"),
-		tlsKey:       f.str("cluster-tls-key", "", "PEM private key of --cluster-tls-cert"),
-		tlsCA:        f.str("cluster-tls-ca", "", "PEM certificate authority the peers' route certificates must chain to"),
-		natsURL:      f.str("nats", "", "URL of an existing NATS cluster with JetStream to use instead of an embedded server (cluster mode)"),
-		natsCreds:    f.str("nats-creds", "", "NATS credentials file for --nats"),
-		writeTimeout: f.duration("cluster-write-timeout", cluster.DefaultWriteTimeout, false, "how long a write waits for the cluster's acknowledgement before it answers OUTCOME_UNKNOWN"),
-		startTimeout: f.duration("cluster-start-timeout", cluster.DefaultStartTimeout, false, "how long a starting node waits for a quorum before it serves its own store, marked stale"),
-		dedupe:       f.duration("cluster-dedupe-window", cluster.DefaultDedupeWindow, false, "how long the stream remembers idempotency keys: a retry within it applies at most once"),
-		replicas:     f.count("cluster-replicas", cluster.DefaultReplicas, 1, "copies of the stream of writes, in servers (at most the cluster's nodes, at most 5)"),
+		name:          f.str("cluster-name", "incidentlib", "the cluster's name (the NATS cluster name): letters, digits, - and _"),
+		node:          f.str("node-name", "", "this node's name, unique in the cluster (the NATS server name); default the host name"),
+		listen:        f.str("cluster-listen", "", "HOST:PORT of this node's route listener: runs an embedded NATS server joined to --cluster-peers (cluster mode)"),
+		advertise:     f.str("cluster-advertise", "", "HOST:PORT the peers are told to reach this node's routes at (behind NAT, a proxy or a Kubernetes service); default --cluster-listen"),
+		peers:         f.str("cluster-peers", "", "the route addresses HOST:PORT,HOST:PORT,... of the cluster's nodes (a node may list itself)"),
+		secretFile:    f.str("cluster-secret-file", "", "file holding the cluster's shared secret (one line, at least 16 bytes): routes that do not present it are refused; required with --cluster-listen"),
+		tlsCert:       f.str("cluster-tls-cert", "", "PEM certificate of this node's routes (TLS both ways; with --cluster-tls-key and --cluster-tls-ca)"),
+		tlsKey:        f.str("cluster-tls-key", "", "PEM private key of --cluster-tls-cert"),
+		tlsCA:         f.str("cluster-tls-ca", "", "PEM certificate authority the peers' route certificates must chain to"),
+		natsURL:       f.str("nats", "", "URL of an existing NATS cluster with JetStream to use instead of an embedded server (cluster mode)"),
+		natsCreds:     f.str("nats-creds", "", "NATS credentials file for --nats"),
+		writeTimeout:  f.duration("cluster-write-timeout", cluster.DefaultWriteTimeout, false, "how long a write waits for the cluster's acknowledgement before it answers OUTCOME_UNKNOWN"),
+		startTimeout:  f.duration("cluster-start-timeout", cluster.DefaultStartTimeout, false, "how long a starting node waits for a quorum before it serves its own store, marked stale"),
+		dedupe:        f.duration("cluster-dedupe-window", cluster.DefaultDedupeWindow, false, "how long the stream remembers idempotency keys: a retry within it applies at most once"),
+		snapshotEvery: f.duration("cluster-snapshot-interval", time.Hour, true, "how often the stream's leader stores a snapshot of its store, from which new and wiped nodes start; 0 turns it off"),
+		replicas:      f.count("cluster-replicas", cluster.DefaultReplicas, 1, "copies of the stream of writes, in servers (at most the cluster's nodes, at most 5)"),
 	}
 	f.checks = append(f.checks, c.check)
 	return c
@@ -151,24 +154,111 @@ func routeTLS(certFile, keyFile, caFile string) (*tls.Config, error) {
 // joinCluster makes serve's store a cluster node's: the member follows
 // the log into db, and a new cluster's seeds are published once through
 // the empty stream.
-func (c *clusterFlags) join(ctx context.Context, db *storage.DB, seed bool, reg prometheus.Registerer, logger *slog.Logger) (*cluster.Member, error) {
-	cfg, err := c.config(db.Path(), logger)
-	if err != nil {
-		return nil, err
-	}
+func (c *clusterFlags) join(ctx context.Context, node *cluster.Node, db *storage.DB, seed bool, reg prometheus.Registerer, logger *slog.Logger) (*cluster.Member, error) {
 	m, err := cluster.NewMetrics(reg)
 	if err != nil {
+		node.Close()
 		return nil, err
 	}
 	tax, maxRecord := db.RecordRules()
-	mb, err := cluster.Join(ctx, cfg, db, db, tax, maxRecord, m)
+	mb, err := cluster.Attach(ctx, node, db, db, tax, maxRecord, m)
 	if err != nil {
 		return nil, err
 	}
-	if seed {
-		go publishSeeds(ctx, mb, logger)
+	go func() {
+		publishInitial(ctx, mb, db, logger) // before the seeds: a library made a cluster needs none
+		if seed {
+			publishSeeds(ctx, mb, logger)
+		}
+	}()
+	if *c.snapshotEvery > 0 {
+		go publishSnapshots(ctx, mb, db, *c.snapshotEvery, logger)
 	}
 	return mb, nil
+}
+
+// start starts the node before its store opens: a node without a store
+// file (new, or wiped) starts from the cluster's latest snapshot, then
+// follows the stream from the snapshot's position.
+func (c *clusterFlags) start(ctx context.Context, dbPath string, logger *slog.Logger) (*cluster.Node, error) {
+	cfg, err := c.config(dbPath, logger)
+	if err != nil {
+		return nil, err
+	}
+	node, err := cluster.Start(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(dbPath); !errors.Is(err, os.ErrNotExist) {
+		return node, nil
+	}
+	seq, ok, err := node.Bootstrap(ctx, dbPath, snapshotWait)
+	switch {
+	case incidentlib.ErrorCode(err) == incidentlib.EUNAVAILABLE:
+		logger.Warn("no quorum to fetch a snapshot from: this new node starts empty and follows the whole stream", "err", err)
+	case err != nil:
+		node.Close()
+		return nil, fmt.Errorf("fetch the cluster's snapshot: %w", err)
+	case ok:
+		logger.Info("started from the cluster's snapshot", "log_seq", seq, "db", dbPath)
+	}
+	return node, nil
+}
+
+// snapshotWait is how long a new node of a new cluster (an empty stream)
+// waits for the snapshot `cluster init` publishes before it starts empty.
+const snapshotWait = 10 * time.Second
+
+// publishInitial publishes the first snapshot of a library made a
+// cluster by `cluster init` (a store at log position 0 that holds
+// incidents), unless the cluster has one.
+func publishInitial(ctx context.Context, mb *cluster.Member, db *storage.DB, logger *slog.Logger) {
+	if mb.Applier.Applied() != 0 {
+		return
+	}
+	n, err := db.CountIncidents(ctx, incidentlib.IncidentFilter{})
+	if err != nil || n == 0 {
+		return
+	}
+	if err := mb.Node.WaitQuorum(ctx); err != nil {
+		logger.Warn("no quorum to publish this library's snapshot", "err", err)
+		return
+	}
+	if has, err := mb.Node.HasSnapshot(ctx); err != nil || has {
+		return
+	}
+	if last, err := mb.Node.LastSeq(ctx); err != nil || last > 0 {
+		logger.Warn("the cluster's stream holds writes already: this library's snapshot is not published", "incidents", n)
+		return
+	}
+	err = mb.Node.PublishSnapshot(ctx, 0, func(w io.Writer) error { _, err := db.Backup(ctx, w); return err })
+	if err != nil {
+		logger.Error("publishing this library's snapshot", "err", err)
+		return
+	}
+	logger.Info("published this library as the cluster's first snapshot", "incidents", n)
+}
+
+// publishSnapshots stores a snapshot of the node's store every interval
+// while this node leads the stream (one node at a time takes them).
+func publishSnapshots(ctx context.Context, mb *cluster.Member, db *storage.DB, every time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !mb.Node.Leader() {
+			continue
+		}
+		seq := mb.Applier.Applied()
+		err := mb.Node.PublishSnapshot(ctx, seq, func(w io.Writer) error { _, err := db.Backup(ctx, w); return err })
+		if err != nil {
+			logger.Warn("the cluster's snapshot", "err", err)
+		}
+	}
 }
 
 // publishSeeds publishes the seed incidents into a new cluster's empty
@@ -182,6 +272,9 @@ func publishSeeds(ctx context.Context, mb *cluster.Member, logger *slog.Logger) 
 	last, err := mb.Node.LastSeq(ctx)
 	if err != nil || last > 0 {
 		return
+	}
+	if has, err := mb.Node.HasSnapshot(ctx); err != nil || has {
+		return // the cluster started from a library (cluster init)
 	}
 	incs, err := seeds.Incidents()
 	if err != nil {

@@ -167,7 +167,16 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	var node *cluster.Node // a cluster node's, started before its store opens (a new one fetches a snapshot)
+	if cf.enabled() {
+		if node, err = cf.start(ctx, *sf.path, logger); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
 	db, err := sf.openObserved(false, m.ObserveCommit, logger, int(*lf.maxRecord))
+	if err != nil && node != nil {
+		node.Close()
+	}
 	if err != nil {
 		// A damaged or empty file: the message names the file (and the
 		// page) and says what to do; serve does not start on it.
@@ -178,8 +187,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		logger.Warn(p.String(), "db", db.Path())
 	}
 	var member *cluster.Member // a cluster node's: writes go through the cluster's log
-	if cf.enabled() {
-		if member, err = cf.join(ctx, db, *seed == "auto", reg, logger); err != nil {
+	if node != nil {
+		if member, err = cf.join(ctx, node, db, *seed == "auto", reg, logger); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
 		defer member.Close()

@@ -44,6 +44,7 @@ commands:
   linkcheck check every source link of a store and record status, time and final URL
   seeds     seeds update: bring an existing store's seed incidents to this binary's seed records
   token     add, list or revoke the API tokens of editors, reviewers and admins
+  cluster   cluster init: make an existing library the first snapshot of a cluster (docs/cluster.md)
 
 Run 'incidentlib COMMAND -h' for a command's flags. Every flag can also be
 set with an environment variable INCIDENTLIB_<FLAG> (dashes as underscores).
@@ -58,7 +59,7 @@ var commands = map[string]command{
 	"serve": runServe, "export": runExport, "check": runCheck, "compact": runCompact,
 	"reindex": runReindex, "backup": runBackup, "gen": runGen, "linkcheck": runLinkcheck,
 	"seeds": runSeeds,
-	"token": runToken,
+	"token": runToken, "cluster": runCluster,
 }
 
 // run is the whole program; main only wires signals and the process.
