@@ -36,6 +36,7 @@ type Result struct {
 // request of this node that published it.
 type Applier struct {
 	store   Store
+	node    *Node // reads an import's chunks back
 	log     *slog.Logger
 	metrics *Metrics
 
@@ -186,6 +187,13 @@ func (a *Applier) applyOnce(ctx context.Context, m Message) Result {
 			res.Incident, res.Err = a.store.ReviewIncident(wctx, w.ID, w.Reviewer, opts)
 		case OpImport:
 			res.Imported, res.Err = a.store.ImportIncidents(wctx, w.Records, incidentlib.ImportOptions{KeepUpdatedAt: w.KeepUpdatedAt, OnlyIfNew: w.OnlyIfNew, Merges: w.Merges})
+		case OpImportChunk:
+			// Applied with its commit: the position passes it.
+		case OpImportCommit:
+			var recs []*incidentlib.Incident
+			if recs, res.Err = a.chunks(ctx, m.Seq, w.Chunks); res.Err == nil {
+				res.Imported, res.Err = a.store.ImportIncidents(wctx, recs, incidentlib.ImportOptions{KeepUpdatedAt: w.KeepUpdatedAt, OnlyIfNew: w.OnlyIfNew, Merges: w.Merges})
+			}
 		default:
 			res.Err = incidentlib.Errorf(incidentlib.EINVALID, "message %d: unknown write %q", m.Seq, w.Op)
 		}
@@ -205,4 +213,32 @@ func (a *Applier) applyOnce(ctx context.Context, m Message) Result {
 		}
 	}
 	return res
+}
+
+// chunks reads an import's chunks back from the log, in order: each must
+// be an import chunk before the commit at seq.
+func (a *Applier) chunks(ctx context.Context, seq uint64, seqs []uint64) ([]*incidentlib.Incident, error) {
+	if a.node == nil {
+		return nil, incidentlib.Errorf(incidentlib.EINTERNAL, "the applier reads no log")
+	}
+	var recs []*incidentlib.Incident
+	for _, s := range seqs {
+		if s >= seq {
+			return nil, incidentlib.Errorf(incidentlib.EINVALID, "import commit %d names chunk %d, not before it", seq, s)
+		}
+		data, err := a.node.GetMsg(ctx, s)
+		if incidentlib.ErrorCode(err) == incidentlib.EUNAVAILABLE {
+			// Not a refusal: applied by the other nodes, tried again here.
+			return nil, fmt.Errorf("read import chunk %d: %s", s, incidentlib.ErrorMessage(err))
+		}
+		if err != nil {
+			return nil, err
+		}
+		var w Write
+		if err := json.Unmarshal(data, &w); err != nil || w.Op != OpImportChunk {
+			return nil, incidentlib.Errorf(incidentlib.EINVALID, "import commit %d names message %d, which is no import chunk", seq, s)
+		}
+		recs = append(recs, w.Records...)
+	}
+	return recs, nil
 }

@@ -479,3 +479,25 @@ func TestWipedNodeStartsFromSnapshot(t *testing.T) {
 	c.level(last)
 	c.same()
 }
+
+// An import larger than a message goes in chunks and applies at its
+// commit, all or nothing, identically everywhere.
+func TestImportInChunks(t *testing.T) {
+	c := startCluster(t, 3)
+	incs := incidents(t, 600, 7)
+	res, err := c.members[1].mb.Writer.ImportIncidents(editor("a"), incs, incidentlib.ImportOptions{KeepUpdatedAt: true})
+	if err != nil || res.Created != len(incs) {
+		t.Fatalf("import: %+v %v", res, err)
+	}
+	last, err := c.members[0].mb.Node.LastSeq(context.Background())
+	if err != nil || last < 3 {
+		t.Fatalf("the import took %d messages (%v): want chunks and a commit", last, err)
+	}
+	c.level(last)
+	c.same()
+	for _, m := range c.members {
+		if n, _ := m.db.CountIncidents(context.Background(), incidentlib.IncidentFilter{}); n != len(incs) {
+			t.Errorf("%s holds %d incidents, want %d", m.name, n, len(incs))
+		}
+	}
+}

@@ -337,3 +337,19 @@ var _ = fmt.Sprint
 // Leader reports whether this node's server led the stream when last
 // asked.
 func (n *Node) Leader() bool { return n.leader.Load() }
+
+// GetMsg returns the data of the message at seq, from the stream's
+// leader.
+func (n *Node) GetMsg(ctx context.Context, seq uint64) ([]byte, error) {
+	if err := n.ensureStream(ctx); err != nil {
+		return nil, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster is unavailable: %v", err)
+	}
+	m, err := n.stream.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, incidentlib.Errorf(incidentlib.EINVALID, "the log holds no message %d", seq)
+	}
+	if err != nil {
+		return nil, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster is unavailable: %v", err)
+	}
+	return m.Data, nil
+}

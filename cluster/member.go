@@ -62,6 +62,7 @@ func Attach(ctx context.Context, node *Node, store Store, reader incidentlib.Inc
 		node.Close()
 		return nil, err
 	}
+	app.node = node
 	mb := &Member{Node: node, Applier: app, Writer: NewWriter(node, app, reader, tax, maxRecord), metrics: m, readyC: make(chan struct{})}
 	m.SetQuorum(false)
 	node.WatchQuorum(time.Second, m.SetQuorum)

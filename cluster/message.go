@@ -33,6 +33,11 @@ const (
 	OpDelete Op = "delete"
 	OpReview Op = "review"
 	OpImport Op = "import"
+	// OpImportChunk carries part of an import too large for one message;
+	// applying it writes nothing. OpImportCommit names the chunks' log
+	// positions and applies them all in one transaction, or none.
+	OpImportChunk  Op = "import_chunk"
+	OpImportCommit Op = "import_commit"
 )
 
 // Write is one message of the log: a write of the library as the node that
@@ -60,6 +65,8 @@ type Write struct {
 	KeepUpdatedAt bool              `json:"keep_updated_at,omitempty"`
 	OnlyIfNew     bool              `json:"only_if_new,omitempty"`
 	Merges        map[string]string `json:"merges,omitempty"`
+	// Chunks are the log positions of an import's chunks (OpImportCommit).
+	Chunks []uint64 `json:"chunks,omitempty"`
 }
 
 func (w *Write) encode() ([]byte, error) { return json.Marshal(w) }

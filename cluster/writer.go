@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -97,11 +98,64 @@ func (wr *Writer) ImportIncidents(ctx context.Context, incs []*incidentlib.Incid
 	if len(es) > 0 {
 		return nil, es
 	}
-	res, err := wr.write(ctx, SubjectLibrary, &Write{Op: OpImport, Records: incs, KeepUpdatedAt: opts.KeepUpdatedAt, OnlyIfNew: opts.OnlyIfNew, Merges: opts.Merges})
+	w := &Write{Op: OpImport, Records: incs, KeepUpdatedAt: opts.KeepUpdatedAt, OnlyIfNew: opts.OnlyIfNew, Merges: opts.Merges}
+	if data, err := w.encode(); err == nil && len(data) > chunkBytes {
+		chunks, err := wr.publishChunks(ctx, incs)
+		if err != nil {
+			return nil, err
+		}
+		w.Op, w.Records, w.Chunks = OpImportCommit, nil, chunks
+	}
+	res, err := wr.write(ctx, SubjectLibrary, w)
 	if err != nil {
 		return nil, err
 	}
 	return res.Imported, res.Err
+}
+
+// chunkBytes is the most an import puts in one message.
+const chunkBytes = MaxMessageBytes / 2
+
+// publishChunks publishes the records of an import too large for one
+// message in chunks, each its own message, and returns their log
+// positions for the commit. Chunks without a commit are never applied.
+func (wr *Writer) publishChunks(ctx context.Context, incs []*incidentlib.Incident) ([]uint64, error) {
+	var seqs []uint64
+	hdr := nats.Header{HeaderFormat: {strconv.Itoa(FormatVersion)}, HeaderRules: {strconv.Itoa(RulesVersion)}}
+	key := idempotencyKeyOf(ctx, OpImportChunk, "")
+	send := func(part []*incidentlib.Incident) error {
+		data, err := (&Write{Op: OpImportChunk, Records: part}).encode()
+		if err != nil {
+			return err
+		}
+		seq, _, err := wr.node.Publish(ctx, SubjectLibrary, fmt.Sprintf("%s:%d", key, len(seqs)), nil, hdr, data)
+		if err != nil {
+			return err
+		}
+		seqs = append(seqs, seq)
+		return nil
+	}
+	var part []*incidentlib.Incident
+	size := 0
+	for _, inc := range incs {
+		data, err := json.Marshal(inc)
+		if err != nil {
+			return nil, err
+		}
+		if size+len(data) > chunkBytes && len(part) > 0 {
+			if err := send(part); err != nil {
+				return nil, err
+			}
+			part, size = nil, 0
+		}
+		part, size = append(part, inc), size+len(data)+1
+	}
+	if len(part) > 0 {
+		if err := send(part); err != nil {
+			return nil, err
+		}
+	}
+	return seqs, nil
 }
 
 // write publishes w on subject and waits for this node's apply of it.
