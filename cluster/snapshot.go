@@ -156,8 +156,15 @@ func (n *Node) Bootstrap(ctx context.Context, path string, wait time.Duration) (
 		return 0, false, err
 	}
 	deadline := time.Now().Add(wait)
+	retryUntil := time.Now().Add(n.cfg.StartTimeout)
 	for {
 		seq, ok, err := n.FetchSnapshot(ctx, path)
+		if errors.Is(err, jetstream.ErrDigestMismatch) && time.Now().Before(retryUntil) {
+			// Read from a copy of the object store that is still catching
+			// up (this node's own, when it was wiped): read again.
+			time.Sleep(500 * time.Millisecond)
+			continue
+		}
 		if err != nil || ok {
 			return seq, ok, err
 		}
