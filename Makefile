@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin/incidentlib
 PKGS := ./...
 
-.PHONY: run build test test-cluster image test-short generate check-generate bench fuzz lint fmt clean
+.PHONY: run build test test-cluster image test-short test-long generate check-generate bench fuzz lint fmt clean
 
 run: build
 	$(BIN) serve --addr 127.0.0.1:8080 --db ./data/incidentlib.db
@@ -38,6 +38,10 @@ image:
 
 test-short:
 	$(GO) test -count=1 -short $(PKGS)
+
+# Large random runs (build tag long, tests named Long): not in make test.
+test-long:
+	$(GO) test -count=1 -tags long -run Long -timeout 30m $(PKGS)
 
 generate:
 	$(GO) generate ./graph

@@ -20,6 +20,90 @@ import (
 // them off the front and keeps the record byte for byte, even one that has
 // extra fields of the same names.
 
+// The history feed (a replica's or an admin's token: every version, not
+// only the latest) adds the version's history entry as the member "entry"
+// right after "deleted", before the record's members or the tombstone's
+// id:
+//
+//	{"seq":14,"deleted":false,"entry":{"version":3,"action":"UPDATE",...},"id":"IL-0213",...}
+//
+// A version whose record was purged carries "purged":true in its entry and
+// only the id.
+
+// feedEntry is the wire form of a history entry on the feed.
+type feedEntry struct {
+	Version int          `json:"version"`
+	Action  ChangeAction `json:"action"`
+	At      string       `json:"at"`
+	Author  string       `json:"author"`
+	Role    string       `json:"role,omitempty"`
+	Changed []string     `json:"changed,omitempty"`
+	Comment string       `json:"comment,omitempty"`
+	Target  int          `json:"target,omitempty"`
+	Purged  bool         `json:"purged,omitempty"`
+}
+
+// WriteVersionLine writes one line of the history feed: c's sequence,
+// its entry (c.Entry) and its record's canonical IL-JSON (c.Record; nil
+// for a tombstone or a purged version).
+func WriteVersionLine(bw *bufio.Writer, c Change) error {
+	if c.Entry == nil {
+		return WriteRawChangeLine(bw, c.Seq, c.Deleted, c.ID, c.Record)
+	}
+	e := c.Entry
+	purged := !c.Deleted && (len(c.Record) < 2 || c.Record[0] != '{')
+	eb, err := json.Marshal(feedEntry{Version: e.Version, Action: e.Action, At: e.At, Author: e.Author, Role: e.AuthorRole,
+		Changed: e.ChangedFields, Comment: e.Comment, Target: e.Target, Purged: purged})
+	if err != nil {
+		return err
+	}
+	bw.WriteString(`{"seq":`)
+	bw.WriteString(strconv.FormatUint(c.Seq, 10))
+	if c.Deleted {
+		bw.WriteString(`,"deleted":true,"entry":`)
+	} else {
+		bw.WriteString(`,"deleted":false,"entry":`)
+	}
+	bw.Write(eb)
+	if c.Deleted || purged {
+		bw.WriteString(`,"id":`)
+		b, _ := json.Marshal(c.ID)
+		bw.Write(b)
+		_, err := bw.WriteString("}\n")
+		return err
+	}
+	bw.WriteByte(',')
+	bw.Write(c.Record[1:])
+	return bw.WriteByte('\n')
+}
+
+// cutEntry takes a leading "entry" member off the members of a feed line.
+func cutEntry(rest []byte) (*feedEntry, []byte, error) {
+	r, ok := bytes.CutPrefix(rest, []byte(`"entry":`))
+	if !ok {
+		return nil, rest, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(r))
+	var e feedEntry
+	if err := dec.Decode(&e); err != nil {
+		return nil, nil, fmt.Errorf("the history entry: %w", err)
+	}
+	r = r[dec.InputOffset():]
+	if len(r) == 0 || r[0] != ',' {
+		return nil, nil, errors.New(`the history entry must be followed by the record's members or "id"`)
+	}
+	return &e, r[1:], nil
+}
+
+func (e *feedEntry) change(c *Change) {
+	if e == nil {
+		return
+	}
+	c.Version, c.Action = e.Version, e.Action
+	c.Entry = &IncidentVersion{ID: c.ID, Version: e.Version, At: e.At, Author: e.Author, AuthorRole: e.Role, Action: e.Action,
+		ChangedFields: e.Changed, Comment: e.Comment, Deleted: c.Deleted, Target: e.Target}
+}
+
 // WriteChangeLine writes one feed line.
 func WriteChangeLine(bw *bufio.Writer, seq uint64, deleted bool, id string, inc *Incident) error {
 	bw.WriteString(`{"seq":`)
@@ -79,25 +163,38 @@ func ParseChangeLine(line []byte) (Change, error) {
 		b := make([]byte, 0, len(members)+1)
 		return append(append(b, '{'), members...)
 	}
-	switch {
-	case bytes.HasPrefix(rest, feedDeleted):
+	deleted := bytes.HasPrefix(rest, feedDeleted)
+	if !deleted && !bytes.HasPrefix(rest, feedRecord) {
+		return Change{}, fmt.Errorf("change line %d: \"deleted\" must follow \"seq\"", seq)
+	}
+	members := rest[len(feedRecord):]
+	if deleted {
+		members = rest[len(feedDeleted):]
+	}
+	entry, members, err := cutEntry(members)
+	if err != nil {
+		return Change{}, fmt.Errorf("change line %d: %w", seq, err)
+	}
+	if deleted || (entry != nil && entry.Purged) {
 		var t struct {
 			ID string `json:"id"`
 		}
-		if err := json.Unmarshal(obj(rest[len(feedDeleted):]), &t); err != nil || t.ID == "" {
+		if err := json.Unmarshal(obj(members), &t); err != nil || t.ID == "" {
 			return Change{}, fmt.Errorf("the tombstone of change %d does not name an incident", seq)
 		}
-		return Change{Seq: seq, Deleted: true, ID: t.ID}, nil
-	case bytes.HasPrefix(rest, feedRecord):
-		// The primary wrote canonical IL-JSON: decode it without the
-		// duplicate-member walk of an import.
-		inc := new(Incident)
-		if err := json.Unmarshal(obj(rest[len(feedRecord):]), inc); err != nil {
-			return Change{}, fmt.Errorf("the record of change %d: %s", seq, jsonErrorWhere(rest, err))
-		}
-		return Change{Seq: seq, ID: inc.ID, Incident: inc}, nil
+		c := Change{Seq: seq, Deleted: deleted, ID: t.ID}
+		entry.change(&c)
+		return c, nil
 	}
-	return Change{}, fmt.Errorf("change line %d: \"deleted\" must follow \"seq\"", seq)
+	// The primary wrote canonical IL-JSON: decode it without the
+	// duplicate-member walk of an import.
+	inc := new(Incident)
+	if err := json.Unmarshal(obj(members), inc); err != nil {
+		return Change{}, fmt.Errorf("the record of change %d: %s", seq, jsonErrorWhere(members, err))
+	}
+	c := Change{Seq: seq, ID: inc.ID, Incident: inc}
+	entry.change(&c)
+	return c, nil
 }
 
 // ParseChangeHead reads the start of a change line, as far as it goes: the

@@ -146,7 +146,13 @@ type Incident struct {
 	TextOrigin        TextOrigins  `json:"text_origin,omitempty"`
 	// Events is the typed timeline (events.go), in order.
 	Events []Event `json:"events,omitempty"`
-	Extra  Extra   `json:"-"`
+	// History (history.go), all optional and kept by the store: when the
+	// incident was created (empty where unknown), its review state (empty
+	// reads as State says) and its version (0 reads as 1).
+	CreatedAt   string      `json:"created_at,omitempty"`
+	ReviewState ReviewState `json:"review_state,omitempty"`
+	Version     int         `json:"version,omitempty"`
+	Extra       Extra       `json:"-"`
 }
 
 // Extra holds the fields of a JSON object that the program does not know,
@@ -190,6 +196,9 @@ type incidentJSON struct {
 	OrganizationRoles []OrgRole    `json:"organization_roles,omitempty"`
 	TextOrigin        *TextOrigins `json:"text_origin,omitempty"`
 	Events            []Event      `json:"events,omitempty"`
+	CreatedAt         string       `json:"created_at,omitempty"`
+	ReviewState       ReviewState  `json:"review_state,omitempty"`
+	Version           int          `json:"version,omitempty"`
 }
 
 var incidentKnown = knownFields(incidentJSON{})
@@ -231,7 +240,8 @@ func (i Incident) MarshalJSON() ([]byte, error) {
 		Sources: nonNil(i.Sources), Docs: nonNil(i.Docs), Related: nonNil(i.Related),
 		RecurrenceOf: strPtr(i.RecurrenceOf), Review: i.Review,
 		UpdatedAt: strPtr(i.UpdatedAt), URL: strPtr(i.URL),
-		Verification: i.Verification, OrganizationRoles: i.OrganizationRoles, Events: i.Events,
+		Verification: i.Verification, OrganizationRoles: i.OrganizationRoles,
+		CreatedAt: i.CreatedAt, ReviewState: i.ReviewState, Version: i.Version, Events: i.Events,
 	}
 	if !i.TextOrigin.IsZero() {
 		w.TextOrigin = &i.TextOrigin
@@ -255,7 +265,8 @@ func incidentFromWire(w incidentJSON, extra Extra) Incident {
 		Sources: w.Sources, Docs: w.Docs, Related: w.Related, RecurrenceOf: strVal(w.RecurrenceOf),
 		Review: w.Review, UpdatedAt: strVal(w.UpdatedAt), URL: strVal(w.URL), Extra: extra,
 		Verification: w.Verification, OrganizationRoles: w.OrganizationRoles, TextOrigin: textOriginsOf(w.TextOrigin),
-		Events: w.Events,
+		Events:    w.Events,
+		CreatedAt: w.CreatedAt, ReviewState: w.ReviewState, Version: w.Version,
 	}
 }
 

@@ -36,8 +36,11 @@ type IncidentFilter struct {
 	DateTo   *string
 	// UpdatedSince is an RFC 3339 time; incidents updated at or after it match.
 	UpdatedSince *string
-	// Reviewed: review.reviewed_at is set (true) or not (false).
+	// Reviewed: true is ReviewStates [REVIEWED], false every other state.
 	Reviewed *bool
+	// ReviewStates: the incident's review state is one of these. Withdrawn
+	// incidents match only a filter that names WITHDRAWN (or gives IDs).
+	ReviewStates []ReviewState
 	// IsRecurrence: the incident has a recurrence_of link.
 	IsRecurrence *bool
 	// HasRecurrences: some incident is a recurrence of this one.
@@ -264,12 +267,8 @@ type IncidentWriter interface {
 	// does not match.
 	DeleteIncident(ctx context.Context, id string, opts WriteOptions) (*DeleteResult, error)
 
-	// ReviewIncident marks the incident id reviewed by reviewer now
-	// (review.reviewed_at, review.reviewed_by) and stamps updated_at.
-	// Returns EINVALID for a malformed id or an empty or overlong
-	// reviewer, ENOTFOUND if the incident does not exist, ECONFLICT if
-	// opts.ExpectedUpdatedAt does not match.
-	ReviewIncident(ctx context.Context, id, reviewer string, opts WriteOptions) (*Incident, error)
+	// The history's own writes: restore, the review workflow, purge.
+	HistoryWriter
 }
 
 // WriteOptions control one mutation of an incident.
@@ -279,6 +278,10 @@ type WriteOptions struct {
 	// (optimistic concurrency). An empty string means the incident must
 	// not exist yet.
 	ExpectedUpdatedAt *string
+	// ExpectedVersion, when set, is the version the caller last read: the
+	// write happens only while the incident is still at it (ECONFLICT
+	// otherwise). 0 means the incident must not exist yet.
+	ExpectedVersion *int
 }
 
 // DeleteResult says what a delete did.

@@ -37,6 +37,10 @@ type Change struct {
 	// Version is the incident's version after the change (counted from 1
 	// per incident), 0 where the store keeps no versions.
 	Version int
+	// Entry is the version's history entry (author, comment, changed
+	// fields; its Record is nil: the record is Record or Incident) on the
+	// history feed (HistoryLog), nil on the feed of current records.
+	Entry *IncidentVersion
 	// Skipped is set by a reader of another library's feed (a replica)
 	// that skipped the change's record for this rule (SkipRule): the
 	// change carries no record and applying it only moves the position

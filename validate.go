@@ -296,6 +296,17 @@ func (i *Incident) validate(p *problems) {
 			bad("updated_at", "updated_at %s", err)
 		}
 	}
+	if i.CreatedAt != "" {
+		if _, err := ParseTimestamp(i.CreatedAt); err != nil {
+			bad("created_at", "created_at %s", err)
+		}
+	}
+	if i.ReviewState != "" && !i.ReviewState.IsValid() {
+		bad("review_state", "review_state %q is not one of DRAFT, IN_REVIEW, REVIEWED, DISPUTED, WITHDRAWN", i.ReviewState)
+	}
+	if i.Version < 0 {
+		bad("version", "version %d is negative", i.Version)
+	}
 	checkLine(p, "date_kind", i.DateKind, 50)
 	checkText(p, "title", i.Title, MaxTitleLen, false)
 	checkText(p, "summary", i.Summary, MaxTextLen, true)

@@ -28,6 +28,7 @@ type Result struct {
 	Incident *incidentlib.Incident
 	Deleted  *incidentlib.DeleteResult
 	Imported *incidentlib.ImportResult
+	Purged   *incidentlib.IncidentVersion
 	Err      error
 }
 
@@ -177,14 +178,22 @@ func (a *Applier) applyOnce(ctx context.Context, m Message) Result {
 	} else {
 		wctx := incidentlib.WithLogPosition(ctx, incidentlib.LogPosition{Seq: m.Seq, At: w.At})
 		wctx = incidentlib.WithIdentity(wctx, w.identity())
-		opts := incidentlib.WriteOptions{ExpectedUpdatedAt: w.ExpectedUpdatedAt}
+		opts := incidentlib.WriteOptions{ExpectedUpdatedAt: w.ExpectedUpdatedAt, ExpectedVersion: w.ExpectedVersion}
 		switch w.Op {
 		case OpUpsert:
 			res.Incident, res.Err = a.store.UpsertIncident(wctx, w.Record, opts)
 		case OpDelete:
 			res.Deleted, res.Err = a.store.DeleteIncident(wctx, w.ID, opts)
-		case OpReview:
-			res.Incident, res.Err = a.store.ReviewIncident(wctx, w.ID, w.Reviewer, opts)
+		case OpRestore:
+			res.Incident, res.Err = a.store.RestoreIncident(wctx, w.ID, w.Version, w.Comment, opts)
+		case OpSubmit:
+			res.Incident, res.Err = a.store.SubmitForReview(wctx, w.ID, opts)
+		case OpDecide:
+			res.Incident, res.Err = a.store.DecideReview(wctx, w.ID, w.Decision, w.Comment, opts)
+		case OpWithdraw:
+			res.Incident, res.Err = a.store.WithdrawIncident(wctx, w.ID, w.Comment, opts)
+		case OpPurge:
+			res.Purged, res.Err = a.store.PurgeVersion(wctx, w.ID, w.Version, w.Comment)
 		case OpImport:
 			res.Imported, res.Err = a.store.ImportIncidents(wctx, w.Records, incidentlib.ImportOptions{KeepUpdatedAt: w.KeepUpdatedAt, OnlyIfNew: w.OnlyIfNew, Merges: w.Merges})
 		case OpImportChunk:

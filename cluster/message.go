@@ -31,7 +31,11 @@ type Op string
 const (
 	OpUpsert Op = "upsert"
 	OpDelete Op = "delete"
-	OpReview Op = "review"
+	OpRestore  Op = "restore"
+	OpSubmit   Op = "submit"
+	OpDecide   Op = "decide"
+	OpWithdraw Op = "withdraw"
+	OpPurge    Op = "purge"
 	OpImport Op = "import"
 	// OpImportChunk carries part of an import too large for one message;
 	// applying it writes nothing. OpImportCommit names the chunks' log
@@ -59,8 +63,14 @@ type Write struct {
 	Records []*incidentlib.Incident `json:"records,omitempty"`
 	// ExpectedUpdatedAt is the write's optimistic concurrency condition.
 	ExpectedUpdatedAt *string `json:"expected_updated_at,omitempty"`
-	// Reviewer names the reviewer of a review.
-	Reviewer string `json:"reviewer,omitempty"`
+	// ExpectedVersion is the write's condition on the incident's version.
+	ExpectedVersion *int `json:"expected_version,omitempty"`
+	// Version is the version restored or purged; Decision a review's;
+	// Comment the comment of a restore or review, the reason of a
+	// withdrawal or purge.
+	Version  int                        `json:"version,omitempty"`
+	Decision incidentlib.ReviewDecision `json:"decision,omitempty"`
+	Comment  string                     `json:"comment,omitempty"`
 	// Import options.
 	KeepUpdatedAt bool              `json:"keep_updated_at,omitempty"`
 	OnlyIfNew     bool              `json:"only_if_new,omitempty"`

@@ -52,7 +52,7 @@ func (wr *Writer) UpsertIncident(ctx context.Context, in *incidentlib.Incident, 
 	if err := inc.ValidateIncoming(wr.tax, wr.maxRecord, 0); err != nil {
 		return nil, err
 	}
-	res, err := wr.write(ctx, IncidentSubject(inc.ID), &Write{Op: OpUpsert, ID: inc.ID, Record: in, ExpectedUpdatedAt: opts.ExpectedUpdatedAt})
+	res, err := wr.write(ctx, IncidentSubject(inc.ID), &Write{Op: OpUpsert, ID: inc.ID, Record: in, ExpectedUpdatedAt: opts.ExpectedUpdatedAt, ExpectedVersion: opts.ExpectedVersion})
 	if err != nil {
 		return nil, err
 	}
@@ -64,23 +64,60 @@ func (wr *Writer) DeleteIncident(ctx context.Context, id string, opts incidentli
 	if _, ok := incidentlib.ParseID(id); !ok {
 		return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"id"}, "id %q is not an incident id such as IL-0213", id)
 	}
-	res, err := wr.write(ctx, IncidentSubject(id), &Write{Op: OpDelete, ID: id, ExpectedUpdatedAt: opts.ExpectedUpdatedAt})
+	res, err := wr.write(ctx, IncidentSubject(id), &Write{Op: OpDelete, ID: id, ExpectedUpdatedAt: opts.ExpectedUpdatedAt, ExpectedVersion: opts.ExpectedVersion})
 	if err != nil {
 		return nil, err
 	}
 	return res.Deleted, res.Err
 }
 
-// ReviewIncident publishes a review; see incidentlib.IncidentWriter.
-func (wr *Writer) ReviewIncident(ctx context.Context, id, reviewer string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
-	if _, ok := incidentlib.ParseID(id); !ok {
-		return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"id"}, "id %q is not an incident id such as IL-0213", id)
+// incidentWrite publishes a write of one incident that answers the
+// incident: restore, the review workflow.
+func (wr *Writer) incidentWrite(ctx context.Context, w *Write, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+	if _, ok := incidentlib.ParseID(w.ID); !ok {
+		return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"id"}, "id %q is not an incident id such as IL-0213", w.ID)
 	}
-	res, err := wr.write(ctx, IncidentSubject(id), &Write{Op: OpReview, ID: id, Reviewer: reviewer, ExpectedUpdatedAt: opts.ExpectedUpdatedAt})
+	w.ExpectedUpdatedAt, w.ExpectedVersion = opts.ExpectedUpdatedAt, opts.ExpectedVersion
+	res, err := wr.write(ctx, IncidentSubject(w.ID), w)
 	if err != nil {
 		return nil, err
 	}
 	return res.Incident, res.Err
+}
+
+// RestoreIncident publishes a restore; see incidentlib.HistoryWriter.
+func (wr *Writer) RestoreIncident(ctx context.Context, id string, version int, comment string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+	return wr.incidentWrite(ctx, &Write{Op: OpRestore, ID: id, Version: version, Comment: comment}, opts)
+}
+
+// SubmitForReview publishes a submission; see incidentlib.HistoryWriter.
+func (wr *Writer) SubmitForReview(ctx context.Context, id string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+	return wr.incidentWrite(ctx, &Write{Op: OpSubmit, ID: id}, opts)
+}
+
+// DecideReview publishes a review decision; see incidentlib.HistoryWriter.
+func (wr *Writer) DecideReview(ctx context.Context, id string, decision incidentlib.ReviewDecision, comment string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+	if !decision.IsValid() {
+		return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"decision"}, "decision %q is not APPROVE, REQUEST_CHANGES or DISPUTE", decision)
+	}
+	return wr.incidentWrite(ctx, &Write{Op: OpDecide, ID: id, Decision: decision, Comment: comment}, opts)
+}
+
+// WithdrawIncident publishes a withdrawal; see incidentlib.HistoryWriter.
+func (wr *Writer) WithdrawIncident(ctx context.Context, id, reason string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+	return wr.incidentWrite(ctx, &Write{Op: OpWithdraw, ID: id, Comment: reason}, opts)
+}
+
+// PurgeVersion publishes a purge; see incidentlib.HistoryWriter.
+func (wr *Writer) PurgeVersion(ctx context.Context, id string, version int, reason string) (*incidentlib.IncidentVersion, error) {
+	if _, ok := incidentlib.ParseID(id); !ok {
+		return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"id"}, "id %q is not an incident id such as IL-0213", id)
+	}
+	res, err := wr.write(ctx, IncidentSubject(id), &Write{Op: OpPurge, ID: id, Version: version, Comment: reason})
+	if err != nil {
+		return nil, err
+	}
+	return res.Purged, res.Err
 }
 
 // ImportIncidents publishes an import as one write of the library (all
@@ -273,6 +310,9 @@ func (wr *Writer) stamp(ctx context.Context, w *Write) error {
 		if err := checkExpected(w.ID, old, w.ExpectedUpdatedAt); err != nil {
 			return err
 		}
+		if err := checkVersion(w.ID, old, w.ExpectedVersion); err != nil {
+			return err
+		}
 	}
 	w.At = at
 	return nil
@@ -320,4 +360,17 @@ func wait(ctx context.Context, deadline time.Time, err error) bool {
 	case <-time.After(200 * time.Millisecond):
 		return true
 	}
+}
+
+// checkVersion is the store's check of the expected version, made before
+// publishing (the store makes it again at apply). A deleted incident
+// reads as absent here: the store judges it at apply.
+func checkVersion(id string, old *incidentlib.Incident, want *int) error {
+	if want == nil || old == nil {
+		return nil
+	}
+	if cur := old.CurrentVersion(); cur != *want {
+		return incidentlib.FieldErrorf(incidentlib.ECONFLICT, []string{"expected_version"}, "incident %s is at version %d, not %d", id, cur, *want)
+	}
+	return nil
 }

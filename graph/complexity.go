@@ -106,6 +106,10 @@ func Complexity() ComplexityRoot {
 	taxAdminComplexity(&c)
 	// At most 5 strings, computed only when nothing matches.
 	c.IncidentSearchConnection.Suggestions = func(child int) int { return costList(5, child) }
+	// A history page is one range scan of the incident's versions, and
+	// its edges and nodes each list the page.
+	c.Incident.History = func(child int, first *int, _ *string) int { return connection(child, first, nil) }
+	c.IncidentVersion.ChangedFields = func(child int) int { return costList(ItemsSize, child) }
 	return c
 }
 

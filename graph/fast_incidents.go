@@ -335,6 +335,12 @@ func (b *incidents) write(x *fastExec, k int) {
 			x.marshal(model.MarshalJSON(o.Extra()))
 		case "verification":
 			x.str(string(o.Verification()))
+		case "version":
+			x.int(inc.CurrentVersion())
+		case "createdAt":
+			x.optStr(o.CreatedAt())
+		case "reviewState":
+			x.str(string(inc.State()))
 		case "textOrigin":
 			x.str(string(o.TextOrigin(f.lang)))
 		case "organizations":

@@ -23,8 +23,8 @@ import (
 // gqlgen's executor: a query that selects one of them is answered by
 // gqlgen, whole. Introspection (__schema, __type) is handed on too.
 var FastReadsHandsOn = map[string][]string{
-	"Query":                    {"organizations", "tokens", "taxonomyHistory", "__schema", "__type"},
-	"Incident":                 {"similar"},
+	"Query":                    {"organizations", "tokens", "taxonomyHistory", "incidentVersion", "deletedIncident", "__schema", "__type"},
+	"Incident":                 {"similar", "history", "withdrawnReason"},
 	"IncidentConnection":       {"facets", "years"},
 	"IncidentSearchConnection": {"facets", "years", "suggestions"},
 	"Organization":             {"incidents"},

@@ -66,6 +66,14 @@ type ComplexityRoot struct {
 		UserErrors  func(childComplexity int) int
 	}
 
+	DeletedIncident struct {
+		DeletedAt func(childComplexity int) int
+		DeletedBy func(childComplexity int) int
+		ID        func(childComplexity int) int
+		Record    func(childComplexity int) int
+		Version   func(childComplexity int) int
+	}
+
 	DurationStats struct {
 		Count      func(childComplexity int) int
 		MaxSeconds func(childComplexity int) int
@@ -84,6 +92,11 @@ type ComplexityRoot struct {
 		Snippet func(childComplexity int) int
 	}
 
+	HistoryAuthor struct {
+		Name func(childComplexity int) int
+		Role func(childComplexity int) int
+	}
+
 	Impact struct {
 		Region func(childComplexity int) int
 		Scope  func(childComplexity int) int
@@ -98,46 +111,51 @@ type ComplexityRoot struct {
 	}
 
 	Incident struct {
-		ActionItems    func(childComplexity int) int
-		Components     func(childComplexity int) int
-		Contributing   func(childComplexity int) int
-		Date           func(childComplexity int) int
-		DateKind       func(childComplexity int) int
-		Detection      func(childComplexity int, lang *model.Lang) int
-		Docs           func(childComplexity int) int
-		Domains        func(childComplexity int) int
-		Events         func(childComplexity int) int
-		Extra          func(childComplexity int) int
-		ID             func(childComplexity int) int
-		Impact         func(childComplexity int) int
-		Languages      func(childComplexity int) int
-		Lessons        func(childComplexity int, lang *model.Lang) int
-		Org            func(childComplexity int) int
-		OrgSlug        func(childComplexity int) int
-		Organization   func(childComplexity int) int
-		Organizations  func(childComplexity int) int
-		RecurrenceOf   func(childComplexity int) int
-		RecurrenceOfID func(childComplexity int) int
-		Recurrences    func(childComplexity int) int
-		Related        func(childComplexity int) int
-		RelatedBy      func(childComplexity int) int
-		RelatedIds     func(childComplexity int) int
-		Remediation    func(childComplexity int) int
-		Review         func(childComplexity int) int
-		RootCause      func(childComplexity int) int
-		Severity       func(childComplexity int) int
-		Similar        func(childComplexity int, first *int) int
-		Sources        func(childComplexity int) int
-		Summary        func(childComplexity int, lang *model.Lang) int
-		Symptoms       func(childComplexity int) int
-		SymptomsText   func(childComplexity int, lang *model.Lang) int
-		TextOrigin     func(childComplexity int, lang *model.Lang) int
-		Timeline       func(childComplexity int) int
-		Title          func(childComplexity int, lang *model.Lang) int
-		Trigger        func(childComplexity int, lang *model.Lang) int
-		URL            func(childComplexity int) int
-		UpdatedAt      func(childComplexity int) int
-		Verification   func(childComplexity int) int
+		ActionItems     func(childComplexity int) int
+		Components      func(childComplexity int) int
+		Contributing    func(childComplexity int) int
+		CreatedAt       func(childComplexity int) int
+		Date            func(childComplexity int) int
+		DateKind        func(childComplexity int) int
+		Detection       func(childComplexity int, lang *model.Lang) int
+		Docs            func(childComplexity int) int
+		Domains         func(childComplexity int) int
+		Events          func(childComplexity int) int
+		Extra           func(childComplexity int) int
+		History         func(childComplexity int, first *int, after *string) int
+		ID              func(childComplexity int) int
+		Impact          func(childComplexity int) int
+		Languages       func(childComplexity int) int
+		Lessons         func(childComplexity int, lang *model.Lang) int
+		Org             func(childComplexity int) int
+		OrgSlug         func(childComplexity int) int
+		Organization    func(childComplexity int) int
+		Organizations   func(childComplexity int) int
+		RecurrenceOf    func(childComplexity int) int
+		RecurrenceOfID  func(childComplexity int) int
+		Recurrences     func(childComplexity int) int
+		Related         func(childComplexity int) int
+		RelatedBy       func(childComplexity int) int
+		RelatedIds      func(childComplexity int) int
+		Remediation     func(childComplexity int) int
+		Review          func(childComplexity int) int
+		ReviewState     func(childComplexity int) int
+		RootCause       func(childComplexity int) int
+		Severity        func(childComplexity int) int
+		Similar         func(childComplexity int, first *int) int
+		Sources         func(childComplexity int) int
+		Summary         func(childComplexity int, lang *model.Lang) int
+		Symptoms        func(childComplexity int) int
+		SymptomsText    func(childComplexity int, lang *model.Lang) int
+		TextOrigin      func(childComplexity int, lang *model.Lang) int
+		Timeline        func(childComplexity int) int
+		Title           func(childComplexity int, lang *model.Lang) int
+		Trigger         func(childComplexity int, lang *model.Lang) int
+		URL             func(childComplexity int) int
+		UpdatedAt       func(childComplexity int) int
+		Verification    func(childComplexity int) int
+		Version         func(childComplexity int) int
+		WithdrawnReason func(childComplexity int) int
 	}
 
 	IncidentConnection struct {
@@ -194,6 +212,29 @@ type ComplexityRoot struct {
 		TopOrganizations func(childComplexity int, first *int) int
 	}
 
+	IncidentVersion struct {
+		Action        func(childComplexity int) int
+		At            func(childComplexity int) int
+		Author        func(childComplexity int) int
+		ChangedFields func(childComplexity int) int
+		Comment       func(childComplexity int) int
+		Deleted       func(childComplexity int) int
+		Record        func(childComplexity int) int
+		Version       func(childComplexity int) int
+	}
+
+	IncidentVersionConnection struct {
+		Edges      func(childComplexity int) int
+		Nodes      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	IncidentVersionEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
 	Item struct {
 		Text func(childComplexity int, lang *model.Lang) int
 	}
@@ -203,15 +244,19 @@ type ComplexityRoot struct {
 		AddTerm            func(childComplexity int, input model.AddTermInput) int
 		AddTermAliases     func(childComplexity int, kind model.TaxonomyKind, slug string, aliases []string) int
 		CreateToken        func(childComplexity int, name string, role model.TokenRole, expiresAt *string) int
-		DeleteIncident     func(childComplexity int, id string, expectedUpdatedAt *string) int
+		DeleteIncident     func(childComplexity int, id string, expectedUpdatedAt *string, expectedVersion *int) int
 		DeprecateTerm      func(childComplexity int, kind model.TaxonomyKind, slug string, deprecated *bool) int
 		ImportIncidents    func(childComplexity int, records []*model.IncidentInput) int
 		MergeOrganizations func(childComplexity int, from string, into string) int
+		PurgeVersion       func(childComplexity int, id string, version int, reason string) int
 		RenameOrganization func(childComplexity int, slug string, name string) int
-		ReviewIncident     func(childComplexity int, id string, reviewer string, expectedUpdatedAt *string) int
+		RestoreIncident    func(childComplexity int, id string, version int, comment *string, expectedVersion *int) int
+		ReviewIncident     func(childComplexity int, id string, decision incidentlib.ReviewDecision, comment *string, expectedVersion *int, expectedUpdatedAt *string) int
 		RevokeToken        func(childComplexity int, name string) int
+		SubmitForReview    func(childComplexity int, id string, expectedVersion *int) int
 		UpdateTerm         func(childComplexity int, kind model.TaxonomyKind, slug string, label *model.TermTextInput, description *model.TermTextInput) int
 		UpsertIncident     func(childComplexity int, input model.IncidentInput) int
+		WithdrawIncident   func(childComplexity int, id string, reason string, expectedVersion *int) int
 	}
 
 	Organization struct {
@@ -258,8 +303,15 @@ type ComplexityRoot struct {
 		Row    func(childComplexity int) int
 	}
 
+	PurgeVersionPayload struct {
+		Entry      func(childComplexity int) int
+		UserErrors func(childComplexity int) int
+	}
+
 	Query struct {
+		DeletedIncident func(childComplexity int, id string) int
 		Incident        func(childComplexity int, id string) int
+		IncidentVersion func(childComplexity int, id string, version int) int
 		Incidents       func(childComplexity int, filter *incidentlib.IncidentFilter, orderBy *model.IncidentOrder, first *int, after *string, last *int, before *string) int
 		Node            func(childComplexity int, id string) int
 		Nodes           func(childComplexity int, ids []string) int
@@ -391,6 +443,9 @@ type IncidentResolver interface {
 	Recurrences(ctx context.Context, objs []*model.Incident) ([][]*model.Incident, error)
 	Similar(ctx context.Context, obj *model.Incident, first *int) ([]*model.SimilarIncident, error)
 	RelatedBy(ctx context.Context, objs []*model.Incident) ([][]*model.Incident, error)
+
+	WithdrawnReason(ctx context.Context, obj *model.Incident) (*string, error)
+	History(ctx context.Context, obj *model.Incident, first *int, after *string) (*model.IncidentVersionConnection, error)
 }
 type IncidentConnectionResolver interface {
 	Facets(ctx context.Context, obj *model.IncidentConnection, kinds []model.TaxonomyKind) ([]*model.Facet, error)
@@ -408,9 +463,13 @@ type IncidentStatsResolver interface {
 }
 type MutationResolver interface {
 	UpsertIncident(ctx context.Context, input model.IncidentInput) (*model.IncidentPayload, error)
-	DeleteIncident(ctx context.Context, id string, expectedUpdatedAt *string) (*model.DeleteIncidentPayload, error)
-	ReviewIncident(ctx context.Context, id string, reviewer string, expectedUpdatedAt *string) (*model.IncidentPayload, error)
+	DeleteIncident(ctx context.Context, id string, expectedUpdatedAt *string, expectedVersion *int) (*model.DeleteIncidentPayload, error)
+	ReviewIncident(ctx context.Context, id string, decision incidentlib.ReviewDecision, comment *string, expectedVersion *int, expectedUpdatedAt *string) (*model.IncidentPayload, error)
 	ImportIncidents(ctx context.Context, records []*model.IncidentInput) (*model.ImportPayload, error)
+	RestoreIncident(ctx context.Context, id string, version int, comment *string, expectedVersion *int) (*model.IncidentPayload, error)
+	SubmitForReview(ctx context.Context, id string, expectedVersion *int) (*model.IncidentPayload, error)
+	WithdrawIncident(ctx context.Context, id string, reason string, expectedVersion *int) (*model.IncidentPayload, error)
+	PurgeVersion(ctx context.Context, id string, version int, reason string) (*model.PurgeVersionPayload, error)
 	AddTerm(ctx context.Context, input model.AddTermInput) (*model.TermPayload, error)
 	UpdateTerm(ctx context.Context, kind model.TaxonomyKind, slug string, label *model.TermTextInput, description *model.TermTextInput) (*model.TermPayload, error)
 	AddTermAliases(ctx context.Context, kind model.TaxonomyKind, slug string, aliases []string) (*model.TermPayload, error)
@@ -435,6 +494,8 @@ type QueryResolver interface {
 	Taxonomy(ctx context.Context, kind model.TaxonomyKind) ([]*model.TaxonomyTerm, error)
 	Term(ctx context.Context, kind model.TaxonomyKind, slug string) (*model.TaxonomyTerm, error)
 	Stats(ctx context.Context, filter *incidentlib.IncidentFilter) (*model.IncidentStats, error)
+	IncidentVersion(ctx context.Context, id string, version int) (*model.IncidentVersion, error)
+	DeletedIncident(ctx context.Context, id string) (*model.DeletedIncident, error)
 	Search(ctx context.Context, query string, filter *incidentlib.IncidentFilter, lang *model.Lang, first *int, after *string) (*model.IncidentSearchConnection, error)
 	TaxonomyHistory(ctx context.Context, first *int, after *string) (*model.TaxonomyChangeConnection, error)
 	Tokens(ctx context.Context) ([]*model.APIToken, error)
@@ -545,6 +606,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.DeleteIncidentPayload.UserErrors(childComplexity), true
 
+	case "DeletedIncident.deletedAt":
+		if e.ComplexityRoot.DeletedIncident.DeletedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeletedIncident.DeletedAt(childComplexity), true
+	case "DeletedIncident.deletedBy":
+		if e.ComplexityRoot.DeletedIncident.DeletedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeletedIncident.DeletedBy(childComplexity), true
+	case "DeletedIncident.id":
+		if e.ComplexityRoot.DeletedIncident.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeletedIncident.ID(childComplexity), true
+	case "DeletedIncident.record":
+		if e.ComplexityRoot.DeletedIncident.Record == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeletedIncident.Record(childComplexity), true
+	case "DeletedIncident.version":
+		if e.ComplexityRoot.DeletedIncident.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeletedIncident.Version(childComplexity), true
+
 	case "DurationStats.count":
 		if e.ComplexityRoot.DurationStats.Count == nil {
 			break
@@ -601,6 +693,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Highlight.Snippet(childComplexity), true
+
+	case "HistoryAuthor.name":
+		if e.ComplexityRoot.HistoryAuthor.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HistoryAuthor.Name(childComplexity), true
+	case "HistoryAuthor.role":
+		if e.ComplexityRoot.HistoryAuthor.Role == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HistoryAuthor.Role(childComplexity), true
 
 	case "Impact.region":
 		if e.ComplexityRoot.Impact.Region == nil {
@@ -664,6 +769,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Incident.Contributing(childComplexity), true
+	case "Incident.createdAt":
+		if e.ComplexityRoot.Incident.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Incident.CreatedAt(childComplexity), true
 	case "Incident.date":
 		if e.ComplexityRoot.Incident.Date == nil {
 			break
@@ -711,6 +822,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Incident.Extra(childComplexity), true
+	case "Incident.history":
+		if e.ComplexityRoot.Incident.History == nil {
+			break
+		}
+
+		args, err := ec.field_Incident_history_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Incident.History(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Incident.id":
 		if e.ComplexityRoot.Incident.ID == nil {
 			break
@@ -812,6 +934,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Incident.Review(childComplexity), true
+	case "Incident.reviewState":
+		if e.ComplexityRoot.Incident.ReviewState == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Incident.ReviewState(childComplexity), true
 	case "Incident.rootCause":
 		if e.ComplexityRoot.Incident.RootCause == nil {
 			break
@@ -926,6 +1054,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Incident.Verification(childComplexity), true
+	case "Incident.version":
+		if e.ComplexityRoot.Incident.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Incident.Version(childComplexity), true
+	case "Incident.withdrawnReason":
+		if e.ComplexityRoot.Incident.WithdrawnReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Incident.WithdrawnReason(childComplexity), true
 
 	case "IncidentConnection.edges":
 		if e.ComplexityRoot.IncidentConnection.Edges == nil {
@@ -1140,6 +1280,93 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.IncidentStats.TopOrganizations(childComplexity, args["first"].(*int)), true
 
+	case "IncidentVersion.action":
+		if e.ComplexityRoot.IncidentVersion.Action == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentVersion.Action(childComplexity), true
+	case "IncidentVersion.at":
+		if e.ComplexityRoot.IncidentVersion.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentVersion.At(childComplexity), true
+	case "IncidentVersion.author":
+		if e.ComplexityRoot.IncidentVersion.Author == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentVersion.Author(childComplexity), true
+	case "IncidentVersion.changedFields":
+		if e.ComplexityRoot.IncidentVersion.ChangedFields == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentVersion.ChangedFields(childComplexity), true
+	case "IncidentVersion.comment":
+		if e.ComplexityRoot.IncidentVersion.Comment == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentVersion.Comment(childComplexity), true
+	case "IncidentVersion.deleted":
+		if e.ComplexityRoot.IncidentVersion.Deleted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentVersion.Deleted(childComplexity), true
+	case "IncidentVersion.record":
+		if e.ComplexityRoot.IncidentVersion.Record == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentVersion.Record(childComplexity), true
+	case "IncidentVersion.version":
+		if e.ComplexityRoot.IncidentVersion.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentVersion.Version(childComplexity), true
+
+	case "IncidentVersionConnection.edges":
+		if e.ComplexityRoot.IncidentVersionConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentVersionConnection.Edges(childComplexity), true
+	case "IncidentVersionConnection.nodes":
+		if e.ComplexityRoot.IncidentVersionConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentVersionConnection.Nodes(childComplexity), true
+	case "IncidentVersionConnection.pageInfo":
+		if e.ComplexityRoot.IncidentVersionConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentVersionConnection.PageInfo(childComplexity), true
+	case "IncidentVersionConnection.totalCount":
+		if e.ComplexityRoot.IncidentVersionConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentVersionConnection.TotalCount(childComplexity), true
+
+	case "IncidentVersionEdge.cursor":
+		if e.ComplexityRoot.IncidentVersionEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentVersionEdge.Cursor(childComplexity), true
+	case "IncidentVersionEdge.node":
+		if e.ComplexityRoot.IncidentVersionEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentVersionEdge.Node(childComplexity), true
+
 	case "Item.text":
 		if e.ComplexityRoot.Item.Text == nil {
 			break
@@ -1206,7 +1433,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.DeleteIncident(childComplexity, args["id"].(string), args["expectedUpdatedAt"].(*string)), true
+		return e.ComplexityRoot.Mutation.DeleteIncident(childComplexity, args["id"].(string), args["expectedUpdatedAt"].(*string), args["expectedVersion"].(*int)), true
 	case "Mutation.deprecateTerm":
 		if e.ComplexityRoot.Mutation.DeprecateTerm == nil {
 			break
@@ -1240,6 +1467,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.MergeOrganizations(childComplexity, args["from"].(string), args["into"].(string)), true
+	case "Mutation.purgeVersion":
+		if e.ComplexityRoot.Mutation.PurgeVersion == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_purgeVersion_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.PurgeVersion(childComplexity, args["id"].(string), args["version"].(int), args["reason"].(string)), true
 	case "Mutation.renameOrganization":
 		if e.ComplexityRoot.Mutation.RenameOrganization == nil {
 			break
@@ -1251,6 +1489,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RenameOrganization(childComplexity, args["slug"].(string), args["name"].(string)), true
+	case "Mutation.restoreIncident":
+		if e.ComplexityRoot.Mutation.RestoreIncident == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_restoreIncident_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RestoreIncident(childComplexity, args["id"].(string), args["version"].(int), args["comment"].(*string), args["expectedVersion"].(*int)), true
 	case "Mutation.reviewIncident":
 		if e.ComplexityRoot.Mutation.ReviewIncident == nil {
 			break
@@ -1261,7 +1510,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.ReviewIncident(childComplexity, args["id"].(string), args["reviewer"].(string), args["expectedUpdatedAt"].(*string)), true
+		return e.ComplexityRoot.Mutation.ReviewIncident(childComplexity, args["id"].(string), args["decision"].(incidentlib.ReviewDecision), args["comment"].(*string), args["expectedVersion"].(*int), args["expectedUpdatedAt"].(*string)), true
 	case "Mutation.revokeToken":
 		if e.ComplexityRoot.Mutation.RevokeToken == nil {
 			break
@@ -1273,6 +1522,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RevokeToken(childComplexity, args["name"].(string)), true
+	case "Mutation.submitForReview":
+		if e.ComplexityRoot.Mutation.SubmitForReview == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_submitForReview_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SubmitForReview(childComplexity, args["id"].(string), args["expectedVersion"].(*int)), true
 	case "Mutation.updateTerm":
 		if e.ComplexityRoot.Mutation.UpdateTerm == nil {
 			break
@@ -1295,6 +1555,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UpsertIncident(childComplexity, args["input"].(model.IncidentInput)), true
+	case "Mutation.withdrawIncident":
+		if e.ComplexityRoot.Mutation.WithdrawIncident == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_withdrawIncident_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.WithdrawIncident(childComplexity, args["id"].(string), args["reason"].(string), args["expectedVersion"].(*int)), true
 
 	case "Organization.id":
 		if e.ComplexityRoot.Organization.ID == nil {
@@ -1446,6 +1717,30 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PairCount.Row(childComplexity), true
 
+	case "PurgeVersionPayload.entry":
+		if e.ComplexityRoot.PurgeVersionPayload.Entry == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PurgeVersionPayload.Entry(childComplexity), true
+	case "PurgeVersionPayload.userErrors":
+		if e.ComplexityRoot.PurgeVersionPayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PurgeVersionPayload.UserErrors(childComplexity), true
+
+	case "Query.deletedIncident":
+		if e.ComplexityRoot.Query.DeletedIncident == nil {
+			break
+		}
+
+		args, err := ec.field_Query_deletedIncident_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.DeletedIncident(childComplexity, args["id"].(string)), true
 	case "Query.incident":
 		if e.ComplexityRoot.Query.Incident == nil {
 			break
@@ -1457,6 +1752,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Incident(childComplexity, args["id"].(string)), true
+	case "Query.incidentVersion":
+		if e.ComplexityRoot.Query.IncidentVersion == nil {
+			break
+		}
+
+		args, err := ec.field_Query_incidentVersion_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.IncidentVersion(childComplexity, args["id"].(string), args["version"].(int)), true
 	case "Query.incidents":
 		if e.ComplexityRoot.Query.Incidents == nil {
 			break
@@ -2207,6 +2513,147 @@ input TimelineEventInput {
   extra: JSON
 }
 `, BuiltIn: false},
+	{Name: "../history.graphqls", Input: `# The history of incidents and the review workflow (docs/editing.md).
+# Every change to an incident is a version: who wrote it (the token's
+# name), when, what it did and which fields it changed. Reading history
+# needs an editor's token.
+
+"Where an incident stands in the review workflow."
+enum ReviewState {
+  "Written or edited since its last review; every edit returns an incident here."
+  DRAFT
+  "Submitted for review (submitForReview)."
+  IN_REVIEW
+  "Approved by a reviewer who wrote no version since the last approval."
+  REVIEWED
+  "A reviewer disputed it."
+  DISPUTED
+  "Withdrawn with a reason: readable by id, left out of lists unless a filter names WITHDRAWN."
+  WITHDRAWN
+}
+
+"A reviewer's decision on an incident IN_REVIEW."
+enum ReviewDecision {
+  "IN_REVIEW to REVIEWED; refused with SELF_REVIEW for an author of a version since the last approval."
+  APPROVE
+  "IN_REVIEW back to DRAFT."
+  REQUEST_CHANGES
+  "IN_REVIEW to DISPUTED."
+  DISPUTE
+}
+
+"What a version did."
+enum HistoryAction {
+  CREATE
+  UPDATE
+  DELETE
+  RESTORE
+  IMPORT
+  MERGE
+  SUBMIT
+  APPROVE
+  REQUEST_CHANGES
+  DISPUTE
+  WITHDRAW
+  PURGE
+}
+
+"Who wrote a version: a token's name, or the program's own (admin, import, migration, seeds)."
+type HistoryAuthor {
+  name: String!
+  "reader, editor, reviewer or admin; null where unknown."
+  role: String
+}
+
+"One version of an incident."
+type IncidentVersion {
+  "Counted from 1 per incident."
+  version: Int!
+  "When it was written, RFC 3339."
+  at: String!
+  author: HistoryAuthor!
+  action: HistoryAction!
+  "The IL-JSON paths (title.en, related) that differ from the version before."
+  changedFields: [String!]!
+  "The comment of a restore or review, the reason of a withdrawal or purge."
+  comment: String
+  "The whole IL-JSON record of the version; null for a delete and for content purged or compacted away."
+  record: JSON
+  "A delete: the incident was a tombstone from this version."
+  deleted: Boolean!
+}
+
+type IncidentVersionEdge {
+  cursor: String!
+  node: IncidentVersion!
+}
+
+"An incident's versions, newest first."
+type IncidentVersionConnection {
+  edges: [IncidentVersionEdge!]!
+  nodes: [IncidentVersion!]!
+  pageInfo: PageInfo!
+  totalCount: Int!
+}
+
+"A deleted incident: its tombstone and its last record. Restore it with restoreIncident."
+type DeletedIncident {
+  id: ID!
+  "The version of the delete."
+  version: Int!
+  deletedAt: String!
+  deletedBy: HistoryAuthor!
+  "The record before the delete (IL-JSON)."
+  record: JSON
+}
+
+extend type Incident {
+  "Counted from 1; every change adds one. Give it as expectedVersion to a mutation."
+  version: Int!
+  "When the incident was created (RFC 3339); null where unknown (records older than the history)."
+  createdAt: String
+  reviewState: ReviewState!
+  "The reason it was withdrawn, when reviewState is WITHDRAWN."
+  withdrawnReason: String
+  "Every version, newest first; after is a cursor of this connection. Needs an editor's token."
+  history(first: Int = 20, after: String): IncidentVersionConnection!
+}
+
+extend input IncidentFilter {
+  "The review state is one of these. Withdrawn incidents are listed only when this names WITHDRAWN."
+  reviewStates: [ReviewState!]
+}
+
+extend type Query {
+  "One version of an incident; null if there is none. Needs an editor's token."
+  incidentVersion(id: ID!, version: Int!): IncidentVersion
+  "The tombstone and last record of a deleted incident; null if id is not deleted. Needs an editor's token."
+  deletedIncident(id: ID!): DeletedIncident
+}
+
+extend type Mutation {
+  """
+  Writes a new version equal to version (updatedAt stamped, review state
+  DRAFT). A deleted incident comes back, with the links its delete removed.
+  """
+  restoreIncident(id: ID!, version: Int!, comment: String, expectedVersion: Int): IncidentPayload!
+  "DRAFT to IN_REVIEW."
+  submitForReview(id: ID!, expectedVersion: Int): IncidentPayload!
+  "Any state to WITHDRAWN, with the reason (kept in the history)."
+  withdrawIncident(id: ID!, reason: String!, expectedVersion: Int): IncidentPayload!
+  """
+  Removes the content of one version that is not the current one (a
+  takedown) and adds a PURGE version naming it, with the reason. Admin only.
+  """
+  purgeVersion(id: ID!, version: Int!, reason: String!): PurgeVersionPayload!
+}
+
+type PurgeVersionPayload {
+  "The PURGE version written."
+  entry: IncidentVersion
+  userErrors: [UserError!]!
+}
+`, BuiltIn: false},
 	{Name: "../mutation.graphqls", Input: `"""
 Writes. Every mutation needs the header ` + "`" + `Authorization: Bearer <token>` + "`" + `: an
 API token whose role allows it (docs/editing.md), or the bootstrap admin
@@ -2228,14 +2675,19 @@ type Mutation {
   upsertIncident(input: IncidentInput!): IncidentPayload!
   """
   Deletes the incident and removes the links to it from the incidents whose
-  related or recurrenceOf named it (they are stamped as changed).
+  related or recurrenceOf named it (they are stamped as changed). The
+  incident becomes a tombstone that keeps its history: incident(id:) is
+  null, deletedIncident(id:) shows it, restoreIncident brings it back. An
+  upsert of a deleted id is CONFLICT.
   """
-  deleteIncident(id: ID!, expectedUpdatedAt: String): DeleteIncidentPayload!
+  deleteIncident(id: ID!, expectedUpdatedAt: String, expectedVersion: Int): DeleteIncidentPayload!
   """
-  Marks the incident reviewed now, by the token's name (a reviewer or an
-  admin). The reviewer argument is ignored: the author is the token's.
+  A reviewer's decision on an incident IN_REVIEW, by the token's name (a
+  reviewer or an admin). APPROVE by an author of a version since the last
+  approval is SELF_REVIEW (unless the server allows self-review); a
+  decision on an incident that is not IN_REVIEW is INVALID_STATE.
   """
-  reviewIncident(id: ID!, reviewer: String!, expectedUpdatedAt: String): IncidentPayload!
+  reviewIncident(id: ID!, decision: ReviewDecision!, comment: String, expectedVersion: Int, expectedUpdatedAt: String): IncidentPayload!
   """
   Writes every record in one transaction, or none: any problem with any record
   leaves the library as it was. Records may link to each other. Unlike
@@ -2303,6 +2755,11 @@ input IncidentInput {
   incident must not exist yet.
   """
   expectedUpdatedAt: String
+  """
+  Optimistic concurrency: the version last read. If the incident changed
+  since, the write is refused with CONFLICT; 0 means it must not exist yet.
+  """
+  expectedVersion: Int
 }
 
 "Text in English and Korean; either may be left out."
@@ -2367,8 +2824,12 @@ enum UserErrorCode {
   INVALID
   "The incident is not in the library."
   NOT_FOUND
-  "The incident changed since expectedUpdatedAt."
+  "The incident changed since expectedUpdatedAt or expectedVersion, or is deleted."
   CONFLICT
+  "A reviewer may not approve an incident they wrote a version of since its last approval."
+  SELF_REVIEW
+  "The incident's review state does not allow the transition."
+  INVALID_STATE
 }
 
 "A problem with a mutation's input. Nothing was written."
@@ -3039,6 +3500,22 @@ func (ec *executionContext) childFields_DeleteIncidentPayload(ctx context.Contex
 	return nil, fmt.Errorf("no field named %q was found under type DeleteIncidentPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_DeletedIncident(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_DeletedIncident_id(ctx, field)
+	case "version":
+		return ec.fieldContext_DeletedIncident_version(ctx, field)
+	case "deletedAt":
+		return ec.fieldContext_DeletedIncident_deletedAt(ctx, field)
+	case "deletedBy":
+		return ec.fieldContext_DeletedIncident_deletedBy(ctx, field)
+	case "record":
+		return ec.fieldContext_DeletedIncident_record(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DeletedIncident", field.Name)
+}
+
 func (ec *executionContext) childFields_DurationStats(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "count":
@@ -3073,6 +3550,16 @@ func (ec *executionContext) childFields_Highlight(ctx context.Context, field gra
 		return ec.fieldContext_Highlight_snippet(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Highlight", field.Name)
+}
+
+func (ec *executionContext) childFields_HistoryAuthor(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_HistoryAuthor_name(ctx, field)
+	case "role":
+		return ec.fieldContext_HistoryAuthor_role(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type HistoryAuthor", field.Name)
 }
 
 func (ec *executionContext) childFields_Impact(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3183,6 +3670,16 @@ func (ec *executionContext) childFields_Incident(ctx context.Context, field grap
 		return ec.fieldContext_Incident_relatedBy(ctx, field)
 	case "events":
 		return ec.fieldContext_Incident_events(ctx, field)
+	case "version":
+		return ec.fieldContext_Incident_version(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Incident_createdAt(ctx, field)
+	case "reviewState":
+		return ec.fieldContext_Incident_reviewState(ctx, field)
+	case "withdrawnReason":
+		return ec.fieldContext_Incident_withdrawnReason(ctx, field)
+	case "history":
+		return ec.fieldContext_Incident_history(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Incident", field.Name)
 }
@@ -3295,6 +3792,52 @@ func (ec *executionContext) childFields_IncidentStats(ctx context.Context, field
 	return nil, fmt.Errorf("no field named %q was found under type IncidentStats", field.Name)
 }
 
+func (ec *executionContext) childFields_IncidentVersion(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "version":
+		return ec.fieldContext_IncidentVersion_version(ctx, field)
+	case "at":
+		return ec.fieldContext_IncidentVersion_at(ctx, field)
+	case "author":
+		return ec.fieldContext_IncidentVersion_author(ctx, field)
+	case "action":
+		return ec.fieldContext_IncidentVersion_action(ctx, field)
+	case "changedFields":
+		return ec.fieldContext_IncidentVersion_changedFields(ctx, field)
+	case "comment":
+		return ec.fieldContext_IncidentVersion_comment(ctx, field)
+	case "record":
+		return ec.fieldContext_IncidentVersion_record(ctx, field)
+	case "deleted":
+		return ec.fieldContext_IncidentVersion_deleted(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type IncidentVersion", field.Name)
+}
+
+func (ec *executionContext) childFields_IncidentVersionConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_IncidentVersionConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_IncidentVersionConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_IncidentVersionConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_IncidentVersionConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type IncidentVersionConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_IncidentVersionEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_IncidentVersionEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_IncidentVersionEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type IncidentVersionEdge", field.Name)
+}
+
 func (ec *executionContext) childFields_Item(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "text":
@@ -3389,6 +3932,16 @@ func (ec *executionContext) childFields_PairCount(ctx context.Context, field gra
 		return ec.fieldContext_PairCount_count(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PairCount", field.Name)
+}
+
+func (ec *executionContext) childFields_PurgeVersionPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "entry":
+		return ec.fieldContext_PurgeVersionPayload_entry(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_PurgeVersionPayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PurgeVersionPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_Review(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3807,6 +4360,28 @@ func (ec *executionContext) field_Incident_detection_args(ctx context.Context, r
 	return args, nil
 }
 
+func (ec *executionContext) field_Incident_history_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Incident_lessons_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4034,6 +4609,14 @@ func (ec *executionContext) field_Mutation_deleteIncident_args(ctx context.Conte
 		return nil, err
 	}
 	args["expectedUpdatedAt"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "expectedVersion",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["expectedVersion"] = arg2
 	return args, nil
 }
 
@@ -4103,6 +4686,36 @@ func (ec *executionContext) field_Mutation_mergeOrganizations_args(ctx context.C
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_purgeVersion_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "version",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNInt2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["version"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "reason",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["reason"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_renameOrganization_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4125,6 +4738,44 @@ func (ec *executionContext) field_Mutation_renameOrganization_args(ctx context.C
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_restoreIncident_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "version",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNInt2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["version"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "comment",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["comment"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "expectedVersion",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["expectedVersion"] = arg3
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_reviewIncident_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4136,22 +4787,38 @@ func (ec *executionContext) field_Mutation_reviewIncident_args(ctx context.Conte
 		return nil, err
 	}
 	args["id"] = arg0
-	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "reviewer",
-		func(ctx context.Context, v any) (string, error) {
-			return ec.unmarshalNString2string(ctx, v)
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "decision",
+		func(ctx context.Context, v any) (incidentlib.ReviewDecision, error) {
+			return ec.unmarshalNReviewDecision2githubᚗcomᚋincidentlibᚋincidentlibᚐReviewDecision(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["reviewer"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "expectedUpdatedAt",
+	args["decision"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "comment",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["expectedUpdatedAt"] = arg2
+	args["comment"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "expectedVersion",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["expectedVersion"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "expectedUpdatedAt",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["expectedUpdatedAt"] = arg4
 	return args, nil
 }
 
@@ -4166,6 +4833,28 @@ func (ec *executionContext) field_Mutation_revokeToken_args(ctx context.Context,
 		return nil, err
 	}
 	args["name"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_submitForReview_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "expectedVersion",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["expectedVersion"] = arg1
 	return args, nil
 }
 
@@ -4218,6 +4907,36 @@ func (ec *executionContext) field_Mutation_upsertIncident_args(ctx context.Conte
 		return nil, err
 	}
 	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_withdrawIncident_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "reason",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["reason"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "expectedVersion",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["expectedVersion"] = arg2
 	return args, nil
 }
 
@@ -4286,6 +5005,42 @@ func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["name"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_deletedIncident_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_incidentVersion_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "version",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNInt2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["version"] = arg1
 	return args, nil
 }
 
@@ -5067,6 +5822,130 @@ func (ec *executionContext) fieldContext_DeleteIncidentPayload_userErrors(_ cont
 	return fc, nil
 }
 
+func (ec *executionContext) _DeletedIncident_id(ctx context.Context, field graphql.CollectedField, obj *model.DeletedIncident) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeletedIncident_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DeletedIncident_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeletedIncident", field, false, false, "ID")
+}
+
+func (ec *executionContext) _DeletedIncident_version(ctx context.Context, field graphql.CollectedField, obj *model.DeletedIncident) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeletedIncident_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DeletedIncident_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeletedIncident", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DeletedIncident_deletedAt(ctx context.Context, field graphql.CollectedField, obj *model.DeletedIncident) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeletedIncident_deletedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DeletedIncident_deletedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeletedIncident", field, false, false, "String")
+}
+
+func (ec *executionContext) _DeletedIncident_deletedBy(ctx context.Context, field graphql.CollectedField, obj *model.DeletedIncident) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeletedIncident_deletedBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.HistoryAuthor) graphql.Marshaler {
+			return ec.marshalNHistoryAuthor2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐHistoryAuthor(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DeletedIncident_deletedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "DeletedIncident",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HistoryAuthor(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _DeletedIncident_record(ctx context.Context, field graphql.CollectedField, obj *model.DeletedIncident) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeletedIncident_record(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Record, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
+			return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeletedIncident_record(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeletedIncident", field, false, false, "JSON")
+}
+
 func (ec *executionContext) _DurationStats_count(ctx context.Context, field graphql.CollectedField, obj *model.DurationStats) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5281,6 +6160,52 @@ func (ec *executionContext) _Highlight_snippet(ctx context.Context, field graphq
 }
 func (ec *executionContext) fieldContext_Highlight_snippet(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Highlight", field, false, false, "String")
+}
+
+func (ec *executionContext) _HistoryAuthor_name(ctx context.Context, field graphql.CollectedField, obj *model.HistoryAuthor) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HistoryAuthor_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HistoryAuthor_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HistoryAuthor", field, false, false, "String")
+}
+
+func (ec *executionContext) _HistoryAuthor_role(ctx context.Context, field graphql.CollectedField, obj *model.HistoryAuthor) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HistoryAuthor_role(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Role, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_HistoryAuthor_role(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HistoryAuthor", field, false, false, "String")
 }
 
 func (ec *executionContext) _Impact_scope(ctx context.Context, field graphql.CollectedField, obj *model.Impact) (ret graphql.Marshaler) {
@@ -6850,6 +7775,142 @@ func (ec *executionContext) fieldContext_Incident_events(_ context.Context, fiel
 	return fc, nil
 }
 
+func (ec *executionContext) _Incident_version(ctx context.Context, field graphql.CollectedField, obj *model.Incident) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Incident_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Incident_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Incident", field, true, false, "Int")
+}
+
+func (ec *executionContext) _Incident_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.Incident) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Incident_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Incident_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Incident", field, true, false, "String")
+}
+
+func (ec *executionContext) _Incident_reviewState(ctx context.Context, field graphql.CollectedField, obj *model.Incident) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Incident_reviewState(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReviewState(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v incidentlib.ReviewState) graphql.Marshaler {
+			return ec.marshalNReviewState2githubᚗcomᚋincidentlibᚋincidentlibᚐReviewState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Incident_reviewState(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Incident", field, true, false, "ReviewState")
+}
+
+func (ec *executionContext) _Incident_withdrawnReason(ctx context.Context, field graphql.CollectedField, obj *model.Incident) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Incident_withdrawnReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Incident().WithdrawnReason(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Incident_withdrawnReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Incident", field, true, true, "String")
+}
+
+func (ec *executionContext) _Incident_history(ctx context.Context, field graphql.CollectedField, obj *model.Incident) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Incident_history(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Incident().History(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.IncidentVersionConnection) graphql.Marshaler {
+			return ec.marshalNIncidentVersionConnection2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentVersionConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Incident_history(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Incident",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IncidentVersionConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Incident_history_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _IncidentConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.IncidentConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7798,6 +8859,373 @@ func (ec *executionContext) fieldContext_IncidentStats_durations(_ context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _IncidentVersion_version(ctx context.Context, field graphql.CollectedField, obj *model.IncidentVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentVersion_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentVersion_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IncidentVersion", field, true, false, "Int")
+}
+
+func (ec *executionContext) _IncidentVersion_at(ctx context.Context, field graphql.CollectedField, obj *model.IncidentVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentVersion_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentVersion_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IncidentVersion", field, true, false, "String")
+}
+
+func (ec *executionContext) _IncidentVersion_author(ctx context.Context, field graphql.CollectedField, obj *model.IncidentVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentVersion_author(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Author(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.HistoryAuthor) graphql.Marshaler {
+			return ec.marshalNHistoryAuthor2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐHistoryAuthor(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentVersion_author(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IncidentVersion",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HistoryAuthor(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _IncidentVersion_action(ctx context.Context, field graphql.CollectedField, obj *model.IncidentVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentVersion_action(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Action(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v incidentlib.ChangeAction) graphql.Marshaler {
+			return ec.marshalNHistoryAction2githubᚗcomᚋincidentlibᚋincidentlibᚐChangeAction(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentVersion_action(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IncidentVersion", field, true, false, "HistoryAction")
+}
+
+func (ec *executionContext) _IncidentVersion_changedFields(ctx context.Context, field graphql.CollectedField, obj *model.IncidentVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentVersion_changedFields(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ChangedFields(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentVersion_changedFields(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IncidentVersion", field, true, false, "String")
+}
+
+func (ec *executionContext) _IncidentVersion_comment(ctx context.Context, field graphql.CollectedField, obj *model.IncidentVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentVersion_comment(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Comment(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentVersion_comment(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IncidentVersion", field, true, false, "String")
+}
+
+func (ec *executionContext) _IncidentVersion_record(ctx context.Context, field graphql.CollectedField, obj *model.IncidentVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentVersion_record(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Record(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
+			return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentVersion_record(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IncidentVersion", field, true, false, "JSON")
+}
+
+func (ec *executionContext) _IncidentVersion_deleted(ctx context.Context, field graphql.CollectedField, obj *model.IncidentVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentVersion_deleted(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Deleted(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentVersion_deleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IncidentVersion", field, true, false, "Boolean")
+}
+
+func (ec *executionContext) _IncidentVersionConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.IncidentVersionConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentVersionConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.IncidentVersionEdge) graphql.Marshaler {
+			return ec.marshalNIncidentVersionEdge2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentVersionEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentVersionConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IncidentVersionConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IncidentVersionEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _IncidentVersionConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.IncidentVersionConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentVersionConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.IncidentVersion) graphql.Marshaler {
+			return ec.marshalNIncidentVersion2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentVersionᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentVersionConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IncidentVersionConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IncidentVersion(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _IncidentVersionConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.IncidentVersionConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentVersionConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentVersionConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IncidentVersionConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _IncidentVersionConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.IncidentVersionConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentVersionConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentVersionConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IncidentVersionConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _IncidentVersionEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.IncidentVersionEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentVersionEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentVersionEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IncidentVersionEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _IncidentVersionEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.IncidentVersionEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentVersionEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.IncidentVersion) graphql.Marshaler {
+			return ec.marshalNIncidentVersion2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentVersion(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentVersionEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IncidentVersionEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IncidentVersion(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Item_text(ctx context.Context, field graphql.CollectedField, obj *model.Item) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7896,7 +9324,7 @@ func (ec *executionContext) _Mutation_deleteIncident(ctx context.Context, field 
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().DeleteIncident(ctx, fc.Args["id"].(string), fc.Args["expectedUpdatedAt"].(*string))
+			return ec.Resolvers.Mutation().DeleteIncident(ctx, fc.Args["id"].(string), fc.Args["expectedUpdatedAt"].(*string), fc.Args["expectedVersion"].(*int))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.DeleteIncidentPayload) graphql.Marshaler {
@@ -7940,7 +9368,7 @@ func (ec *executionContext) _Mutation_reviewIncident(ctx context.Context, field 
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().ReviewIncident(ctx, fc.Args["id"].(string), fc.Args["reviewer"].(string), fc.Args["expectedUpdatedAt"].(*string))
+			return ec.Resolvers.Mutation().ReviewIncident(ctx, fc.Args["id"].(string), fc.Args["decision"].(incidentlib.ReviewDecision), fc.Args["comment"].(*string), fc.Args["expectedVersion"].(*int), fc.Args["expectedUpdatedAt"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.IncidentPayload) graphql.Marshaler {
@@ -8012,6 +9440,182 @@ func (ec *executionContext) fieldContext_Mutation_importIncidents(ctx context.Co
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_importIncidents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_restoreIncident(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_restoreIncident(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RestoreIncident(ctx, fc.Args["id"].(string), fc.Args["version"].(int), fc.Args["comment"].(*string), fc.Args["expectedVersion"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.IncidentPayload) graphql.Marshaler {
+			return ec.marshalNIncidentPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_restoreIncident(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IncidentPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_restoreIncident_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_submitForReview(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_submitForReview(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SubmitForReview(ctx, fc.Args["id"].(string), fc.Args["expectedVersion"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.IncidentPayload) graphql.Marshaler {
+			return ec.marshalNIncidentPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_submitForReview(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IncidentPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_submitForReview_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_withdrawIncident(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_withdrawIncident(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().WithdrawIncident(ctx, fc.Args["id"].(string), fc.Args["reason"].(string), fc.Args["expectedVersion"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.IncidentPayload) graphql.Marshaler {
+			return ec.marshalNIncidentPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_withdrawIncident(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IncidentPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_withdrawIncident_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_purgeVersion(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_purgeVersion(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().PurgeVersion(ctx, fc.Args["id"].(string), fc.Args["version"].(int), fc.Args["reason"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PurgeVersionPayload) graphql.Marshaler {
+			return ec.marshalNPurgeVersionPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐPurgeVersionPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_purgeVersion(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PurgeVersionPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_purgeVersion_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -9068,6 +10672,70 @@ func (ec *executionContext) fieldContext_PairCount_count(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("PairCount", field, false, false, "Int")
 }
 
+func (ec *executionContext) _PurgeVersionPayload_entry(ctx context.Context, field graphql.CollectedField, obj *model.PurgeVersionPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PurgeVersionPayload_entry(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Entry, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.IncidentVersion) graphql.Marshaler {
+			return ec.marshalOIncidentVersion2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentVersion(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_PurgeVersionPayload_entry(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PurgeVersionPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IncidentVersion(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PurgeVersionPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.PurgeVersionPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PurgeVersionPayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PurgeVersionPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PurgeVersionPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_node(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9458,6 +11126,94 @@ func (ec *executionContext) fieldContext_Query_stats(ctx context.Context, field 
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_stats_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_incidentVersion(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_incidentVersion(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().IncidentVersion(ctx, fc.Args["id"].(string), fc.Args["version"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.IncidentVersion) graphql.Marshaler {
+			return ec.marshalOIncidentVersion2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentVersion(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_incidentVersion(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IncidentVersion(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_incidentVersion_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_deletedIncident(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_deletedIncident(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().DeletedIncident(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DeletedIncident) graphql.Marshaler {
+			return ec.marshalODeletedIncident2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐDeletedIncident(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_deletedIncident(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DeletedIncident(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_deletedIncident_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -12449,7 +14205,7 @@ func (ec *executionContext) unmarshalInputIncidentFilter(ctx context.Context, ob
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"ids", "organizations", "domains", "symptoms", "components", "rootCauses", "contributing", "severities", "dateFrom", "dateTo", "updatedSince", "reviewed", "isRecurrence", "hasRecurrences", "verification"}
+	fieldsInOrder := [...]string{"ids", "organizations", "domains", "symptoms", "components", "rootCauses", "contributing", "severities", "dateFrom", "dateTo", "updatedSince", "reviewed", "isRecurrence", "hasRecurrences", "verification", "reviewStates"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -12561,6 +14317,13 @@ func (ec *executionContext) unmarshalInputIncidentFilter(ctx context.Context, ob
 				return it, err
 			}
 			it.Verification = data
+		case "reviewStates":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("reviewStates"))
+			data, err := ec.unmarshalOReviewState2ᚕgithubᚗcomᚋincidentlibᚋincidentlibᚐReviewStateᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ReviewStates = data
 		}
 	}
 	return it, nil
@@ -12589,7 +14352,7 @@ func (ec *executionContext) unmarshalInputIncidentInput(ctx context.Context, obj
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"id", "org", "orgSlug", "date", "dateKind", "title", "summary", "lessons", "trigger", "detection", "symptomsText", "domain", "symptoms", "components", "contributing", "rootCause", "severity", "impact", "timeline", "remediation", "actionItems", "sources", "docs", "related", "recurrenceOf", "review", "url", "verification", "organizationRoles", "textOrigin", "extra", "expectedUpdatedAt", "events"}
+	fieldsInOrder := [...]string{"id", "org", "orgSlug", "date", "dateKind", "title", "summary", "lessons", "trigger", "detection", "symptomsText", "domain", "symptoms", "components", "contributing", "rootCause", "severity", "impact", "timeline", "remediation", "actionItems", "sources", "docs", "related", "recurrenceOf", "review", "url", "verification", "organizationRoles", "textOrigin", "extra", "expectedUpdatedAt", "expectedVersion", "events"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -12820,6 +14583,13 @@ func (ec *executionContext) unmarshalInputIncidentInput(ctx context.Context, obj
 				return it, err
 			}
 			it.ExpectedUpdatedAt = data
+		case "expectedVersion":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expectedVersion"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpectedVersion = data
 		case "events":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("events"))
 			data, err := ec.unmarshalOTimelineEventInput2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventInputᚄ(ctx, v)
@@ -13661,6 +15431,59 @@ func (ec *executionContext) _DeleteIncidentPayload(ctx context.Context, sel ast.
 	return out
 }
 
+var deletedIncidentImplementors = []string{"DeletedIncident"}
+
+func (ec *executionContext) _DeletedIncident(ctx context.Context, sel ast.SelectionSet, obj *model.DeletedIncident) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, deletedIncidentImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DeletedIncident")
+		case "id":
+			out.Values[i] = ec._DeletedIncident_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "version":
+			out.Values[i] = ec._DeletedIncident_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deletedAt":
+			out.Values[i] = ec._DeletedIncident_deletedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deletedBy":
+			out.Values[i] = ec._DeletedIncident_deletedBy(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "record":
+			out.Values[i] = ec._DeletedIncident_record(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var durationStatsImplementors = []string{"DurationStats"}
 
 func (ec *executionContext) _DurationStats(ctx context.Context, sel ast.SelectionSet, obj *model.DurationStats) graphql.Marshaler {
@@ -13771,6 +15594,44 @@ func (ec *executionContext) _Highlight(ctx context.Context, sel ast.SelectionSet
 		case "snippet":
 			out.Values[i] = ec._Highlight_snippet(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var historyAuthorImplementors = []string{"HistoryAuthor"}
+
+func (ec *executionContext) _HistoryAuthor(ctx context.Context, sel ast.SelectionSet, obj *model.HistoryAuthor) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, historyAuthorImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("HistoryAuthor")
+		case "name":
+			out.Values[i] = ec._HistoryAuthor_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "role":
+			out.Values[i] = ec._HistoryAuthor_role(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -14099,6 +15960,33 @@ func (ec *executionContext) _Incident(ctx context.Context, sel ast.SelectionSet,
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "version":
+			out.Values[i] = ec._Incident_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._Incident_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "reviewState":
+			out.Values[i] = ec._Incident_reviewState(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "withdrawnReason":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Incident_withdrawnReason(ctx, field, obj)
+				})
+		case "history":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Incident_history(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -14498,6 +16386,160 @@ func (ec *executionContext) _IncidentStats(ctx context.Context, sel ast.Selectio
 	return out
 }
 
+var incidentVersionImplementors = []string{"IncidentVersion"}
+
+func (ec *executionContext) _IncidentVersion(ctx context.Context, sel ast.SelectionSet, obj *model.IncidentVersion) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, incidentVersionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("IncidentVersion")
+		case "version":
+			out.Values[i] = ec._IncidentVersion_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "at":
+			out.Values[i] = ec._IncidentVersion_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "author":
+			out.Values[i] = ec._IncidentVersion_author(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "action":
+			out.Values[i] = ec._IncidentVersion_action(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "changedFields":
+			out.Values[i] = ec._IncidentVersion_changedFields(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "comment":
+			out.Values[i] = ec._IncidentVersion_comment(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "record":
+			out.Values[i] = ec._IncidentVersion_record(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "deleted":
+			out.Values[i] = ec._IncidentVersion_deleted(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var incidentVersionConnectionImplementors = []string{"IncidentVersionConnection"}
+
+func (ec *executionContext) _IncidentVersionConnection(ctx context.Context, sel ast.SelectionSet, obj *model.IncidentVersionConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, incidentVersionConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("IncidentVersionConnection")
+		case "edges":
+			out.Values[i] = ec._IncidentVersionConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._IncidentVersionConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._IncidentVersionConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._IncidentVersionConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var incidentVersionEdgeImplementors = []string{"IncidentVersionEdge"}
+
+func (ec *executionContext) _IncidentVersionEdge(ctx context.Context, sel ast.SelectionSet, obj *model.IncidentVersionEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, incidentVersionEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("IncidentVersionEdge")
+		case "cursor":
+			out.Values[i] = ec._IncidentVersionEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._IncidentVersionEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var itemImplementors = []string{"Item"}
 
 func (ec *executionContext) _Item(ctx context.Context, sel ast.SelectionSet, obj *model.Item) graphql.Marshaler {
@@ -14574,6 +16616,34 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "importIncidents":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_importIncidents(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "restoreIncident":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_restoreIncident(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "submitForReview":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_submitForReview(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "withdrawIncident":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_withdrawIncident(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "purgeVersion":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_purgeVersion(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -14971,6 +17041,44 @@ func (ec *executionContext) _PairCount(ctx context.Context, sel ast.SelectionSet
 	return out
 }
 
+var purgeVersionPayloadImplementors = []string{"PurgeVersionPayload"}
+
+func (ec *executionContext) _PurgeVersionPayload(ctx context.Context, sel ast.SelectionSet, obj *model.PurgeVersionPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, purgeVersionPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PurgeVersionPayload")
+		case "entry":
+			out.Values[i] = ec._PurgeVersionPayload_entry(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._PurgeVersionPayload_userErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var queryImplementors = []string{"Query"}
 
 func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
@@ -15043,6 +17151,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_stats(ctx, field)
+				})
+		case "incidentVersion":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_incidentVersion(ctx, field)
+				})
+		case "deletedIncident":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_deletedIncident(ctx, field)
 				})
 		case "search":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -16303,6 +18423,24 @@ func (ec *executionContext) marshalNHighlight2ᚖgithubᚗcomᚋincidentlibᚋin
 	return ec._Highlight(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNHistoryAction2githubᚗcomᚋincidentlibᚋincidentlibᚐChangeAction(ctx context.Context, v any) (incidentlib.ChangeAction, error) {
+	var res incidentlib.ChangeAction
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNHistoryAction2githubᚗcomᚋincidentlibᚋincidentlibᚐChangeAction(ctx context.Context, sel ast.SelectionSet, v incidentlib.ChangeAction) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNHistoryAuthor2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐHistoryAuthor(ctx context.Context, sel ast.SelectionSet, v *model.HistoryAuthor) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "HistoryAuthor!")
+		return graphql.Null
+	}
+	return ec._HistoryAuthor(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNID2string(ctx context.Context, v any) (string, error) {
 	res, err := graphql.UnmarshalID(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -16531,6 +18669,62 @@ func (ec *executionContext) marshalNIncidentStats2ᚖgithubᚗcomᚋincidentlib�
 		return graphql.Null
 	}
 	return ec._IncidentStats(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNIncidentVersion2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentVersionᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.IncidentVersion) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNIncidentVersion2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentVersion(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNIncidentVersion2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentVersion(ctx context.Context, sel ast.SelectionSet, v *model.IncidentVersion) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "IncidentVersion!")
+		return graphql.Null
+	}
+	return ec._IncidentVersion(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNIncidentVersionConnection2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentVersionConnection(ctx context.Context, sel ast.SelectionSet, v *model.IncidentVersionConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "IncidentVersionConnection!")
+		return graphql.Null
+	}
+	return ec._IncidentVersionConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNIncidentVersionEdge2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentVersionEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.IncidentVersionEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNIncidentVersionEdge2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentVersionEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNIncidentVersionEdge2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentVersionEdge(ctx context.Context, sel ast.SelectionSet, v *model.IncidentVersionEdge) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "IncidentVersionEdge!")
+		return graphql.Null
+	}
+	return ec._IncidentVersionEdge(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNInt2int(ctx context.Context, v any) (int, error) {
@@ -16867,12 +19061,40 @@ func (ec *executionContext) marshalNPairCount2ᚖgithubᚗcomᚋincidentlibᚋin
 	return ec._PairCount(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNPurgeVersionPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐPurgeVersionPayload(ctx context.Context, sel ast.SelectionSet, v *model.PurgeVersionPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "PurgeVersionPayload!")
+		return graphql.Null
+	}
+	return ec._PurgeVersionPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNReview2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐReview(ctx context.Context, sel ast.SelectionSet, v *model.Review) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Review!")
 		return graphql.Null
 	}
 	return ec._Review(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNReviewDecision2githubᚗcomᚋincidentlibᚋincidentlibᚐReviewDecision(ctx context.Context, v any) (incidentlib.ReviewDecision, error) {
+	var res incidentlib.ReviewDecision
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNReviewDecision2githubᚗcomᚋincidentlibᚋincidentlibᚐReviewDecision(ctx context.Context, sel ast.SelectionSet, v incidentlib.ReviewDecision) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNReviewState2githubᚗcomᚋincidentlibᚋincidentlibᚐReviewState(ctx context.Context, v any) (incidentlib.ReviewState, error) {
+	var res incidentlib.ReviewState
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNReviewState2githubᚗcomᚋincidentlibᚋincidentlibᚐReviewState(ctx context.Context, sel ast.SelectionSet, v incidentlib.ReviewState) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) marshalNRevokeTokenPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐRevokeTokenPayload(ctx context.Context, sel ast.SelectionSet, v *model.RevokeTokenPayload) graphql.Marshaler {
@@ -17470,6 +19692,13 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	return res
 }
 
+func (ec *executionContext) marshalODeletedIncident2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐDeletedIncident(ctx context.Context, sel ast.SelectionSet, v *model.DeletedIncident) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._DeletedIncident(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalOID2string(ctx context.Context, v any) (string, error) {
 	res, err := graphql.UnmarshalID(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -17564,6 +19793,13 @@ func (ec *executionContext) unmarshalOIncidentOrder2ᚖgithubᚗcomᚋincidentli
 	}
 	res, err := ec.unmarshalInputIncidentOrder(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOIncidentVersion2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentVersion(ctx context.Context, sel ast.SelectionSet, v *model.IncidentVersion) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._IncidentVersion(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOInt2ᚖint(ctx context.Context, v any) (*int, error) {
@@ -17731,6 +19967,42 @@ func (ec *executionContext) unmarshalOReviewInput2ᚖgithubᚗcomᚋincidentlib�
 	}
 	res, err := ec.unmarshalInputReviewInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOReviewState2ᚕgithubᚗcomᚋincidentlibᚋincidentlibᚐReviewStateᚄ(ctx context.Context, v any) ([]incidentlib.ReviewState, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]incidentlib.ReviewState, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNReviewState2githubᚗcomᚋincidentlibᚋincidentlibᚐReviewState(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOReviewState2ᚕgithubᚗcomᚋincidentlibᚋincidentlibᚐReviewStateᚄ(ctx context.Context, sel ast.SelectionSet, v []incidentlib.ReviewState) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNReviewState2githubᚗcomᚋincidentlibᚋincidentlibᚐReviewState(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalOSourceInput2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐSourceInputᚄ(ctx context.Context, v any) ([]*model.SourceInput, error) {

@@ -29,16 +29,16 @@ func (r *mutationResolver) UpsertIncident(ctx context.Context, input model.Incid
 	}
 	// The author is the token's name, whatever the input says.
 	inc.Review.WrittenBy = by.Name
-	stored, err := w.UpsertIncident(ctx, inc, incidentlib.WriteOptions{ExpectedUpdatedAt: input.ExpectedUpdatedAt})
+	stored, err := w.UpsertIncident(ctx, inc, incidentlib.WriteOptions{ExpectedUpdatedAt: input.ExpectedUpdatedAt, ExpectedVersion: input.ExpectedVersion})
 	return incidentPayload(ctx, r.Resolver, stored, prefix, err)
 }
 
-func (r *mutationResolver) DeleteIncident(ctx context.Context, id string, expectedUpdatedAt *string) (*model.DeleteIncidentPayload, error) {
+func (r *mutationResolver) DeleteIncident(ctx context.Context, id string, expectedUpdatedAt *string, expectedVersion *int) (*model.DeleteIncidentPayload, error) {
 	w, err := writer(ctx)
 	if err != nil {
 		return nil, err
 	}
-	res, err := w.DeleteIncident(ctx, id, incidentlib.WriteOptions{ExpectedUpdatedAt: expectedUpdatedAt})
+	res, err := w.DeleteIncident(ctx, id, incidentlib.WriteOptions{ExpectedUpdatedAt: expectedUpdatedAt, ExpectedVersion: expectedVersion})
 	if err != nil {
 		ues, ok := model.UserErrors(nil, err)
 		if !ok {
@@ -49,18 +49,17 @@ func (r *mutationResolver) DeleteIncident(ctx context.Context, id string, expect
 	return &model.DeleteIncidentPayload{DeletedID: &res.ID, UnlinkedIds: res.Unlinked, UserErrors: []*model.UserError{}}, nil
 }
 
-func (r *mutationResolver) ReviewIncident(ctx context.Context, id string, reviewer string, expectedUpdatedAt *string) (*model.IncidentPayload, error) {
+func (r *mutationResolver) ReviewIncident(ctx context.Context, id string, decision incidentlib.ReviewDecision, comment *string, expectedVersion *int, expectedUpdatedAt *string) (*model.IncidentPayload, error) {
 	w, err := writer(ctx)
 	if err != nil {
 		return nil, err
 	}
-	// The reviewer is the token's name: the argument is ignored (the
-	// review workflow removes it from the schema).
-	by, err := author(ctx, incidentlib.RoleReviewer)
-	if err != nil {
+	// The reviewer is the token's name (the store takes it from ctx).
+	if _, err := author(ctx, incidentlib.RoleReviewer); err != nil {
 		return nil, err
 	}
-	stored, err := w.ReviewIncident(ctx, id, by.Name, incidentlib.WriteOptions{ExpectedUpdatedAt: expectedUpdatedAt})
+	stored, err := w.DecideReview(ctx, id, decision, deref(comment),
+		incidentlib.WriteOptions{ExpectedUpdatedAt: expectedUpdatedAt, ExpectedVersion: expectedVersion})
 	return incidentPayload(ctx, r.Resolver, stored, nil, err)
 }
 
@@ -80,6 +79,10 @@ func (r *mutationResolver) ImportIncidents(ctx context.Context, records []*model
 		if rec.ExpectedUpdatedAt != nil {
 			ues = append(ues, &model.UserError{Field: append(prefix, "expectedUpdatedAt"), Code: model.UserErrorCodeInvalid,
 				Message: "expectedUpdatedAt is for upsertIncident: an import writes all its records or none"})
+		}
+		if rec.ExpectedVersion != nil {
+			ues = append(ues, &model.UserError{Field: append(prefix, "expectedVersion"), Code: model.UserErrorCodeInvalid,
+				Message: "expectedVersion is for upsertIncident: an import writes all its records or none"})
 		}
 		inc, es := rec.Incident()
 		if len(es) > 0 {

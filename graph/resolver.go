@@ -47,6 +47,9 @@ type Resolver struct {
 	// TokenService keeps the API tokens (tokens.resolvers.go); without it
 	// the token fields answer UNAVAILABLE.
 	TokenService incidentlib.TokenService
+	// History reads the incidents' history (history.resolvers.go); without
+	// it the history fields answer UNAVAILABLE.
+	History incidentlib.HistoryService
 
 	// views are the views of the two languages, made with a wrapper per
 	// taxonomy term and shared by every request until the taxonomy

@@ -11,12 +11,16 @@ import (
 // docs/editing.md). A mutation not listed needs RoleAdmin, and
 // TestRolesCoverMutations fails until it is listed.
 var MutationRoles = map[string]incidentlib.Role{
-	"upsertIncident":  incidentlib.RoleEditor,
-	"deleteIncident":  incidentlib.RoleEditor,
-	"importIncidents": incidentlib.RoleEditor,
-	"reviewIncident":  incidentlib.RoleReviewer,
-	"createToken":     incidentlib.RoleAdmin,
-	"revokeToken":     incidentlib.RoleAdmin,
+	"upsertIncident":   incidentlib.RoleEditor,
+	"deleteIncident":   incidentlib.RoleEditor,
+	"importIncidents":  incidentlib.RoleEditor,
+	"reviewIncident":   incidentlib.RoleReviewer,
+	"restoreIncident":  incidentlib.RoleEditor,
+	"submitForReview":  incidentlib.RoleEditor,
+	"withdrawIncident": incidentlib.RoleEditor,
+	"purgeVersion":     incidentlib.RoleAdmin,
+	"createToken":      incidentlib.RoleAdmin,
+	"revokeToken":      incidentlib.RoleAdmin,
 	// The taxonomy and the organizations (taxadmin.graphqls).
 	"addTerm":            incidentlib.RoleAdmin,
 	"updateTerm":         incidentlib.RoleAdmin,
@@ -32,6 +36,14 @@ var MutationRoles = map[string]incidentlib.Role{
 var QueryRoles = map[string]incidentlib.Role{
 	"tokens":          incidentlib.RoleAdmin,
 	"taxonomyHistory": incidentlib.RoleAdmin,
+	"incidentVersion": incidentlib.RoleEditor,
+	"deletedIncident": incidentlib.RoleEditor,
+}
+
+// NestedRoles is the role the fields below the top of a query need, at
+// any depth, by name: the history of an incident shows its authors.
+var NestedRoles = map[string]incidentlib.Role{
+	"history": incidentlib.RoleEditor,
 }
 
 // RequiredRole is the role an operation needs: the most any field at its
@@ -44,12 +56,19 @@ func RequiredRole(oc *graphql.OperationContext) (incidentlib.Role, string) {
 	}
 	need := incidentlib.RoleReader
 	seen := map[string]bool{}
-	var walk func(ast.SelectionSet)
-	walk = func(set ast.SelectionSet) {
+	var walk func(ast.SelectionSet, int)
+	walk = func(set ast.SelectionSet, depth int) {
 		for _, sel := range set {
 			switch s := sel.(type) {
 			case *ast.Field:
 				if s.Name == "__typename" {
+					continue
+				}
+				if depth > 0 {
+					if r, ok := NestedRoles[s.Name]; ok && r > need {
+						need, what = r, s.Name
+					}
+					walk(s.SelectionSet, depth+1)
 					continue
 				}
 				r, ok := table[s.Name]
@@ -59,19 +78,20 @@ func RequiredRole(oc *graphql.OperationContext) (incidentlib.Role, string) {
 				if r > need {
 					need, what = r, s.Name
 				}
+				walk(s.SelectionSet, depth+1)
 			case *ast.InlineFragment:
-				walk(s.SelectionSet)
+				walk(s.SelectionSet, depth)
 			case *ast.FragmentSpread:
 				if seen[s.Name] {
 					continue
 				}
 				seen[s.Name] = true
 				if f := oc.Doc.Fragments.ForName(s.Name); f != nil {
-					walk(f.SelectionSet)
+					walk(f.SelectionSet, depth)
 				}
 			}
 		}
 	}
-	walk(oc.Operation.SelectionSet)
+	walk(oc.Operation.SelectionSet, 0)
 	return need, what
 }

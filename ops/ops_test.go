@@ -109,7 +109,7 @@ func scrape(t *testing.T) map[string]*dto.MetricFamily {
 		}
 	}
 	post(map[string]any{"query": `query TooMany { incidents(first: 1000) { totalCount } }`})
-	post(map[string]any{"query": `mutation { reviewIncident(id: "IL-0213", reviewer: "ops test") { userErrors { code } } }`})
+	post(map[string]any{"query": `mutation { reviewIncident(id: "IL-0213", decision: APPROVE) { userErrors { code } } }`})
 	q := `query One { incident(id: "IL-0213") { id } }`
 	ext := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": sha(q)}}
 	post(map[string]any{"query": q, "extensions": ext})

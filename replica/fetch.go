@@ -70,6 +70,9 @@ func (f *Follower) fetch(ctx context.Context, since uint64, limit int, wait time
 		return fail(err)
 	}
 	req.Header.Set("Accept", "application/x-ndjson")
+	if f.cfg.Token != "" && !f.current.Load() {
+		req.Header.Set("Authorization", "Bearer "+f.cfg.Token)
+	}
 	resp, err := f.client.Do(req)
 	if err != nil {
 		return fail(err)
@@ -77,6 +80,9 @@ func (f *Follower) fetch(ctx context.Context, since uint64, limit int, wait time
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		if resp.StatusCode == http.StatusGone {
+			return fail(fmt.Errorf("%w: %s", errCompacted, strings.TrimSpace(string(b))))
+		}
 		if resp.StatusCode == http.StatusConflict {
 			return fail(fmt.Errorf("the primary has not reached this replica's position %d (%s): it was replaced or restored; rebuild the replica from an empty store", since, strings.TrimSpace(string(b))))
 		}
@@ -142,6 +148,10 @@ func (f *Follower) fetch(ctx context.Context, since uint64, limit int, wait time
 	pg.head = head
 	return pg
 }
+
+// errCompacted is the primary's 410 (SEQUENCE_COMPACTED): history after
+// the replica's position was compacted away.
+var errCompacted = errors.New("the primary compacted the history after this replica's position")
 
 // seqHeader is restapi.SeqHeader.
 const seqHeader = "Incidentlib-Seq"

@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,6 +74,11 @@ type Config struct {
 	// PageTimeout bounds reading one page, on top of Wait. Unit: duration.
 	// Default 60s.
 	PageTimeout time.Duration
+	// Token, if set, is an admin token of the primary: the follower then
+	// reads the history feed (every version with its author) and the
+	// replica holds the same history as its primary. Without it the
+	// replica copies current records only.
+	Token string
 	// Now is the follower's clock, for its lag (Lag); default time.Now.
 	Now func() time.Time
 	// Logger receives progress and errors; default slog.Default().
@@ -173,6 +179,12 @@ type Follower struct {
 
 	errors  prometheus.Counter
 	skipped *prometheus.CounterVec
+
+	// current is set after the primary answered 410: the history after
+	// the position was compacted away, so the follower reads the feed of
+	// current records (a snapshot of every incident changed since) until
+	// it is level, then the history feed again from there.
+	current atomic.Bool
 }
 
 // ErrNotReplica is returned by New for a store that holds incidents of its
@@ -396,6 +408,9 @@ func (f *Follower) poll(ctx context.Context, wait time.Duration) (int, error) {
 		}
 	})
 	if err != nil {
+		if errors.Is(err, errCompacted) && !f.current.Swap(true) {
+			f.cfg.Logger.Warn("the primary compacted its history after this replica's position: catching up from its current records, then following its history again", "seq", from)
+		}
 		return 0, err
 	}
 	if len(changes) == limit || pg.cut {
@@ -417,6 +432,9 @@ func (f *Follower) poll(ctx context.Context, wait time.Duration) (int, error) {
 		f.cfg.Logger.Warn("skipped a change of the primary: its record breaks the rules records are held to", "seq", sk.seq, "id", sk.id, "rule", string(sk.rule), "err", sk.why)
 	}
 	level := len(changes) < limit && !pg.cut
+	if level && f.current.Swap(false) {
+		f.cfg.Logger.Info("caught up from the primary's current records; following its history again", "seq", to)
+	}
 	f.update(func(s *Status) {
 		s.Seq = to
 		s.PrimarySeq = max(head, to)

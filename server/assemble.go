@@ -22,6 +22,8 @@ type Store interface {
 	incidentlib.TokenService
 	incidentlib.TaxonomyAdmin
 	incidentlib.IncidentAggregates
+	incidentlib.HistoryService
+	incidentlib.HistoryLog
 }
 
 // Assemble builds the GraphQL resolver over store and search (nil: search
@@ -33,7 +35,7 @@ type Store interface {
 // cannot cover, so FastReads is off and cached responses expire
 // (Config.Upstream is set).
 func Assemble(store Store, incidents incidentlib.IncidentService, search incidentlib.SearchService, m *metrics.Metrics, cfg Config) (*Server, *graph.Resolver, error) {
-	res := &graph.Resolver{Incidents: store, Organizations: store, Snapshots: store, Taxonomy: store.Taxonomy(), Taxonomies: store, TaxonomyAdmin: store, LoaderMetrics: m, Search: search, TokenService: store, Aggregates: store}
+	res := &graph.Resolver{Incidents: store, Organizations: store, Snapshots: store, Taxonomy: store.Taxonomy(), Taxonomies: store, TaxonomyAdmin: store, LoaderMetrics: m, Search: search, TokenService: store, Aggregates: store, History: store}
 	if incidents != nil {
 		res.Incidents, res.Snapshots = incidents, nil
 		cfg.Upstream = true

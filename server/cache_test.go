@@ -349,7 +349,7 @@ func TestResponseCache(t *testing.T) {
 		// A mutation that writes nothing and has no GraphQL errors (the
 		// problem is a user error in its payload): only its kind keeps it
 		// out of the cache.
-		m := `mutation { reviewIncident(id: "IL-9999", reviewer: "cache test") { userErrors { code } } }`
+		m := `mutation { reviewIncident(id: "IL-9999", decision: APPROVE) { userErrors { code } } }`
 		for i := 0; i < 2; i++ {
 			r := ts.post(t, map[string]any{"query": m}, "Authorization", "Bearer cache-test-admin-token-0123")
 			if r.status != 200 || r.code() != "" || !bytes.Contains(r.body, []byte("NOT_FOUND")) {

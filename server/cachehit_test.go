@@ -115,7 +115,7 @@ func TestCacheHitStillGuarded(t *testing.T) {
 
 	t.Run("GETMutation", func(t *testing.T) {
 		ts := newEdgeServer(t, incs, server.Config{})
-		doc := `query Q { incident(id: "IL-0213") { id } } mutation M { reviewIncident(id: "IL-0213", reviewer: "x") { incident { id } } }`
+		doc := `query Q { incident(id: "IL-0213") { id } } mutation M { reviewIncident(id: "IL-0213", decision: APPROVE) { incident { id } } }`
 		warm(t, ts, func() *rawResponse { return ts.get(t, url.Values{"query": {doc}, "operationName": {"Q"}}) })
 		warm(t, ts, func() *rawResponse {
 			return ts.post(t, map[string]any{"query": doc, "operationName": "Q"})

@@ -117,6 +117,7 @@ func awkward(incs []*incidentlib.Incident) *incidentlib.Incident {
 	inc.RecurrenceOf = incs[3].ID
 	inc.Sources = []incidentlib.Source{{URL: "https://example.com/a?b=\"c\"", Kind: "blog"}, {URL: "https://example.com/x"}}
 	inc.Docs = []json.RawMessage{json.RawMessage(`{"a":"<&>","b":[1,2.5,null]}`)}
+	inc.CreatedAt = "2026-01-02T03:04:05Z"
 	return &inc
 }
 
@@ -378,6 +379,7 @@ var schemaFields = sync.OnceValue(func() *genFields {
 		typ := f.Type.Name()
 		switch {
 		case required(f) || strings.HasPrefix(f.Name, "__"):
+		case graph.NestedRoles[f.Name] > incidentlib.RoleReader: // needs a token (history)
 		case handed("Incident", f.Name):
 			sel := f.Name
 			if !s.Types[typ].IsLeafType() {

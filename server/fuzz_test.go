@@ -32,7 +32,7 @@ func FuzzGraphQL(f *testing.F) {
 		{`{ incidents(after: "!!") { totalCount } }`, ``, false},
 		{`{ a: incidents { totalCount } b: incidents { totalCount } }`, ``, true},
 		{`{ incident(id: "IL-0213") { ...A } } fragment A on Incident { related { ...A } }`, ``, false},
-		{`mutation { reviewIncident(id: "IL-0213", reviewer: "x") { incident { id } } }`, ``, true},
+		{`mutation { reviewIncident(id: "IL-0213", decision: APPROVE) { incident { id } } }`, ``, true},
 		{`{ __schema { types { name } } }`, ``, false},
 		{`{ incidents(`, ``, false},
 		{`query($id: ID!) { node(id: $id) { id } }`, `{"id": 5}`, false},

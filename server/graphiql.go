@@ -89,10 +89,14 @@ query Facets {
 `},
 	{Query: `# A write needs a token: incidentlib token add --name NAME --role editor
 # (docs/editing.md). Paste it in the Headers pane below. The author stored
-# is the token's name, whatever review.writtenBy says.
+# is the token's name, whatever review.writtenBy says; every change is a
+# version in the incident's history, and a new version is a DRAFT.
 mutation UpsertIncident($input: IncidentInput!) {
   upsertIncident(input: $input) {
-    incident { id title updatedAt review { writtenBy } }
+    incident {
+      id title updatedAt version reviewState review { writtenBy }
+      history(first: 3) { totalCount nodes { version action author { name } changedFields } }
+    }
     userErrors { field message code }
   }
 }

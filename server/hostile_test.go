@@ -263,7 +263,7 @@ func TestHostileRequestsRefused(t *testing.T) {
 		}, 413, gqledge.CodeBodyTooLarge},
 		{"BatchOf500", func(t *testing.T) *response { return def.postBody(t, batch(500)) }, 400, gqledge.CodeBatchLimit},
 		{"MutationOverGET", func(t *testing.T) *response {
-			return def.get(t, `mutation { reviewIncident(id: "IL-0213", reviewer: "x") { incident { id } } }`)
+			return def.get(t, `mutation { reviewIncident(id: "IL-0213", decision: APPROVE) { incident { id } } }`)
 		}, 405, gqledge.CodeMethodNotAllowed},
 	}
 	for _, c := range cases {
@@ -299,7 +299,7 @@ func TestHostileRequestsRefused(t *testing.T) {
 		}
 	})
 	t.Run("MutationOverGETAllowsPOST", func(t *testing.T) {
-		r := def.get(t, `mutation { reviewIncident(id: "IL-0213", reviewer: "x") { incident { id } } }`)
+		r := def.get(t, `mutation { reviewIncident(id: "IL-0213", decision: APPROVE) { incident { id } } }`)
 		if r.header.Get("Allow") != "POST" {
 			t.Fatalf("Allow %q", r.header.Get("Allow"))
 		}

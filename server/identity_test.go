@@ -74,6 +74,10 @@ func (s *idServer) put(tb testing.TB, ids ...string) {
 		if _, err := s.db.UpsertIncident(context.Background(), inc, incidentlib.WriteOptions{}); err != nil {
 			tb.Fatal(err)
 		}
+		// In review, so that a reviewer's decision is allowed.
+		if _, err := s.db.SubmitForReview(context.Background(), id, incidentlib.WriteOptions{}); err != nil {
+			tb.Fatal(err)
+		}
 	}
 }
 
@@ -112,7 +116,38 @@ func TestRolesOnEachMutation(t *testing.T) {
 		{"reviewIncident", incidentlib.RoleReviewer, func(t *testing.T) (string, map[string]any) {
 			id := next()
 			s.put(t, id)
-			return `mutation($id: ID!) { reviewIncident(id: $id, reviewer: "x") { userErrors { code } } }`, map[string]any{"id": id}
+			return `mutation($id: ID!) { reviewIncident(id: $id, decision: APPROVE) { userErrors { code } } }`, map[string]any{"id": id}
+		}},
+		{"restoreIncident", incidentlib.RoleEditor, func(t *testing.T) (string, map[string]any) {
+			id := next()
+			s.put(t, id) // versions 1 (create) and 2 (submit)
+			return `mutation($id: ID!) { restoreIncident(id: $id, version: 1, expectedVersion: 2) { incident { version } userErrors { code } } }`, map[string]any{"id": id}
+		}},
+		{"submitForReview", incidentlib.RoleEditor, func(t *testing.T) (string, map[string]any) {
+			id := next()
+			if _, err := s.db.UpsertIncident(context.Background(), &incidentlib.Incident{ID: id, Org: "Acme", OrgSlug: "acme", Title: incidentlib.Text{En: "t"}}, incidentlib.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			return `mutation($id: ID!) { submitForReview(id: $id, expectedVersion: 1) { incident { reviewState } userErrors { code } } }`, map[string]any{"id": id}
+		}},
+		{"withdrawIncident", incidentlib.RoleEditor, func(t *testing.T) (string, map[string]any) {
+			id := next()
+			s.put(t, id)
+			return `mutation($id: ID!) { withdrawIncident(id: $id, reason: "a duplicate") { incident { reviewState withdrawnReason } userErrors { code } } }`, map[string]any{"id": id}
+		}},
+		{"purgeVersion", incidentlib.RoleAdmin, func(t *testing.T) (string, map[string]any) {
+			id := next()
+			s.put(t, id)
+			return `mutation($id: ID!) { purgeVersion(id: $id, version: 1, reason: "takedown") { entry { action } userErrors { code } } }`, map[string]any{"id": id}
+		}},
+		{"history", incidentlib.RoleEditor, func(t *testing.T) (string, map[string]any) {
+			return `{ incidents(first: 2) { nodes { id history(first: 5) { totalCount nodes { version author { name } } } } } }`, nil
+		}},
+		{"incidentVersion", incidentlib.RoleEditor, func(t *testing.T) (string, map[string]any) {
+			return `{ incidentVersion(id: "IL-0001", version: 1) { version record } }`, nil
+		}},
+		{"deletedIncident", incidentlib.RoleEditor, func(t *testing.T) (string, map[string]any) {
+			return `{ deletedIncident(id: "IL-0001") { version } }`, nil
 		}},
 		{"createToken", incidentlib.RoleAdmin, func(t *testing.T) (string, map[string]any) {
 			return `mutation($n: String!) { createToken(name: $n, role: EDITOR) { token userErrors { code } } }`, map[string]any{"n": "new" + next()}
@@ -260,7 +295,11 @@ func TestAuthorIsTheToken(t *testing.T) {
 	if got := stored(t, "IL-0001").WrittenBy; got != "alice" {
 		t.Fatalf("upsert: written_by %q, want alice", got)
 	}
-	r = s.send(t, "Bearer "+reviewer, `mutation { reviewIncident(id: "IL-0001", reviewer: "mallory") { incident { review { reviewedBy } } userErrors { code } } }`, nil)
+	r = s.send(t, "Bearer "+editor, `mutation { submitForReview(id: "IL-0001") { userErrors { code } } }`, nil)
+	if strings.Contains(string(r.raw), `"code"`) {
+		t.Fatalf("submit: %s", r.raw)
+	}
+	r = s.send(t, "Bearer "+reviewer, `mutation { reviewIncident(id: "IL-0001", decision: APPROVE) { incident { review { reviewedBy } } userErrors { code } } }`, nil)
 	if !strings.Contains(string(r.raw), `"reviewedBy":"rita"`) || stored(t, "IL-0001").ReviewedBy != "rita" {
 		t.Fatalf("review: %s", r.raw)
 	}
@@ -311,7 +350,7 @@ func TestTokenMutations(t *testing.T) {
 	if s.db.Seq() != seq {
 		t.Fatal("a token write advanced the change sequence")
 	}
-	if r := s.send(t, "Bearer "+secret, `mutation { reviewIncident(id: "IL-0404", reviewer: "x") { userErrors { code } } }`, nil); r.status != http.StatusOK ||
+	if r := s.send(t, "Bearer "+secret, `mutation { reviewIncident(id: "IL-0404", decision: APPROVE) { userErrors { code } } }`, nil); r.status != http.StatusOK ||
 		!strings.Contains(string(r.raw), `"NOT_FOUND"`) {
 		t.Fatalf("the new token: %d %s", r.status, r.raw)
 	}

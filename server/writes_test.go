@@ -183,7 +183,7 @@ func TestMutationsNeedTheAdminToken(t *testing.T) {
 			}{
 				{wrUpsert, map[string]any{"input": wrInput("IL-0002")}},
 				{`mutation { deleteIncident(id: "IL-0001") { deletedId } }`, nil},
-				{`mutation { reviewIncident(id: "IL-0001", reviewer: "kim") { incident { id } } }`, nil},
+				{`mutation { reviewIncident(id: "IL-0001", decision: APPROVE) { incident { id } } }`, nil},
 				{`mutation($r: [IncidentInput!]!) { importIncidents(records: $r) { created } }`, map[string]any{"r": []any{wrInput("IL-0003")}}},
 			} {
 				r := c.srv.do(t, c.auth, op.q, op.vars)
@@ -203,7 +203,7 @@ func TestMutationsNeedTheAdminToken(t *testing.T) {
 		}
 	})
 	t.Run("BearerIsCaseInsensitive", func(t *testing.T) {
-		r := rw.do(t, "bearer "+wrToken, `mutation { reviewIncident(id: "IL-0001", reviewer: "kim") { userErrors { code } } }`, nil)
+		r := rw.do(t, "bearer "+wrToken, `mutation { reviewIncident(id: "IL-0001", decision: APPROVE) { userErrors { code } } }`, nil)
 		if len(r.Errors) > 0 {
 			t.Fatal(r.Errors)
 		}
@@ -347,16 +347,21 @@ func TestDeleteAndReviewMutations(t *testing.T) {
 	s.upsert(t, in)
 
 	var rev wrIncidentPayload
-	s.mutate(t, `mutation { reviewIncident(id: "IL-0002", reviewer: "Park") {
+	s.mutate(t, `mutation { submitForReview(id: "IL-0002") { incident { id reviewState } userErrors { field code } } }`, nil, "submitForReview", &rev)
+	if rev.Incident == nil || len(rev.UserErrors) > 0 {
+		t.Fatalf("submit: %+v", rev)
+	}
+	// The reviewer is the token's name (the bootstrap admin's), who wrote
+	// the incident: four eyes refuse it, and nothing is written.
+	seq := s.DB.Seq()
+	s.mutate(t, `mutation { reviewIncident(id: "IL-0002", decision: APPROVE) {
 		incident { id review { reviewedAt reviewedBy } } userErrors { field code } } }`, nil, "reviewIncident", &rev)
-	// The reviewer is the token's name (the bootstrap admin's), not the
-	// argument.
-	if rev.Incident == nil || rev.Incident.Review.ReviewedBy == nil || *rev.Incident.Review.ReviewedBy != incidentlib.BootstrapAdmin.Name || rev.Incident.Review.ReviewedAt == nil {
+	if rev.Incident != nil || len(rev.UserErrors) != 1 || rev.UserErrors[0].Code != incidentlib.ESELFREVIEW || s.DB.Seq() != seq {
 		t.Fatalf("%+v", rev)
 	}
-	r := s.do(t, "", `{ incidents(filter: {reviewed: true}) { totalCount } }`, nil)
+	r := s.do(t, "", `{ incidents(filter: {reviewStates: [IN_REVIEW]}) { totalCount } }`, nil)
 	if !strings.Contains(string(r.Data["incidents"]), `"totalCount":1`) {
-		t.Fatalf("reviewed filter: %s", r.Data["incidents"])
+		t.Fatalf("reviewStates filter: %s", r.Data["incidents"])
 	}
 
 	type deletePayload struct {
@@ -386,7 +391,7 @@ func TestDeleteAndReviewMutations(t *testing.T) {
 				t.Fatalf("%+v", d)
 			}
 			var p wrIncidentPayload
-			s.mutate(t, `mutation($id: ID!) { reviewIncident(id: $id, reviewer: "kim") { incident { id } userErrors { field code } } }`,
+			s.mutate(t, `mutation($id: ID!) { reviewIncident(id: $id, decision: APPROVE) { incident { id } userErrors { field code } } }`,
 				map[string]any{"id": c.id}, "reviewIncident", &p)
 			if p.Incident != nil || len(p.UserErrors) != 1 || p.UserErrors[0].Code != c.code {
 				t.Fatalf("%+v", p)

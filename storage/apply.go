@@ -93,6 +93,9 @@ func (db *DB) ApplyChanges(ctx context.Context, from uint64, changes []incidentl
 		if c.Deleted {
 			continue
 		}
+		if c.Incident == nil && c.Entry != nil {
+			continue // a purged version: its history entry only
+		}
 		if c.Incident == nil || c.Incident.ID != c.ID {
 			es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, field, "change %d (seq %d) of %s carries no record of %s", i, c.Seq, c.ID, c.ID))
 			continue
@@ -134,6 +137,11 @@ func (db *DB) ApplyChanges(ctx context.Context, from uint64, changes []incidentl
 			if c.Skipped != "" {
 				continue // skipped by the reader
 			}
+			// The primary's version and history entry, as they are.
+			w.applying = nil
+			if c.Version > 0 {
+				w.applying = &changes[i]
+			}
 			old, err := w.get(nums[i])
 			if err != nil {
 				return err
@@ -143,6 +151,21 @@ func (db *DB) ApplyChanges(ctx context.Context, from uint64, changes []incidentl
 					if err := w.remove(nums[i], old); err != nil {
 						return err
 					}
+				} else if c.Entry != nil {
+					// Another tombstone of an incident already deleted (a
+					// purge of a deleted incident's version).
+					w.seq++
+					if err := w.record(nums[i], c.Version, nil, nil, 0, true); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if c.Incident == nil {
+				// A version whose record the primary purged: the entry.
+				w.seq++
+				if err := w.record(nums[i], c.Version, nil, nil, 0, false); err != nil {
+					return err
 				}
 				continue
 			}

@@ -133,7 +133,7 @@ func TestApplyChangesCopiesAStore(t *testing.T) {
 	if _, err := src.DeleteIncident(ctx, linked, incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.ReviewIncident(ctx, incs[20].ID, "reviewer", incidentlib.WriteOptions{}); err != nil {
+	if _, err := src.WithdrawIncident(ctx, incs[20].ID, "a test", incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	before := dst.Seq()

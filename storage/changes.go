@@ -12,8 +12,11 @@ import (
 )
 
 // The change log (incidentlib.ChangeLog): bucketChanges keeps, by
-// sequence, the latest change of every incident, tombstones included. The
-// sequence of a change is also the version of the record it stored.
+// sequence, the latest change of every incident, tombstones included, with
+// the history's version and action of that change (Change.Version,
+// Change.Action). The sequence of a change is also the stamp of the record
+// it stored. Every version, not only the latest, is in the history feed
+// (versionlog.go).
 
 // ChangesSince returns, oldest first, up to limit changes with a sequence
 // above seq, read in one transaction. The log keeps one entry per
@@ -95,7 +98,7 @@ func walkChanges(tx *bolt.Tx, seq uint64, limit int, fn func(c incidentlib.Chang
 				return fmt.Errorf("storage: change %d of %s has no record", ch.Seq, ch.ID)
 			}
 		}
-		if err := fn(incidentlib.Change{Seq: ch.Seq, ID: ch.ID, Deleted: ch.Deleted}, n, rec); err != nil {
+		if err := fn(incidentlib.Change{Seq: ch.Seq, ID: ch.ID, Deleted: ch.Deleted, Version: ch.Version, Action: ch.Action}, n, rec); err != nil {
 			return err
 		}
 		done++

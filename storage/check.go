@@ -143,6 +143,9 @@ func (db *DB) CheckAll(ctx context.Context) (problems, warnings []string, err er
 				add("changes: %s has no change entry", incidentlib.FormatID(n))
 			}
 		}
+		if !db.noHistory {
+			return checkHistory(tx, add)
+		}
 		return nil
 	})
 	sort.Strings(problems)

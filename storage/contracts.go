@@ -20,4 +20,7 @@ var (
 	_ incidentlib.TaxonomyAdmin       = (*DB)(nil)
 	_ incidentlib.TaxonomyLog         = (*DB)(nil)
 	_ incidentlib.TaxonomyApplier     = (*DB)(nil)
+	_ incidentlib.HistoryService      = (*DB)(nil)
+	_ incidentlib.HistoryWriter       = (*DB)(nil)
+	_ incidentlib.HistoryLog          = (*DB)(nil)
 )

@@ -45,9 +45,13 @@ var (
 	bucketChangeIdx   = []byte("changeidx")   // u32 number -> u64 seq of its latest change
 	bucketAliases     = []byte("aliases")     // u32 number merged away -> u32 number that absorbed it
 	bucketTokens      = []byte("tokens")      // token name -> token JSON, its SHA-256, never the token (tokens.go)
+	bucketHistory     = []byte("history")     // u32 number + u32 version -> history entry JSON (history.go)
+	bucketVersions    = []byte("versions")    // u32 number + u32 version -> IL-JSON of a superseded version
+	bucketVersionLog  = []byte("versionlog")  // u64 seq -> u32 number + u32 version: every version, in order
 
 	allBuckets = [][]byte{bucketMeta, bucketIncidents, bucketSortKeys, bucketOrders, bucketPostings, bucketAliases,
-		bucketOrgs, bucketRecurrences, bucketRelatedRev, bucketTaxonomy, bucketChanges, bucketChangeIdx, bucketTokens}
+		bucketOrgs, bucketRecurrences, bucketRelatedRev, bucketTaxonomy, bucketChanges, bucketChangeIdx, bucketTokens,
+		bucketHistory, bucketVersions, bucketVersionLog}
 )
 
 // Meta keys.
@@ -61,7 +65,9 @@ var (
 	metaStoreID = []byte("store_id")
 )
 
-const schemaVersion = 1
+// schemaVersion is the store's format version (metaSchema): 2 added the
+// history (migrate.go upgrades a version 1 store in place).
+const schemaVersion = 2
 
 // Options configure Open.
 type Options struct {
@@ -97,6 +103,10 @@ type Options struct {
 	// records over it. Unit: bytes. Default (0)
 	// incidentlib.DefaultMaxRecordBytes.
 	MaxRecordBytes int
+	// AllowSelfReview lets a reviewer approve an incident they wrote a
+	// version of since its last approval (a library of one person);
+	// default false: SELF_REVIEW.
+	AllowSelfReview bool
 }
 
 // DB is the incident store.
@@ -126,6 +136,11 @@ type DB struct {
 	storeID string // metaStoreID, "" in an older store opened read-only
 
 	tokens tokenState // the API tokens, in memory (tokens.go)
+
+	allowSelfReview bool // Options.AllowSelfReview
+	// noHistory marks an older store opened read-only: it has no history
+	// buckets until a writable open upgrades it (migrate.go).
+	noHistory bool
 }
 
 type cachedIncident struct {
@@ -181,7 +196,7 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{bolt: b, path: path, Now: time.Now, upstreamLinks: opts.UpstreamLinks,
-		observeCommit: opts.ObserveCommit, maxRecord: opts.MaxRecordBytes}
+		observeCommit: opts.ObserveCommit, maxRecord: opts.MaxRecordBytes, allowSelfReview: opts.AllowSelfReview}
 	db.fault.logger = opts.Logger
 	db.taxes.builtin = opts.Taxonomy
 	if db.observeCommit == nil {
@@ -271,8 +286,16 @@ func (db *DB) load(readOnly bool) (err error) {
 			for _, name := range allBuckets {
 				// A store written before tokens has no tokens bucket: it
 				// has no tokens (a writable open creates it).
-				if tx.Bucket(name) == nil && string(name) != string(bucketTokens) {
+				if tx.Bucket(name) == nil && string(name) != string(bucketTokens) && !historyBucket(name) {
 					return fmt.Errorf("%s is not an incidentlib store (no bucket %q)", db.path, name)
+				}
+			}
+			if v := tx.Bucket(bucketMeta).Get(metaSchema); len(v) == 4 {
+				if got := binary.BigEndian.Uint32(v); got > schemaVersion {
+					return newerStore(db.path, got)
+				} else if got < 2 {
+					// Read-only: not upgraded; it has no history yet.
+					db.noHistory = true
 				}
 			}
 			return nil
@@ -299,12 +322,23 @@ func (db *DB) init() error {
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
-		if v := meta.Get(metaSchema); v == nil {
+		if v := meta.Get(metaSchema); v != nil {
+			got := binary.BigEndian.Uint32(v)
+			if got > schemaVersion {
+				return newerStore(db.path, got)
+			}
+			if got < schemaVersion {
+				if err := db.migrate(tx, got); err != nil {
+					return fmt.Errorf("upgrade %s from store format version %d to %d: %w", db.path, got, schemaVersion, err)
+				}
+			}
+		}
+		if v := meta.Get(metaSchema); len(v) != 4 || binary.BigEndian.Uint32(v) != schemaVersion {
+			// Written only when it changes: an open of a store as it is
+			// writes nothing (a full disk still opens).
 			if err := meta.Put(metaSchema, binary.BigEndian.AppendUint32(nil, schemaVersion)); err != nil {
 				return err
 			}
-		} else if got := binary.BigEndian.Uint32(v); got != schemaVersion {
-			return fmt.Errorf("%s has schema version %d; this program reads version %d", db.path, got, schemaVersion)
 		}
 		if meta.Get(metaStoreID) == nil {
 			id := make([]byte, 16)
@@ -411,6 +445,7 @@ func (db *DB) update(ctx context.Context, fn func(*writeTx) error) error {
 	start := time.Now()
 	err := db.updateGuarded(func(tx *bolt.Tx) error {
 		w := newWriteTx(db, tx)
+		w.begin(ctx, "", incidentlib.BootstrapAdmin.Name)
 		logged, err := w.startLogged(ctx) // a cluster log's write (cluster.go)
 		if err != nil {
 			return err

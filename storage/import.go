@@ -36,6 +36,7 @@ func (db *DB) ImportIncidents(ctx context.Context, incs []*incidentlib.Incident,
 	}
 	res := &incidentlib.ImportResult{}
 	err := db.update(ctx, func(w *writeTx) error {
+		w.begin(ctx, incidentlib.ActionImport, incidentlib.AuthorImport) // the history's author and action
 		*res = incidentlib.ImportResult{}
 		if opts.OnlyIfNew {
 			if w.seq > 0 || w.tx.Bucket(bucketIncidents).Stats().KeyN > 0 {
@@ -94,6 +95,10 @@ func (w *writeTx) importOne(in *incidentlib.Incident, data []byte, keepUpdatedAt
 		data = nil
 	}
 	if old != nil {
+		given := carryHistory(&inc, old) // the history's members, when the record has none
+		if given != nil {
+			data = nil
+		}
 		if !keepUpdatedAt {
 			// A stamped record is unchanged if all but the stamp is.
 			inc.UpdatedAt = old.UpdatedAt
@@ -109,6 +114,9 @@ func (w *writeTx) importOne(in *incidentlib.Incident, data []byte, keepUpdatedAt
 		if bytes.Equal(a, b) {
 			res.Unchanged++
 			return nil
+		}
+		if given != nil {
+			inc.ReviewState = *given // a changed record: its own review state
 		}
 		res.Updated++
 	} else {

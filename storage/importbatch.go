@@ -127,6 +127,7 @@ func (bi *BatchedImport) WriteEncoded(ctx context.Context, incs []*incidentlib.I
 	flushPostings := last || (bi.batches+1)%postingFlushEvery == 0
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
 		w := newWriteTx(db, tx)
+		w.begin(ctx, incidentlib.ActionImport, incidentlib.AuthorImport) // the history's author and action
 		if bi.postings != nil {
 			w.postings, w.stored = bi.postings, bi.stored
 		}

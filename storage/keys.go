@@ -226,7 +226,12 @@ const (
 	prefixRoleOrg  = "r\x00" // an organization of organization_roles (vendor, reporter)
 	prefixVerif    = "v\x00" // verification, for every value but UNKNOWN
 	prefixTerm     = "t\x00"
+	prefixState    = "s\x00" // review state, for every state but DRAFT
 )
+
+// postState is the posting of review state s. DRAFT has none: it is every
+// incident in none of the others.
+func postState(s incidentlib.ReviewState) string { return prefixState + string(s) }
 
 func postTerm(kind incidentlib.TermKind, slug string) string {
 	return prefixTerm + string(kind) + "\x00" + slug
@@ -260,6 +265,9 @@ func postingsOf(inc *incidentlib.Incident) []string {
 	}
 	if inc.Review.ReviewedAt != "" {
 		p = append(p, postReviewed)
+	}
+	if s := inc.State(); s != incidentlib.ReviewDraft {
+		p = append(p, postState(s))
 	}
 	if v := inc.Verification.OrUnknown(); v != incidentlib.VerificationUnknown {
 		p = append(p, postVerification(v))

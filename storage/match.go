@@ -100,7 +100,18 @@ func (db *DB) match(tx *bolt.Tx, f incidentlib.IncidentFilter) (*matchSet, error
 		}
 		sets = append(sets, bm)
 	}
-	flag(f.Reviewed, postReviewed)
+	if f.Reviewed != nil || len(f.ReviewStates) > 0 {
+		bm, err := stateSet(tx, all, f.ReviewStates, f.Reviewed)
+		if err != nil {
+			return nil, err
+		}
+		sets = append(sets, bm)
+	} else if len(f.IDs) == 0 {
+		// Withdrawn incidents leave lists unless the filter asks for them.
+		if wd := readPosting(tx, postState(incidentlib.ReviewWithdrawn)); !wd.IsEmpty() {
+			sets = append(sets, roaring.AndNot(all, wd))
+		}
+	}
 	flag(f.IsRecurrence, postRecurrence)
 	flag(f.HasRecurrences, postHasRec)
 	ms := &matchSet{}
@@ -132,6 +143,51 @@ func (db *DB) match(tx *bolt.Tx, f incidentlib.IncidentFilter) (*matchSet, error
 	sets = append(sets, all)
 	ms.bm = roaring.FastAnd(sets...)
 	return ms, nil
+}
+
+// stateSet is the union of the postings of the review states ss, and
+// with reviewed (true: REVIEWED; false: any other state, WITHDRAWN only
+// when ss names it). DRAFT is every incident in none of the others.
+func stateSet(tx *bolt.Tx, all *roaring.Bitmap, ss []incidentlib.ReviewState, reviewed *bool) (*roaring.Bitmap, error) {
+	others := func() *roaring.Bitmap {
+		bms := make([]*roaring.Bitmap, 0, 4)
+		for _, s := range incidentlib.ReviewStates[1:] {
+			bms = append(bms, readPosting(tx, postState(s)))
+		}
+		return roaring.AndNot(all, roaring.FastOr(bms...))
+	}
+	of := func(s incidentlib.ReviewState) *roaring.Bitmap {
+		if s == incidentlib.ReviewDraft {
+			return others()
+		}
+		return readPosting(tx, postState(s))
+	}
+	var bm *roaring.Bitmap
+	if len(ss) > 0 {
+		bms := make([]*roaring.Bitmap, 0, len(ss))
+		for i, s := range ss {
+			if !s.IsValid() {
+				return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"filter", "reviewStates", fmt.Sprint(i)}, "unknown review state %q", s)
+			}
+			bms = append(bms, of(s))
+		}
+		bm = roaring.FastOr(bms...)
+	}
+	if reviewed != nil {
+		r := of(incidentlib.ReviewReviewed)
+		if !*reviewed {
+			r = roaring.AndNot(all, r)
+			if len(ss) == 0 {
+				r.AndNot(of(incidentlib.ReviewWithdrawn))
+			}
+		}
+		if bm == nil {
+			bm = r
+		} else {
+			bm = roaring.And(bm, r)
+		}
+	}
+	return bm, nil
 }
 
 // verificationSet is the union of the postings of vs; UNKNOWN is every

@@ -14,6 +14,11 @@ import (
 // import's transaction: every link to it now points to the incident that
 // absorbed it, and its id is kept as an alias so that it goes on resolving.
 func (w *writeTx) applyMerges(merges map[string]string) error {
+	if len(merges) == 0 {
+		return nil
+	}
+	defer func(a incidentlib.ChangeAction, c string) { w.action, w.comment = a, c }(w.action, w.comment)
+	w.action = incidentlib.ActionMerge
 	drops := make([]string, 0, len(merges))
 	for d := range merges {
 		drops = append(drops, d)
@@ -31,6 +36,7 @@ func (w *writeTx) applyMerges(merges map[string]string) error {
 		} else if kept == nil {
 			return incidentlib.Errorf(incidentlib.EINVALID, "cannot merge %s into %s: %s is not in the library", dropID, keepID, keepID)
 		}
+		w.comment = "merged " + dropID + " into " + keepID
 		linking, err := w.linking(d)
 		if err != nil {
 			return err

@@ -3,14 +3,10 @@ package storage
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"runtime/debug"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -90,6 +86,12 @@ func (db *DB) publish(seq uint64) {
 // more than once, so they must start from the writeTx and reset whatever
 // they report. mutate returns after the transaction committed.
 func (db *DB) mutate(ctx context.Context, check, apply func(*writeTx) error) error {
+	return db.mutateAs(ctx, "", "", check, apply)
+}
+
+// mutateAs is mutate whose writes record action and comment in the
+// history, with the author from ctx.
+func (db *DB) mutateAs(ctx context.Context, action incidentlib.ChangeAction, comment string, check, apply func(*writeTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return ctxError(err)
 	}
@@ -105,6 +107,8 @@ func (db *DB) mutate(ctx context.Context, check, apply func(*writeTx) error) err
 		refused = nil
 		cs := db.joinCommit(tx)
 		w := newWriteTx(db, tx)
+		w.begin(ctx, action, incidentlib.BootstrapAdmin.Name)
+		w.comment = comment
 		logged, err := w.startLogged(ctx) // a cluster log's write (cluster.go)
 		if err != nil {
 			return err
@@ -177,6 +181,17 @@ func sameTime(a, b string) bool {
 // checkExpected checks optimistic concurrency: opts.ExpectedUpdatedAt
 // against the stored record old (nil when absent).
 func checkExpected(id string, old *incidentlib.Incident, opts incidentlib.WriteOptions) error {
+	if p := opts.ExpectedVersion; p != nil {
+		field := []string{"expected_version"}
+		switch {
+		case old == nil && *p != 0:
+			return incidentlib.FieldErrorf(incidentlib.ECONFLICT, field,
+				"incident %s was expected at version %d but is not in the library", id, *p)
+		case old != nil && old.CurrentVersion() != *p:
+			return incidentlib.FieldErrorf(incidentlib.ECONFLICT, field,
+				"incident %s was changed since it was read: it is at version %d, not %d", id, old.CurrentVersion(), *p)
+		}
+	}
 	if opts.ExpectedUpdatedAt == nil {
 		return nil
 	}
@@ -207,6 +222,18 @@ func (w *writeTx) expect(n uint32, id string, mustExist bool, opts incidentlib.W
 	if err != nil {
 		return nil, err
 	}
+	if old == nil {
+		_, e, err := lastEntry(w.tx, n)
+		if err != nil {
+			return nil, err
+		}
+		if e != nil && e.Deleted {
+			if mustExist {
+				return nil, incidentlib.FieldErrorf(incidentlib.ENOTFOUND, []string{"id"}, "incident %s is deleted", id)
+			}
+			return nil, deletedConflict(id)
+		}
+	}
 	if old == nil && mustExist {
 		return nil, incidentlib.FieldErrorf(incidentlib.ENOTFOUND, []string{"id"}, "incident %s is not in the library", id)
 	}
@@ -214,6 +241,9 @@ func (w *writeTx) expect(n uint32, id string, mustExist bool, opts incidentlib.W
 }
 
 func validateExpected(opts incidentlib.WriteOptions) error {
+	if p := opts.ExpectedVersion; p != nil && *p < 0 {
+		return incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"expected_version"}, "expected_version must not be negative, got %d", *p)
+	}
 	if p := opts.ExpectedUpdatedAt; p != nil && *p != "" {
 		if _, err := incidentlib.ParseTimestamp(*p); err != nil {
 			return incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"expected_updated_at"}, "expected_updated_at %s", err)
@@ -258,18 +288,29 @@ func (db *DB) UpsertIncident(ctx context.Context, in *incidentlib.Incident, opts
 			return err
 		}
 		rec = inc
+		// The store keeps the history's members: the version, the review
+		// state, the creation time and the first author.
+		rec.Version, rec.ReviewState, rec.CreatedAt = 0, "", ""
 		if old != nil {
 			// Unchanged but for the stamp and the review: nothing to write.
 			rec.UpdatedAt = old.UpdatedAt
 			rec.Review.ReviewedAt, rec.Review.ReviewedBy = old.Review.ReviewedAt, old.Review.ReviewedBy
+			rec.Review.WrittenBy = old.Review.WrittenBy
+			rec.Version, rec.ReviewState, rec.CreatedAt = old.Version, old.ReviewState, old.CreatedAt
 			if w.storedAs(n, &rec) {
 				c := *old
 				out = &c
 				return nil
 			}
-			// A changed record needs a new review.
+			// A changed record needs a new review: an edit returns it to
+			// DRAFT.
 			rec.Review.ReviewedAt, rec.Review.ReviewedBy = "", ""
+			rec.Version = 0
+		} else {
+			rec.CreatedAt = w.now
+			rec.Review.WrittenBy = w.author
 		}
+		rec.ReviewState = incidentlib.ReviewDraft
 		rec.UpdatedAt = w.now
 		if err := w.resolveMerged(&rec); err != nil { // organizations merged away (orgadmin.go)
 			return err
@@ -288,7 +329,11 @@ func (db *DB) UpsertIncident(ctx context.Context, in *incidentlib.Incident, opts
 		if err := w.put(&rec); err != nil {
 			return err
 		}
-		c := rec
+		stored, err := w.get(n)
+		if err != nil {
+			return err
+		}
+		c := *stored
 		out = &c
 		return nil
 	})
@@ -321,7 +366,9 @@ func (db *DB) DeleteIncident(ctx context.Context, id string, opts incidentlib.Wr
 			return err
 		}
 		r := &incidentlib.DeleteResult{ID: id, Unlinked: []string{}}
+		w.unlinked = nil
 		for _, src := range linking {
+			w.unlinked = append(w.unlinked, unlink{ID: src.ID, Related: slices.Contains(src.Related, id), Recurrence: src.RecurrenceOf == id})
 			c := *src
 			c.Related = slices.DeleteFunc(slices.Clone(src.Related), func(r string) bool { return r == id })
 			if c.RecurrenceOf == id {
@@ -343,58 +390,6 @@ func (db *DB) DeleteIncident(ctx context.Context, id string, opts incidentlib.Wr
 		return nil, err
 	}
 	return res, nil
-}
-
-// validReviewer reports why s cannot name a reviewer, or "".
-func validReviewer(s string) string {
-	switch {
-	case !utf8.ValidString(s):
-		return "reviewer is not valid UTF-8"
-	case strings.TrimSpace(s) == "":
-		return "reviewer is required"
-	case utf8.RuneCountInString(s) > incidentlib.MaxNameLen:
-		return fmt.Sprintf("reviewer is longer than %d characters", incidentlib.MaxNameLen)
-	case strings.IndexFunc(s, unicode.IsControl) >= 0:
-		return "reviewer contains a control character"
-	}
-	return ""
-}
-
-// ReviewIncident marks an incident reviewed; see incidentlib.IncidentWriter.
-func (db *DB) ReviewIncident(ctx context.Context, id, reviewer string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
-	var es incidentlib.Errors
-	n, ok := incidentlib.ParseID(id)
-	if !ok {
-		es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"id"}, "id %q is not an incident id such as IL-0213", id))
-	}
-	reviewer = strings.TrimSpace(reviewer)
-	if why := validReviewer(reviewer); why != "" {
-		es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"reviewer"}, "%s", why))
-	}
-	es = append(es, incidentlib.ErrorList(validateExpected(opts))...)
-	if len(es) > 0 {
-		return nil, es
-	}
-	var old, out *incidentlib.Incident
-	err := db.mutate(ctx, func(w *writeTx) error {
-		out = nil
-		var err error
-		old, err = w.expect(n, id, true, opts)
-		return err
-	}, func(w *writeTx) error {
-		c := *old
-		c.Review.ReviewedAt, c.Review.ReviewedBy = w.now, reviewer
-		c.UpdatedAt = w.now
-		if err := w.put(&c); err != nil {
-			return err
-		}
-		out = &c
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // LiveSize is how much live data the store holds.

@@ -217,11 +217,14 @@ func (w *writeTx) incidentsNaming(slug string) []uint32 {
 // and the change log follow. It returns the ids of the incidents it
 // rewrote.
 //
-// Each rewrite is a write of the incident like any other. Where the store
-// keeps a version per write, the w.put below is the one place whose
-// version records action (incidentlib.ActionMerge for a merge,
+// Each rewrite is a write of the incident like any other: a version whose
+// history entry records action (incidentlib.ActionMerge for a merge,
 // incidentlib.ActionUpdate for a rename) and author (the admin's token).
 func (w *writeTx) repoint(from string, to incidentlib.Organization, action incidentlib.ChangeAction, author string) ([]string, error) {
+	w.action = action
+	if author != "" {
+		w.author = author
+	}
 	var ids []string
 	for _, n := range w.incidentsNaming(from) {
 		old, err := w.get(n)

@@ -233,12 +233,19 @@ func (db *DB) CountIncidentsBy(ctx context.Context, keys []incidentlib.CountKey)
 	out := make([]int, len(keys))
 	err := db.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketPostings).Cursor()
+		// Withdrawn incidents leave the counts as they leave lists.
+		withdrawn := readPosting(tx, postState(incidentlib.ReviewWithdrawn))
 		for i, k := range keys {
 			name := postTerm(incidentlib.TermKind(k.Kind), k.Slug)
 			if k.Kind == incidentlib.CountKindOrganization {
 				name = postOrg(k.Slug)
 			}
-			out[i] = int(postingCardinality(c, name))
+			if withdrawn.IsEmpty() {
+				out[i] = int(postingCardinality(c, name))
+			} else {
+				bm := readPosting(tx, name)
+				out[i] = int(bm.GetCardinality() - bm.AndCardinality(withdrawn))
+			}
 		}
 		return nil
 	})

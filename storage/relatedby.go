@@ -39,8 +39,15 @@ func (db *DB) RelatedByIDs(ctx context.Context, ids []string) ([][]string, error
 }
 
 // listedSet is the set of incidents that lists show by default (the
-// match of an empty filter), valid inside tx only.
-func listedSet(tx *bolt.Tx) *roaring.Bitmap { return readPosting(tx, postAll) }
+// match of an empty filter: every incident but the withdrawn ones), valid
+// inside tx only.
+func listedSet(tx *bolt.Tx) *roaring.Bitmap {
+	all := readPosting(tx, postAll)
+	if wd := readPosting(tx, postState(incidentlib.ReviewWithdrawn)); !wd.IsEmpty() {
+		return roaring.AndNot(all, wd)
+	}
+	return all
+}
 
 func (s *snapshot) RelatedByIDs(_ context.Context, ids []string) ([][]string, error) {
 	return s.db.RelatedByIDs(s, ids)

@@ -41,6 +41,24 @@ type writeTx struct {
 	// that flush rewrites only the ones that changed (an update takes a
 	// record out of every posting and puts it back into most of them).
 	stored map[string]*roaring.Bitmap
+
+	// What the writes record in the history (history.go): the author and
+	// the author's role (begin), the action (empty: CREATE, UPDATE or
+	// DELETE by what each write does) and the comment.
+	author, role string
+	action       incidentlib.ChangeAction
+	comment      string
+	// unlinked are the links the delete about to be written removed.
+	unlinked []unlink
+	// applying is the primary's change a replica is applying: its version
+	// and history entry are copied as they are.
+	applying *incidentlib.Change
+	// purgeTarget is the version a PURGE removes the content of.
+	purgeTarget int
+	// lastAction and lastVersion are the action and version of the last
+	// version written.
+	lastAction  incidentlib.ChangeAction
+	lastVersion int
 }
 
 // writtenRecord is a record a transaction wrote at version (nil: deleted).
@@ -61,8 +79,9 @@ func (w *writeTx) remember(n uint32, inc *incidentlib.Incident) {
 func newWriteTx(db *DB, tx *bolt.Tx) *writeTx {
 	return &writeTx{
 		db: db, tx: tx, postings: map[string]*roaring.Bitmap{},
-		seq: getU64(tx.Bucket(bucketMeta).Get(metaSeq)),
-		now: db.Now().UTC().Format(time.RFC3339Nano),
+		seq:    getU64(tx.Bucket(bucketMeta).Get(metaSeq)),
+		now:    db.Now().UTC().Format(time.RFC3339Nano),
+		author: incidentlib.BootstrapAdmin.Name,
 	}
 }
 
@@ -187,14 +206,14 @@ func (db *DB) decodeIncident(tx *bolt.Tx, n uint32, v []byte, snap uint64) (*inc
 // put stores inc (already validated) in place of any earlier version and
 // keeps every index and reverse link in step, recording the change.
 func (w *writeTx) put(inc *incidentlib.Incident) error {
-	data, err := json.Marshal(inc)
-	if err != nil {
-		return err
-	}
-	return w.putEncoded(inc, data)
+	return w.putEncoded(inc, nil)
 }
 
-// putEncoded is put with the record's canonical IL-JSON already encoded.
+// putEncoded is put with the record's canonical IL-JSON already encoded
+// (nil: encoded here).
+// The record is stored at the incident's next version (the version
+// member is set, and the record encoded again, when it differs), and the
+// version's history entry is written beside it (history.go).
 func (w *writeTx) putEncoded(inc *incidentlib.Incident, data []byte) error {
 	n, ok := incidentlib.ParseID(inc.ID)
 	if !ok {
@@ -204,13 +223,30 @@ func (w *writeTx) putEncoded(inc *incidentlib.Incident, data []byte) error {
 	if err != nil {
 		return err
 	}
+	v, err := w.nextVersion(n, inc, old)
+	if err != nil {
+		return err
+	}
+	if inc.CurrentVersion() != v {
+		c := *inc
+		c.Version = v
+		inc, data = &c, nil
+	}
+	if data == nil {
+		if data, err = json.Marshal(inc); err != nil {
+			return err
+		}
+	}
+	var oldData []byte
+	ib := w.tx.Bucket(bucketIncidents)
 	if old != nil {
+		oldData = bytes.Clone(ib.Get(u32key(n))[8:])
 		if err := w.unindex(n, old); err != nil {
 			return err
 		}
 	}
 	w.seq++
-	if err := w.tx.Bucket(bucketIncidents).Put(u32key(n), append(u64key(w.seq), data...)); err != nil {
+	if err := ib.Put(u32key(n), append(u64key(w.seq), data...)); err != nil {
 		return err
 	}
 	if err := w.index(n, inc); err != nil {
@@ -218,20 +254,37 @@ func (w *writeTx) putEncoded(inc *incidentlib.Incident, data []byte) error {
 	}
 	w.remember(n, inc)
 	w.written = append(w.written, writtenRecord{n, w.seq, inc})
+	oldV := 0
+	if old != nil {
+		oldV = old.CurrentVersion()
+	}
+	if err := w.record(n, v, data, oldData, oldV, false); err != nil {
+		return err
+	}
 	return w.logChange(n, false)
 }
 
-// remove deletes incident n and its index entries, and records a tombstone.
+// remove deletes incident n and its index entries, and records a tombstone:
+// a version of its own, with the last record kept in the history.
 func (w *writeTx) remove(n uint32, old *incidentlib.Incident) error {
 	if err := w.unindex(n, old); err != nil {
 		return err
 	}
-	if err := w.tx.Bucket(bucketIncidents).Delete(u32key(n)); err != nil {
+	ib := w.tx.Bucket(bucketIncidents)
+	oldData := bytes.Clone(ib.Get(u32key(n))[8:])
+	if err := ib.Delete(u32key(n)); err != nil {
 		return err
 	}
 	w.seq++
 	w.remember(n, nil)
 	w.written = append(w.written, writtenRecord{n, w.seq, nil})
+	v := old.CurrentVersion() + 1
+	if w.applying != nil && w.applying.Version > 0 {
+		v = w.applying.Version
+	}
+	if err := w.record(n, v, nil, oldData, old.CurrentVersion(), true); err != nil {
+		return err
+	}
 	return w.logChange(n, true)
 }
 
@@ -239,6 +292,10 @@ type change struct {
 	Seq     uint64 `json:"seq"`
 	ID      string `json:"id"`
 	Deleted bool   `json:"deleted,omitempty"`
+	// Version and Action are the history's version and action of the
+	// change (absent in entries written before the history).
+	Version int                      `json:"version,omitempty"`
+	Action  incidentlib.ChangeAction `json:"action,omitempty"`
 }
 
 // logChange appends the change of n at the current sequence and drops the
@@ -252,7 +309,7 @@ func (w *writeTx) logChange(n uint32, deleted bool) error {
 			return err
 		}
 	}
-	v, _ := json.Marshal(change{Seq: w.seq, ID: incidentlib.FormatID(n), Deleted: deleted})
+	v, _ := json.Marshal(change{Seq: w.seq, ID: incidentlib.FormatID(n), Deleted: deleted, Version: w.lastVersion, Action: w.lastAction})
 	if err := log.Put(u64key(w.seq), v); err != nil {
 		return err
 	}

@@ -307,8 +307,24 @@ func (s clusterStore) DeleteIncident(ctx context.Context, id string, opts incide
 	return s.w.DeleteIncident(ctx, id, opts)
 }
 
-func (s clusterStore) ReviewIncident(ctx context.Context, id, reviewer string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
-	return s.w.ReviewIncident(ctx, id, reviewer, opts)
+func (s clusterStore) RestoreIncident(ctx context.Context, id string, version int, comment string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+	return s.w.RestoreIncident(ctx, id, version, comment, opts)
+}
+
+func (s clusterStore) SubmitForReview(ctx context.Context, id string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+	return s.w.SubmitForReview(ctx, id, opts)
+}
+
+func (s clusterStore) DecideReview(ctx context.Context, id string, decision incidentlib.ReviewDecision, comment string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+	return s.w.DecideReview(ctx, id, decision, comment, opts)
+}
+
+func (s clusterStore) WithdrawIncident(ctx context.Context, id, reason string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+	return s.w.WithdrawIncident(ctx, id, reason, opts)
+}
+
+func (s clusterStore) PurgeVersion(ctx context.Context, id string, version int, reason string) (*incidentlib.IncidentVersion, error) {
+	return s.w.PurgeVersion(ctx, id, version, reason)
 }
 
 func (s clusterStore) ImportIncidents(ctx context.Context, incs []*incidentlib.Incident, opts incidentlib.ImportOptions) (*incidentlib.ImportResult, error) {

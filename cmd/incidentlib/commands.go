@@ -37,6 +37,9 @@ type storeFlags struct {
 	openTimeout *time.Duration
 	recordCache *int
 	upstream    *string // links to ids not in the store resolve from here (follow.go)
+	// allowSelfReview lets a reviewer approve what they wrote (a library
+	// of one person; storage.Options.AllowSelfReview).
+	allowSelfReview *bool
 }
 
 func addStoreFlags(f *flags) storeFlags {
@@ -45,6 +48,8 @@ func addStoreFlags(f *flags) storeFlags {
 		openTimeout: f.duration("open-timeout", time.Second, false, "how long to wait for a database file another process holds"),
 		recordCache: f.count("record-cache", 10_000, 0, "decoded records kept in memory, in records; 0 turns the cache off"),
 		upstream:    addUpstreamFlag(f),
+		allowSelfReview: f.boolean("allow-self-review", false,
+			"let a reviewer approve an incident they wrote a version of since its last approval (a library of one person); otherwise SELF_REVIEW"),
 	}
 }
 
@@ -71,6 +76,7 @@ func (s storeFlags) openObserved(readOnly bool, observeCommit func(time.Duration
 	return storage.Open(*s.path, storage.Options{
 		OpenTimeout: *s.openTimeout, Taxonomy: tax, ReadOnly: readOnly, RecordCache: *s.recordCache,
 		UpstreamLinks: *s.upstream != "", ObserveCommit: observeCommit, Logger: logger, MaxRecordBytes: maxRecord,
+		AllowSelfReview: *s.allowSelfReview,
 	})
 }
 
@@ -364,12 +370,17 @@ func reportProblems(w io.Writer, problems []string) error {
 func runExport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f := newFlags("export", getenv, stderr)
 	sf := addStoreFlags(f)
+	history := f.boolean("history", false, "write every incident's history (each version with its record, deleted incidents too) instead of the current records; read back with history import")
 	if err := f.parse(args); err != nil {
 		return err
 	}
 	return sf.with(true, func(db *storage.DB) error {
 		w := bufio.NewWriterSize(stdout, 1<<20)
-		if err := db.Export(ctx, w); err != nil {
+		export := db.Export
+		if *history {
+			export = db.ExportHistory
+		}
+		if err := export(ctx, w); err != nil {
 			return err
 		}
 		return w.Flush()

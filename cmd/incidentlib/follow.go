@@ -28,6 +28,7 @@ type outboundFlags struct {
 	follow            *string
 	followInterval    *time.Duration
 	followWait        *time.Duration
+	followToken       *string
 	upstreamCacheTTL  *time.Duration
 	upstreamCacheSize *int
 	upstreamTimeout   *time.Duration
@@ -41,6 +42,7 @@ func addOutboundFlags(f *flags, sf storeFlags) *outboundFlags {
 		follow:            f.str("follow", "", "run as a read-only replica of the primary library at this URL (such as http://primary:8080): bootstrap from its change feed, then follow it"),
 		followInterval:    f.duration("follow-interval", time.Second, false, "shortest time between two polls of the primary that found nothing new (short polling; at most 10m)"),
 		followWait:        f.duration("follow-wait", 25*time.Second, true, "how long the primary holds a poll that finds nothing (long poll; 0s polls every --follow-interval; at most 60s)"),
+		followToken:       f.str("follow-token", "", "an admin token of the --follow primary: the replica then copies its history too (every version with its author), not only current records (prefer the environment variable: flags show in ps)"),
 		upstreamCacheTTL:  f.duration("upstream-cache-ttl", 5*time.Minute, false, "how long incidents read from --upstream are kept"),
 		upstreamCacheSize: f.count("upstream-cache-size", 10_000, 1, "incidents read from --upstream that are kept, in incidents"),
 		upstreamTimeout:   f.duration("upstream-timeout", 2*time.Second, false, "longest wait for one --upstream call (never more than 3/4 of what is left of the request's deadline)"),
@@ -138,7 +140,7 @@ func (o *outboundFlags) start(ctx context.Context, db *storage.DB, client *outbo
 		srv.SetReady(true)
 	} else {
 		cfg := replica.DefaultConfig(*o.follow)
-		cfg.Interval, cfg.Wait, cfg.Logger = *o.followInterval, *o.followWait, logger
+		cfg.Interval, cfg.Wait, cfg.Logger, cfg.Token = *o.followInterval, *o.followWait, logger, *o.followToken
 		f, err := replica.New(ctx, db, client, cfg, reg)
 		if err != nil {
 			cancel()

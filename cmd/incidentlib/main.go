@@ -44,6 +44,7 @@ commands:
   linkcheck check every source link of a store and record status, time and final URL
   seeds     seeds update: bring an existing store's seed incidents to this binary's seed records
   token     add, list or revoke the API tokens of editors, reviewers and admins
+  history   history compact --before DATE (drop old versions, explicit only); history import FILE (an export --history)
   cluster   cluster init: make an existing library the first snapshot of a cluster (docs/cluster.md)
 
 Run 'incidentlib COMMAND -h' for a command's flags. Every flag can also be
@@ -58,8 +59,10 @@ type command func(ctx context.Context, args []string, getenv func(string) string
 var commands = map[string]command{
 	"serve": runServe, "export": runExport, "check": runCheck, "compact": runCompact,
 	"reindex": runReindex, "backup": runBackup, "gen": runGen, "linkcheck": runLinkcheck,
-	"seeds": runSeeds,
-	"token": runToken, "cluster": runCluster,
+	"seeds":   runSeeds,
+	"token":   runToken,
+	"history": runHistory,
+	"cluster": runCluster,
 }
 
 // run is the whole program; main only wires signals and the process.

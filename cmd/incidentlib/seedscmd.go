@@ -134,6 +134,8 @@ func (l localSeeds) updatedAt(ctx context.Context, ids []string) (map[string]str
 func (l localSeeds) upsert(ctx context.Context, inc *incidentlib.Incident) (string, error) {
 	c := *inc
 	c.UpdatedAt = ""
+	// The history's author of the seeds' writes.
+	ctx = incidentlib.WithIdentity(ctx, incidentlib.Identity{Name: incidentlib.AuthorSeeds, Role: incidentlib.RoleAdmin})
 	out, err := l.db.UpsertIncident(ctx, &c, incidentlib.WriteOptions{})
 	if err != nil {
 		return "", err

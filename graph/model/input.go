@@ -48,6 +48,7 @@ type IncidentInput struct {
 	Events            []*TimelineEventInput     `json:"events,omitempty"` // events.go
 	Extra             json.RawMessage           `json:"extra,omitempty"`
 	ExpectedUpdatedAt *string                   `json:"expectedUpdatedAt,omitempty"`
+	ExpectedVersion   *int                      `json:"expectedVersion,omitempty"`
 }
 
 // OrganizationRoleInput is an organization other than the affected one,
@@ -281,10 +282,17 @@ const (
 	UserErrorCodeInvalid  UserErrorCode = incidentlib.EINVALID
 	UserErrorCodeNotFound UserErrorCode = incidentlib.ENOTFOUND
 	UserErrorCodeConflict UserErrorCode = incidentlib.ECONFLICT
+	// The review workflow's refusals.
+	UserErrorCodeSelfReview   UserErrorCode = incidentlib.ESELFREVIEW
+	UserErrorCodeInvalidState UserErrorCode = incidentlib.EINVALIDSTATE
 )
 
 func (e UserErrorCode) IsValid() bool {
-	return e == UserErrorCodeInvalid || e == UserErrorCodeNotFound || e == UserErrorCodeConflict
+	switch e {
+	case UserErrorCodeInvalid, UserErrorCodeNotFound, UserErrorCodeConflict, UserErrorCodeSelfReview, UserErrorCodeInvalidState:
+		return true
+	}
+	return false
 }
 func (e UserErrorCode) String() string { return string(e) }
 

@@ -49,6 +49,37 @@ type CreateTokenPayload struct {
 	UserErrors []*UserError `json:"userErrors"`
 }
 
+// A deleted incident: its tombstone and its last record. Restore it with restoreIncident.
+type DeletedIncident struct {
+	ID string `json:"id"`
+	// The version of the delete.
+	Version   int            `json:"version"`
+	DeletedAt string         `json:"deletedAt"`
+	DeletedBy *HistoryAuthor `json:"deletedBy"`
+	// The record before the delete (IL-JSON).
+	Record json.RawMessage `json:"record,omitempty"`
+}
+
+// Who wrote a version: a token's name, or the program's own (admin, import, migration, seeds).
+type HistoryAuthor struct {
+	Name string `json:"name"`
+	// reader, editor, reviewer or admin; null where unknown.
+	Role *string `json:"role,omitempty"`
+}
+
+// An incident's versions, newest first.
+type IncidentVersionConnection struct {
+	Edges      []*IncidentVersionEdge `json:"edges"`
+	Nodes      []*IncidentVersion     `json:"nodes"`
+	PageInfo   *PageInfo              `json:"pageInfo"`
+	TotalCount int                    `json:"totalCount"`
+}
+
+type IncidentVersionEdge struct {
+	Cursor string           `json:"cursor"`
+	Node   *IncidentVersion `json:"node"`
+}
+
 // Writes. Every mutation needs the header `Authorization: Bearer <token>`: an
 // API token whose role allows it (docs/editing.md), or the bootstrap admin
 // token (--admin-token). A bad, revoked or expired token is UNAUTHENTICATED
@@ -86,6 +117,12 @@ type OrganizationPayload struct {
 	// The incidents the change rewrote.
 	IncidentIds []string     `json:"incidentIds"`
 	UserErrors  []*UserError `json:"userErrors"`
+}
+
+type PurgeVersionPayload struct {
+	// The PURGE version written.
+	Entry      *IncidentVersion `json:"entry,omitempty"`
+	UserErrors []*UserError     `json:"userErrors"`
 }
 
 type Query struct {

@@ -37,6 +37,12 @@ import (
 //	    header went out before the wait, carries it again as a trailer.
 //	    SEQ above the store's sequence answers 409 (CONFLICT): the store
 //	    is not the one the client followed.
+//	    With a replica's or an admin's token the feed is the history feed
+//	    (header Incidentlib-Feed: history): every version since SEQ, each
+//	    line with its history entry ("entry": version, action, author,
+//	    comment) after "deleted"; SEQ below what history compaction
+//	    removed answers 410 (SEQUENCE_COMPACTED): start again from a
+//	    snapshot.
 //	GET /api/v1/incidents/{id}
 //	    One incident as IL-JSON; 404 (NOT_FOUND) if it is not here.
 //	GET /api/v1/incidents?ids=IL-0001,IL-0002
@@ -56,6 +62,10 @@ const (
 
 // SeqHeader carries the store's change sequence on feed answers.
 const SeqHeader = "Incidentlib-Seq"
+
+// FeedHeader is "history" on an answer of the history feed (every version
+// with its entry), served to a replica's or an admin's token.
+const FeedHeader = "Incidentlib-Feed"
 
 // API serves the REST endpoints.
 type API struct {
@@ -112,6 +122,8 @@ func httpStatus(code string) int {
 		return http.StatusNotFound
 	case incidentlib.ECONFLICT:
 		return http.StatusConflict
+	case incidentlib.ESEQUENCECOMPACTED:
+		return http.StatusGone
 	case incidentlib.EUNAUTHENTICATED:
 		return http.StatusUnauthorized
 	case incidentlib.EFORBIDDEN, incidentlib.EREADONLY:
@@ -231,7 +243,21 @@ func (a *API) changes(w http.ResponseWriter, r *http.Request) {
 	if sent {
 		head = db.Seq()
 	}
-	changes, err := db.RawChangesSince(r.Context(), p.since, p.limit)
+	// A replica's or an admin's token reads the history feed: every
+	// version, with its author (feed.go); without one, current records.
+	hist, history := db.(incidentlib.HistoryLog)
+	if id, ok := incidentlib.IdentityFrom(r.Context()); !ok || !id.Role.Allows(incidentlib.RoleAdmin) {
+		history = false
+	}
+	var changes []incidentlib.Change
+	if history {
+		changes, err = hist.VersionsSince(r.Context(), p.since, p.limit)
+		if !sent && err == nil {
+			h.Set(FeedHeader, "history")
+		}
+	} else {
+		changes, err = db.RawChangesSince(r.Context(), p.since, p.limit)
+	}
 	if err != nil {
 		if sent {
 			// The status is out: cut the answer short so that the client
@@ -249,7 +275,7 @@ func (a *API) changes(w http.ResponseWriter, r *http.Request) {
 			// sequence it names, and the next page starts there.
 			break
 		}
-		if err := incidentlib.WriteRawChangeLine(bw, c.Seq, c.Deleted, c.ID, c.Record); err != nil {
+		if err := incidentlib.WriteVersionLine(bw, c); err != nil {
 			a.logger.ErrorContext(r.Context(), "change feed write failed", "err", err, "seq", c.Seq)
 			panic(http.ErrAbortHandler)
 		}

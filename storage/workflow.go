@@ -1,0 +1,308 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// The review workflow and the history's own writes: submit, review
+// decisions, withdraw, restore and purge (incidentlib.HistoryWriter).
+// Each writes one version with the author from the request's identity.
+
+// MaxCommentLen is the longest comment or reason, in characters.
+const MaxCommentLen = 2000
+
+func checkComment(field, s string) error {
+	switch {
+	case !utf8.ValidString(s):
+		return incidentlib.FieldErrorf(incidentlib.EINVALID, []string{field}, "%s is not valid UTF-8", field)
+	case utf8.RuneCountInString(s) > MaxCommentLen:
+		return incidentlib.FieldErrorf(incidentlib.EINVALID, []string{field}, "%s is longer than %d characters", field, MaxCommentLen)
+	}
+	return nil
+}
+
+// transition writes one review action on id: allowed says whether the
+// incident's state allows it (else EINVALIDSTATE), change makes the new
+// record.
+func (db *DB) transition(ctx context.Context, id string, action incidentlib.ChangeAction, comment string, opts incidentlib.WriteOptions,
+	allowed func(w *writeTx, n uint32, old *incidentlib.Incident) error, change func(w *writeTx, c *incidentlib.Incident)) (*incidentlib.Incident, error) {
+	n, err := parseIncidentID(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateExpected(opts); err != nil {
+		return nil, err
+	}
+	if err := checkComment("comment", comment); err != nil {
+		return nil, err
+	}
+	var old, out *incidentlib.Incident
+	err = db.mutateAs(ctx, action, strings.TrimSpace(comment), func(w *writeTx) error {
+		out = nil
+		var err error
+		if old, err = w.expect(n, id, true, opts); err != nil {
+			return err
+		}
+		return allowed(w, n, old)
+	}, func(w *writeTx) error {
+		c := *old
+		c.UpdatedAt = w.now
+		change(w, &c)
+		if err := w.put(&c); err != nil {
+			return err
+		}
+		stored, err := w.get(n)
+		if err != nil {
+			return err
+		}
+		cp := *stored
+		out = &cp
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func invalidState(id string, s incidentlib.ReviewState, what string) error {
+	return incidentlib.FieldErrorf(incidentlib.EINVALIDSTATE, []string{"id"}, "incident %s is %s: %s", id, s, what)
+}
+
+// SubmitForReview moves an incident from DRAFT to IN_REVIEW; see
+// incidentlib.HistoryWriter.
+func (db *DB) SubmitForReview(ctx context.Context, id string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+	return db.transition(ctx, id, incidentlib.ActionSubmit, "", opts, func(_ *writeTx, _ uint32, old *incidentlib.Incident) error {
+		if s := old.State(); s != incidentlib.ReviewDraft {
+			return invalidState(id, s, "only a DRAFT is submitted for review")
+		}
+		return nil
+	}, func(_ *writeTx, c *incidentlib.Incident) { c.ReviewState = incidentlib.ReviewInReview })
+}
+
+// DecideReview records a reviewer's decision; see incidentlib.HistoryWriter.
+func (db *DB) DecideReview(ctx context.Context, id string, decision incidentlib.ReviewDecision, comment string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+	action := decision.Action()
+	if action == "" {
+		return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"decision"}, "decision %q is not APPROVE, REQUEST_CHANGES or DISPUTE", decision)
+	}
+	return db.transition(ctx, id, action, comment, opts, func(w *writeTx, n uint32, old *incidentlib.Incident) error {
+		if s := old.State(); s != incidentlib.ReviewInReview {
+			return invalidState(id, s, "a review decision needs IN_REVIEW (submitForReview)")
+		}
+		if decision != incidentlib.DecisionApprove || db.allowSelfReview {
+			return nil
+		}
+		authors, err := authorsSinceApproval(w.tx, n)
+		if err != nil {
+			return err
+		}
+		if authors[w.author] {
+			return incidentlib.FieldErrorf(incidentlib.ESELFREVIEW, []string{"id"},
+				"%s wrote a version of incident %s since its last approval and may not approve it: another reviewer must", w.author, id)
+		}
+		return nil
+	}, func(w *writeTx, c *incidentlib.Incident) {
+		switch decision {
+		case incidentlib.DecisionApprove:
+			c.ReviewState = incidentlib.ReviewReviewed
+			c.Review.ReviewedAt, c.Review.ReviewedBy = w.now, w.author
+		case incidentlib.DecisionRequestChanges:
+			c.ReviewState = incidentlib.ReviewDraft
+		case incidentlib.DecisionDispute:
+			c.ReviewState = incidentlib.ReviewDisputed
+		}
+	})
+}
+
+// WithdrawIncident withdraws an incident; see incidentlib.HistoryWriter.
+func (db *DB) WithdrawIncident(ctx context.Context, id, reason string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+	if strings.TrimSpace(reason) == "" {
+		return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"reason"}, "a withdrawal needs a reason")
+	}
+	if err := checkComment("reason", reason); err != nil {
+		return nil, err
+	}
+	return db.transition(ctx, id, incidentlib.ActionWithdraw, reason, opts, func(_ *writeTx, _ uint32, old *incidentlib.Incident) error {
+		if s := old.State(); s == incidentlib.ReviewWithdrawn {
+			return invalidState(id, s, "it is already withdrawn")
+		}
+		return nil
+	}, func(_ *writeTx, c *incidentlib.Incident) { c.ReviewState = incidentlib.ReviewWithdrawn })
+}
+
+// RestoreIncident writes a new version equal to an old one; see
+// incidentlib.HistoryWriter.
+func (db *DB) RestoreIncident(ctx context.Context, id string, version int, comment string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+	n, err := parseIncidentID(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateExpected(opts); err != nil {
+		return nil, err
+	}
+	if err := checkComment("comment", comment); err != nil {
+		return nil, err
+	}
+	var rec *incidentlib.Incident
+	var tomb *historyEntry
+	var out *incidentlib.Incident
+	err = db.mutateAs(ctx, incidentlib.ActionRestore, strings.TrimSpace(comment), func(w *writeTx) error {
+		out, rec, tomb = nil, nil, nil
+		old, err := w.get(n)
+		if err != nil {
+			return err
+		}
+		cur, last, err := lastEntry(w.tx, n)
+		if err != nil {
+			return err
+		}
+		if last == nil {
+			return incidentlib.FieldErrorf(incidentlib.ENOTFOUND, []string{"id"}, "incident %s has no history", id)
+		}
+		if last.Deleted {
+			tomb = last
+		}
+		if p := opts.ExpectedVersion; p != nil && *p != cur {
+			return incidentlib.FieldErrorf(incidentlib.ECONFLICT, []string{"expected_version"},
+				"incident %s was changed since it was read: it is at version %d, not %d", id, cur, *p)
+		}
+		if err := checkExpected(id, old, incidentlib.WriteOptions{ExpectedUpdatedAt: opts.ExpectedUpdatedAt}); err != nil {
+			return err
+		}
+		data := versionRecord(w.tx, n, version)
+		if data == nil {
+			return incidentlib.FieldErrorf(incidentlib.ENOTFOUND, []string{"version"},
+				"incident %s has no version %d with a record (never written, a delete, or purged)", id, version)
+		}
+		rec = new(incidentlib.Incident)
+		if err := json.Unmarshal(data, rec); err != nil {
+			return err
+		}
+		rec.UpdatedAt = w.now
+		rec.ReviewState = incidentlib.ReviewDraft
+		rec.Review.ReviewedAt, rec.Review.ReviewedBy = "", ""
+		if err := w.checkOrgs(n, rec); err != nil {
+			return err
+		}
+		return w.checkLinks([]*incidentlib.Incident{rec}, func(int) []string { return []string{"version"} })
+	}, func(w *writeTx) error {
+		if err := w.put(rec); err != nil {
+			return err
+		}
+		stored, err := w.get(n)
+		if err != nil {
+			return err
+		}
+		c := *stored
+		out = &c
+		if tomb == nil {
+			return nil
+		}
+		// The links the delete removed come back.
+		for _, u := range tomb.Unlinked {
+			sn, _ := incidentlib.ParseID(u.ID)
+			src, err := w.get(sn)
+			if err != nil {
+				return err
+			}
+			if src == nil {
+				continue
+			}
+			s := *src
+			changed := false
+			if u.Related && !slices.Contains(s.Related, id) {
+				s.Related, changed = append(slices.Clone(s.Related), id), true
+			}
+			if u.Recurrence && s.RecurrenceOf == "" {
+				s.RecurrenceOf, changed = id, true
+			}
+			if !changed {
+				continue
+			}
+			s.UpdatedAt = w.now
+			if err := w.checkLinks([]*incidentlib.Incident{&s}, func(int) []string { return []string{"id"} }); err != nil {
+				return err
+			}
+			if err := w.put(&s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// PurgeVersion removes the content of one version; see
+// incidentlib.HistoryWriter.
+func (db *DB) PurgeVersion(ctx context.Context, id string, version int, reason string) (*incidentlib.IncidentVersion, error) {
+	n, err := parseIncidentID(id)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(reason) == "" {
+		return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"reason"}, "a purge needs a reason")
+	}
+	if err := checkComment("reason", reason); err != nil {
+		return nil, err
+	}
+	var old *incidentlib.Incident
+	var cur int
+	var last *historyEntry
+	var out *incidentlib.IncidentVersion
+	err = db.mutateAs(ctx, incidentlib.ActionPurge, strings.TrimSpace(reason), func(w *writeTx) error {
+		out = nil
+		var err error
+		if old, err = w.get(n); err != nil {
+			return err
+		}
+		if cur, last, err = lastEntry(w.tx, n); err != nil {
+			return err
+		}
+		if last == nil || w.tx.Bucket(bucketHistory).Get(histKey(n, version)) == nil {
+			return incidentlib.FieldErrorf(incidentlib.ENOTFOUND, []string{"version"}, "incident %s has no version %d", id, version)
+		}
+		if old != nil && old.CurrentVersion() == version {
+			return incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"version"},
+				"version %d is the current version of %s: edit or restore the incident first", version, id)
+		}
+		return nil
+	}, func(w *writeTx) error {
+		w.purgeTarget = version
+		if old != nil {
+			// A version of its own with the current record.
+			c := *old
+			if err := w.put(&c); err != nil {
+				return err
+			}
+		} else {
+			// A deleted incident: a tombstone again.
+			w.seq++
+			if err := w.record(n, cur+1, nil, nil, 0, true); err != nil {
+				return err
+			}
+			if err := w.logChange(n, true); err != nil {
+				return err
+			}
+		}
+		v, e, err := lastEntry(w.tx, n)
+		if err != nil {
+			return err
+		}
+		out = e.version(id, v, versionRecord(w.tx, n, v))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
