@@ -144,6 +144,9 @@ func (c *testCluster) same() {
 		if err := m.db.Export(context.Background(), &buf); err != nil {
 			c.t.Fatal(err)
 		}
+		if err := m.db.ExportHistory(context.Background(), &buf); err != nil { // every version, author and time
+			c.t.Fatal(err)
+		}
 		rej, err := m.db.Rejections(context.Background())
 		if err != nil {
 			c.t.Fatal(err)
@@ -500,4 +503,50 @@ func TestImportInChunks(t *testing.T) {
 			t.Errorf("%s holds %d incidents, want %d", m.name, n, len(incs))
 		}
 	}
+}
+
+// The history's writes (the review workflow, restore, purge) go through
+// the log: the same versions, authors and states on every node.
+func TestHistoryThroughTheLog(t *testing.T) {
+	c := startCluster(t, 3)
+	inc := incidents(t, 1, 8)[0]
+	w0, w1, w2 := c.members[0].mb.Writer, c.members[1].mb.Writer, c.members[2].mb.Writer
+	if _, err := w0.UpsertIncident(editor("ed"), inc, incidentlib.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	edit := *inc
+	edit.Title.En = "second version"
+	v1 := 1
+	if _, err := w1.UpsertIncident(editor("ed"), &edit, incidentlib.WriteOptions{ExpectedVersion: &v1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w2.UpsertIncident(editor("ed"), &edit, incidentlib.WriteOptions{ExpectedVersion: &v1}); incidentlib.ErrorCode(err) != incidentlib.ECONFLICT {
+		t.Fatalf("a stale expected version answered %v, want CONFLICT", err)
+	}
+	if _, err := w2.SubmitForReview(editor("ed"), inc.ID, incidentlib.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	reviewer := incidentlib.WithIdentity(context.Background(), incidentlib.Identity{Name: "rev", Role: incidentlib.RoleReviewer})
+	got, err := w0.DecideReview(reviewer, inc.ID, incidentlib.ReviewDecision("APPROVE"), "fine", incidentlib.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ReviewState != "REVIEWED" {
+		t.Fatalf("the approval left the state %q", got.ReviewState)
+	}
+	if _, err := w1.RestoreIncident(editor("ed"), inc.ID, 1, "back", incidentlib.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w2.DeleteIncident(editor("ed"), inc.ID, incidentlib.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w0.RestoreIncident(editor("ed"), inc.ID, 2, "undelete", incidentlib.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	last, err := c.members[0].mb.Node.LastSeq(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.level(last)
+	c.same()
 }
