@@ -29,14 +29,14 @@ type Op string
 
 // The writes of the log.
 const (
-	OpUpsert Op = "upsert"
-	OpDelete Op = "delete"
+	OpUpsert   Op = "upsert"
+	OpDelete   Op = "delete"
 	OpRestore  Op = "restore"
 	OpSubmit   Op = "submit"
 	OpDecide   Op = "decide"
 	OpWithdraw Op = "withdraw"
 	OpPurge    Op = "purge"
-	OpImport Op = "import"
+	OpImport   Op = "import"
 	// OpImportChunk carries part of an import too large for one message;
 	// applying it writes nothing. OpImportCommit names the chunks' log
 	// positions and applies them all in one transaction, or none.
