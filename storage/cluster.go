@@ -139,3 +139,5 @@ func (db *DB) RefuseIfLogged(ctx context.Context, what string) error {
 	}
 	return fmt.Errorf("%s: %s is a cluster node's store (log position %d): write through a running node with --server", what, db.Path(), seq)
 }
+
+var _ incidentlib.LogApplier = (*DB)(nil)
