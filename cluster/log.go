@@ -30,9 +30,11 @@ func IncidentSubject(id string) string { return subjectPrefix + "incident." + id
 // ensureStream finds the stream of writes or creates it: file storage,
 // Replicas copies (at most the members of an embedded cluster), the
 // dedupe window, messages kept for ever.
-func (n *Node) ensureStream(ctx context.Context) error {
+func (n *Node) ensureStream(ctx context.Context) (jetstream.Stream, error) {
+	n.streamMu.Lock()
+	defer n.streamMu.Unlock()
 	if n.stream != nil {
-		return nil
+		return n.stream, nil
 	}
 	replicas := n.cfg.Replicas
 	if n.srv != nil && len(n.cfg.Peers) > 0 {
@@ -59,10 +61,10 @@ func (n *Node) ensureStream(ctx context.Context) error {
 		}
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	n.stream = s
-	return nil
+	return s, nil
 }
 
 // members counts the distinct route addresses of peers and self.
@@ -146,11 +148,12 @@ func (n *Node) publishError(err error) error {
 func (n *Node) LastSeq(ctx context.Context) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
 	defer cancel()
-	if err := n.ensureStream(ctx); err != nil {
+	stream, err := n.ensureStream(ctx)
+	if err != nil {
 		n.quorum.set(false)
 		return 0, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster is unavailable: %v", err)
 	}
-	info, err := n.stream.Info(ctx)
+	info, err := stream.Info(ctx)
 	if err != nil {
 		n.quorum.set(false)
 		return 0, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster is unavailable: %v", err)
@@ -167,11 +170,12 @@ func (n *Node) LastSeq(ctx context.Context) (uint64, error) {
 func (n *Node) SubjectSeq(ctx context.Context, subject string) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
 	defer cancel()
-	if err := n.ensureStream(ctx); err != nil {
+	stream, err := n.ensureStream(ctx)
+	if err != nil {
 		n.quorum.set(false)
 		return 0, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster is unavailable: %v; nothing was written", err)
 	}
-	m, err := n.stream.GetLastMsgForSubject(ctx, subject)
+	m, err := stream.GetLastMsgForSubject(ctx, subject)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		return 0, nil
@@ -213,18 +217,21 @@ type stopError struct{ err error }
 func (e stopError) Error() string { return e.err.Error() }
 
 func (n *Node) follow(ctx context.Context, from *uint64, apply func(context.Context, Message) error) error {
-	if err := n.ensureStream(ctx); err != nil {
+	stream, err := n.ensureStream(ctx)
+	if err != nil {
 		return err
 	}
 	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
 	if *from > 0 {
 		cfg = jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: *from + 1}
 	}
-	cons, err := n.stream.OrderedConsumer(ctx, cfg)
+	cons, err := stream.OrderedConsumer(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(256))
+	// Short heartbeats: a consumer lost with its server is noticed in
+	// about two seconds and made again after the last message handed over.
+	it, err := cons.Messages(jetstream.PullMaxMessages(256), jetstream.PullExpiry(5*time.Second), jetstream.PullHeartbeat(time.Second))
 	if err != nil {
 		return err
 	}
@@ -341,10 +348,11 @@ func (n *Node) Leader() bool { return n.leader.Load() }
 // GetMsg returns the data of the message at seq, from the stream's
 // leader.
 func (n *Node) GetMsg(ctx context.Context, seq uint64) ([]byte, error) {
-	if err := n.ensureStream(ctx); err != nil {
+	stream, err := n.ensureStream(ctx)
+	if err != nil {
 		return nil, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster is unavailable: %v", err)
 	}
-	m, err := n.stream.GetMsg(ctx, seq)
+	m, err := stream.GetMsg(ctx, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, incidentlib.Errorf(incidentlib.EINVALID, "the log holds no message %d", seq)
 	}

@@ -25,6 +25,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -166,13 +167,15 @@ func splitHostPort(s string) (string, int, error) {
 // Node is one member of the cluster: its NATS server (embedded) or
 // connection, the stream and its quorum.
 type Node struct {
-	cfg    Config
-	srv    *server.Server // nil with an external NATS
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	stream jetstream.Stream
-	log    *slog.Logger
-	quorum quorum
+	cfg Config
+	srv *server.Server // nil with an external NATS
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	// stream is found or created by the first exchange that needs it.
+	streamMu sync.Mutex
+	stream   jetstream.Stream
+	log      *slog.Logger
+	quorum   quorum
 	// metrics, if set, get whether this node leads the stream.
 	metrics *Metrics
 	leader  atomic.Bool
