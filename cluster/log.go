@@ -37,9 +37,6 @@ func (n *Node) ensureStream(ctx context.Context) (jetstream.Stream, error) {
 		return n.stream, nil
 	}
 	replicas := n.cfg.Replicas
-	if n.srv != nil && len(n.cfg.Peers) > 0 {
-		replicas = min(replicas, members(n.cfg.Peers, n.cfg.Listen))
-	}
 	sc := jetstream.StreamConfig{
 		Name:        n.cfg.Stream,
 		Description: "incidentlib: every write of the library, in order",
@@ -65,15 +62,6 @@ func (n *Node) ensureStream(ctx context.Context) (jetstream.Stream, error) {
 	}
 	n.stream = s
 	return s, nil
-}
-
-// members counts the distinct route addresses of peers and self.
-func members(peers []string, self string) int {
-	seen := map[string]bool{self: true}
-	for _, p := range peers {
-		seen[p] = true
-	}
-	return len(seen)
 }
 
 // Message is a message of the stream as the apply function gets it.

@@ -246,8 +246,8 @@ func startEmbedded(cfg Config, clientToken string, log *slog.Logger) (*server.Se
 			TLSConfig: cfg.RouteTLS, TLSTimeout: 2,
 			Advertise: cfg.Advertise,
 			// A peer that stops answering (SIGSTOP, a cut link) loses its
-			// routes within seconds, not nats-server's default minutes.
-			PingInterval: 2 * time.Second, MaxPingsOut: 3,
+			// routes within 15 seconds, not nats-server's default minutes.
+			PingInterval: 5 * time.Second, MaxPingsOut: 3,
 		},
 		Routes:                 routes,
 		DisableJetStreamBanner: true,

@@ -36,9 +36,6 @@ func (n *Node) objects(ctx context.Context, create bool) (jetstream.ObjectStore,
 		return n.js.ObjectStore(ctx, n.snapshotBucket())
 	}
 	replicas := n.cfg.Replicas
-	if n.srv != nil && len(n.cfg.Peers) > 0 {
-		replicas = min(replicas, members(n.cfg.Peers, n.cfg.Listen))
-	}
 	return n.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: n.snapshotBucket(),
 		Description: "incidentlib: the latest snapshot of a node's store", Storage: jetstream.FileStorage, Replicas: replicas})
 }

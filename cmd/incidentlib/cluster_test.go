@@ -127,14 +127,14 @@ func newProcCluster(t *testing.T, bin string) *procCluster {
 	for i := range 3 {
 		c.nodes = append(c.nodes, &clusterNode{name: fmt.Sprintf("n%d", i+1), db: filepath.Join(dir, fmt.Sprintf("n%d.db", i+1)), listen: testutil.FreeAddr(t)})
 	}
+	// Each pair of nodes has one link, dialed by the later node (n2 dials
+	// n1, n3 dials n1 and n2): one route per pair, through its proxy.
 	c.links = make([][]*linkProxy, 3)
 	for i := range 3 {
 		c.links[i] = make([]*linkProxy, 3)
-		for j := range 3 {
-			if i != j {
-				c.links[i][j] = newLinkProxy(t, c.nodes[j].listen)
-				c.nodes[i].peers = append(c.nodes[i].peers, c.links[i][j].addr())
-			}
+		for j := range i {
+			c.links[i][j] = newLinkProxy(t, c.nodes[j].listen)
+			c.nodes[i].peers = append(c.nodes[i].peers, c.links[i][j].addr())
 		}
 	}
 	for _, n := range c.nodes {
@@ -162,7 +162,8 @@ func (c *procCluster) start(n *clusterNode) {
 	t := c.t
 	args := []string{"serve", "--addr", "127.0.0.1:0", "--db", n.db, "--seed", "none", "--log-level", "warn",
 		"--cluster-name", "proc", "--node-name", n.name, "--cluster-listen", n.listen, "--cluster-advertise", "127.0.0.1:1",
-		"--cluster-peers", strings.Join(n.peers, ","), "--cluster-secret-file", c.secret,
+		// Itself too: n1 lists only itself.
+		"--cluster-peers", strings.Join(append([]string{n.listen}, n.peers...), ","), "--cluster-secret-file", c.secret,
 		"--cluster-write-timeout", "3s", "--cluster-start-timeout", "60s", "--response-cache-size", "0"}
 	cmd := exec.Command(c.bin, args...)
 	cmd.Env = []string{"INCIDENTLIB_ADMIN_TOKEN=" + crashToken}
@@ -196,6 +197,7 @@ func (c *procCluster) serving(n *clusterNode) {
 	select {
 	case base, ok := <-n.lines:
 		if !ok {
+			_ = n.cmd.Wait()
 			t.Fatalf("%s ended before serving: %s", n.name, n.stderr.String())
 		}
 		n.base = base
@@ -241,9 +243,10 @@ func (c *procCluster) leader() *clusterNode {
 // cut cuts (or restores) every link of node i.
 func (c *procCluster) cut(i int, b bool) {
 	for j := range 3 {
-		if i != j {
-			c.links[i][j].block(b)
-			c.links[j][i].block(b)
+		for _, l := range []*linkProxy{c.links[i][j], c.links[j][i]} {
+			if l != nil {
+				l.block(b)
+			}
 		}
 	}
 }
@@ -555,6 +558,9 @@ func testClusterKill(t *testing.T, c *procCluster) {
 	time.Sleep(3 * time.Second)
 	killed.Do(func() { killedAt = time.Now(); c.kill(victim); close(killedC) })
 	time.Sleep(8 * time.Second)
+	for deadline := time.Now().Add(45 * time.Second); firstAfter.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond) // an election under load may take longer
+	}
 	cancel()
 	wg.Wait()
 	total := 0
