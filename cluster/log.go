@@ -148,7 +148,16 @@ func (n *Node) LastSeq(ctx context.Context) (uint64, error) {
 	}
 	n.quorum.set(info.Cluster == nil || info.Cluster.Leader != "")
 	leader := info.Cluster != nil && info.Cluster.Leader == n.cfg.NodeName
+	current := info.Cluster == nil || leader
+	if info.Cluster != nil {
+		for _, p := range info.Cluster.Replicas {
+			if p != nil && p.Name == n.cfg.NodeName && p.Current {
+				current = true
+			}
+		}
+	}
 	n.leader.Store(leader)
+	n.current.Store(current)
 	n.metrics.setLeader(leader)
 	return info.State.LastSeq, nil
 }
@@ -349,3 +358,8 @@ func (n *Node) GetMsg(ctx context.Context, seq uint64) ([]byte, error) {
 	}
 	return m.Data, nil
 }
+
+// Current reports whether this node's server held a current copy of the
+// stream (or led it) when last asked: with it, the node can stand in for
+// a lost leader.
+func (n *Node) Current() bool { return n.current.Load() }

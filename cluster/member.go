@@ -90,9 +90,17 @@ func (mb *Member) becomeReady(ctx context.Context, start time.Duration) {
 	for {
 		target, err := mb.Node.LastSeq(ctx)
 		if err == nil {
-			if mb.Applier.WaitApplied(ctx, target) == nil {
-				mb.ready.Store(true)
+			if mb.Applier.WaitApplied(ctx, target) != nil {
+				return
 			}
+			// Ready once this node's server also holds a current copy of
+			// the stream: a node that restarted is then one that can
+			// stand in for a lost leader (or the start timeout passed).
+			for !mb.Node.Current() && time.Now().Before(deadline) && ctx.Err() == nil {
+				time.Sleep(250 * time.Millisecond)
+				_, _ = mb.Node.LastSeq(ctx)
+			}
+			mb.ready.Store(true)
 			return
 		}
 		if time.Now().After(deadline) {

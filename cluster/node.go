@@ -179,6 +179,7 @@ type Node struct {
 	// metrics, if set, get whether this node leads the stream.
 	metrics *Metrics
 	leader  atomic.Bool
+	current atomic.Bool
 }
 
 // Start starts the node: the embedded server (routes to the peers), the
