@@ -15,6 +15,10 @@ import (
 // members without decoding the known ones, and the writer that appends
 // them in name order.
 
+// onePass turns the one-pass decoder and encoder on (tests compare it with
+// encoding/json's path).
+var onePass = true
+
 // nullRule says what JSON null decodes to in unmarshalWithExtra.
 type nullRule bool
 
@@ -27,8 +31,14 @@ const (
 // keep unknown fields: it decodes data into the wire form W, collects the
 // members not in known as Extra, and stores what fromWire makes of both in
 // *dst. On an error in the unknown fields, *dst still holds the known
-// ones.
+// ones. It reads data in one pass when it can (extra_decode.go), and with
+// encoding/json otherwise, which then decides and words any error.
 func unmarshalWithExtra[W, T any](data []byte, dst *T, known map[string]bool, null nullRule, fromWire func(W, Extra) T) error {
+	var fast T
+	if onePass && decodeOnePass(data, &fast, extraDecoderOf(known, null, fromWire)) {
+		*dst = fast
+		return nil
+	}
 	if null == nullIsZero && string(data) == "null" {
 		var zero T
 		*dst = zero
@@ -225,8 +235,14 @@ func endOfValue(data []byte, i int) int {
 }
 
 // marshalWithExtra writes w as a JSON object followed by the unknown fields
-// in name order.
+// in name order: in one pass when it can (extra_encode.go), with
+// encoding/json otherwise, which then decides and words any error.
 func marshalWithExtra(w any, extra Extra) ([]byte, error) {
+	if onePass {
+		if b, err := appendWire(make([]byte, 0, 1024), reflect.ValueOf(w), extra, false); err == nil {
+			return b, nil
+		}
+	}
 	b, err := json.Marshal(w)
 	if err != nil || len(extra) == 0 {
 		return b, err

@@ -27,8 +27,11 @@ var textKnown = map[string]bool{"en": true, "ko": true}
 
 // MarshalJSON writes the languages present.
 func (t Text) MarshalJSON() ([]byte, error) {
-	return marshalWithExtra(textJSON{t.En, t.Ko}, t.Extra)
+	return marshalWire(t)
 }
+
+// wire returns the wire form and the unknown members (wireForm).
+func (t Text) wire() (any, Extra) { return textJSON{t.En, t.Ko}, t.Extra }
 
 // UnmarshalJSON reads a text object; null is an empty text.
 //
@@ -226,7 +229,10 @@ func nonNil[T any](s []T) []T {
 
 // MarshalJSON writes the canonical IL-JSON form of the record: every known
 // field in a fixed order, then unknown fields in name order.
-func (i Incident) MarshalJSON() ([]byte, error) {
+func (i Incident) MarshalJSON() ([]byte, error) { return marshalWire(i) }
+
+// wire returns the wire form and the unknown members (wireForm).
+func (i Incident) wire() (any, Extra) {
 	w := incidentJSON{
 		ID: i.ID, Org: i.Org, OrgSlug: i.OrgSlug,
 		Date: strPtr(i.Date), DateKind: strPtr(i.DateKind),
@@ -246,7 +252,7 @@ func (i Incident) MarshalJSON() ([]byte, error) {
 	if !i.TextOrigin.IsZero() {
 		w.TextOrigin = &i.TextOrigin
 	}
-	return marshalWithExtra(w, i.Extra)
+	return w, i.Extra
 }
 
 // UnmarshalJSON reads an IL-JSON record, keeping unknown fields in Extra.
@@ -289,7 +295,12 @@ var impactKnown = knownFields(impactJSON{})
 //
 //nolint:dupl // Impact and Review are both three optional strings: the same shape of data, each its own fields.
 func (m Impact) MarshalJSON() ([]byte, error) {
-	return marshalWithExtra(impactJSON{strPtr(m.Scope), strPtr(m.Users), strPtr(m.Region)}, m.Extra)
+	return marshalWire(m)
+}
+
+// wire returns the wire form and the unknown members (wireForm).
+func (m Impact) wire() (any, Extra) {
+	return impactJSON{strPtr(m.Scope), strPtr(m.Users), strPtr(m.Region)}, m.Extra
 }
 
 // UnmarshalJSON reads an impact, keeping unknown fields.
@@ -310,7 +321,12 @@ var timelineKnown = knownFields(timelineJSON{})
 
 // MarshalJSON writes the timeline with null for unknown durations.
 func (t Timeline) MarshalJSON() ([]byte, error) {
-	return marshalWithExtra(timelineJSON{strPtr(t.DetectedAfter), strPtr(t.ResolvedAfter)}, t.Extra)
+	return marshalWire(t)
+}
+
+// wire returns the wire form and the unknown members (wireForm).
+func (t Timeline) wire() (any, Extra) {
+	return timelineJSON{strPtr(t.DetectedAfter), strPtr(t.ResolvedAfter)}, t.Extra
 }
 
 // UnmarshalJSON reads a timeline, keeping unknown fields.
@@ -328,8 +344,11 @@ var itemKnown = knownFields(itemJSON{})
 
 // MarshalJSON writes the item.
 func (it Item) MarshalJSON() ([]byte, error) {
-	return marshalWithExtra(itemJSON{it.Text}, it.Extra)
+	return marshalWire(it)
 }
+
+// wire returns the wire form and the unknown members (wireForm).
+func (it Item) wire() (any, Extra) { return itemJSON{it.Text}, it.Extra }
 
 // UnmarshalJSON reads an item, keeping unknown fields.
 func (it *Item) UnmarshalJSON(data []byte) error {
@@ -348,7 +367,12 @@ var sourceKnown = knownFields(sourceJSON{})
 
 // MarshalJSON writes the source.
 func (s Source) MarshalJSON() ([]byte, error) {
-	return marshalWithExtra(sourceJSON{s.URL, strPtr(s.Kind), strPtr(s.Archived)}, s.Extra)
+	return marshalWire(s)
+}
+
+// wire returns the wire form and the unknown members (wireForm).
+func (s Source) wire() (any, Extra) {
+	return sourceJSON{s.URL, strPtr(s.Kind), strPtr(s.Archived)}, s.Extra
 }
 
 // UnmarshalJSON reads a source, keeping unknown fields.
@@ -370,7 +394,12 @@ var reviewKnown = knownFields(reviewJSON{})
 //
 //nolint:dupl // Impact and Review are both three optional strings: the same shape of data, each its own fields.
 func (r Review) MarshalJSON() ([]byte, error) {
-	return marshalWithExtra(reviewJSON{strPtr(r.WrittenBy), strPtr(r.ReviewedAt), strPtr(r.ReviewedBy)}, r.Extra)
+	return marshalWire(r)
+}
+
+// wire returns the wire form and the unknown members (wireForm).
+func (r Review) wire() (any, Extra) {
+	return reviewJSON{strPtr(r.WrittenBy), strPtr(r.ReviewedAt), strPtr(r.ReviewedBy)}, r.Extra
 }
 
 // UnmarshalJSON reads a review, keeping unknown fields.

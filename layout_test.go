@@ -57,6 +57,8 @@ func importRules(pkgs []listedPackage) []string {
 				why = "cluster imports nothing of ours but the root package: cmd hands it the store as the root's interfaces"
 			case (from == module+"/graph" || from == module+"/graph/model") && to != module && to != module+"/graph/model":
 				why = "graph imports nothing of ours but the root package and graph/model"
+			case from == module+"/live" && to != module:
+				why = "live imports nothing of ours but the root package"
 			case to == module+"/internal/testutil":
 				why = "internal/testutil is for tests only"
 			}
@@ -139,6 +141,9 @@ func TestImportRules(t *testing.T) {
 		{"ClusterImportsServer", "cluster", "server", true},
 		{"ClusterImportsRoot", "cluster", "", false},
 		{"CmdImportsCluster", "cmd/incidentlib", "cluster", false},
+		{"LiveImportsRoot", "live", "", false},
+		{"LiveImportsGraph", "live", "graph", true},
+		{"EdgeImportsLive", "server/gqledge", "live", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := importRules([]listedPackage{{ImportPath: m(c.from), Imports: []string{"fmt", m(c.to)}}})

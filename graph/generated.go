@@ -37,6 +37,7 @@ type ResolverRoot interface {
 	Mutation() MutationResolver
 	Organization() OrganizationResolver
 	Query() QueryResolver
+	Subscription() SubscriptionResolver
 	TaxonomyTerm() TaxonomyTermResolver
 }
 
@@ -156,6 +157,14 @@ type ComplexityRoot struct {
 		Verification    func(childComplexity int) int
 		Version         func(childComplexity int) int
 		WithdrawnReason func(childComplexity int) int
+	}
+
+	IncidentChange struct {
+		Action        func(childComplexity int) int
+		ID            func(childComplexity int) int
+		Incident      func(childComplexity int) int
+		MatchesFilter func(childComplexity int) int
+		Seq           func(childComplexity int) int
 	}
 
 	IncidentConnection struct {
@@ -352,6 +361,10 @@ type ComplexityRoot struct {
 		URL       func(childComplexity int) int
 	}
 
+	Subscription struct {
+		IncidentChanged func(childComplexity int, filter *incidentlib.IncidentFilter, since *string) int
+	}
+
 	TaxonomyChangeConnection struct {
 		Edges      func(childComplexity int) int
 		Nodes      func(childComplexity int) int
@@ -499,6 +512,9 @@ type QueryResolver interface {
 	Search(ctx context.Context, query string, filter *incidentlib.IncidentFilter, lang *model.Lang, first *int, after *string) (*model.IncidentSearchConnection, error)
 	TaxonomyHistory(ctx context.Context, first *int, after *string) (*model.TaxonomyChangeConnection, error)
 	Tokens(ctx context.Context) ([]*model.APIToken, error)
+}
+type SubscriptionResolver interface {
+	IncidentChanged(ctx context.Context, filter *incidentlib.IncidentFilter, since *string) (<-chan *model.IncidentChange, error)
 }
 type TaxonomyTermResolver interface {
 	IncidentCount(ctx context.Context, objs []*model.TaxonomyTerm) ([]int, error)
@@ -1066,6 +1082,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Incident.WithdrawnReason(childComplexity), true
+
+	case "IncidentChange.action":
+		if e.ComplexityRoot.IncidentChange.Action == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentChange.Action(childComplexity), true
+	case "IncidentChange.id":
+		if e.ComplexityRoot.IncidentChange.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentChange.ID(childComplexity), true
+	case "IncidentChange.incident":
+		if e.ComplexityRoot.IncidentChange.Incident == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentChange.Incident(childComplexity), true
+	case "IncidentChange.matchesFilter":
+		if e.ComplexityRoot.IncidentChange.MatchesFilter == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentChange.MatchesFilter(childComplexity), true
+	case "IncidentChange.seq":
+		if e.ComplexityRoot.IncidentChange.Seq == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentChange.Seq(childComplexity), true
 
 	case "IncidentConnection.edges":
 		if e.ComplexityRoot.IncidentConnection.Edges == nil {
@@ -1975,6 +2022,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Source.URL(childComplexity), true
 
+	case "Subscription.incidentChanged":
+		if e.ComplexityRoot.Subscription.IncidentChanged == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_incidentChanged_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.IncidentChanged(childComplexity, args["filter"].(*incidentlib.IncidentFilter), args["since"].(*string)), true
+
 	case "TaxonomyChangeConnection.edges":
 		if e.ComplexityRoot.TaxonomyChangeConnection.Edges == nil {
 			break
@@ -2338,6 +2397,23 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			ctx = graphql.WithLazyInputUnmarshalerIndex(ctx, inputUnmarshalers)
 			data := ec._Mutation(ctx, opCtx.Operation.SelectionSet)
 			var buf bytes.Buffer
+			data.MarshalGQL(&buf)
+
+			return &graphql.Response{
+				Data: buf.Bytes(),
+			}
+		}
+	case ast.Subscription:
+		next := ec._Subscription(ctx, opCtx.Operation.SelectionSet)
+
+		var buf bytes.Buffer
+		return func(ctx context.Context) *graphql.Response {
+			buf.Reset()
+			data := next(ctx)
+
+			if data == nil {
+				return nil
+			}
 			data.MarshalGQL(&buf)
 
 			return &graphql.Response{
@@ -2867,6 +2943,7 @@ Incidents, the organizations they happened to and taxonomy terms form a graph.
 schema {
   query: Query
   mutation: Mutation
+  subscription: Subscription
 }
 
 "Arbitrary JSON: fields of a record that the library does not interpret."
@@ -3272,6 +3349,56 @@ type Highlight {
   lang: Lang
   "HTML: the text escaped, each match in <mark></mark>, and … where the text was cut."
   snippet: String!
+}
+`, BuiltIn: false},
+	{Name: "../subscription.graphqls", Input: `"""
+Live updates: the store's changes as they are committed, over GraphQL over
+SSE (` + "`" + `Accept: text/event-stream` + "`" + ` on /graphql) and graphql-transport-ws
+(WebSocket on /graphql). docs/subscriptions.md describes both, ` + "`" + `since` + "`" + ` and
+the limits.
+"""
+type Subscription {
+  """
+  Each change of an incident, in store order, once per subscription. With a
+  filter, a change is delivered when the incident matched the filter before
+  or after it (matchesFilter says which); deletions go to every
+  subscription. since resumes after the seq of an event already seen: the
+  changes committed after it come first (each incident's latest change,
+  once), then the live ones. Without since, the changes committed after the
+  subscription starts. A malformed since is BAD_REQUEST, one above the
+  store's head SEQUENCE_AHEAD, one older than the retained log
+  SEQUENCE_COMPACTED, all before any event.
+  """
+  incidentChanged(filter: IncidentFilter, since: String): IncidentChange!
+}
+
+"What a change did to an incident: the vocabulary of the history."
+enum ChangeAction {
+  CREATE
+  UPDATE
+  DELETE
+  RESTORE
+  IMPORT
+  MERGE
+  SUBMIT
+  APPROVE
+  REQUEST_CHANGES
+  DISPUTE
+  WITHDRAW
+  PURGE
+}
+
+"One change of an incident, as a subscription delivers it."
+type IncidentChange {
+  "The store sequence of the change (on a replica, the primary's): resume after it with since."
+  seq: String!
+  action: ChangeAction!
+  "The incident's id."
+  id: ID!
+  "The incident as of the change; null for a deletion."
+  incident: Incident
+  "Whether the incident matches the subscription's filter after the change (false for a deletion; true without a filter)."
+  matchesFilter: Boolean!
 }
 `, BuiltIn: false},
 	{Name: "../taxadmin.graphqls", Input: `# The taxonomy and the organizations through the API (docs/editing.md,
@@ -3682,6 +3809,22 @@ func (ec *executionContext) childFields_Incident(ctx context.Context, field grap
 		return ec.fieldContext_Incident_history(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Incident", field.Name)
+}
+
+func (ec *executionContext) childFields_IncidentChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "seq":
+		return ec.fieldContext_IncidentChange_seq(ctx, field)
+	case "action":
+		return ec.fieldContext_IncidentChange_action(ctx, field)
+	case "id":
+		return ec.fieldContext_IncidentChange_id(ctx, field)
+	case "incident":
+		return ec.fieldContext_IncidentChange_incident(ctx, field)
+	case "matchesFilter":
+		return ec.fieldContext_IncidentChange_matchesFilter(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type IncidentChange", field.Name)
 }
 
 func (ec *executionContext) childFields_IncidentConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5323,6 +5466,28 @@ func (ec *executionContext) field_Query_term_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["slug"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_incidentChanged_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+		func(ctx context.Context, v any) (*incidentlib.IncidentFilter, error) {
+			return ec.unmarshalOIncidentFilter2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚐIncidentFilter(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["filter"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "since",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["since"] = arg1
 	return args, nil
 }
 
@@ -7909,6 +8074,130 @@ func (ec *executionContext) fieldContext_Incident_history(ctx context.Context, f
 		return fc, err
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _IncidentChange_seq(ctx context.Context, field graphql.CollectedField, obj *model.IncidentChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentChange_seq(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Seq, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentChange_seq(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IncidentChange", field, false, false, "String")
+}
+
+func (ec *executionContext) _IncidentChange_action(ctx context.Context, field graphql.CollectedField, obj *model.IncidentChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentChange_action(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Action, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v incidentlib.ChangeAction) graphql.Marshaler {
+			return ec.marshalNChangeAction2githubᚗcomᚋincidentlibᚋincidentlibᚐChangeAction(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentChange_action(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IncidentChange", field, false, false, "ChangeAction")
+}
+
+func (ec *executionContext) _IncidentChange_id(ctx context.Context, field graphql.CollectedField, obj *model.IncidentChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentChange_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentChange_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IncidentChange", field, false, false, "ID")
+}
+
+func (ec *executionContext) _IncidentChange_incident(ctx context.Context, field graphql.CollectedField, obj *model.IncidentChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentChange_incident(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Incident, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Incident) graphql.Marshaler {
+			return ec.marshalOIncident2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncident(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentChange_incident(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IncidentChange",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Incident(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _IncidentChange_matchesFilter(ctx context.Context, field graphql.CollectedField, obj *model.IncidentChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IncidentChange_matchesFilter(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MatchesFilter, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IncidentChange_matchesFilter(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IncidentChange", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _IncidentConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.IncidentConnection) (ret graphql.Marshaler) {
@@ -11795,6 +12084,50 @@ func (ec *executionContext) _Source_finalUrl(ctx context.Context, field graphql.
 }
 func (ec *executionContext) fieldContext_Source_finalUrl(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Source", field, true, false, "String")
+}
+
+func (ec *executionContext) _Subscription_incidentChanged(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_incidentChanged(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().IncidentChanged(ctx, fc.Args["filter"].(*incidentlib.IncidentFilter), fc.Args["since"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.IncidentChange) graphql.Marshaler {
+			return ec.marshalNIncidentChange2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentChange(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_incidentChanged(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IncidentChange(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_incidentChanged_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _TaxonomyChangeConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.TaxonomyChangeConnection) (ret graphql.Marshaler) {
@@ -16004,6 +16337,59 @@ func (ec *executionContext) _Incident(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
+var incidentChangeImplementors = []string{"IncidentChange"}
+
+func (ec *executionContext) _IncidentChange(ctx context.Context, sel ast.SelectionSet, obj *model.IncidentChange) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, incidentChangeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("IncidentChange")
+		case "seq":
+			out.Values[i] = ec._IncidentChange_seq(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "action":
+			out.Values[i] = ec._IncidentChange_action(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "id":
+			out.Values[i] = ec._IncidentChange_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "incident":
+			out.Values[i] = ec._IncidentChange_incident(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "matchesFilter":
+			out.Values[i] = ec._IncidentChange_matchesFilter(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var incidentConnectionImplementors = []string{"IncidentConnection"}
 
 func (ec *executionContext) _IncidentConnection(ctx context.Context, sel ast.SelectionSet, obj *model.IncidentConnection) graphql.Marshaler {
@@ -17400,6 +17786,26 @@ func (ec *executionContext) _Source(ctx context.Context, sel ast.SelectionSet, o
 	return out
 }
 
+var subscriptionImplementors = []string{"Subscription"}
+
+func (ec *executionContext) _Subscription(ctx context.Context, sel ast.SelectionSet) func(ctx context.Context) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, subscriptionImplementors)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
+		Object: "Subscription",
+	})
+	if len(fields) != 1 {
+		graphql.AddErrorf(ctx, "must subscribe to exactly one stream")
+		return nil
+	}
+
+	switch fields[0].Name {
+	case "incidentChanged":
+		return ec._Subscription_incidentChanged(ctx, fields[0])
+	default:
+		panic("unknown field " + strconv.Quote(fields[0].Name))
+	}
+}
+
 var taxonomyChangeConnectionImplementors = []string{"TaxonomyChangeConnection"}
 
 func (ec *executionContext) _TaxonomyChangeConnection(ctx context.Context, sel ast.SelectionSet, obj *model.TaxonomyChangeConnection) graphql.Marshaler {
@@ -18337,6 +18743,16 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 	return res
 }
 
+func (ec *executionContext) unmarshalNChangeAction2githubᚗcomᚋincidentlibᚋincidentlibᚐChangeAction(ctx context.Context, v any) (incidentlib.ChangeAction, error) {
+	var res incidentlib.ChangeAction
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNChangeAction2githubᚗcomᚋincidentlibᚋincidentlibᚐChangeAction(ctx context.Context, sel ast.SelectionSet, v incidentlib.ChangeAction) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) marshalNCreateTokenPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐCreateTokenPayload(ctx context.Context, sel ast.SelectionSet, v *model.CreateTokenPayload) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "CreateTokenPayload!")
@@ -18523,6 +18939,14 @@ func (ec *executionContext) marshalNIncident2ᚖgithubᚗcomᚋincidentlibᚋinc
 		return graphql.Null
 	}
 	return ec._Incident(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNIncidentChange2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentChange(ctx context.Context, sel ast.SelectionSet, v *model.IncidentChange) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "IncidentChange!")
+		return graphql.Null
+	}
+	return ec._IncidentChange(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNIncidentConnection2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentConnection(ctx context.Context, sel ast.SelectionSet, v *model.IncidentConnection) graphql.Marshaler {

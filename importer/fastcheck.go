@@ -16,21 +16,26 @@ import (
 // twice in one object: two names with the same bytes, or a name with an
 // escape (which may spell another name differently).
 func maybeDuplicateKeys(data []byte) bool {
-	type object struct{ keys [][]byte }
-	var stack []object
-	var inObject []bool // per open container: is it an object
+	// The names of the open objects, one after another (starts: where
+	// each open object's begin), and per open container whether it is an
+	// object; on the stack for records of ordinary depth.
+	var keysBuf [64][]byte
+	var startsBuf [16]int
+	var inObjectBuf [32]bool
+	keys, starts, inObject := keysBuf[:0], startsBuf[:0], inObjectBuf[:0]
 	expectKey := false
 	for i := 0; i < len(data); i++ {
 		switch c := data[i]; c {
 		case '{':
-			stack = append(stack, object{})
+			starts = append(starts, len(keys))
 			inObject = append(inObject, true)
 			expectKey = true
 		case '[':
 			inObject = append(inObject, false)
 			expectKey = false
 		case '}':
-			stack = stack[:len(stack)-1]
+			keys = keys[:starts[len(starts)-1]]
+			starts = starts[:len(starts)-1]
 			inObject = inObject[:len(inObject)-1]
 		case ']':
 			inObject = inObject[:len(inObject)-1]
@@ -50,13 +55,12 @@ func maybeDuplicateKeys(data []byte) bool {
 					return true
 				}
 				key := data[i+1 : j]
-				top := &stack[len(stack)-1]
-				for _, k := range top.keys {
+				for _, k := range keys[starts[len(starts)-1]:] {
 					if bytes.Equal(k, key) {
 						return true
 					}
 				}
-				top.keys = append(top.keys, key)
+				keys = append(keys, key)
 				expectKey = false
 			}
 			i = j

@@ -155,3 +155,19 @@ func TestFastChecksAgree(t *testing.T) {
 	}
 	_ = reflect.DeepEqual
 }
+
+// FuzzFastDuplicateScan: on valid JSON the byte scan finds every
+// duplicate name the full check finds.
+func FuzzFastDuplicateScan(f *testing.F) {
+	f.Add([]byte(`{"a":1,"b":{"a":1,"b":2},"c":[{"a":1},{"a":1}]}`))
+	f.Add([]byte(`{"a":[{"x":1,"x":2}]}`))
+	f.Add([]byte(strings.Repeat(`{"a":`, 40) + "1" + strings.Repeat(`}`, 40)))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		if incidentlib.CheckDuplicateKeys(data) != nil && !maybeDuplicateKeys(data) {
+			t.Fatalf("%s: the fast scan passes a duplicate key", data)
+		}
+	})
+}

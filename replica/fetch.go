@@ -24,6 +24,7 @@ type page struct {
 	since   uint64
 	limit   int
 	changes []incidentlib.Change
+	sizes   []int  // each change's record size in bytes (ChangeRecordSize)
 	skips   []skip // the changes of the page whose records were skipped
 	head    uint64 // the primary's sequence when it served the page
 	// cut marks a page that ends before the primary's answer did: at the
@@ -48,15 +49,14 @@ const linePrefixBytes = 64
 // to its end, or to the response size limit or a line too long to read
 // (then it is cut there: every change before is whole, and the long line's
 // change is skipped); a connection cut mid-body is an error, never a short
-// page. Each record is validated as it is read (ValidateIncoming); one
-// that breaks a rule a replica skips for (SkipRule) becomes a Skipped
-// change. A page with a change above the primary's sequence of the page
+// page. A record that does not decode becomes a Skipped change; the others
+// are validated when the page is applied (page.validate). A page with a change above the primary's sequence of the page
 // (the Incidentlib-Seq header, or its trailer after a long poll) is
 // refused whole. track marks the poll in the status as it receives.
 func (f *Follower) fetch(ctx context.Context, since uint64, limit int, wait time.Duration, track bool) page {
 	pg := page{since: since, limit: limit}
 	fail := func(err error) page {
-		pg.changes, pg.skips, pg.cut, pg.err = nil, nil, false, err
+		pg.changes, pg.sizes, pg.skips, pg.cut, pg.err = nil, nil, nil, false, err
 		return pg
 	}
 	u := f.cfg.Primary + "/api/v1/changes?since=" + strconv.FormatUint(since, 10) + "&limit=" + strconv.Itoa(limit)
@@ -101,7 +101,7 @@ func (f *Follower) fetch(ctx context.Context, since uint64, limit int, wait time
 		switch {
 		case len(line) == 0:
 		case whole:
-			if err := pg.parse(line, f.tax, f.maxRecord); err != nil {
+			if err := pg.parse(line); err != nil {
 				return fail(fmt.Errorf("change feed after %d, line %d: %w", since, n, err))
 			}
 		case lr.over || (tooLarge && len(pg.changes) == 0):
@@ -158,15 +158,20 @@ const seqHeader = "Incidentlib-Seq"
 
 // add appends a change, and a skip when it carries none.
 func (pg *page) add(c incidentlib.Change, why string) {
+	pg.addSized(c, 0, why)
+}
+
+func (pg *page) addSized(c incidentlib.Change, size int, why string) {
 	pg.changes = append(pg.changes, c)
+	pg.sizes = append(pg.sizes, size)
 	if c.Skipped != "" {
 		pg.skips = append(pg.skips, skip{seq: c.Seq, id: c.ID, rule: c.Skipped, why: why})
 	}
 }
 
 // parse reads one whole line of the feed into the page. A record that
-// does not decode, or breaks a rule a replica skips for, is skipped.
-func (pg *page) parse(line []byte, tax *incidentlib.Taxonomy, maxRecord int) error {
+// does not decode is skipped.
+func (pg *page) parse(line []byte) error {
 	c, err := incidentlib.ParseChangeLine(line)
 	if err != nil {
 		seq, id, herr := incidentlib.ParseChangeHead(line)
@@ -176,15 +181,33 @@ func (pg *page) parse(line []byte, tax *incidentlib.Taxonomy, maxRecord int) err
 		pg.add(incidentlib.Change{Seq: seq, ID: id, Skipped: incidentlib.RuleStructure}, err.Error())
 		return nil
 	}
+	size := 0
 	if c.Incident != nil {
-		verr := c.Incident.ValidateIncoming(tax, maxRecord, incidentlib.ChangeRecordSize(line))
+		size = incidentlib.ChangeRecordSize(line)
+	}
+	pg.addSized(c, size, "")
+	return nil
+}
+
+// validate holds each record of the page to the rules of the store as
+// they are now (storage.DB.RecordRules: its taxonomy after the primary's
+// entries read with the page): one that breaks a rule a replica skips for
+// (SkipRule) becomes a Skipped change.
+func (pg *page) validate(tax *incidentlib.Taxonomy, maxRecord int) {
+	if maxRecord <= 0 {
+		maxRecord = incidentlib.DefaultMaxRecordBytes
+	}
+	for i := range pg.changes {
+		c := &pg.changes[i]
+		if c.Skipped != "" || c.Incident == nil {
+			continue
+		}
+		verr := c.Incident.ValidateIncoming(tax, maxRecord, pg.sizes[i])
 		if rule := incidentlib.SkipRule(verr); rule != "" {
-			pg.add(incidentlib.Change{Seq: c.Seq, ID: c.ID, Skipped: rule}, incidentlib.ErrorMessage(verr))
-			return nil
+			*c = incidentlib.Change{Seq: c.Seq, ID: c.ID, Skipped: rule}
+			pg.skips = append(pg.skips, skip{seq: c.Seq, id: c.ID, rule: rule, why: incidentlib.ErrorMessage(verr)})
 		}
 	}
-	pg.add(c, "")
-	return nil
 }
 
 // lineReader reads the lines of a feed page, each at most max bytes: the

@@ -27,6 +27,7 @@ import (
 type feedServer struct {
 	mu    sync.Mutex
 	lines [][]byte // one per change, seq = index + 1
+	tax   [][]byte // the taxonomy feed's lines, entry n = index + 1
 }
 
 func (s *feedServer) add(tb testing.TB, inc *incidentlib.Incident) {
@@ -53,8 +54,16 @@ func (s *feedServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	since, _ := strconv.Atoi(r.URL.Query().Get("since"))
 	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
 	s.mu.Lock()
-	lines := s.lines
+	lines, tax := s.lines, s.tax
 	s.mu.Unlock()
+	if r.URL.Path == "/api/v1/taxonomy/changes" {
+		after, _ := strconv.Atoi(r.URL.Query().Get("after"))
+		w.Header().Set("Incidentlib-Seq", strconv.Itoa(len(lines)))
+		for i := after; i < len(tax) && i < after+limit; i++ {
+			_, _ = w.Write(tax[i])
+		}
+		return
+	}
 	if since > len(lines) {
 		http.Error(w, "since above the sequence", http.StatusConflict)
 		return

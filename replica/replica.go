@@ -30,15 +30,17 @@ import (
 // holds incidents of its own. storage.DB implements it.
 type Store interface {
 	incidentlib.ChangeApplier
+	TaxonomyStore
 	// CountIncidents is incidentlib.IncidentService.CountIncidents.
 	CountIncidents(ctx context.Context, filter incidentlib.IncidentFilter) (int, error)
 	// Path names the store in messages.
 	Path() string
 	// RecordRules returns the taxonomy and the record size limit in bytes
-	// the store holds records to: the follower validates the primary's
-	// records with them (incidentlib.Incident.ValidateIncoming) and skips
-	// those that break a rule a replica skips for, a line over the limit
-	// without reading it into memory.
+	// the store holds records to: the follower validates each page of the
+	// primary's records with them as they are when the page is applied,
+	// after the primary's taxonomy entries (incidentlib.Incident.
+	// ValidateIncoming), and skips those that break a rule a replica skips
+	// for, a line over the limit without reading it into memory.
 	RecordRules() (tax *incidentlib.Taxonomy, maxRecordBytes int)
 }
 
@@ -154,6 +156,13 @@ type Status struct {
 	Skipped uint64
 	// Applied counts the changes applied since the follower started.
 	Applied uint64
+	// TaxonomyEntry is the number of the last entry of the primary's
+	// taxonomy history applied or refused; TaxonomyApplied and
+	// TaxonomySkipped count those applied and refused since the follower
+	// started.
+	TaxonomyEntry   uint64
+	TaxonomyApplied uint64
+	TaxonomySkipped uint64
 	// Requests counts the feed requests made, failed ones included.
 	Requests uint64
 	// LastError is the error of the last poll, "" if it succeeded.
@@ -163,10 +172,10 @@ type Status struct {
 // Follower copies a primary's changes into a store.
 type Follower struct {
 	db        Store
+	tdb       TaxonomyStore // db
 	client    *outbound.Client
 	cfg       Config
-	tax       *incidentlib.Taxonomy // the store's RecordRules
-	maxRecord int
+	maxRecord int // the store's record size limit: the longest line read whole
 
 	mu      sync.Mutex
 	status  Status
@@ -177,8 +186,19 @@ type Follower struct {
 	ahead   chan page
 	aheadWG sync.WaitGroup
 
-	errors  prometheus.Counter
-	skipped *prometheus.CounterVec
+	errors     prometheus.Counter
+	skipped    *prometheus.CounterVec
+	taxSkipped *prometheus.CounterVec
+
+	// noTaxonomyFeed is set once the primary answered 404 for its
+	// taxonomy feed (an older release).
+	noTaxonomyFeed atomic.Bool
+	// taxHead is the primary's sequence of the last page before which the
+	// taxonomy entries were read (taxRead: they were): a page with the
+	// same sequence was read with nothing committed since, so there is no
+	// new entry to read. Used by Run's goroutine only.
+	taxHead uint64
+	taxRead bool
 
 	// current is set after the primary answered 410: the history after
 	// the position was compacted away, so the follower reads the feed of
@@ -216,12 +236,16 @@ func New(ctx context.Context, db Store, client *outbound.Client, cfg Config, reg
 			return nil, fmt.Errorf("%w: %s holds %d incidents; a replica needs an empty store or its own earlier one", ErrNotReplica, db.Path(), n)
 		}
 	}
-	f := &Follower{db: db, client: client, cfg: cfg, changed: make(chan struct{})}
-	f.tax, f.maxRecord = db.RecordRules()
+	taxAt, err := db.AppliedTaxonomy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f := &Follower{db: db, tdb: db, client: client, cfg: cfg, changed: make(chan struct{})}
+	_, f.maxRecord = db.RecordRules()
 	if f.maxRecord <= 0 {
 		f.maxRecord = incidentlib.DefaultMaxRecordBytes
 	}
-	f.status = Status{Seq: seq, PrimarySeq: seq, LevelAt: cfg.Now()}
+	f.status = Status{Seq: seq, PrimarySeq: seq, LevelAt: cfg.Now(), TaxonomyEntry: taxAt}
 	f.errors = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "incidentlib_follow_errors_total",
 		Help: "Polls of the primary's change feed that failed, pages refused included (the follower retries with backoff).",
@@ -230,15 +254,22 @@ func New(ctx context.Context, db Store, client *outbound.Client, cfg Config, reg
 		Name: "incidentlib_follow_records_skipped_total",
 		Help: "Changes of the primary whose records this replica skipped, by the rule they break (size, url_scheme, structure); each is logged with its id at WARN.",
 	}, []string{"reason"})
+	f.taxSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "incidentlib_follow_taxonomy_skipped_total",
+		Help: "Entries of the primary's taxonomy history this replica refused, by the rule they break (size, structure); each is logged with its number and subject at WARN.",
+	}, []string{"reason"})
 	for _, r := range incidentlib.SkipRules {
 		f.skipped.WithLabelValues(string(r))
+	}
+	for _, r := range []incidentlib.Rule{incidentlib.RuleSize, incidentlib.RuleStructure} {
+		f.taxSkipped.WithLabelValues(string(r))
 	}
 	if reg != nil {
 		gauge := func(name, help string, v func(Status) float64) prometheus.Collector {
 			return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return v(f.Status()) })
 		}
 		for _, c := range []prometheus.Collector{
-			f.errors, f.skipped,
+			f.errors, f.skipped, f.taxSkipped,
 			gauge("incidentlib_follow_seq", "The primary's change sequence up to which this replica has applied its changes.",
 				func(s Status) float64 { return float64(s.Seq) }),
 			gauge("incidentlib_follow_primary_seq", "The primary's change sequence as last seen by this replica.",
@@ -379,7 +410,8 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 // poll reads the page of the feed after the saved position, waiting up to
-// wait for a change, and applies it in one transaction. It returns how
+// wait for a change, then the primary's taxonomy entries (followTaxonomy),
+// and applies the entries, then the page in one transaction. It returns how
 // many changes it applied. While the replica catches up, the next page is
 // fetched (and parsed) while this one is applied: ApplyChanges refuses a
 // page that does not follow on, so a page fetched ahead is used only if
@@ -413,6 +445,18 @@ func (f *Follower) poll(ctx context.Context, wait time.Duration) (int, error) {
 		}
 		return 0, err
 	}
+	// The primary's taxonomy entries, read after the page: every change of
+	// the taxonomy committed before the page was read is among them. The
+	// page's records are then held to the taxonomy they make.
+	if !f.taxRead || head != f.taxHead {
+		f.taxRead = false
+		if _, err := f.followTaxonomy(ctx); err != nil {
+			f.update(func(s *Status) { s.Level, s.LastError = false, err.Error() })
+			return 0, err
+		}
+		f.taxHead, f.taxRead = head, true
+	}
+	pg.validate(f.db.RecordRules())
 	if len(changes) == limit || pg.cut {
 		next := changes[len(changes)-1].Seq
 		f.ahead = make(chan page, 1)
@@ -432,6 +476,14 @@ func (f *Follower) poll(ctx context.Context, wait time.Duration) (int, error) {
 		f.cfg.Logger.Warn("skipped a change of the primary: its record breaks the rules records are held to", "seq", sk.seq, "id", sk.id, "rule", string(sk.rule), "err", sk.why)
 	}
 	level := len(changes) < limit && !pg.cut
+	if level && head > to {
+		// The page holds every change up to head, and the changes after
+		// its last are the taxonomy's, applied above: the position is head.
+		if to, err = f.db.AdvanceAppliedSeq(ctx, to, head); err != nil {
+			f.update(func(s *Status) { s.Level, s.LastError = false, err.Error() })
+			return 0, fmt.Errorf("advance to the primary's sequence %d: %w", head, err)
+		}
+	}
 	if level && f.current.Swap(false) {
 		f.cfg.Logger.Info("caught up from the primary's current records; following its history again", "seq", to)
 	}

@@ -24,6 +24,7 @@ type Store interface {
 	incidentlib.IncidentAggregates
 	incidentlib.HistoryService
 	incidentlib.HistoryLog
+	incidentlib.IncidentSets
 }
 
 // Assemble builds the GraphQL resolver over store and search (nil: search
@@ -41,6 +42,6 @@ func Assemble(store Store, incidents incidentlib.IncidentService, search inciden
 		cfg.Upstream = true
 	}
 	es := graph.NewExecutableSchema(graph.Config{Resolvers: res, Complexity: graph.Complexity()})
-	srv, err := New(Services{Changes: store, Incidents: store, Writer: store, Backups: store, Monitor: store, Tokens: store}, res, es, m, cfg)
+	srv, err := New(Services{Changes: store, Incidents: store, Writer: store, Backups: store, Monitor: store, Tokens: store, Sets: store}, res, es, m, cfg)
 	return srv, res, err
 }

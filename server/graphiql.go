@@ -123,12 +123,15 @@ var graphiqlPage = template.Must(template.New("graphiql").Parse(`<!DOCTYPE html>
 <script src="/assets/graphiql/react.production.min.js" integrity="{{index .SRI "react.production.min.js"}}"></script>
 <script src="/assets/graphiql/react-dom.production.min.js" integrity="{{index .SRI "react-dom.production.min.js"}}"></script>
 <script src="/assets/graphiql/graphiql.min.js" integrity="{{index .SRI "graphiql.min.js"}}"></script>
+<script src="/assets/graphiql/graphql-ws.min.js" integrity="{{index .SRI "graphql-ws.min.js"}}"></script>
 </head>
 <body>
 <div id="graphiql"><div class="loading">Loading…</div></div>
 <script>
 const tabs = JSON.parse({{.Tabs}});
-const fetchGraphQL = GraphiQL.createFetcher({ url: location.protocol + '//' + location.host + {{.Endpoint}} });
+// Subscriptions over WebSocket with the bundled graphql-ws (graphiql_live.go).
+const wsClient = graphqlWs.createClient({ url: (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + {{.Endpoint}}, lazy: true });
+const fetchGraphQL = GraphiQL.createFetcher({ url: location.protocol + '//' + location.host + {{.Endpoint}}, wsClient: wsClient });
 // For a moment after a tab switch GraphiQL still sends the previous tab's
 // operation name, which the new tab's document does not define (an error:
 // "operation ListPage not found"). A name the document does not define is
@@ -169,6 +172,7 @@ func ExampleTabs() []ExampleTab {
 		tabs = append(tabs, searchExample)
 	}
 	tabs = append(tabs, dashboardExample) // graphiql_dashboard.go
+	tabs = append(tabs, liveExample) // graphiql_live.go
 	return tabs
 }
 

@@ -28,6 +28,7 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/graph"
+	"github.com/incidentlib/incidentlib/live"
 	"github.com/incidentlib/incidentlib/server/admin"
 	"github.com/incidentlib/incidentlib/server/gqledge"
 	"github.com/incidentlib/incidentlib/server/metrics"
@@ -96,6 +97,13 @@ type Config struct {
 	// links and ids of the Atom feed (restapi.ValidatePublicURL); empty:
 	// the request's scheme and host.
 	PublicURL string
+	// Subscriptions (live/, server/gqledge/live.go, docs/subscriptions.md):
+	// the hub's limits (subscriptions in total and per client, the buffer
+	// per subscriber) and the streams' timings (keep-alive, per-write
+	// deadline, WebSocket init and idle timeouts); zero fields take the
+	// defaults. They need Services.Sets.
+	SubscriptionLimits live.Options
+	Subscriptions      gqledge.LiveOptions
 }
 
 // Services are the library's capabilities the server serves beside the
@@ -118,6 +126,9 @@ type Services struct {
 	// serves the token fields of the schema; without it only AdminToken
 	// authenticates.
 	Tokens incidentlib.TokenService
+	// Sets, if set with Changes, gives subscriptions' filters the sets of
+	// matching incidents; without it there are no subscriptions.
+	Sets incidentlib.IncidentSets
 }
 
 // Server is the HTTP side of the library.
@@ -126,6 +137,7 @@ type Server struct {
 	ready   atomic.Bool
 	handler http.Handler
 	api     *restapi.API
+	edge    *gqledge.Edge
 }
 
 // New builds the handler. res is the GraphQL resolver and es its
@@ -170,15 +182,29 @@ func New(svc Services, res *graph.Resolver, es graphql.ExecutableSchema, m *metr
 	if err != nil {
 		return nil, err
 	}
+	var liveOpts *gqledge.LiveOptions
+	if svc.Changes != nil && svc.Sets != nil {
+		hub, err := live.New(struct {
+			incidentlib.ChangeLog
+			incidentlib.IncidentSets
+		}{svc.Changes, svc.Sets}, cfg.SubscriptionLimits)
+		if err != nil {
+			return nil, err
+		}
+		lo := cfg.Subscriptions
+		lo.Hub, lo.EventContext, lo.ChangeOf = hub, res.EventContext, res.IncidentChangeOf
+		liveOpts = &lo
+	}
 	edge, err := gqledge.New(gqledge.Options{
 		Prod: cfg.Prod, Logger: cfg.Logger, ResponseCacheBytes: cfg.ResponseCacheBytes, APQCacheSize: cfg.APQCacheSize,
 		CacheControl: cfg.CacheControl, TrustedDocuments: cfg.TrustedDocuments, LogRequests: cfg.LogRequests,
 		ResponseMaxAge: cfg.ResponseMaxAge, Upstream: cfg.Upstream, Limits: cfg.Limits, RateLimit: cfg.RateLimit,
-		CORSOrigins: cfg.CORSOrigins, Extensions: cfg.Extensions, Authenticate: auth.Authenticate,
+		CORSOrigins: cfg.CORSOrigins, Extensions: cfg.Extensions, Authenticate: auth.Authenticate, Live: liveOpts,
 	}, svc.Changes, m, gql, queryCache)
 	if err != nil {
 		return nil, err
 	}
+	s.edge = edge
 	if cfg.Primary != "" { // before the write guard: a replica names its primary
 		gql.Use(admin.ReadOnlyReplica(cfg.Primary, edge.PresentError))
 	}
@@ -256,6 +282,16 @@ func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
 // later ones answer without waiting. Call it when the HTTP server shuts
 // down (http.Server.RegisterOnShutdown), so long polls do not hold it up.
 func (s *Server) StopLongPolls() { s.api.StopLongPolls() }
+
+// StopSubscriptions ends every subscription stream with a completion the
+// clients understand and refuses new ones. Call it when the HTTP server
+// shuts down (http.Server.RegisterOnShutdown), then WaitSubscriptions:
+// WebSocket connections are not the HTTP server's to wait for.
+func (s *Server) StopSubscriptions() { s.edge.StopSubscriptions() }
+
+// WaitSubscriptions waits until every subscription stream has ended, or
+// ctx.
+func (s *Server) WaitSubscriptions(ctx context.Context) error { return s.edge.WaitSubscriptions(ctx) }
 
 // ServeHTTP serves the library.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -471,7 +471,7 @@ func (db *DB) update(ctx context.Context, fn func(*writeTx) error) error {
 func (db *DB) updateGuarded(fn func(*bolt.Tx) error) (err error) {
 	defer db.recoverFault(&err)
 	defer faultGuard(debug.SetPanicOnFault(true))
-	return db.bolt.Update(fn)
+	return updateTx(db.bolt, fn)
 }
 
 func getU64(b []byte) uint64 {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -81,6 +82,9 @@ type faultState struct {
 	// the last write failed so (a warning is logged when it becomes set).
 	full   atomic.Uint64
 	inFull atomic.Bool
+	// batches is the shared write transaction being filled (batch), which
+	// runs under the same recovery as every other transaction.
+	batches batcher
 }
 
 // recoverFault, deferred at a transaction boundary, turns a panic of bbolt
@@ -227,11 +231,27 @@ func (e *fullError) As(target any) bool {
 	return false
 }
 
-// refuseWrite is the error of a write to a store known to be corrupt: it
-// writes nothing more into a damaged file.
+// refuseWrite is the error of a write that is refused before its
+// transaction: to a store known to be corrupt (nothing more is written
+// into a damaged file), and, while the disk is full, when the file still
+// cannot grow.
+//
+// A write that fails for want of space costs more than its transaction:
+// bbolt rolls a failed commit back by rebuilding its free list, which it
+// does (the store does not sync its free list) by walking every page of
+// the file. The first write that meets the full disk pays it; while the
+// store is in that state, each write first asks the file system for the
+// room to grow by one allocation step (reserveRoom, which keeps it when it
+// gets it), and is refused at once when there is none.
 func (db *DB) refuseWrite() error {
 	if ce := db.fault.corrupt.Load(); ce != nil {
 		return ce
+	}
+	if db.fault.inFull.Load() {
+		if err := reserveRoom(db.path, int64(db.bolt.AllocSize)); err != nil && isFull(err) {
+			db.fault.full.Add(1)
+			return &fullError{cause: err}
+		}
 	}
 	return nil
 }
@@ -262,4 +282,135 @@ func preflight(b *bolt.DB, path string, fileSize int64) (err error) {
 			Detail: fmt.Sprintf("the file is truncated: it is %d bytes, but its pages reach %d (%d pages of %d bytes)", fileSize, size, size/ps, ps)}
 	}
 	return walkFile(path, ps, fileSize)
+}
+
+// updateTx is bbolt's Update but for what follows a panic (a damaged page
+// met in fn or in the commit): bbolt's Update then rolls the transaction
+// back in the way that rebuilds the free list by walking every page of the
+// file, in a goroutine of bbolt's (the store does not sync its free list),
+// where the damaged page would end the process. Nothing of a transaction
+// that panicked reached the meta page, so the rollback a caller makes
+// (Tx.Rollback: the transaction's pending pages go back to the free list in
+// memory) is enough; the panic then goes on to recoverFault.
+func updateTx(b *bolt.DB, fn func(*bolt.Tx) error) error {
+	tx, err := b.Begin(true)
+	if err != nil {
+		return err
+	}
+	ended := false
+	defer func() {
+		if !ended {
+			_ = tx.Rollback()
+		}
+	}()
+	if err := fn(tx); err != nil {
+		ended = true
+		_ = tx.Rollback()
+		return err
+	}
+	err = tx.Commit()
+	ended = true
+	return err
+}
+
+// Batched writes. bbolt's Batch runs the shared transaction, commit
+// included, in a goroutine of its own, with no recovery: a damaged page
+// first met there (a sibling read while the commit rebalances, a page of
+// the free list) would end the process. batch is bbolt's Batch with the
+// transaction run by updateGuarded, so that such a panic becomes a
+// *CorruptError for every mutation of the batch, as in any other
+// transaction. It reads its limits from bbolt's MaxBatchSize and
+// MaxBatchDelay, as Batch does.
+
+// errTrySolo tells a call of a failed batch to run alone.
+var errTrySolo = errors.New("batch function returned an error and should be re-run solo")
+
+type batchCall struct {
+	fn  func(*bolt.Tx) error
+	err chan error
+}
+
+type writeBatch struct {
+	db    *DB
+	timer *time.Timer
+	start sync.Once
+	calls []batchCall
+}
+
+// batcher is the batch being filled, if any.
+type batcher struct {
+	mu  sync.Mutex
+	cur *writeBatch
+}
+
+// batch runs fn in a write transaction that concurrent calls may share,
+// as bolt.DB.Batch does: fn may run more than once, and its error is
+// returned to its caller alone.
+func (db *DB) batch(fn func(*bolt.Tx) error) error {
+	errCh := make(chan error, 1)
+	size, delay := db.bolt.MaxBatchSize, db.bolt.MaxBatchDelay
+	db.fault.batches.mu.Lock()
+	if db.fault.batches.cur == nil || len(db.fault.batches.cur.calls) >= size {
+		b := &writeBatch{db: db}
+		b.timer = time.AfterFunc(delay, b.trigger)
+		db.fault.batches.cur = b
+	}
+	b := db.fault.batches.cur
+	b.calls = append(b.calls, batchCall{fn: fn, err: errCh})
+	if len(b.calls) >= size {
+		go b.trigger()
+	}
+	db.fault.batches.mu.Unlock()
+	err := <-errCh
+	if err == errTrySolo {
+		err = db.updateGuarded(fn)
+	}
+	return err
+}
+
+func (b *writeBatch) trigger() { b.start.Do(b.run) }
+
+// run runs the batch's calls in one transaction; a call that fails is
+// taken out and told to run alone, and the others run again.
+func (b *writeBatch) run() {
+	db := b.db
+	db.fault.batches.mu.Lock()
+	b.timer.Stop()
+	if db.fault.batches.cur == b {
+		db.fault.batches.cur = nil
+	}
+	db.fault.batches.mu.Unlock()
+	for len(b.calls) > 0 {
+		failed := -1
+		err := db.updateGuarded(func(tx *bolt.Tx) error {
+			for i, c := range b.calls {
+				if err := safelyCall(c.fn, tx); err != nil {
+					failed = i
+					return err
+				}
+			}
+			return nil
+		})
+		if failed >= 0 {
+			c := b.calls[failed]
+			b.calls[failed], b.calls = b.calls[len(b.calls)-1], b.calls[:len(b.calls)-1]
+			c.err <- errTrySolo
+			continue
+		}
+		for _, c := range b.calls {
+			c.err <- err
+		}
+		return
+	}
+}
+
+// safelyCall runs fn, turning a panic into an error: the call then runs
+// alone, on its caller's goroutine, where the panic is its own.
+func safelyCall(fn func(*bolt.Tx) error, tx *bolt.Tx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic in a batched write: %v", p)
+		}
+	}()
+	return fn(tx)
 }

@@ -1,10 +1,13 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -80,12 +83,19 @@ type BatchedImport struct {
 	// store for each batch, and the import's time would grow with the
 	// square of its size.
 	postings, stored map[string]*roaring.Bitmap
-	unindexed        []uint32 // written since the postings were last written
-	mark             int      // len(unindexed) before the running batch
+	// The order and reverse-link keys of the records written since the
+	// postings were last written, put with them, sorted: these keys fall
+	// anywhere in their buckets (by date, by updated_at, by link target),
+	// so a batch putting its own would rewrite a page of the bucket for
+	// nearly every key once the bucket is larger than a batch, and the
+	// time per record would grow with the store.
+	deferred  *deferredKeys
+	unindexed []uint32 // written since the postings were last written
+	mark      int      // len(unindexed) before the running batch
 }
 
 // postingFlushEvery is how many batches an import writes between two
-// writes of its postings.
+// writes of its postings and deferred keys.
 const postingFlushEvery = 32
 
 // BatchedImportOptions control a batched import.
@@ -124,19 +134,29 @@ func (bi *BatchedImport) WriteEncoded(ctx context.Context, incs []*incidentlib.I
 	res := &incidentlib.ImportResult{}
 	var seq uint64
 	start := time.Now()
-	flushPostings := last || (bi.batches+1)%postingFlushEvery == 0
-	err := db.bolt.Update(func(tx *bolt.Tx) error {
+	flush := last || (bi.batches+1)%postingFlushEvery == 0
+	if err := db.refuseWrite(); err != nil {
+		return nil, err
+	}
+	bi.mark = len(bi.unindexed)
+	err := db.updateGuarded(func(tx *bolt.Tx) error {
 		w := newWriteTx(db, tx)
 		w.begin(ctx, incidentlib.ActionImport, incidentlib.AuthorImport) // the history's author and action
 		if bi.postings != nil {
 			w.postings, w.stored = bi.postings, bi.stored
 		}
+		if bi.deferred == nil {
+			bi.deferred = &deferredKeys{}
+		}
+		w.deferred = bi.deferred
 		if bi.batches == 0 {
-			if err := w.reindexInterrupted(); err != nil {
+			again, err := w.reindexInterrupted()
+			if err != nil {
 				return err
 			}
+			// Indexed again in memory: listed until written.
+			bi.unindexed = append(bi.unindexed, again...)
 		}
-		bi.mark = len(bi.unindexed)
 		for i, in := range incs {
 			var enc []byte
 			if data != nil {
@@ -152,61 +172,129 @@ func (bi *BatchedImport) WriteEncoded(ctx context.Context, incs []*incidentlib.I
 		for _, r := range w.written {
 			bi.unindexed = append(bi.unindexed, r.n)
 		}
+		p := ImportProgress{Done: bi.done + len(incs), Total: bi.total, Unindexed: bi.unindexed}
+		v, _ := json.Marshal(p)
 		meta := w.tx.Bucket(bucketMeta)
-		if last {
-			if err := meta.Delete(metaImport); err != nil {
-				return err
-			}
-		} else {
-			p := ImportProgress{Done: bi.done + len(incs), Total: bi.total}
-			if !flushPostings {
-				p.Unindexed = bi.unindexed
-			}
-			v, _ := json.Marshal(p)
-			if err := meta.Put(metaImport, v); err != nil {
-				return err
-			}
+		if err := meta.Put(metaImport, v); err != nil {
+			return err
 		}
 		seq = w.seq
-		if flushPostings {
-			bi.postings, bi.stored = nil, nil
-			return w.flush()
-		}
 		bi.postings, bi.stored = w.postings, w.stored
 		if bi.stored == nil {
 			bi.stored = map[string]*roaring.Bitmap{}
 		}
 		return meta.Put(metaSeq, u64key(w.seq))
 	})
-	if err != nil {
+	if err = db.writeError(err); err != nil {
 		// As the transaction: gone. The marker of the batches before
 		// lists what they left unindexed.
-		bi.postings, bi.stored = nil, nil
+		bi.postings, bi.stored, bi.deferred = nil, nil, nil
 		bi.unindexed = bi.unindexed[:bi.mark]
 		return nil, err
-	}
-	if flushPostings {
-		bi.unindexed = bi.unindexed[:0]
 	}
 	bi.done += len(incs)
 	bi.batches++
 	db.observeCommit(time.Since(start))
 	db.publish(seq)
 	db.releaseMapped()
+	if flush {
+		if err := bi.flushIndex(last); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
 }
 
+// deferredChunk is the most deferred keys flushIndex puts in one
+// transaction: a transaction holds in memory every page its keys fall on,
+// and sorted keys spread over a bucket fall on at most as many pages as
+// there are keys, so it bounds the memory of a flush whatever the size of
+// the store.
+const deferredChunk = 1 << 16
+
+// flushIndex writes what the import's batches left in memory since the
+// last flush: the deferred keys, sorted, in transactions of deferredChunk
+// keys, then the postings, with the marker (removed after the last
+// batch, else listing nothing unindexed) in the same transaction. Until
+// that one commits, the marker lists the records whose entries may be
+// missing, and an interrupted import has them indexed again.
+func (bi *BatchedImport) flushIndex(last bool) error {
+	db := bi.db
+	keys := bi.deferred.sorted()
+	for len(keys) > 0 {
+		n := min(len(keys), deferredChunk)
+		chunk := keys[:n]
+		keys = keys[n:]
+		if err := db.refuseWrite(); err != nil {
+			return bi.flushFailed(err)
+		}
+		err := db.updateGuarded(func(tx *bolt.Tx) error {
+			var b *bolt.Bucket
+			var name string
+			for _, k := range chunk {
+				if b == nil || k.bucket != name {
+					name, b = k.bucket, tx.Bucket([]byte(k.bucket))
+				}
+				if err := b.Put(k.key, nil); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err := db.writeError(err); err != nil {
+			return bi.flushFailed(err)
+		}
+		db.releaseMapped()
+	}
+	var seq uint64
+	err := db.updateGuarded(func(tx *bolt.Tx) error {
+		w := newWriteTx(db, tx)
+		if bi.postings != nil {
+			w.postings, w.stored = bi.postings, bi.stored
+		}
+		meta := tx.Bucket(bucketMeta)
+		if last {
+			if err := meta.Delete(metaImport); err != nil {
+				return err
+			}
+		} else {
+			v, _ := json.Marshal(ImportProgress{Done: bi.done, Total: bi.total})
+			if err := meta.Put(metaImport, v); err != nil {
+				return err
+			}
+		}
+		seq = w.seq
+		return w.flush()
+	})
+	if err := db.writeError(err); err != nil {
+		return bi.flushFailed(err)
+	}
+	bi.postings, bi.stored, bi.deferred = nil, nil, nil
+	bi.unindexed = bi.unindexed[:0]
+	db.publish(seq)
+	db.releaseMapped()
+	return nil
+}
+
+// flushFailed forgets what flushIndex did not write: the marker lists it.
+func (bi *BatchedImport) flushFailed(err error) error {
+	bi.postings, bi.stored, bi.deferred = nil, nil, nil
+	return err
+}
+
 // reindexInterrupted indexes again the records that an interrupted import
-// wrote after it last wrote its postings, and removes its marker.
-func (w *writeTx) reindexInterrupted() error {
+// wrote after it last wrote its postings, and removes its marker. It
+// returns the records it indexed again.
+func (w *writeTx) reindexInterrupted() ([]uint32, error) {
 	p := importMarker(w.tx)
 	if p == nil {
-		return nil
+		return nil, nil
 	}
+	var again []uint32
 	for _, n := range p.Unindexed {
 		old, err := w.get(n)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if old == nil {
 			continue
@@ -214,13 +302,52 @@ func (w *writeTx) reindexInterrupted() error {
 		// Its postings may lack it: unindex removes what is there, index
 		// adds all. The record and its change stay as they are.
 		if err := w.unindex(n, old); err != nil {
-			return err
+			return nil, err
 		}
 		if err := w.index(n, old); err != nil {
-			return err
+			return nil, err
 		}
+		again = append(again, n)
 	}
-	return w.tx.Bucket(bucketMeta).Delete(metaImport)
+	return again, w.tx.Bucket(bucketMeta).Delete(metaImport)
+}
+
+// deferredKeys are index keys (with empty values) that a batched import
+// puts later, sorted, bucket by bucket: one pass over each bucket's pages
+// for many batches of records.
+type deferredKeys struct {
+	keys []deferredKey
+}
+
+type deferredKey struct {
+	bucket string
+	key    []byte
+}
+
+// putIndexKey puts key, with an empty value, into the index bucket named
+// bucket: now, or with the transaction's deferred keys when it has them
+// (a batched import). Only keys that nothing reads back until the import's
+// last batch are deferred: the order and reverse-link keys (index).
+func (w *writeTx) putIndexKey(bucket, key []byte) error {
+	if w.deferred == nil {
+		return w.tx.Bucket(bucket).Put(key, nil)
+	}
+	w.deferred.keys = append(w.deferred.keys, deferredKey{string(bucket), key})
+	return nil
+}
+
+// sorted returns the keys in bucket and key order.
+func (d *deferredKeys) sorted() []deferredKey {
+	if d == nil {
+		return nil
+	}
+	slices.SortFunc(d.keys, func(a, b deferredKey) int {
+		if c := strings.Compare(a.bucket, b.bucket); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.key, b.key)
+	})
+	return d.keys
 }
 
 // ImportCheck is the first pass of a batched import: it checks each record

@@ -99,8 +99,8 @@ func (db *DB) mutateAs(ctx context.Context, action incidentlib.ChangeAction, com
 		return err
 	}
 	var refused error
-	// fn recovers a damaged page itself (fault.go): bbolt's Batch runs it
-	// in a goroutine of bbolt's when it joins other mutations.
+	// fn recovers a damaged page itself (fault.go): batch runs it in a
+	// goroutine of its own when it joins other mutations.
 	fn := func(tx *bolt.Tx) (err error) {
 		defer db.recoverFault(&err)
 		defer faultGuard(debug.SetPanicOnFault(true))
@@ -138,7 +138,7 @@ func (db *DB) mutateAs(ctx context.Context, action incidentlib.ChangeAction, com
 	if db.mut.inflight.Add(1) == 1 {
 		err = db.updateGuarded(fn)
 	} else {
-		err = db.bolt.Batch(fn)
+		err = db.batch(fn)
 	}
 	db.mut.inflight.Add(-1)
 	if err := db.writeError(err); err != nil {

@@ -18,8 +18,9 @@ import (
 // entry by entry. The incidents a rename or merge rewrote come through the
 // change log as any other write (ApplyChanges).
 //
-// These are the store's half of carrying the taxonomy to replicas; the
-// change feed and the follower do not carry the entries yet.
+// The primary serves the entries at GET /api/v1/taxonomy/changes
+// (restapi); the follower (replica) applies them before each page of
+// incident changes.
 
 // metaFollowTax holds, in a follower's store, the number of the last entry
 // of its primary's history it applied (u64).
@@ -74,6 +75,18 @@ func (db *DB) ApplyTaxonomyChanges(ctx context.Context, from uint64, changes []*
 	if len(changes) == 0 {
 		return from, nil
 	}
+	return db.ApplyTaxonomyChangesThrough(ctx, from, changes[len(changes)-1].Number, changes)
+}
+
+// ApplyTaxonomyChangesThrough is ApplyTaxonomyChanges with the position it
+// reaches given: through, at least the last entry's number. A follower
+// passes the entries it refused (a hostile primary's) this way: they are
+// left out of changes, and the position goes past them. changes may be
+// empty. EINVALID when an entry is numbered above through.
+func (db *DB) ApplyTaxonomyChangesThrough(ctx context.Context, from, through uint64, changes []*incidentlib.TaxonomyChange) (uint64, error) {
+	if through == from && len(changes) == 0 {
+		return from, nil
+	}
 	prev := from
 	for i, ch := range changes {
 		if ch == nil || ch.Number <= prev {
@@ -81,6 +94,10 @@ func (db *DB) ApplyTaxonomyChanges(ctx context.Context, from uint64, changes []*
 		}
 		prev = ch.Number
 	}
+	if through < prev {
+		return from, incidentlib.Errorf(incidentlib.EINVALID, "the position %d is below the last entry's number %d", through, prev)
+	}
+	prev = through
 	err := db.adminUpdate(ctx, func(w *writeTx) error {
 		meta := w.tx.Bucket(bucketMeta)
 		if cur := getU64(meta.Get(metaFollowTax)); cur != from {

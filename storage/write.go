@@ -59,6 +59,9 @@ type writeTx struct {
 	// version written.
 	lastAction  incidentlib.ChangeAction
 	lastVersion int
+	// deferred, when set, holds the order and reverse-link keys index
+	// puts, for a batched import to put later, sorted (putIndexKey).
+	deferred *deferredKeys
 }
 
 // writtenRecord is a record a transaction wrote at version (nil: deleted).
@@ -347,9 +350,8 @@ func (w *writeTx) index(n uint32, inc *incidentlib.Incident) error {
 	if err := w.tx.Bucket(bucketSortKeys).Put(u32key(n), sk.encode()); err != nil {
 		return err
 	}
-	ob := w.tx.Bucket(bucketOrders)
 	for _, ord := range allOrders {
-		if err := ob.Put(append([]byte{ord}, orderKey(ord, n, sk)...), nil); err != nil {
+		if err := w.putIndexKey(bucketOrders, append([]byte{ord}, orderKey(ord, n, sk)...)); err != nil {
 			return err
 		}
 	}
@@ -360,10 +362,9 @@ func (w *writeTx) index(n uint32, inc *incidentlib.Incident) error {
 		}
 		w.posting(postHasRec).Add(t)
 	}
-	rr := w.tx.Bucket(bucketRelatedRev)
 	for _, r := range inc.Related {
 		t, _ := incidentlib.ParseID(r)
-		if err := rr.Put(linkKey(t, n), nil); err != nil {
+		if err := w.putIndexKey(bucketRelatedRev, linkKey(t, n)); err != nil {
 			return err
 		}
 	}

@@ -60,6 +60,12 @@ type Config struct {
 	// incidentlib.DefaultMaxRecordBytes.
 	Taxonomy       *incidentlib.Taxonomy
 	MaxRecordBytes int
+	// Rules, if set, gives the rules as they are at each read, in place
+	// of Taxonomy and MaxRecordBytes: the store's taxonomy changes while
+	// it runs (admins add terms; a replica takes its primary's), and a
+	// copy taken at start-up would leave out the upstream's records that
+	// use a term added since. storage.DB.RecordRules.
+	Rules func() (tax *incidentlib.Taxonomy, maxRecordBytes int)
 	// Logger receives a WARN line, with the id, per record left out;
 	// default slog.Default().
 	Logger *slog.Logger
@@ -235,6 +241,10 @@ func (u *Reader) ask(ctx context.Context, ids []string, got map[string]*incident
 	for _, id := range ids {
 		want[id] = true
 	}
+	tax, maxRecord := u.cfg.Taxonomy, u.cfg.MaxRecordBytes
+	if u.cfg.Rules != nil {
+		tax, maxRecord = u.cfg.Rules()
+	}
 	for _, raw := range recs {
 		if string(raw) == "null" {
 			continue
@@ -251,7 +261,7 @@ func (u *Reader) ask(ctx context.Context, ids []string, got map[string]*incident
 		}
 		// The one validation of records from outside, on the record as
 		// the upstream sent it.
-		verr := inc.ValidateIncoming(u.cfg.Taxonomy, u.cfg.MaxRecordBytes, len(raw))
+		verr := inc.ValidateIncoming(tax, maxRecord, len(raw))
 		if rule := incidentlib.SkipRule(verr); rule != "" {
 			u.skip(inc.ID, rule, incidentlib.ErrorMessage(verr))
 			continue

@@ -28,7 +28,7 @@ func init() {
 
 func runImportBench(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
-	sizes := fs.String("sizes", "10000,100000", "corpus sizes, in records, comma-separated (add 1000000 for the full run: minutes and 3 GB of disk)")
+	sizes := fs.String("sizes", "10000,100000", "corpus sizes, in records, comma-separated (add 1000000 for the full run: minutes, and 3.2 GB of disk for the corpus and 5 GB for the store)")
 	batch := fs.Int("batch", 0, "import --batch, in records; 0: the command's default")
 	dir := fs.String("dir", "", "folder for the corpora and stores (default a temporary one, removed afterwards)")
 	seed := fs.Int64("seed", 1, "gen --seed")
@@ -59,7 +59,7 @@ func runImportBench(ctx context.Context, args []string, stdout io.Writer) error 
 		return fmt.Errorf("build the binary: %w", err)
 	}
 	fmt.Fprintf(stdout, "import: NumCPU=%d %s load=%s mem=%s\n", runtime.NumCPU(), runtime.Version(), loadAvg(), memTotal())
-	fmt.Fprintf(stdout, "%10s %10s %9s %10s %11s %12s %10s\n", "records", "input MB", "wall s", "records/s", "us/record", "peak RSS MB", "CPU s")
+	fmt.Fprintf(stdout, "%10s %10s %9s %10s %11s %12s %10s  %s\n", "records", "input MB", "wall s", "records/s", "us/record", "peak RSS MB", "CPU s", "load before/after")
 	for _, n := range counts {
 		corpus := filepath.Join(work, fmt.Sprintf("corpus-%d.jsonl", n))
 		f, err := os.Create(corpus)
@@ -83,6 +83,7 @@ func runImportBench(ctx context.Context, args []string, stdout io.Writer) error 
 		imp := exec.CommandContext(ctx, bin, append(cmdArgs, corpus)...)
 		var out strings.Builder
 		imp.Stdout, imp.Stderr = &out, os.Stderr
+		loadBefore := loadAvg()
 		start := time.Now()
 		err = imp.Run()
 		wall := time.Since(start)
@@ -98,8 +99,8 @@ func runImportBench(ctx context.Context, args []string, stdout io.Writer) error 
 			rss = float64(ru.Maxrss) / 1024 // KiB on Linux
 			cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 		}
-		fmt.Fprintf(stdout, "%10d %10.0f %9.1f %10.0f %11.0f %12.0f %10.1f\n", n, float64(st.Size())/1e6, wall.Seconds(),
-			float64(n)/wall.Seconds(), float64(wall.Microseconds())/float64(n), rss, cpu)
+		fmt.Fprintf(stdout, "%10d %10.0f %9.1f %10.0f %11.0f %12.0f %10.1f  %s %s\n", n, float64(st.Size())/1e6, wall.Seconds(),
+			float64(n)/wall.Seconds(), float64(wall.Microseconds())/float64(n), rss, cpu, loadBefore, loadAvg())
 		os.Remove(corpus)
 		os.Remove(db)
 	}

@@ -127,6 +127,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	pu := addPublicURLFlag(f) // --public-url, the Atom feed's links (publicurlflag.go)
 	// Request limits, rate limit, CORS, introspection, memory limit (limitflags.go).
 	lf := addLimitFlags(f)
+	sub := addSubscribeFlags(f) // GraphQL subscriptions (subscribeflags.go)
 	readHeader := f.duration("read-header-timeout", 5*time.Second, false, "time to read a request's headers")
 	readTimeout := f.duration("read-timeout", 30*time.Second, false, "time to read a whole request")
 	writeTimeout := f.duration("write-timeout", 60*time.Second, false, "time to write a response")
@@ -232,8 +233,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	cfg := pu.config(lf.config(ef.config(server.Config{Prod: *prod, QueryCacheSize: *queryCache, Logger: logger, Primary: of.primary(),
-		AdminToken: *adminToken, BackupDir: filepath.Dir(db.Path()), GenericExecutor: *executor == "gqlgen"}, of)))
+	cfg := sub.config(pu.config(lf.config(ef.config(server.Config{Prod: *prod, QueryCacheSize: *queryCache, Logger: logger, Primary: of.primary(),
+		AdminToken: *adminToken, BackupDir: filepath.Dir(db.Path()), GenericExecutor: *executor == "gqlgen"}, of))))
 	var store server.Store = db
 	if member != nil {
 		store = clusterStore{DB: db, w: member.Writer}
@@ -256,6 +257,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		takeTurns: *takeTurns, logger: logger,
 	})
 	hs.RegisterOnShutdown(srv.StopLongPolls)
+	hs.RegisterOnShutdown(srv.StopSubscriptions) // each stream completes
 	stopPprof, err := ef.startPprof(logger)
 	if err != nil {
 		ln.Close()
@@ -287,6 +289,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {
 		logger.Warn("shutdown did not finish in time", "err", err)
+	}
+	if err := srv.WaitSubscriptions(sctx); err != nil { // WebSockets are not hs's to wait for
+		logger.Warn("subscription streams did not finish in time", "err", err)
 	}
 	return nil
 }

@@ -116,7 +116,7 @@ func (o *outboundFlags) incidents(db *storage.DB, client *outbound.Client, reg p
 	}
 	cfg := upstream.DefaultConfig(*o.store.upstream)
 	cfg.CacheTTL, cfg.CacheSize, cfg.Timeout = *o.upstreamCacheTTL, *o.upstreamCacheSize, *o.upstreamTimeout
-	cfg.Taxonomy, cfg.MaxRecordBytes = db.RecordRules() // the rules of the store's own records
+	cfg.Rules = db.RecordRules // the rules of the store's own records, as they are at each read
 	cfg.Logger = logger
 	up, err := upstream.New(cfg, client, reg)
 	if err != nil {

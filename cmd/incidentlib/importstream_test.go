@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -268,13 +270,23 @@ func fetchIncident(t *testing.T, base, id string) incidentlib.Incident {
 
 // testKilledImportIsReported kills the real binary between two batches of
 // an import: check reports the interrupted import, and running the import
-// again completes it into the store an uninterrupted import makes.
+// again completes it into the store an uninterrupted import makes. The
+// second case stops in the second of the windows between which an import
+// writes its postings and its sorted index keys.
 func testKilledImportIsReported(t *testing.T, bin string) {
+	for _, c := range []struct{ records, batch, stopAfter int }{{10, 3, 2}, {90, 1, 40}} {
+		t.Run(fmt.Sprintf("%dRecordsStopAfter%d", c.records, c.stopAfter), func(t *testing.T) {
+			testKilledImport(t, bin, c.records, c.batch, c.stopAfter)
+		})
+	}
+}
+
+func testKilledImport(t *testing.T, bin string, records, batch, stopAfter int) {
 	dir := t.TempDir()
-	file, _ := corpus(t, dir, 10)
+	file, _ := corpus(t, dir, records)
 	db := filepath.Join(dir, "il.db")
-	cmd := exec.Command(bin, "import", "--db", db, "--batch", "3", file)
-	cmd.Env = []string{envImportStopAfter + "=2"}
+	cmd := exec.Command(bin, "import", "--db", db, "--batch", strconv.Itoa(batch), file)
+	cmd.Env = []string{envImportStopAfter + "=" + strconv.Itoa(stopAfter)}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +297,7 @@ func testKilledImportIsReported(t *testing.T, bin string) {
 	sc := bufio.NewScanner(stderr)
 	stopped := false
 	for sc.Scan() {
-		if strings.Contains(sc.Text(), "stopped after batch 2") {
+		if strings.Contains(sc.Text(), fmt.Sprintf("stopped after batch %d", stopAfter)) {
 			stopped = true
 			break
 		}
@@ -300,12 +312,14 @@ func testKilledImportIsReported(t *testing.T, bin string) {
 	}
 	cmd.Wait()
 
+	done := stopAfter * batch
 	out, _, code := runBin(t, bin, "check", "--db", db)
-	if code == 0 || !strings.Contains(out, "an import was interrupted after 6 of 10 records; re-run it: imports are idempotent") {
+	if code == 0 || !strings.Contains(out, fmt.Sprintf("an import was interrupted after %d of %d records; re-run it: imports are idempotent", done, records)) {
 		t.Fatalf("check after the kill (exit %d):\n%s", code, out)
 	}
-	out, errOut, code := runBin(t, bin, "import", "--db", db, "--batch", "3", file)
-	if code != 0 || !strings.Contains(errOut, "interrupted after 6 of 10") || !strings.Contains(out, "4 created, 6 updated") {
+	out, errOut, code := runBin(t, bin, "import", "--db", db, "--batch", strconv.Itoa(batch), file)
+	if code != 0 || !strings.Contains(errOut, fmt.Sprintf("interrupted after %d of %d", done, records)) ||
+		!strings.Contains(out, fmt.Sprintf("%d created, %d updated", records-done, done)) {
 		t.Fatalf("re-run (exit %d): %s %s", code, out, errOut)
 	}
 	if out, _, code := runBin(t, bin, "check", "--db", db); code != 0 {
@@ -317,7 +331,15 @@ func testKilledImportIsReported(t *testing.T, bin string) {
 	}
 	a, _, _ := runBin(t, bin, "export", "--db", db)
 	b, _, _ := runBin(t, bin, "export", "--db", clean)
-	if a != b || strings.Count(a, "\n") != 10 {
+	if a != b || strings.Count(a, "\n") != records {
 		t.Fatal("the completed import differs from an uninterrupted one")
+	}
+	// Written in many batches, or in one: the same store, indexes and all.
+	many := filepath.Join(dir, "many.db")
+	if _, errOut, code := runBin(t, bin, "import", "--db", many, "--batch", strconv.Itoa(batch), file); code != 0 {
+		t.Fatal(errOut)
+	}
+	if out, _, code := runBin(t, bin, "check", "--db", many); code != 0 {
+		t.Fatalf("check after an import in %d batches: %s", (records+batch-1)/batch, out)
 	}
 }

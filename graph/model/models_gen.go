@@ -67,6 +67,19 @@ type HistoryAuthor struct {
 	Role *string `json:"role,omitempty"`
 }
 
+// One change of an incident, as a subscription delivers it.
+type IncidentChange struct {
+	// The store sequence of the change (on a replica, the primary's): resume after it with since.
+	Seq    string                   `json:"seq"`
+	Action incidentlib.ChangeAction `json:"action"`
+	// The incident's id.
+	ID string `json:"id"`
+	// The incident as of the change; null for a deletion.
+	Incident *Incident `json:"incident,omitempty"`
+	// Whether the incident matches the subscription's filter after the change (false for a deletion; true without a filter).
+	MatchesFilter bool `json:"matchesFilter"`
+}
+
 // An incident's versions, newest first.
 type IncidentVersionConnection struct {
 	Edges      []*IncidentVersionEdge `json:"edges"`
@@ -131,6 +144,13 @@ type Query struct {
 type RevokeTokenPayload struct {
 	Info       *APIToken    `json:"info,omitempty"`
 	UserErrors []*UserError `json:"userErrors"`
+}
+
+// Live updates: the store's changes as they are committed, over GraphQL over
+// SSE (`Accept: text/event-stream` on /graphql) and graphql-transport-ws
+// (WebSocket on /graphql). docs/subscriptions.md describes both, `since` and
+// the limits.
+type Subscription struct {
 }
 
 type TaxonomyChangeConnection struct {

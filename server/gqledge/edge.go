@@ -14,6 +14,7 @@
 package gqledge
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -50,6 +51,9 @@ type Options struct {
 	// refusal (UNAUTHENTICATED, 401), before the rate limit and anything
 	// else that reads. Nil: every request is an anonymous reader.
 	Authenticate func(*http.Request) (*http.Request, error)
+	// Live, if set, serves subscriptions over SSE and WebSocket on
+	// /graphql (live.go).
+	Live *LiveOptions
 }
 
 // Edge holds the GraphQL edge's features: the guard, the response cache,
@@ -74,6 +78,8 @@ type Edge struct {
 	// params are the GraphQL parameters of recent POST bodies, decoded
 	// once for the guard and the POST transport (decodeParams).
 	params memo[*decodedBody]
+
+	live *liveServer // nil without subscriptions
 }
 
 // New checks the edge's options, registers its metrics on m's registry
@@ -100,6 +106,15 @@ func New(opts Options, changes incidentlib.ChangeLog, m *metrics.Metrics, gql *h
 		return nil, err
 	}
 	gql.AddTransport(transport.Options{})
+	if opts.Live != nil {
+		// Before GET and POST, which would take an SSE request as theirs.
+		var err error
+		if e.live, err = newLiveServer(e, *opts.Live); err != nil {
+			return nil, err
+		}
+		gql.AddTransport(wsTransport{e.live})
+		gql.AddTransport(sseTransport{e.live})
+	}
 	// gqlgen's GET and POST, writing responses in one pass (respwriter.go);
 	// application/json unless the client asks for
 	// application/graphql-response+json (the guard negotiates, negotiate).
@@ -160,7 +175,36 @@ func New(opts Options, changes incidentlib.ChangeLog, m *metrics.Metrics, gql *h
 // loaders) with the edge: the guard's HTTP checks and batches, the
 // response cache and HTTP caching, and the request's language.
 func (e *Edge) GraphQL(next http.Handler) http.Handler {
-	return e.guard.graphqlHTTP(e.cachingHandler(withLang(next)))
+	h := e.guard.graphqlHTTP(e.cachingHandler(withLang(next)))
+	if e.live == nil {
+		return h
+	}
+	// Streams skip the guard's HTTP checks and the response cache; their
+	// transports authenticate, limit and refuse themselves (live.go).
+	streams := withLang(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isLive(r) {
+			streams.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// StopSubscriptions ends every subscription stream with a completion and
+// refuses new ones (at shutdown).
+func (e *Edge) StopSubscriptions() {
+	if e.live != nil {
+		e.live.stopAll()
+	}
+}
+
+// WaitSubscriptions waits until every stream has ended, or ctx.
+func (e *Edge) WaitSubscriptions(ctx context.Context) error {
+	if e.live == nil {
+		return nil
+	}
+	return e.live.wait(ctx)
 }
 
 // ServeSchema publishes the schema as SDL (GET /schema.graphql), in prod

@@ -101,6 +101,7 @@ func Mount(mux *http.ServeMux, changes incidentlib.ChangeLog, incidents incident
 	mux.HandleFunc("GET /api/v1/changes", authed(a.changes))
 	mux.HandleFunc("GET /api/v1/incidents/{id}", authed(a.incident))
 	mux.HandleFunc("GET /api/v1/incidents", authed(a.incidentList))
+	a.mountTaxonomyFeed(mux, changes, authed)
 	return a
 }
 

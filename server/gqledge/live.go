@@ -1,0 +1,332 @@
+package gqledge
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/graph"
+	"github.com/incidentlib/incidentlib/graph/model"
+	"github.com/incidentlib/incidentlib/live"
+)
+
+// Subscriptions at the edge: GraphQL over SSE (livesse.go, the
+// distinct-connections mode of graphql-sse) and graphql-transport-ws
+// (livews.go), both on /graphql. They are thin transports of our own
+// rather than gqlgen's transport.SSE and transport.Websocket because
+// those execute every event for every subscriber, cannot refuse a
+// subscription before any event with an HTTP status (they answer 200 and
+// an error event), and hold no per-subscriber buffer: here the hub
+// (live/) hands each subscriber its events through a bounded buffer, each
+// event's selection is executed by gqlgen's executor once per distinct
+// selection (live.Event.Encoded) and written by every subscriber that has
+// it. Parsing, validation, the document and cost limits, the rate limit,
+// tokens and the error presenter are the same as for queries: the
+// operation is created and dispatched by gqlgen's executor with the
+// edge's extensions.
+
+// Defaults of LiveOptions.
+const (
+	DefaultKeepAlive         = 15 * time.Second
+	DefaultStreamWrite       = 10 * time.Second
+	DefaultInitTimeout       = 10 * time.Second
+	DefaultSubscriptionsIdle = 5 * time.Minute
+)
+
+// LiveOptions configure subscriptions; zero durations take the defaults,
+// negative ones are refused.
+type LiveOptions struct {
+	// Hub hands out the store's changes (live.New over the store).
+	Hub *live.Hub
+	// KeepAlive is the interval of keep-alive pings (SSE comments,
+	// graphql-transport-ws ping messages). DefaultKeepAlive.
+	KeepAlive time.Duration
+	// WriteTimeout bounds each write of a stream (streams are exempt from
+	// the HTTP server's whole-request timeouts). DefaultStreamWrite.
+	WriteTimeout time.Duration
+	// InitTimeout is how long a WebSocket may take to send
+	// connection_init (close 4408). DefaultInitTimeout.
+	InitTimeout time.Duration
+	// IdleTimeout closes a WebSocket that has held no subscription for so
+	// long. DefaultSubscriptionsIdle.
+	IdleTimeout time.Duration
+	// EventContext gives each event's execution fresh loaders
+	// (graph.Resolver.EventContext); ChangeOf is the GraphQL view of a
+	// change (graph.Resolver.IncidentChangeOf).
+	EventContext func(context.Context) (context.Context, func())
+	ChangeOf     func(context.Context, *incidentlib.Change, bool) *model.IncidentChange
+}
+
+func (o *LiveOptions) withDefaults() error {
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{{"keep-alive interval", &o.KeepAlive, DefaultKeepAlive}, {"write timeout", &o.WriteTimeout, DefaultStreamWrite},
+		{"init timeout", &o.InitTimeout, DefaultInitTimeout}, {"idle timeout", &o.IdleTimeout, DefaultSubscriptionsIdle}} {
+		switch {
+		case *d.v == 0:
+			*d.v = d.def
+		case *d.v < 0:
+			return fmt.Errorf("the subscriptions' %s must be positive, got %s", d.name, *d.v)
+		}
+	}
+	if o.Hub == nil || o.EventContext == nil || o.ChangeOf == nil {
+		return errors.New("subscriptions need a hub, EventContext and ChangeOf")
+	}
+	return nil
+}
+
+// liveServer serves the subscription transports.
+type liveServer struct {
+	e    *Edge
+	opts LiveOptions
+	m    *liveMetrics
+
+	mu      sync.Mutex
+	streams sync.WaitGroup
+	stop    chan struct{} // closed by stopAll
+	stopped bool
+}
+
+func newLiveServer(e *Edge, opts LiveOptions) (*liveServer, error) {
+	if err := opts.withDefaults(); err != nil {
+		return nil, err
+	}
+	m, err := newLiveMetrics(e.m.Registerer(), opts.Hub)
+	if err != nil {
+		return nil, err
+	}
+	return &liveServer{e: e, opts: opts, m: m, stop: make(chan struct{})}, nil
+}
+
+// isLive says whether r asks for a stream: a WebSocket upgrade or an SSE
+// request.
+func isLive(r *http.Request) bool {
+	return isWebSocket(r) || isSSE(r)
+}
+
+func isWebSocket(r *http.Request) bool {
+	return r.Method == http.MethodGet && strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+func isSSE(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		if strings.Contains(v, "text/event-stream") {
+			return true
+		}
+	}
+	return false
+}
+
+// begin counts a stream, or refuses it once the server shuts down.
+func (l *liveServer) begin() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return false
+	}
+	l.streams.Add(1)
+	return true
+}
+
+// stopAll ends every stream with a completion and refuses new ones.
+func (l *liveServer) stopAll() {
+	l.mu.Lock()
+	if !l.stopped {
+		l.stopped = true
+		close(l.stop)
+	}
+	l.mu.Unlock()
+	l.opts.Hub.Close()
+}
+
+// wait waits until every stream has ended, or ctx.
+func (l *liveServer) wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { l.streams.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// refusal is a subscription refused before any event: the presented
+// errors and the HTTP status of an SSE request.
+type liveRefusal struct {
+	status int
+	header http.Header
+	errs   gqlerror.List
+}
+
+// statusOfCode is the HTTP status of a stream refused with code.
+func statusOfCode(code string) int {
+	switch code {
+	case incidentlib.ESUBSCRIPTIONLIMIT, CodeRateLimited:
+		return http.StatusTooManyRequests
+	case incidentlib.EUNAUTHENTICATED:
+		return http.StatusUnauthorized
+	case incidentlib.EFORBIDDEN:
+		return http.StatusForbidden
+	case incidentlib.EUNAVAILABLE:
+		return http.StatusServiceUnavailable
+	case incidentlib.EINTERNAL:
+		return http.StatusInternalServerError
+	}
+	return http.StatusBadRequest
+}
+
+func codeOf(errs gqlerror.List) string {
+	for _, e := range errs {
+		if c, ok := e.Extensions["code"].(string); ok {
+			return c
+		}
+	}
+	return ""
+}
+
+// stream is one started operation of a stream.
+type stream struct {
+	l         *liveServer
+	ctx       context.Context // the operation's
+	rq        *request
+	responses graphql.ResponseHandler
+	sub       *live.Subscription // nil for a query or mutation
+	st        *graph.LiveStart
+	key       string // the selection's key for shared encodings
+	// once is the answer of an operation that is not a subscription.
+	once *graphql.Response
+}
+
+// start creates and dispatches the operation of params for client, in
+// ctx (the request's, with its identity and language): a stream, or the
+// refusal to answer before any event.
+func (l *liveServer) start(ctx context.Context, exec graphql.GraphExecutor, params *graphql.RawParams, client string) (*stream, *liveRefusal) {
+	lim := l.e.guard.lim
+	rq := &request{client: client, deadline: time.Now().Add(lim.RequestTimeout)}
+	rp := &reply{header: http.Header{}}
+	ctx = context.WithValue(ctx, requestKey{}, rq)
+	ctx = context.WithValue(ctx, replyKey{}, rp)
+	params.ReadTime = graphql.TraceTiming{Start: graphql.Now(), End: graphql.Now()}
+	rc, errs := exec.CreateOperationContext(ctx, params)
+	if errs != nil {
+		resp := exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs)
+		return nil, l.refused(rp, resp.Errors)
+	}
+	s := &stream{l: l, rq: rq}
+	st := &graph.LiveStart{Events: make(chan *model.IncidentChange, 1)}
+	var startErr error
+	st.Start = func(ctx context.Context, f *incidentlib.IncidentFilter, since *string) error {
+		sctx, cancel := context.WithDeadline(ctx, rq.deadline)
+		defer cancel()
+		s.sub, startErr = l.opts.Hub.Subscribe(sctx, client, f, since)
+		return startErr
+	}
+	s.st = st
+	s.responses, s.ctx = exec.DispatchOperation(graph.WithLiveStart(ctx, st), rc)
+	if rc.Operation.Operation != ast.Subscription {
+		s.once = s.responses(s.ctx)
+		return s, nil
+	}
+	if s.sub == nil {
+		// Refused: the resolver's error (or the operation's) is the first
+		// and only response.
+		resp := s.responses(s.ctx)
+		var errs gqlerror.List
+		if resp != nil {
+			errs = resp.Errors
+		}
+		if len(errs) == 0 {
+			errs = gqlerror.List{l.e.PresentError(ctx, incidentlib.Errorf(incidentlib.EINTERNAL, "the subscription did not start"))}
+		}
+		return nil, l.refused(rp, errs)
+	}
+	s.key = selectionKey(ctx, rc)
+	return s, nil
+}
+
+func (l *liveServer) refused(rp *reply, errs gqlerror.List) *liveRefusal {
+	code := codeOf(errs)
+	l.m.refused.WithLabelValues(refusedLabel(code)).Inc()
+	status := rp.status
+	if status == 0 {
+		status = statusOfCode(code)
+	}
+	return &liveRefusal{status: status, header: rp.header, errs: errs}
+}
+
+// refusedLabel bounds the label set of the refusals' metric.
+func refusedLabel(code string) string {
+	switch code {
+	case incidentlib.EBADREQUEST, incidentlib.ESEQUENCEAHEAD, incidentlib.ESEQUENCECOMPACTED, incidentlib.ESUBSCRIPTIONLIMIT,
+		incidentlib.EUNAUTHENTICATED, incidentlib.EFORBIDDEN, incidentlib.EINVALID, CodeRateLimited, CodeCostLimit, incidentlib.EUNAVAILABLE:
+		return code
+	}
+	return "OTHER"
+}
+
+// selectionKey names what an event's answer depends on beside the event:
+// the document, the operation, the variables (the filter among them, so
+// matchesFilter too), the language and the caller's role.
+func selectionKey(ctx context.Context, rc *graphql.OperationContext) string {
+	h := sha256.New()
+	vars, _ := json.Marshal(rc.Variables) // map keys sorted
+	id, _ := incidentlib.IdentityFrom(ctx)
+	for _, part := range []string{rc.RawQuery, rc.OperationName, string(vars), string(graph.LangFrom(ctx)), strconv.Itoa(int(id.Role))} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// encode returns the JSON of the execution result of it (an object with
+// data, and errors or extensions where there are any), executed once per
+// distinct selection and event, under --request-timeout.
+func (s *stream) encode(it live.Item) ([]byte, error) {
+	key := s.key
+	if it.Matches {
+		key += "+"
+	}
+	return it.Event.Encoded(key, func() ([]byte, error) {
+		timeout := s.l.e.guard.lim.RequestTimeout
+		ctx, release := s.l.opts.EventContext(s.ctx)
+		defer release()
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		s.rq.deadline = time.Now().Add(timeout)
+		s.st.Events <- s.l.opts.ChangeOf(ctx, &it.Event.Change, it.Matches)
+		resp := s.responses(ctx)
+		select {
+		case <-s.st.Events: // not taken: the execution ended first
+		default:
+		}
+		if resp == nil {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			return nil, errors.New("the subscription's executor ended")
+		}
+		return json.Marshal(resp)
+	})
+}
+
+// errorPayload is the JSON array of the presented errors of err.
+func (s *stream) errorPayload(err error) []byte {
+	b, _ := json.Marshal(gqlerror.List{s.l.e.PresentError(s.ctx, err)})
+	return b
+}

@@ -1,0 +1,214 @@
+package gqledge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/live"
+)
+
+// GraphQL over SSE, the distinct-connections mode of the graphql-sse
+// protocol: one operation per request (POST with a JSON body, or GET with
+// the query string), answered with text/event-stream: `next` events with
+// execution results, then `complete`. A refusal before any event is an
+// HTTP error status with a JSON body {"errors": [...]}, as for a query.
+
+// sseTransport is the gqlgen transport of SSE requests.
+type sseTransport struct{ l *liveServer }
+
+func (t sseTransport) Supports(r *http.Request) bool { return isSSE(r) && !isWebSocket(r) }
+
+func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	t.l.serveSSE(w, r, exec)
+}
+
+// sseRefuse answers a refusal as JSON.
+func sseRefuse(w http.ResponseWriter, rf *liveRefusal) {
+	for k, vs := range rf.header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	if rf.status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
+		w.Header().Set("WWW-Authenticate", wwwAuthenticate)
+	}
+	w.Header().Set("Content-Type", mediaJSON)
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(rf.status)
+	b, _ := json.Marshal(requestErrors{Errors: rf.errs})
+	_, _ = w.Write(b)
+}
+
+func simpleRefusal(status int, code, msg string) *liveRefusal {
+	return &liveRefusal{status: status, errs: gqlerror.List{refusalError(code, msg)}}
+}
+
+func refusalError(code, msg string) *gqlerror.Error {
+	return &gqlerror.Error{Message: msg, Extensions: map[string]any{"code": code}}
+}
+
+// admit authenticates r and applies the rate limit's admission: the
+// request with its identity and the client's key, or the refusal.
+func (l *liveServer) admit(r *http.Request) (*http.Request, string, *liveRefusal) {
+	g := l.e.guard
+	if g.authenticate != nil {
+		ar, err := g.authenticate(r)
+		if err != nil {
+			return nil, "", simpleRefusal(http.StatusUnauthorized, incidentlib.EUNAUTHENTICATED, incidentlib.ErrorMessage(err))
+		}
+		r = ar
+	}
+	client := clientKey(r, g.proxy)
+	if g.rate != nil {
+		if ok, retry := g.rate.admits(client); !ok {
+			rf := simpleRefusal(http.StatusTooManyRequests, CodeRateLimited, "too many requests: the client has used its cost per second")
+			rf.header = http.Header{"Retry-After": {retryAfter(retry)}}
+			return nil, "", rf
+		}
+	}
+	return r, client, nil
+}
+
+func (l *liveServer) serveSSE(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	if !l.begin() {
+		sseRefuse(w, simpleRefusal(http.StatusServiceUnavailable, incidentlib.EUNAVAILABLE, "the server is shutting down"))
+		return
+	}
+	defer l.streams.Done()
+	r, client, rf := l.admit(r)
+	if rf != nil {
+		sseRefuse(w, rf)
+		return
+	}
+	var wp *wireParams
+	var rerr *RequestError
+	switch r.Method {
+	case http.MethodGet:
+		wp, rerr = decodeQuery(r.URL.RawQuery)
+	case http.MethodPost:
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, l.e.guard.lim.MaxBody))
+		if err != nil {
+			sseRefuse(w, simpleRefusal(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "the request body could not be read or is too large"))
+			return
+		}
+		wp, rerr = decodeBody(body)
+	default:
+		w.Header().Set("Allow", "GET, POST")
+		sseRefuse(w, simpleRefusal(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "subscribe over SSE with POST or GET"))
+		return
+	}
+	if rerr != nil {
+		sseRefuse(w, &liveRefusal{status: http.StatusBadRequest, errs: gqlerror.List{refusalError(CodeBadRequest, rerr.Error())}})
+		return
+	}
+	s, rf := l.start(r.Context(), exec, &wp.params, client)
+	if rf != nil {
+		sseRefuse(w, rf)
+		return
+	}
+	rc := http.NewResponseController(w)
+	// A stream is exempt from the server's whole-request timeouts: no
+	// read deadline, and a deadline per write.
+	_ = rc.SetReadDeadline(time.Time{})
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	out := &sseWriter{w: w, rc: rc, timeout: l.opts.WriteTimeout}
+	if s.once != nil {
+		b, _ := json.Marshal(s.once)
+		_ = out.event("next", b)
+		_ = out.event("complete", nil)
+		return
+	}
+	defer s.sub.Close()
+	l.m.active.WithLabelValues("sse").Inc()
+	defer l.m.active.WithLabelValues("sse").Dec()
+	if out.flush() != nil {
+		return
+	}
+	tick := time.NewTicker(l.opts.KeepAlive)
+	defer tick.Stop()
+	ctx := r.Context()
+	for {
+		it, ticked, err := s.sub.NextOr(ctx, tick.C)
+		switch {
+		case ticked:
+			if out.comment() != nil {
+				return
+			}
+			continue
+		case errors.Is(err, live.ErrClosed):
+			_ = out.event("complete", nil)
+			return
+		case err != nil:
+			if ctx.Err() != nil {
+				return // the client went away
+			}
+			b, _ := json.Marshal(requestErrors{Errors: gqlerror.List{l.e.PresentError(s.ctx, err)}})
+			_ = out.event("next", b)
+			_ = out.event("complete", nil)
+			return
+		}
+		b, err := s.encode(it)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			b, _ = json.Marshal(requestErrors{Errors: gqlerror.List{l.e.PresentError(s.ctx, err)}})
+		}
+		if out.event("next", b) != nil {
+			return
+		}
+		l.m.sent.WithLabelValues("sse").Inc()
+	}
+}
+
+// sseWriter writes events, each under its own write deadline.
+type sseWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	buf     bytes.Buffer
+}
+
+func (o *sseWriter) event(name string, data []byte) error {
+	o.buf.Reset()
+	o.buf.WriteString("event: ")
+	o.buf.WriteString(name)
+	o.buf.WriteString("\ndata: ")
+	o.buf.Write(data) // JSON without newlines
+	o.buf.WriteString("\n\n")
+	return o.write()
+}
+
+func (o *sseWriter) comment() error {
+	o.buf.Reset()
+	o.buf.WriteString(":\n\n")
+	return o.write()
+}
+
+func (o *sseWriter) write() error {
+	_ = o.rc.SetWriteDeadline(time.Now().Add(o.timeout))
+	if _, err := o.w.Write(o.buf.Bytes()); err != nil {
+		return err
+	}
+	return o.flush()
+}
+
+func (o *sseWriter) flush() error {
+	_ = o.rc.SetWriteDeadline(time.Now().Add(o.timeout))
+	return o.rc.Flush()
+}
+
+var _ = context.Background

@@ -1,0 +1,395 @@
+package gqledge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/coder/websocket"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/live"
+)
+
+// graphql-transport-ws (the protocol of the graphql-ws library) on
+// /graphql: connection_init (whose payload may carry
+// {"Authorization": "Bearer …"}, since browsers cannot set headers on a
+// WebSocket), then subscribe / next / error / complete per operation id,
+// ping and pong both ways. The upgrade checks Origin against the CORS
+// allow-list (CORS does not protect WebSockets; a request without Origin
+// is no browser's, and a page of this server's own origin is allowed).
+
+const wsProtocol = "graphql-transport-ws"
+
+// Close codes of the protocol, and ours.
+const (
+	closeBadMessage      websocket.StatusCode = 4400
+	closeUnauthorized    websocket.StatusCode = 4401
+	closeForbidden       websocket.StatusCode = 4403
+	closeInitTimeout     websocket.StatusCode = 4408
+	closeDuplicateID     websocket.StatusCode = 4409
+	closeTooManyInits    websocket.StatusCode = 4429
+	closeSubscriptionCap websocket.StatusCode = 4429 // SUBSCRIPTION_LIMIT
+)
+
+type wsTransport struct{ l *liveServer }
+
+func (t wsTransport) Supports(r *http.Request) bool { return isWebSocket(r) }
+
+func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	t.l.serveWS(w, r, exec)
+}
+
+// originAllowed: no Origin (not a browser), this server's own origin, or
+// one of --cors-origins.
+func (l *liveServer) originAllowed(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	if i := strings.Index(origin, "://"); i >= 0 && strings.EqualFold(origin[i+3:], r.Host) {
+		return true
+	}
+	return l.e.guard.origins.allows(origin)
+}
+
+type wsMessage struct {
+	ID      string          `json:"id,omitempty"`
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+// wsConn is one WebSocket connection.
+type wsConn struct {
+	l      *liveServer
+	c      *websocket.Conn
+	exec   graphql.GraphExecutor
+	r      *http.Request // with the identity of connection_init
+	client string
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu   sync.Mutex
+	ops  map[string]context.CancelFunc
+	wg   sync.WaitGroup
+	idle *time.Timer
+}
+
+func (l *liveServer) serveWS(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	if !l.originAllowed(r) {
+		sseRefuse(w, simpleRefusal(http.StatusForbidden, incidentlib.EFORBIDDEN, "this origin may not open a WebSocket here (--cors-origins)"))
+		return
+	}
+	if !l.begin() {
+		sseRefuse(w, simpleRefusal(http.StatusServiceUnavailable, incidentlib.EUNAVAILABLE, "the server is shutting down"))
+		return
+	}
+	defer l.streams.Done()
+	// A token in the upgrade's header is checked now; one in
+	// connection_init when it comes.
+	client := clientKey(r, l.e.guard.proxy)
+	if r.Header.Get("Authorization") != "" || l.e.guard.rate != nil {
+		ar, key, rf := l.admit(r)
+		if rf != nil {
+			sseRefuse(w, rf)
+			return
+		}
+		r, client = ar, key
+	}
+	// The total now; a client's own limit when it subscribes (its token
+	// may come in connection_init).
+	if l.opts.Hub.Full("") {
+		sseRefuse(w, simpleRefusal(http.StatusTooManyRequests, incidentlib.ESUBSCRIPTIONLIMIT, "the server holds as many subscriptions as it may"))
+		return
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		Subprotocols: []string{wsProtocol}, InsecureSkipVerify: true, // Origin checked above
+		CompressionMode: websocket.CompressionDisabled,
+	})
+	if err != nil {
+		return // Accept answered the client
+	}
+	if c.Subprotocol() != wsProtocol {
+		c.Close(websocket.StatusPolicyViolation, "the subprotocol must be "+wsProtocol)
+		return
+	}
+	c.SetReadLimit(l.e.guard.lim.MaxBody)
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	wc := &wsConn{l: l, c: c, exec: exec, r: r, client: client, ctx: ctx, cancel: cancel, ops: map[string]context.CancelFunc{}}
+	code, reason := wc.serve()
+	cancel()
+	wc.wg.Wait()
+	if code != 0 {
+		c.Close(code, reason)
+	} else {
+		c.CloseNow()
+	}
+}
+
+// closeAfter closes the connection with code once its operations have
+// ended: the way the server ends a connection (shutdown, idle, init
+// timeout) while the read loop waits for the client, which then ends.
+func (wc *wsConn) closeAfter(code websocket.StatusCode, reason string) {
+	wc.cancel()
+	wc.wg.Wait()
+	wc.c.Close(code, reason)
+}
+
+// serve runs the connection's read loop until it ends; it returns the
+// close code to send (0: the connection is closed already).
+func (wc *wsConn) serve() (websocket.StatusCode, string) {
+	l := wc.l
+	stop := make(chan struct{})
+	defer close(stop)
+	// Shutdown: every operation completes, then the connection closes as
+	// going away.
+	go func() {
+		select {
+		case <-l.stop:
+			wc.closeAfter(websocket.StatusGoingAway, "the server is shutting down")
+		case <-stop:
+		}
+	}()
+	// connection_init first, within InitTimeout.
+	initTimer := time.AfterFunc(l.opts.InitTimeout, func() { wc.closeAfter(closeInitTimeout, "Connection initialisation timeout") })
+	msg, err := wc.read()
+	initTimer.Stop()
+	if err != nil {
+		return 0, ""
+	}
+	if msg.Type != "connection_init" {
+		if msg.Type == "subscribe" {
+			return closeUnauthorized, "Unauthorized"
+		}
+		return closeBadMessage, "the first message must be connection_init"
+	}
+	if code, reason := wc.init(msg.Payload); code != 0 {
+		return code, reason
+	}
+	if err := wc.send(&wsMessage{Type: "connection_ack"}); err != nil {
+		return 0, ""
+	}
+	var pingMu sync.Mutex
+	var ping *time.Timer
+	pingMu.Lock()
+	ping = time.AfterFunc(l.opts.KeepAlive, func() {
+		pingMu.Lock()
+		t := ping
+		pingMu.Unlock()
+		if wc.send(&wsMessage{Type: "ping"}) == nil {
+			t.Reset(l.opts.KeepAlive)
+		}
+	})
+	pingMu.Unlock()
+	defer ping.Stop()
+	wc.mu.Lock()
+	wc.idle = time.AfterFunc(l.opts.IdleTimeout, func() {
+		wc.closeAfter(websocket.StatusNormalClosure, "idle: no subscription for "+l.opts.IdleTimeout.String())
+	})
+	wc.mu.Unlock()
+	defer wc.idle.Stop()
+	for {
+		msg, err := wc.read()
+		if err != nil {
+			return 0, ""
+		}
+		switch msg.Type {
+		case "ping":
+			if wc.send(&wsMessage{Type: "pong", Payload: msg.Payload}) != nil {
+				return 0, ""
+			}
+		case "pong":
+		case "connection_init":
+			return closeTooManyInits, "Too many initialisation requests"
+		case "subscribe":
+			if msg.ID == "" {
+				return closeBadMessage, "a subscribe message needs an id"
+			}
+			if code, reason := wc.subscribe(msg.ID, msg.Payload); code != 0 {
+				return code, reason
+			}
+		case "complete":
+			wc.mu.Lock()
+			if cancel, ok := wc.ops[msg.ID]; ok {
+				cancel()
+			}
+			wc.mu.Unlock()
+		default:
+			return closeBadMessage, "unknown message type"
+		}
+	}
+}
+
+func (l *liveServer) isStopped() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stopped
+}
+
+// read reads one message (a text that is not one reads as type
+// "invalid"); it ends when the connection closes.
+func (wc *wsConn) read() (*wsMessage, error) {
+	_, b, err := wc.c.Read(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	var m wsMessage
+	if err := json.Unmarshal(b, &m); err != nil || m.Type == "" {
+		return &wsMessage{Type: "invalid"}, nil
+	}
+	return &m, nil
+}
+
+// send writes one message under the write timeout.
+func (wc *wsConn) send(m *wsMessage) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return wc.write(b)
+}
+
+func (wc *wsConn) write(b []byte) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(wc.ctx), wc.l.opts.WriteTimeout)
+	defer cancel()
+	return wc.c.Write(ctx, websocket.MessageText, b)
+}
+
+// init authenticates a token in connection_init's payload.
+func (wc *wsConn) init(payload json.RawMessage) (websocket.StatusCode, string) {
+	var p map[string]any
+	if len(payload) > 0 && string(payload) != "null" {
+		if err := json.Unmarshal(payload, &p); err != nil {
+			return closeBadMessage, "the connection_init payload must be an object"
+		}
+	}
+	var auth string
+	for k, v := range p {
+		if strings.EqualFold(k, "Authorization") {
+			auth, _ = v.(string)
+		}
+	}
+	if auth == "" {
+		return 0, ""
+	}
+	r := wc.r.Clone(wc.r.Context())
+	r.Header.Set("Authorization", auth)
+	ar, key, rf := wc.l.admit(r)
+	if rf != nil {
+		return closeForbidden, "Forbidden: " + incidentlib.EUNAUTHENTICATED
+	}
+	wc.r, wc.client = ar, key
+	return 0, ""
+}
+
+// subscribe starts operation id.
+func (wc *wsConn) subscribe(id string, payload json.RawMessage) (websocket.StatusCode, string) {
+	wp, rerr := decodeBody(payload)
+	wc.mu.Lock()
+	_, dup := wc.ops[id]
+	wc.mu.Unlock()
+	if dup {
+		return closeDuplicateID, "Subscriber for " + clip(id, 64) + " already exists"
+	}
+	if rerr != nil {
+		_ = wc.sendErrors(id, gqlerror.List{refusalError(CodeBadRequest, rerr.Error())})
+		return 0, ""
+	}
+	s, rf := wc.l.start(wc.r.Context(), wc.exec, &wp.params, wc.client)
+	if rf != nil {
+		if codeOf(rf.errs) == incidentlib.ESUBSCRIPTIONLIMIT {
+			return closeSubscriptionCap, clip(incidentlib.ESUBSCRIPTIONLIMIT+": "+rf.errs[0].Message, 120)
+		}
+		_ = wc.sendErrors(id, rf.errs)
+		return 0, ""
+	}
+	if s.once != nil {
+		b, _ := json.Marshal(s.once)
+		if wc.send(&wsMessage{ID: id, Type: "next", Payload: b}) == nil {
+			_ = wc.send(&wsMessage{ID: id, Type: "complete"})
+		}
+		return 0, ""
+	}
+	octx, cancel := context.WithCancel(wc.ctx)
+	wc.mu.Lock()
+	wc.ops[id] = cancel
+	wc.idle.Stop()
+	wc.mu.Unlock()
+	wc.wg.Add(1)
+	go wc.run(octx, id, s)
+	return 0, ""
+}
+
+func (wc *wsConn) sendErrors(id string, errs gqlerror.List) error {
+	b, _ := json.Marshal(errs)
+	return wc.send(&wsMessage{ID: id, Type: "error", Payload: b})
+}
+
+// run writes the events of operation id until it ends.
+func (wc *wsConn) run(ctx context.Context, id string, s *stream) {
+	l := wc.l
+	defer wc.wg.Done()
+	defer s.sub.Close()
+	l.m.active.WithLabelValues("ws").Inc()
+	defer l.m.active.WithLabelValues("ws").Dec()
+	defer func() {
+		wc.mu.Lock()
+		delete(wc.ops, id)
+		if len(wc.ops) == 0 {
+			wc.idle.Reset(l.opts.IdleTimeout)
+		}
+		wc.mu.Unlock()
+	}()
+	idJSON, _ := json.Marshal(id)
+	for {
+		it, err := s.sub.Next(ctx)
+		switch {
+		case errors.Is(err, live.ErrClosed):
+			_ = wc.send(&wsMessage{ID: id, Type: "complete"})
+			return
+		case err != nil:
+			if ctx.Err() != nil {
+				if l.isStopped() {
+					_ = wc.send(&wsMessage{ID: id, Type: "complete"})
+				}
+				return // completed by the client, or the connection ended
+			}
+			_ = wc.sendErrors(id, gqlerror.List{l.e.PresentError(s.ctx, err)})
+			return
+		}
+		b, err := s.encode(it)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			b, _ = json.Marshal(requestErrors{Errors: gqlerror.List{l.e.PresentError(s.ctx, err)}})
+		}
+		msg := make([]byte, 0, len(b)+len(idJSON)+32)
+		msg = append(msg, `{"id":`...)
+		msg = append(msg, idJSON...)
+		msg = append(msg, `,"type":"next","payload":`...)
+		msg = append(msg, b...)
+		msg = append(msg, '}')
+		if wc.write(msg) != nil {
+			wc.cancel()
+			return
+		}
+		l.m.sent.WithLabelValues("ws").Inc()
+	}
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

@@ -1,0 +1,58 @@
+package storage_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/internal/testutil"
+	"github.com/incidentlib/incidentlib/seeds"
+	"github.com/incidentlib/incidentlib/storage"
+)
+
+// TestDamageFirstMetInABatchCommit: a page that goes bad between a shared
+// transaction's writes and its commit is first met by bbolt inside the
+// commit (freeing the page the rewritten leaf came from). That must be
+// STORE_CORRUPT for the batch's writers, as everywhere else, and not end
+// the process (bbolt's own Batch runs the commit in a goroutine of its own,
+// with no recovery).
+func TestDamageFirstMetInABatchCommit(t *testing.T) {
+	path, incs := testutil.StoreFile(t, 300)
+	layout := testutil.Layout(t, path)
+	db, err := storage.Open(path, storage.Options{Taxonomy: seeds.MustTaxonomy()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Batch(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("incidents"))
+		k, v := b.Cursor().First() // on the bucket's first leaf
+		if err := b.Put(append([]byte(nil), k...), append([]byte(nil), v...)); err != nil {
+			return err
+		}
+		// The disk fails now: the leaf's page, read and rewritten in
+		// memory, is damaged under the transaction.
+		testutil.BreakAt(t, path, layout, testutil.FlippedLeaf)
+		return nil
+	})
+	var ce *storage.CorruptError
+	if !errors.As(err, &ce) || incidentlib.ErrorCode(err) != incidentlib.ESTORECORRUPT {
+		t.Fatalf("batch whose commit met a damaged page: %v (code %s), want a *CorruptError with STORE_CORRUPT", err, incidentlib.ErrorCode(err))
+	}
+	if ce.Page != layout.Leaf {
+		t.Errorf("the error names page %d, the damaged page is %d", ce.Page, layout.Leaf)
+	}
+	if db.Corrupt() == nil {
+		t.Error("the store does not report itself corrupt")
+	}
+	// The store writes nothing more.
+	inc := *incs[len(incs)-1]
+	inc.Title.En += " (changed)"
+	_, err = db.UpsertIncident(context.Background(), &inc, incidentlib.WriteOptions{})
+	if incidentlib.ErrorCode(err) != incidentlib.ESTORECORRUPT {
+		t.Errorf("a write after the damage: %v, want STORE_CORRUPT", err)
+	}
+}
