@@ -356,7 +356,15 @@ func TestRestartCatchesUp(t *testing.T) {
 	down := c.members[2]
 	c.stop(down)
 	for i, inc := range incs[4:] {
-		if _, err := c.members[i%2].mb.Writer.UpsertIncident(editor("a"), inc, incidentlib.WriteOptions{}); err != nil {
+		// UNAVAILABLE wrote nothing: a client tries again while the two
+		// others elect a leader.
+		var err error
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+			if _, err = c.members[i%2].mb.Writer.UpsertIncident(editor("a"), inc, incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) != incidentlib.EUNAVAILABLE {
+				break
+			}
+		}
+		if err != nil {
 			t.Fatalf("write %d with one node down: %v", i, err)
 		}
 	}
