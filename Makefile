@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin/incidentlib
 PKGS := ./...
 
-.PHONY: run build test test-short test-long generate check-generate bench fuzz lint fmt clean
+.PHONY: run build test test-cluster image test-short test-long generate check-generate bench fuzz lint fmt clean
 
 run: build
 	$(BIN) serve --addr 127.0.0.1:8080 --db ./data/incidentlib.db
@@ -14,14 +14,27 @@ build:
 
 # gen is single-threaded and ten times slower under the race detector,
 # which has nothing to find there, so it runs without it.
-RACE_PKGS = $$($(GO) list $(PKGS) | grep -v '/gen$$')
+# The cluster's tests (elections, real processes) run in their own step,
+# without it too: test-cluster.
+RACE_PKGS = $$($(GO) list $(PKGS) | grep -v -e '/gen$$' -e '/cluster$$')
 
 test: check-generate
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 12m $(RACE_PKGS)
 	$(GO) test -count=1 ./gen/
+	$(MAKE) test-cluster
 	$(GO) test -count=1 -run 'TestNoNPlusOne' ./server/
 	$(MAKE) fuzz FUZZTIME=2000x
+
+# Three-node clusters: embedded members (cluster/) and real processes under
+# SIGKILL, SIGSTOP and a cut-off node (cmd/incidentlib, tag clustertest).
+test-cluster:
+	$(GO) test -count=1 -timeout 6m ./cluster/
+	$(GO) test -count=1 -timeout 6m -tags clustertest -run 'TestCluster' ./cmd/incidentlib/
+
+# The image both manifests of docs/kubernetes.yaml name, where Docker is.
+image:
+	docker build -t ghcr.io/incidentlib/incidentlib:latest .
 
 test-short:
 	$(GO) test -count=1 -short $(PKGS)

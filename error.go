@@ -47,6 +47,10 @@ const (
 	ESELFREVIEW = "SELF_REVIEW"
 	// EINVALIDSTATE: a review transition from a state that does not allow it.
 	EINVALIDSTATE = "INVALID_STATE"
+	// EOUTCOMEUNKNOWN: a write was sent to the cluster's log but not
+	// acknowledged in time: it may still apply (HTTP 503). A retry with
+	// the same idempotency key applies at most once.
+	EOUTCOMEUNKNOWN = "OUTCOME_UNKNOWN"
 )
 
 // IsInternal reports whether an error code is shown to a client as an

@@ -446,6 +446,10 @@ func (db *DB) update(ctx context.Context, fn func(*writeTx) error) error {
 	err := db.updateGuarded(func(tx *bolt.Tx) error {
 		w := newWriteTx(db, tx)
 		w.begin(ctx, "", incidentlib.BootstrapAdmin.Name)
+		logged, err := w.startLogged(ctx) // a cluster log's write (cluster.go)
+		if err != nil {
+			return err
+		}
 		if err := fn(w); err != nil {
 			return err
 		}
@@ -453,7 +457,7 @@ func (db *DB) update(ctx context.Context, fn func(*writeTx) error) error {
 			return err
 		}
 		seq = w.seq
-		return nil
+		return w.endLogged(logged, nil)
 	})
 	if err := db.writeError(err); err != nil {
 		return err

@@ -109,26 +109,30 @@ func (db *DB) mutateAs(ctx context.Context, action incidentlib.ChangeAction, com
 		w := newWriteTx(db, tx)
 		w.begin(ctx, action, incidentlib.BootstrapAdmin.Name)
 		w.comment = comment
+		logged, err := w.startLogged(ctx) // a cluster log's write (cluster.go)
+		if err != nil {
+			return err
+		}
 		before := w.seq
 		if err := check(w); err != nil {
 			if incidentlib.ErrorCode(err) == incidentlib.EINTERNAL {
 				return err
 			}
 			refused = err
-			return nil
+			return w.endLogged(logged, err)
 		}
 		if err := apply(w); err != nil {
 			return err
 		}
 		if w.seq == before {
-			return nil // nothing to write
+			return w.endLogged(logged, nil) // nothing else to write
 		}
 		if err := w.flush(); err != nil {
 			return err
 		}
 		cs.seq = w.seq
 		cs.written = append(cs.written, w.written...)
-		return nil
+		return w.endLogged(logged, nil)
 	}
 	var err error
 	if db.mut.inflight.Add(1) == 1 {

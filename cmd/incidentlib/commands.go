@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/cluster"
 	"github.com/incidentlib/incidentlib/gen"
 	"github.com/incidentlib/incidentlib/importer"
 	"github.com/incidentlib/incidentlib/seeds"
@@ -86,6 +87,12 @@ func (s storeFlags) with(readOnly bool, fn func(*storage.DB) error) error {
 		return err
 	}
 	defer db.Close()
+	if !readOnly {
+		// A cluster node's writes come from the cluster's log only.
+		if err := db.RefuseIfLogged(context.Background(), "this command"); err != nil {
+			return err
+		}
+	}
 	return fn(db)
 }
 
@@ -96,6 +103,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	xf := addSearchFlags(f, sf) // the full-text index (search.go)
 	xf.addServing(f)
 	of := addOutboundFlags(f, sf)
+	cf := addClusterFlags(f) // cluster mode (clusterflags.go)
+	f.checks = append(f.checks, func() error { return cf.excludes(of) })
 	seed := f.str("seed", "auto", "auto: load the seed incidents into a new, empty store; none: taxonomy only")
 	prod := f.boolean("prod", false, "production mode: no playground, no introspection")
 	adminToken := f.str("admin-token", "", "the bootstrap admin token (author admin): every mutation, token management and /admin/backup; without it the store's API tokens (incidentlib token add) still write (prefer the environment variable: flags show in ps)")
@@ -165,7 +174,16 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	var node *cluster.Node // a cluster node's, started before its store opens (a new one fetches a snapshot)
+	if cf.enabled() {
+		if node, err = cf.start(ctx, *sf.path, logger); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
 	db, err := sf.openObserved(false, m.ObserveCommit, logger, int(*lf.maxRecord))
+	if err != nil && node != nil {
+		node.Close()
+	}
 	if err != nil {
 		// A damaged or empty file: the message names the file (and the
 		// page) and says what to do; serve does not start on it.
@@ -175,7 +193,19 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if p, err := db.InterruptedImport(ctx); err == nil && p != nil {
 		logger.Warn(p.String(), "db", db.Path())
 	}
-	if *seed == "auto" && of.primary() == "" { // a replica's incidents come from its primary
+	var member *cluster.Member // a cluster node's: writes go through the cluster's log
+	if node != nil {
+		if member, err = cf.join(ctx, node, db, *seed == "auto", reg, logger); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		defer member.Close()
+	}
+	if member == nil {
+		if err := db.RefuseIfLogged(ctx, "serve"); err != nil {
+			return fmt.Errorf("%w (or start it with its cluster flags)", err)
+		}
+	}
+	if *seed == "auto" && of.primary() == "" && member == nil { // a replica's incidents come from its primary, a node's from the log
 		incs, err := seeds.Incidents()
 		if err != nil {
 			return err
@@ -205,7 +235,12 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	cfg := sub.config(pu.config(lf.config(ef.config(server.Config{Prod: *prod, QueryCacheSize: *queryCache, Logger: logger, Primary: of.primary(),
 		AdminToken: *adminToken, BackupDir: filepath.Dir(db.Path()), GenericExecutor: *executor == "gqlgen"}, of))))
-	srv, _, err := server.Assemble(db, incidents, searchSvc, m, cfg)
+	var store server.Store = db
+	if member != nil {
+		store = clusterStore{DB: db, w: member.Writer}
+		cfg.Extensions = append(cfg.Extensions, staleMarker{member})
+	}
+	srv, _, err := server.Assemble(store, incidents, searchSvc, m, cfg)
 	if err != nil {
 		return err
 	}
@@ -213,7 +248,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	hs := httpServer(srv, httpOptions{
+	var handler http.Handler = srv
+	if member != nil {
+		handler = withIdempotencyKey(srv)
+	}
+	hs := httpServer(handler, httpOptions{
 		readHeader: *readHeader, read: *readTimeout, write: *writeTimeout, idle: *idleTimeout,
 		takeTurns: *takeTurns, logger: logger,
 	})
@@ -225,12 +264,16 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer stopPprof()
-	jobs, err := of.start(ctx, db, client, srv, reg, logger) // marks the server ready
-	if err != nil {
-		ln.Close()
-		return err
+	if member != nil {
+		go followReadiness(ctx, member, srv) // ready once caught up with the log
+	} else {
+		jobs, err := of.start(ctx, db, client, srv, reg, logger) // marks the server ready
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer jobs.stop()
 	}
-	defer jobs.stop()
 	logger.Info("serving", "addr", ln.Addr().String(), "db", db.Path(), "prod", *prod, "admin_token", *adminToken != "")
 	fmt.Fprintf(stdout, "incidentlib serving on http://%s\n", ln.Addr())
 	errc := make(chan error, 1)
@@ -425,6 +468,9 @@ func runCompact(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	before, err := os.Stat(*sf.path)
 	if err != nil {
+		return err
+	}
+	if err := sf.with(false, func(*storage.DB) error { return nil }); err != nil { // refuses a cluster node's file
 		return err
 	}
 	tax, err := seeds.Taxonomy()

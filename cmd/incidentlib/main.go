@@ -45,6 +45,7 @@ commands:
   seeds     seeds update: bring an existing store's seed incidents to this binary's seed records
   token     add, list or revoke the API tokens of editors, reviewers and admins
   history   history compact --before DATE (drop old versions, explicit only); history import FILE (an export --history)
+  cluster   cluster init: make an existing library the first snapshot of a cluster (docs/cluster.md)
 
 Run 'incidentlib COMMAND -h' for a command's flags. Every flag can also be
 set with an environment variable INCIDENTLIB_<FLAG> (dashes as underscores).
@@ -61,6 +62,7 @@ var commands = map[string]command{
 	"seeds":   runSeeds,
 	"token":   runToken,
 	"history": runHistory,
+	"cluster": runCluster,
 }
 
 // run is the whole program; main only wires signals and the process.

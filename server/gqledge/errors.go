@@ -56,6 +56,14 @@ func (s *Edge) PresentError(ctx context.Context, err error) *gqlerror.Error {
 		}
 		out.Extensions["retryAfter"] = storageFullRetryAfter
 	}
+	if code == incidentlib.EOUTCOMEUNKNOWN {
+		// 503: the cluster did not acknowledge the write in time; it may
+		// still apply, and a retry with the same Idempotency-Key applies
+		// at most once.
+		if rp := replyFrom(ctx); rp != nil {
+			rp.status = http.StatusServiceUnavailable
+		}
+	}
 	if s.prod {
 		out.Message = stripSuggestions(out.Message)
 	}

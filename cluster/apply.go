@@ -1,0 +1,253 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// Store is what the Applier writes: the library's writes, run under
+// incidentlib.WithLogPosition, and the log position.
+type Store interface {
+	incidentlib.IncidentWriter
+	incidentlib.LogApplier
+}
+
+// Result is what applying one write gave: the answer of the store's
+// write, exactly what the node's client is told.
+type Result struct {
+	Seq      uint64
+	Incident *incidentlib.Incident
+	Deleted  *incidentlib.DeleteResult
+	Imported *incidentlib.ImportResult
+	Purged   *incidentlib.IncidentVersion
+	Err      error
+}
+
+// Applier applies the log's messages in order to the node's store, each
+// in one transaction with its sequence, and hands each result to the
+// request of this node that published it.
+type Applier struct {
+	store   Store
+	node    *Node // reads an import's chunks back
+	log     *slog.Logger
+	metrics *Metrics
+
+	applied atomic.Uint64
+	mu      sync.Mutex
+	moved   chan struct{} // closed and replaced when applied moves or the applier stops
+	waiters map[string]chan Result
+	recent  *lru.Cache[string, Result] // results by idempotency key, for retries
+	stopped error                      // why applying stopped (a newer version), nil while it goes on
+}
+
+// NewApplier returns an applier over store at the position the store
+// applied up to. m may be nil.
+func NewApplier(ctx context.Context, store Store, m *Metrics, log *slog.Logger) (*Applier, error) {
+	seq, _, err := store.LogSeq(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	recent, _ := lru.New[string, Result](4096)
+	a := &Applier{store: store, log: log, metrics: m, moved: make(chan struct{}), waiters: map[string]chan Result{}, recent: recent}
+	a.applied.Store(seq)
+	m.setApplied(seq)
+	return a, nil
+}
+
+// Applied returns the log position the store applied up to.
+func (a *Applier) Applied() uint64 { return a.applied.Load() }
+
+// Stopped returns why applying stopped (a message of a newer version), or
+// nil.
+func (a *Applier) Stopped() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.stopped
+}
+
+// WaitApplied waits until the store applied the log up to seq. Returns
+// UNAVAILABLE if applying stopped, the context's error if ctx ends.
+func (a *Applier) WaitApplied(ctx context.Context, seq uint64) error {
+	for {
+		a.mu.Lock()
+		moved, stopped := a.moved, a.stopped
+		a.mu.Unlock()
+		if a.applied.Load() >= seq {
+			return nil
+		}
+		if stopped != nil {
+			return incidentlib.Errorf(incidentlib.EUNAVAILABLE, "this node stopped applying the log: %v", stopped)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-moved:
+		}
+	}
+}
+
+// expect registers the request that publishes the write key: its result
+// comes on the channel. cancel forgets it.
+func (a *Applier) expect(key string) (<-chan Result, func()) {
+	ch := make(chan Result, 1)
+	a.mu.Lock()
+	a.waiters[key] = ch
+	a.mu.Unlock()
+	return ch, func() {
+		a.mu.Lock()
+		delete(a.waiters, key)
+		a.mu.Unlock()
+	}
+}
+
+// resultOf returns the result of the write key if this node applied it
+// lately.
+func (a *Applier) resultOf(key string) (Result, bool) { return a.recent.Get(key) }
+
+// Apply applies one message (Node.Follow's apply function). A write the
+// store refuses (a bad record, a conflict found at apply) is recorded as
+// refused with the position, identically on every node; an internal error
+// (a full disk) is retried until it passes or ctx ends, so that no node
+// skips a write another applied. A message of a newer format or rule set
+// stops applying: Apply returns an error and Follow ends.
+func (a *Applier) Apply(ctx context.Context, m Message) error {
+	start := time.Now()
+	format, rules := headerInt(m.Header, HeaderFormat), headerInt(m.Header, HeaderRules)
+	if format > FormatVersion || rules > RulesVersion {
+		err := fmt.Errorf("message %d has format %d and rule set %d; this node knows format %d and rule set %d: upgrade it", m.Seq, format, rules, FormatVersion, RulesVersion)
+		a.log.Error("the log holds a write of a newer version: this node stops applying it until it is upgraded",
+			"seq", m.Seq, "format", format, "rules", rules, "known_format", FormatVersion, "known_rules", RulesVersion)
+		a.metrics.setNewer(true)
+		a.mu.Lock()
+		a.stopped = err
+		close(a.moved)
+		a.moved = make(chan struct{})
+		a.mu.Unlock()
+		return err
+	}
+	var res Result
+	for attempt := 0; ; attempt++ {
+		res = a.applyOnce(ctx, m)
+		if res.Err == nil || !incidentlib.IsInternal(incidentlib.ErrorCode(res.Err)) && incidentlib.ErrorCode(res.Err) != incidentlib.ESTORAGEFULL {
+			break
+		}
+		a.log.Error("a write of the log could not be applied; trying again", "seq", m.Seq, "err", res.Err, "attempt", attempt+1)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(min(time.Duration(attempt+1)*200*time.Millisecond, 5*time.Second)):
+		}
+	}
+	res.Seq = m.Seq
+	if res.Err != nil {
+		a.metrics.rejected()
+	}
+	a.metrics.observeApply(time.Since(start), m.Seq)
+	a.recent.Add(m.MsgID, res)
+	a.mu.Lock()
+	a.applied.Store(m.Seq)
+	if ch, ok := a.waiters[m.MsgID]; ok {
+		ch <- res
+		delete(a.waiters, m.MsgID)
+	}
+	close(a.moved)
+	a.moved = make(chan struct{})
+	a.mu.Unlock()
+	return nil
+}
+
+// applyOnce runs the write at m.Seq in the store and makes sure the
+// position moved past it, with the refusal recorded.
+func (a *Applier) applyOnce(ctx context.Context, m Message) Result {
+	var res Result
+	var w Write
+	if err := json.Unmarshal(m.Data, &w); err != nil {
+		res.Err = incidentlib.Errorf(incidentlib.EINVALID, "message %d is not a write: %v", m.Seq, err)
+	} else {
+		wctx := incidentlib.WithLogPosition(ctx, incidentlib.LogPosition{Seq: m.Seq, At: w.At})
+		wctx = incidentlib.WithIdentity(wctx, w.identity())
+		opts := incidentlib.WriteOptions{ExpectedUpdatedAt: w.ExpectedUpdatedAt, ExpectedVersion: w.ExpectedVersion}
+		switch w.Op {
+		case OpUpsert:
+			res.Incident, res.Err = a.store.UpsertIncident(wctx, w.Record, opts)
+		case OpDelete:
+			res.Deleted, res.Err = a.store.DeleteIncident(wctx, w.ID, opts)
+		case OpRestore:
+			res.Incident, res.Err = a.store.RestoreIncident(wctx, w.ID, w.Version, w.Comment, opts)
+		case OpSubmit:
+			res.Incident, res.Err = a.store.SubmitForReview(wctx, w.ID, opts)
+		case OpDecide:
+			res.Incident, res.Err = a.store.DecideReview(wctx, w.ID, w.Decision, w.Comment, opts)
+		case OpWithdraw:
+			res.Incident, res.Err = a.store.WithdrawIncident(wctx, w.ID, w.Comment, opts)
+		case OpPurge:
+			res.Purged, res.Err = a.store.PurgeVersion(wctx, w.ID, w.Version, w.Comment)
+		case OpImport:
+			res.Imported, res.Err = a.store.ImportIncidents(wctx, w.Records, incidentlib.ImportOptions{KeepUpdatedAt: w.KeepUpdatedAt, OnlyIfNew: w.OnlyIfNew, Merges: w.Merges})
+		case OpImportChunk:
+			// Applied with its commit: the position passes it.
+		case OpImportCommit:
+			var recs []*incidentlib.Incident
+			if recs, res.Err = a.chunks(ctx, m.Seq, w.Chunks); res.Err == nil {
+				res.Imported, res.Err = a.store.ImportIncidents(wctx, recs, incidentlib.ImportOptions{KeepUpdatedAt: w.KeepUpdatedAt, OnlyIfNew: w.OnlyIfNew, Merges: w.Merges})
+			}
+		default:
+			res.Err = incidentlib.Errorf(incidentlib.EINVALID, "message %d: unknown write %q", m.Seq, w.Op)
+		}
+	}
+	if res.Err != nil && (incidentlib.IsInternal(incidentlib.ErrorCode(res.Err)) || incidentlib.ErrorCode(res.Err) == incidentlib.ESTORAGEFULL) {
+		return res // nothing was written: tried again
+	}
+	// A write refused before the store's transaction (a bad record) left
+	// the position behind: record it with the refusal.
+	seq, _, err := a.store.LogSeq(ctx)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if seq < m.Seq {
+		if err := a.store.SkipLogged(ctx, m.Seq, res.Err); err != nil {
+			return Result{Err: err}
+		}
+	}
+	return res
+}
+
+// chunks reads an import's chunks back from the log, in order: each must
+// be an import chunk before the commit at seq.
+func (a *Applier) chunks(ctx context.Context, seq uint64, seqs []uint64) ([]*incidentlib.Incident, error) {
+	if a.node == nil {
+		return nil, incidentlib.Errorf(incidentlib.EINTERNAL, "the applier reads no log")
+	}
+	var recs []*incidentlib.Incident
+	for _, s := range seqs {
+		if s >= seq {
+			return nil, incidentlib.Errorf(incidentlib.EINVALID, "import commit %d names chunk %d, not before it", seq, s)
+		}
+		data, err := a.node.GetMsg(ctx, s)
+		if incidentlib.ErrorCode(err) == incidentlib.EUNAVAILABLE {
+			// Not a refusal: applied by the other nodes, tried again here.
+			return nil, fmt.Errorf("read import chunk %d: %s", s, incidentlib.ErrorMessage(err))
+		}
+		if err != nil {
+			return nil, err
+		}
+		var w Write
+		if err := json.Unmarshal(data, &w); err != nil || w.Op != OpImportChunk {
+			return nil, incidentlib.Errorf(incidentlib.EINVALID, "import commit %d names message %d, which is no import chunk", seq, s)
+		}
+		recs = append(recs, w.Records...)
+	}
+	return recs, nil
+}

@@ -1,0 +1,365 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// The stream's subjects: one per incident, so that the stream's expected
+// last sequence per subject orders the writes of one incident, and one
+// for the writes of the whole library (imports, snapshots, admin).
+const (
+	subjectPrefix = "incidentlib.w."
+	// SubjectLibrary is the subject of writes that are not one
+	// incident's.
+	SubjectLibrary = subjectPrefix + "library"
+)
+
+// IncidentSubject is the subject of the writes of incident id.
+func IncidentSubject(id string) string { return subjectPrefix + "incident." + id }
+
+// ensureStream finds the stream of writes or creates it: file storage,
+// Replicas copies (at most the members of an embedded cluster), the
+// dedupe window, messages kept for ever.
+func (n *Node) ensureStream(ctx context.Context) (jetstream.Stream, error) {
+	n.streamMu.Lock()
+	defer n.streamMu.Unlock()
+	if n.stream != nil {
+		return n.stream, nil
+	}
+	replicas := n.cfg.Replicas
+	sc := jetstream.StreamConfig{
+		Name:        n.cfg.Stream,
+		Description: "incidentlib: every write of the library, in order",
+		Subjects:    []string{subjectPrefix + ">"},
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+		Duplicates:  n.cfg.DedupeWindow,
+		MaxMsgSize:  MaxMessageBytes,
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardNew,
+		DenyDelete:  true,
+		DenyPurge:   false, // a snapshot's sequence lets an operator purge below it
+	}
+	s, err := n.js.Stream(ctx, n.cfg.Stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		s, err = n.js.CreateStream(ctx, sc)
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			s, err = n.js.Stream(ctx, n.cfg.Stream)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	n.stream = s
+	return s, nil
+}
+
+// Message is a message of the stream as the apply function gets it.
+type Message struct {
+	Seq     uint64
+	Subject string
+	// MsgID is the write's idempotency key.
+	MsgID  string
+	Header nats.Header
+	Data   []byte
+}
+
+// Publish publishes data on subject with the idempotency key msgID and,
+// when expect is not nil, the condition that the last message on subject
+// has that sequence (0: none). It returns the message's sequence and
+// whether the stream had it already (a retry within the dedupe window).
+// Errors: UNAVAILABLE when the stream could not take the message and
+// nothing will happen (no quorum or leader, not connected); CONFLICT when
+// the subject moved past expect; OUTCOME_UNKNOWN when the acknowledgement
+// did not come within the write timeout (the write may still apply).
+func (n *Node) Publish(ctx context.Context, subject, msgID string, expect *uint64, header nats.Header, data []byte) (uint64, bool, error) {
+	if !n.nc.IsConnected() {
+		return 0, false, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster is unavailable: this node is not connected to NATS; nothing was written")
+	}
+	if len(data) > MaxMessageBytes-4096 {
+		return 0, false, incidentlib.Errorf(incidentlib.EINVALID, "the write is %d bytes, above the log's limit of %d", len(data), MaxMessageBytes-4096)
+	}
+	msg := nats.NewMsg(subject)
+	msg.Data = data
+	for k, v := range header {
+		msg.Header[k] = v
+	}
+	opts := []jetstream.PublishOpt{jetstream.WithMsgID(msgID), jetstream.WithExpectStream(n.cfg.Stream)}
+	if expect != nil {
+		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(*expect))
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
+	defer cancel()
+	ack, err := n.js.PublishMsg(ctx, msg, opts...)
+	if err != nil {
+		return 0, false, n.publishError(err)
+	}
+	n.quorum.set(true)
+	return ack.Sequence, ack.Duplicate, nil
+}
+
+// publishError maps a failed publish to what the client is told.
+func (n *Node) publishError(err error) error {
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
+		return incidentlib.Errorf(incidentlib.ECONFLICT, "the incident was changed by another write meanwhile")
+	case errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders), errors.Is(err, nats.ErrConnectionClosed),
+		errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrConnectionReconnecting):
+		n.quorum.set(false)
+		return incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster is unavailable (%v); nothing was written", err)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		n.quorum.set(false)
+		return incidentlib.Errorf(incidentlib.EOUTCOMEUNKNOWN,
+			"the cluster did not acknowledge the write within %s: it may still apply; retry with the same idempotency key", n.cfg.WriteTimeout)
+	case errors.Is(err, context.Canceled):
+		return incidentlib.Errorf(incidentlib.EOUTCOMEUNKNOWN, "the request ended before the cluster acknowledged the write: it may still apply")
+	case errors.As(err, &apiErr):
+		return incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster refused the write (%s); nothing was written", apiErr.Description)
+	}
+	return incidentlib.Errorf(incidentlib.EOUTCOMEUNKNOWN, "the write's outcome is unknown: %v", err)
+}
+
+// LastSeq returns the stream's last sequence, as its leader knows it (a
+// request that needs a quorum): UNAVAILABLE without one.
+func (n *Node) LastSeq(ctx context.Context) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
+	defer cancel()
+	stream, err := n.ensureStream(ctx)
+	if err != nil {
+		n.quorum.set(false)
+		return 0, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster is unavailable: %v", err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		n.quorum.set(false)
+		return 0, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster is unavailable: %v", err)
+	}
+	n.quorum.set(info.Cluster == nil || info.Cluster.Leader != "")
+	leader := info.Cluster != nil && info.Cluster.Leader == n.cfg.NodeName
+	current := info.Cluster == nil || leader
+	if info.Cluster != nil {
+		for _, p := range info.Cluster.Replicas {
+			if p != nil && p.Name == n.cfg.NodeName && p.Current {
+				current = true
+			}
+		}
+	}
+	n.leader.Store(leader)
+	n.current.Store(current)
+	n.metrics.setLeader(leader)
+	return info.State.LastSeq, nil
+}
+
+// SubjectSeq returns the sequence of the last message on subject (0:
+// none), from the stream's leader: UNAVAILABLE without a quorum.
+func (n *Node) SubjectSeq(ctx context.Context, subject string) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
+	defer cancel()
+	stream, err := n.ensureStream(ctx)
+	if err != nil {
+		n.quorum.set(false)
+		return 0, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster is unavailable: %v; nothing was written", err)
+	}
+	m, err := stream.GetLastMsgForSubject(ctx, subject)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return 0, nil
+	case err != nil:
+		n.quorum.set(false)
+		return 0, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster is unavailable: %v; nothing was written", err)
+	}
+	return m.Sequence, nil
+}
+
+// Follow hands every message of the stream after from, in order, to
+// apply, until ctx ends. An ordered consumer reads the stream: it starts
+// again after the last message handed over when the connection or its
+// server is lost. An error from apply stops Follow and is returned.
+func (n *Node) Follow(ctx context.Context, from uint64, apply func(context.Context, Message) error) error {
+	for {
+		err := n.follow(ctx, &from, apply)
+		if ctx.Err() != nil {
+			return nil
+		}
+		var stop stopError
+		if errors.As(err, &stop) {
+			return stop.err
+		}
+		if err != nil {
+			n.log.Debug("the log's reader starts again", "after", from, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// stopError is an error of the apply function: Follow stops.
+type stopError struct{ err error }
+
+func (e stopError) Error() string { return e.err.Error() }
+
+func (n *Node) follow(ctx context.Context, from *uint64, apply func(context.Context, Message) error) error {
+	stream, err := n.ensureStream(ctx)
+	if err != nil {
+		return err
+	}
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
+	if *from > 0 {
+		cfg = jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: *from + 1}
+	}
+	cons, err := stream.OrderedConsumer(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	// Short heartbeats: a consumer lost with its server is noticed in
+	// about two seconds and made again after the last message handed over.
+	it, err := cons.Messages(jetstream.PullMaxMessages(256), jetstream.PullExpiry(5*time.Second), jetstream.PullHeartbeat(time.Second))
+	if err != nil {
+		return err
+	}
+	var once sync.Once
+	stopIt := func() { once.Do(it.Stop) }
+	defer stopIt()
+	go func() {
+		<-ctx.Done()
+		stopIt()
+	}()
+	for {
+		m, err := it.Next()
+		if err != nil {
+			return err
+		}
+		meta, err := m.Metadata()
+		if err != nil {
+			return err
+		}
+		seq := meta.Sequence.Stream
+		if seq <= *from {
+			continue // handed over already
+		}
+		msg := Message{Seq: seq, Subject: m.Subject(), MsgID: m.Headers().Get(jetstream.MsgIDHeader), Header: m.Headers(), Data: m.Data()}
+		if err := apply(ctx, msg); err != nil {
+			return stopError{err}
+		}
+		*from = seq
+	}
+}
+
+// quorum tracks whether the node's last exchange with the stream's leader
+// succeeded, and a watcher asks again every second.
+type quorum struct {
+	mu      sync.Mutex
+	ok      bool
+	known   bool
+	changed chan struct{}
+	done    chan struct{}
+	onSet   func(bool)
+}
+
+func (q *quorum) init() {
+	q.changed = make(chan struct{})
+	q.done = make(chan struct{})
+}
+
+func (q *quorum) set(ok bool) {
+	q.mu.Lock()
+	moved := !q.known || q.ok != ok
+	q.ok, q.known = ok, true
+	if moved {
+		close(q.changed)
+		q.changed = make(chan struct{})
+	}
+	f := q.onSet
+	q.mu.Unlock()
+	if f != nil && moved {
+		f(ok)
+	}
+}
+
+func (q *quorum) stop() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	select {
+	case <-q.done:
+	default:
+		close(q.done)
+	}
+}
+
+// Quorum reports whether the node last reached the stream's leader.
+func (n *Node) Quorum() bool {
+	n.quorum.mu.Lock()
+	defer n.quorum.mu.Unlock()
+	return n.quorum.ok
+}
+
+// WatchQuorum asks the stream's leader every interval until the node
+// closes, and calls f when the answer changes.
+func (n *Node) WatchQuorum(interval time.Duration, f func(bool)) {
+	n.quorum.mu.Lock()
+	n.quorum.onSet = f
+	n.quorum.mu.Unlock()
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), min(interval*2, n.cfg.WriteTimeout))
+			_, _ = n.LastSeq(ctx)
+			cancel()
+			select {
+			case <-n.quorum.done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// headerInt reads an integer header, 0 when absent or bad.
+func headerInt(h nats.Header, key string) int {
+	v, _ := strconv.Atoi(h.Get(key))
+	return v
+}
+
+var _ = fmt.Sprint
+
+// Leader reports whether this node's server led the stream when last
+// asked.
+func (n *Node) Leader() bool { return n.leader.Load() }
+
+// GetMsg returns the data of the message at seq, from the stream's
+// leader.
+func (n *Node) GetMsg(ctx context.Context, seq uint64) ([]byte, error) {
+	stream, err := n.ensureStream(ctx)
+	if err != nil {
+		return nil, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster is unavailable: %v", err)
+	}
+	m, err := stream.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, incidentlib.Errorf(incidentlib.EINVALID, "the log holds no message %d", seq)
+	}
+	if err != nil {
+		return nil, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster is unavailable: %v", err)
+	}
+	return m.Data, nil
+}
+
+// Current reports whether this node's server held a current copy of the
+// stream (or led it) when last asked: with it, the node can stand in for
+// a lost leader.
+func (n *Node) Current() bool { return n.current.Load() }

@@ -1,0 +1,92 @@
+package cluster
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the cluster's figures on /metrics. A nil *Metrics records
+// nothing.
+type Metrics struct {
+	appliedSeq prometheus.Gauge
+	quorum     prometheus.Gauge
+	apply      prometheus.Histogram
+	newer      prometheus.Gauge
+	rejects    prometheus.Counter
+	leader     prometheus.Gauge
+}
+
+// NewMetrics registers the cluster's metrics with reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		appliedSeq: prometheus.NewGauge(prometheus.GaugeOpts{Name: "incidentlib_cluster_applied_seq",
+			Help: "The log position (stream sequence) this node's store has applied up to."}),
+		quorum: prometheus.NewGauge(prometheus.GaugeOpts{Name: "incidentlib_cluster_quorum",
+			Help: "1 while this node reaches the stream's leader (writes can be acknowledged), else 0: reads are then marked stale."}),
+		apply: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "incidentlib_cluster_apply_seconds",
+			Help: "Time to apply one write of the log to this node's store, in seconds.", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9)}),
+		newer: prometheus.NewGauge(prometheus.GaugeOpts{Name: "incidentlib_cluster_newer_version",
+			Help: "1 when this node stopped applying the log at a write of a newer format or rule set: upgrade it."}),
+		rejects: prometheus.NewCounter(prometheus.CounterOpts{Name: "incidentlib_cluster_rejected_total",
+			Help: "Writes of the log the store refused at apply (recorded identically on every node)."}),
+	}
+	m.leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "incidentlib_cluster_stream_leader",
+		Help: "1 while this node's NATS server leads the stream of writes (its loss makes the others elect a new leader)."})
+	for _, c := range []prometheus.Collector{m.appliedSeq, m.quorum, m.apply, m.newer, m.rejects, m.leader} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *Metrics) setApplied(seq uint64) {
+	if m != nil {
+		m.appliedSeq.Set(float64(seq))
+	}
+}
+
+func (m *Metrics) observeApply(d time.Duration, seq uint64) {
+	if m != nil {
+		m.apply.Observe(d.Seconds())
+		m.appliedSeq.Set(float64(seq))
+	}
+}
+
+// SetQuorum records whether the node has a quorum.
+func (m *Metrics) SetQuorum(ok bool) {
+	if m != nil {
+		v := 0.0
+		if ok {
+			v = 1
+		}
+		m.quorum.Set(v)
+	}
+}
+
+func (m *Metrics) setNewer(b bool) {
+	if m != nil {
+		v := 0.0
+		if b {
+			v = 1
+		}
+		m.newer.Set(v)
+	}
+}
+
+func (m *Metrics) rejected() {
+	if m != nil {
+		m.rejects.Inc()
+	}
+}
+
+func (m *Metrics) setLeader(b bool) {
+	if m != nil {
+		v := 0.0
+		if b {
+			v = 1
+		}
+		m.leader.Set(v)
+	}
+}

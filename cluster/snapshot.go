@@ -1,0 +1,181 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// Snapshots: a copy of a node's store (a bbolt backup, which holds its own
+// log position) kept in a JetStream object store replicated like the
+// stream. A new or wiped node starts from the latest snapshot and then
+// follows the stream from the snapshot's position, never replaying years
+// of writes; `incidentlib cluster init` makes an existing library the
+// cluster's first snapshot.
+
+const (
+	// snapshotObject is the name of the latest snapshot.
+	snapshotObject = "latest"
+	// metaSeq is the snapshot's log position, in its metadata.
+	metaSeq = "log-seq"
+)
+
+func (n *Node) snapshotBucket() string { return n.cfg.Stream + "_SNAPSHOTS" }
+
+func (n *Node) objects(ctx context.Context, create bool) (jetstream.ObjectStore, error) {
+	if !create {
+		return n.js.ObjectStore(ctx, n.snapshotBucket())
+	}
+	replicas := n.cfg.Replicas
+	return n.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: n.snapshotBucket(),
+		Description: "incidentlib: the latest snapshot of a node's store", Storage: jetstream.FileStorage, Replicas: replicas})
+}
+
+// PublishSnapshot stores a snapshot of a store at log position seq,
+// written by backup, as the latest. A snapshot older than the latest is
+// not stored.
+func (n *Node) PublishSnapshot(ctx context.Context, seq uint64, backup func(io.Writer) error) error {
+	obs, err := n.objects(ctx, true)
+	if err != nil {
+		return incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster's snapshots are unavailable: %v", err)
+	}
+	if info, err := obs.GetInfo(ctx, snapshotObject); err == nil {
+		if cur, _ := strconv.ParseUint(info.Metadata[metaSeq], 10, 64); cur > seq {
+			return nil
+		}
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(backup(pw)) }()
+	_, err = obs.Put(ctx, jetstream.ObjectMeta{Name: snapshotObject, Description: "a bbolt backup of a node's store",
+		Metadata: map[string]string{metaSeq: strconv.FormatUint(seq, 10), "node": n.cfg.NodeName, "at": time.Now().UTC().Format(time.RFC3339)}}, pr)
+	pr.CloseWithError(err)
+	return err
+}
+
+// FetchSnapshot writes the latest snapshot to path (a new file) and
+// returns its log position; ok is false when the cluster has none. The
+// file appears whole or not at all.
+func (n *Node) FetchSnapshot(ctx context.Context, path string) (seq uint64, ok bool, err error) {
+	obs, err := n.objects(ctx, false)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	res, err := obs.Get(ctx, snapshotObject)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	defer res.Close()
+	info, err := res.Info()
+	if err != nil {
+		return 0, false, err
+	}
+	seq, _ = strconv.ParseUint(info.Metadata[metaSeq], 10, 64)
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".snapshot-*")
+	if err != nil {
+		return 0, false, err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, res); err != nil {
+		tmp.Close()
+		return 0, false, fmt.Errorf("cluster: fetch the snapshot: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return 0, false, err
+	}
+	if err := tmp.Close(); err != nil {
+		return 0, false, err
+	}
+	if err := os.Link(tmp.Name(), path); err != nil { // never over an existing file
+		return 0, false, err
+	}
+	return seq, true, nil
+}
+
+// WaitQuorum waits until the node reaches the stream's leader, at most
+// the start timeout: UNAVAILABLE then.
+func (n *Node) WaitQuorum(ctx context.Context) error {
+	deadline := time.Now().Add(n.cfg.StartTimeout)
+	for {
+		_, err := n.LastSeq(ctx)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// HasSnapshot reports whether the cluster holds a snapshot.
+func (n *Node) HasSnapshot(ctx context.Context) (bool, error) {
+	obs, err := n.objects(ctx, false)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	_, err = obs.GetInfo(ctx, snapshotObject)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Bootstrap brings a node without a store file its starting point: the
+// cluster's latest snapshot, written to path. On a new cluster (an empty
+// stream) it waits up to wait for a snapshot that `cluster init` may be
+// about to publish; ok is false when the node is to start empty (no
+// snapshot, and the stream holds every write from the first).
+func (n *Node) Bootstrap(ctx context.Context, path string, wait time.Duration) (seq uint64, ok bool, err error) {
+	if err := n.WaitQuorum(ctx); err != nil {
+		return 0, false, err
+	}
+	deadline := time.Now().Add(wait)
+	retryUntil := time.Now().Add(n.cfg.StartTimeout)
+	for {
+		seq, ok, err := n.FetchSnapshot(ctx, path)
+		if errors.Is(err, jetstream.ErrDigestMismatch) && time.Now().Before(retryUntil) {
+			// Read from a copy of the object store that is still catching
+			// up (this node's own, when it was wiped): read again.
+			time.Sleep(500 * time.Millisecond)
+			continue
+		}
+		if err != nil || ok {
+			return seq, ok, err
+		}
+		last, err := n.LastSeq(ctx)
+		if err != nil {
+			return 0, false, err
+		}
+		if last > 0 || time.Now().After(deadline) {
+			return 0, false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, false, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,447 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/cluster"
+	"github.com/incidentlib/incidentlib/seeds"
+	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/storage"
+)
+
+// clusterFlags are serve's flags of the cluster mode (cluster/,
+// docs/cluster.md): an embedded NATS server joined to its peers, or an
+// existing NATS cluster. Without --cluster-listen or --nats the server
+// runs alone.
+type clusterFlags struct {
+	name, node, listen, peers, secretFile *string
+	advertise                             *string
+	tlsCert, tlsKey, tlsCA                *string
+	natsURL, natsCreds                    *string
+	writeTimeout, startTimeout, dedupe    *time.Duration
+	replicas                              *int
+	snapshotEvery                         *time.Duration
+}
+
+func addClusterFlags(f *flags) *clusterFlags {
+	c := &clusterFlags{
+		name:          f.str("cluster-name", "incidentlib", "the cluster's name (the NATS cluster name): letters, digits, - and _"),
+		node:          f.str("node-name", "", "this node's name, unique in the cluster (the NATS server name); default the host name"),
+		listen:        f.str("cluster-listen", "", "HOST:PORT of this node's route listener: runs an embedded NATS server joined to --cluster-peers (cluster mode)"),
+		advertise:     f.str("cluster-advertise", "", "HOST:PORT the peers are told to reach this node's routes at (behind NAT, a proxy or a Kubernetes service); default --cluster-listen"),
+		peers:         f.str("cluster-peers", "", "the route addresses HOST:PORT,HOST:PORT,... of the cluster's nodes (a node may list itself)"),
+		secretFile:    f.str("cluster-secret-file", "", "file holding the cluster's shared secret (one line, at least 16 bytes): routes that do not present it are refused; required with --cluster-listen"),
+		tlsCert:       f.str("cluster-tls-cert", "", "PEM certificate of this node's routes (TLS both ways; with --cluster-tls-key and --cluster-tls-ca)"),
+		tlsKey:        f.str("cluster-tls-key", "", "PEM private key of --cluster-tls-cert"),
+		tlsCA:         f.str("cluster-tls-ca", "", "PEM certificate authority the peers' route certificates must chain to"),
+		natsURL:       f.str("nats", "", "URL of an existing NATS cluster with JetStream to use instead of an embedded server (cluster mode)"),
+		natsCreds:     f.str("nats-creds", "", "NATS credentials file for --nats"),
+		writeTimeout:  f.duration("cluster-write-timeout", cluster.DefaultWriteTimeout, false, "how long a write waits for the cluster's acknowledgement before it answers OUTCOME_UNKNOWN"),
+		startTimeout:  f.duration("cluster-start-timeout", cluster.DefaultStartTimeout, false, "how long a starting node waits for a quorum before it serves its own store, marked stale"),
+		dedupe:        f.duration("cluster-dedupe-window", cluster.DefaultDedupeWindow, false, "how long the stream remembers idempotency keys: a retry within it applies at most once"),
+		snapshotEvery: f.duration("cluster-snapshot-interval", time.Hour, true, "how often the stream's leader stores a snapshot of its store, from which new and wiped nodes start; 0 turns it off"),
+		replicas:      f.count("cluster-replicas", cluster.DefaultReplicas, 1, "copies of the stream of writes, in servers (at most the cluster's nodes, at most 5)"),
+	}
+	f.checks = append(f.checks, c.check)
+	return c
+}
+
+// enabled reports whether serve runs as a cluster node.
+func (c *clusterFlags) enabled() bool { return *c.listen != "" || *c.natsURL != "" }
+
+func (c *clusterFlags) check() error {
+	if !c.enabled() {
+		for _, s := range []*string{c.peers, c.secretFile, c.tlsCert, c.tlsKey, c.tlsCA, c.natsCreds} {
+			if *s != "" {
+				return errors.New("--cluster-peers, --cluster-secret-file, --cluster-tls-* and --nats-creds need --cluster-listen or --nats")
+			}
+		}
+		return nil
+	}
+	if *c.listen != "" && *c.natsURL != "" {
+		return errors.New("--cluster-listen and --nats exclude each other")
+	}
+	if *c.listen != "" && *c.secretFile == "" {
+		return errors.New("--cluster-secret-file is required with --cluster-listen")
+	}
+	if *c.replicas > 5 {
+		return fmt.Errorf("--cluster-replicas must be 1 to 5, got %d", *c.replicas)
+	}
+	tlsSet := 0
+	for _, s := range []*string{c.tlsCert, c.tlsKey, c.tlsCA} {
+		if *s != "" {
+			tlsSet++
+		}
+	}
+	if tlsSet != 0 && tlsSet != 3 {
+		return errors.New("--cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca go together")
+	}
+	_, err := c.config("x.db", nil)
+	return err
+}
+
+// config is the node's configuration, its JetStream directory beside the
+// store (<db>.jetstream).
+func (c *clusterFlags) config(dbPath string, logger *slog.Logger) (cluster.Config, error) {
+	cfg := cluster.Config{ClusterName: *c.name, NodeName: *c.node, Listen: *c.listen, Advertise: *c.advertise, URL: *c.natsURL, CredsFile: *c.natsCreds,
+		StoreDir: dbPath + ".jetstream", Replicas: *c.replicas, WriteTimeout: *c.writeTimeout, StartTimeout: *c.startTimeout,
+		DedupeWindow: *c.dedupe, Logger: logger}
+	if cfg.NodeName == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return cfg, fmt.Errorf("--node-name: %v", err)
+		}
+		cfg.NodeName = h
+	}
+	for p := range strings.SplitSeq(*c.peers, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			cfg.Peers = append(cfg.Peers, p)
+		}
+	}
+	if *c.secretFile != "" {
+		b, err := os.ReadFile(*c.secretFile)
+		if err != nil {
+			return cfg, fmt.Errorf("--cluster-secret-file: %v", err)
+		}
+		cfg.Secret = strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
+	}
+	if *c.tlsCert != "" {
+		t, err := routeTLS(*c.tlsCert, *c.tlsKey, *c.tlsCA)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.RouteTLS = t
+	}
+	if err := cfg.Check(); err != nil {
+		return cfg, errors.New(strings.TrimPrefix(err.Error(), "cluster: "))
+	}
+	return cfg, nil
+}
+
+// routeTLS is the routes' TLS: this node's certificate, and the peers'
+// verified against the CA both ways.
+func routeTLS(certFile, keyFile, caFile string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--cluster-tls-cert/--cluster-tls-key: %v", err)
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--cluster-tls-ca: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--cluster-tls-ca: %s holds no PEM certificate", caFile)
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, RootCAs: pool, ClientCAs: pool,
+		ClientAuth: tls.RequireAndVerifyClientCert}, nil
+}
+
+// joinCluster makes serve's store a cluster node's: the member follows
+// the log into db, and a new cluster's seeds are published once through
+// the empty stream.
+func (c *clusterFlags) join(ctx context.Context, node *cluster.Node, db *storage.DB, seed bool, reg prometheus.Registerer, logger *slog.Logger) (*cluster.Member, error) {
+	m, err := cluster.NewMetrics(reg)
+	if err != nil {
+		node.Close()
+		return nil, err
+	}
+	tax, maxRecord := db.RecordRules()
+	mb, err := cluster.Attach(ctx, node, db, db, tax, maxRecord, m)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		publishInitial(ctx, mb, db, logger) // before the seeds: a library made a cluster needs none
+		if seed {
+			publishSeeds(ctx, mb, logger)
+		}
+	}()
+	if *c.snapshotEvery > 0 {
+		go publishSnapshots(ctx, mb, db, *c.snapshotEvery, logger)
+	}
+	return mb, nil
+}
+
+// start starts the node before its store opens: a node without a store
+// file (new, or wiped) starts from the cluster's latest snapshot, then
+// follows the stream from the snapshot's position.
+func (c *clusterFlags) start(ctx context.Context, dbPath string, logger *slog.Logger) (*cluster.Node, error) {
+	cfg, err := c.config(dbPath, logger)
+	if err != nil {
+		return nil, err
+	}
+	node, err := cluster.Start(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(dbPath); !errors.Is(err, os.ErrNotExist) {
+		return node, nil
+	}
+	seq, ok, err := node.Bootstrap(ctx, dbPath, snapshotWait)
+	switch {
+	case incidentlib.ErrorCode(err) == incidentlib.EUNAVAILABLE:
+		logger.Warn("no quorum to fetch a snapshot from: this new node starts empty and follows the whole stream", "err", err)
+	case err != nil:
+		node.Close()
+		return nil, fmt.Errorf("fetch the cluster's snapshot: %w", err)
+	case ok:
+		logger.Info("started from the cluster's snapshot", "log_seq", seq, "db", dbPath)
+	}
+	return node, nil
+}
+
+// snapshotWait is how long a new node of a new cluster (an empty stream)
+// waits for the snapshot `cluster init` publishes before it starts empty.
+const snapshotWait = 10 * time.Second
+
+// publishInitial publishes the first snapshot of a library made a
+// cluster by `cluster init` (a store at log position 0 that holds
+// incidents), unless the cluster has one.
+func publishInitial(ctx context.Context, mb *cluster.Member, db *storage.DB, logger *slog.Logger) {
+	if mb.Applier.Applied() != 0 {
+		return
+	}
+	n, err := db.CountIncidents(ctx, incidentlib.IncidentFilter{})
+	if err != nil || n == 0 {
+		return
+	}
+	if err := mb.Node.WaitQuorum(ctx); err != nil {
+		logger.Warn("no quorum to publish this library's snapshot", "err", err)
+		return
+	}
+	if has, err := mb.Node.HasSnapshot(ctx); err != nil || has {
+		return
+	}
+	if last, err := mb.Node.LastSeq(ctx); err != nil || last > 0 {
+		logger.Warn("the cluster's stream holds writes already: this library's snapshot is not published", "incidents", n)
+		return
+	}
+	err = mb.Node.PublishSnapshot(ctx, 0, func(w io.Writer) error { _, err := db.Backup(ctx, w); return err })
+	if err != nil {
+		logger.Error("publishing this library's snapshot", "err", err)
+		return
+	}
+	logger.Info("published this library as the cluster's first snapshot", "incidents", n)
+}
+
+// publishSnapshots stores a snapshot of the node's store every interval
+// while this node leads the stream (one node at a time takes them).
+func publishSnapshots(ctx context.Context, mb *cluster.Member, db *storage.DB, every time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !mb.Node.Leader() {
+			continue
+		}
+		seq := mb.Applier.Applied()
+		err := mb.Node.PublishSnapshot(ctx, seq, func(w io.Writer) error { _, err := db.Backup(ctx, w); return err })
+		if err != nil {
+			logger.Warn("the cluster's snapshot", "err", err)
+		}
+	}
+}
+
+// publishSeeds publishes the seed incidents into a new cluster's empty
+// stream, once: every node that starts on an empty stream tries, the
+// stream keeps the first (the same idempotency key), and the import
+// writes only into stores that never held incidents.
+func publishSeeds(ctx context.Context, mb *cluster.Member, logger *slog.Logger) {
+	if mb.WaitReady(ctx) != nil {
+		return
+	}
+	last, err := mb.Node.LastSeq(ctx)
+	if err != nil || last > 0 {
+		return
+	}
+	if has, err := mb.Node.HasSnapshot(ctx); err != nil || has {
+		return // the cluster started from a library (cluster init)
+	}
+	incs, err := seeds.Incidents()
+	if err != nil {
+		logger.Error("the seeds", "err", err)
+		return
+	}
+	wctx := incidentlib.WithIdentity(cluster.WithIdempotencyKey(ctx, "seeds"), incidentlib.Identity{Name: "seeds", Role: incidentlib.RoleAdmin})
+	res, err := mb.Writer.ImportIncidents(wctx, incs, incidentlib.ImportOptions{KeepUpdatedAt: true, OnlyIfNew: true})
+	if err != nil {
+		logger.Warn("publishing the seeds", "err", err)
+		return
+	}
+	if res != nil && res.Created > 0 {
+		logger.Info("published the seed incidents to the cluster", "count", res.Created)
+	}
+}
+
+// clusterStore is the store as a cluster node serves it: reads from the
+// node's own store, writes through the cluster's log.
+type clusterStore struct {
+	*storage.DB
+	w *cluster.Writer
+}
+
+func (s clusterStore) UpsertIncident(ctx context.Context, inc *incidentlib.Incident, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+	return s.w.UpsertIncident(ctx, inc, opts)
+}
+
+func (s clusterStore) DeleteIncident(ctx context.Context, id string, opts incidentlib.WriteOptions) (*incidentlib.DeleteResult, error) {
+	return s.w.DeleteIncident(ctx, id, opts)
+}
+
+func (s clusterStore) RestoreIncident(ctx context.Context, id string, version int, comment string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+	return s.w.RestoreIncident(ctx, id, version, comment, opts)
+}
+
+func (s clusterStore) SubmitForReview(ctx context.Context, id string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+	return s.w.SubmitForReview(ctx, id, opts)
+}
+
+func (s clusterStore) DecideReview(ctx context.Context, id string, decision incidentlib.ReviewDecision, comment string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+	return s.w.DecideReview(ctx, id, decision, comment, opts)
+}
+
+func (s clusterStore) WithdrawIncident(ctx context.Context, id, reason string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+	return s.w.WithdrawIncident(ctx, id, reason, opts)
+}
+
+func (s clusterStore) PurgeVersion(ctx context.Context, id string, version int, reason string) (*incidentlib.IncidentVersion, error) {
+	return s.w.PurgeVersion(ctx, id, version, reason)
+}
+
+func (s clusterStore) ImportIncidents(ctx context.Context, incs []*incidentlib.Incident, opts incidentlib.ImportOptions) (*incidentlib.ImportResult, error) {
+	return s.w.ImportIncidents(ctx, incs, opts)
+}
+
+var _ server.Store = clusterStore{}
+
+// staleMarker marks every GraphQL response of a node without a quorum
+// with extensions.stale: its store may be behind the cluster.
+type staleMarker struct{ mb *cluster.Member }
+
+var _ interface {
+	graphql.HandlerExtension
+	graphql.ResponseInterceptor
+} = staleMarker{}
+
+func (staleMarker) ExtensionName() string                   { return "ClusterStale" }
+func (staleMarker) Validate(graphql.ExecutableSchema) error { return nil }
+
+func (s staleMarker) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	resp := next(ctx)
+	if resp != nil && s.mb.Stale() {
+		if resp.Extensions == nil {
+			resp.Extensions = map[string]any{}
+		}
+		resp.Extensions["stale"] = true
+	}
+	return resp
+}
+
+// withIdempotencyKey hands a request's Idempotency-Key header to the
+// cluster's writer: a retry with the same key applies at most once.
+func withIdempotencyKey(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if k := r.Header.Get("Idempotency-Key"); k != "" {
+			if why := cluster.ValidIdempotencyKey(k); why != "" {
+				http.Error(w, why, http.StatusBadRequest)
+				return
+			}
+			r = r.WithContext(cluster.WithIdempotencyKey(r.Context(), k))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// followReadiness keeps /readyz on the member's readiness: ready once it
+// caught up at start (or gave up waiting for a quorum), not ready while a
+// newer version stopped it.
+func followReadiness(ctx context.Context, mb *cluster.Member, srv *server.Server) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		srv.SetReady(mb.Ready())
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// excludes refuses the flags a cluster node cannot take: a node's writes
+// come from the log, not from a primary, and link checks would write its
+// store alone.
+func (c *clusterFlags) excludes(of *outboundFlags) error {
+	if !c.enabled() {
+		return nil
+	}
+	if of.primary() != "" {
+		return errors.New("--follow and the cluster mode (--cluster-listen, --nats) exclude each other: a cluster node's writes come from the cluster's log")
+	}
+	if *of.linkcheckInterval > 0 {
+		return errors.New("--linkcheck-interval is not available on a cluster node: its results would be written to one node's store only")
+	}
+	return nil
+}
+
+// errNotReplicated refuses, on a cluster node, the writes the cluster's
+// log does not carry yet: made on one node, they would be that node's
+// alone.
+func errNotReplicated(what string) error {
+	return incidentlib.Errorf(incidentlib.EUNAVAILABLE, "%s are not replicated by the cluster yet: on a cluster node they are refused (nothing was written); use --admin-token on every node", what)
+}
+
+func (s clusterStore) CreateToken(context.Context, string, incidentlib.Role, time.Time) (string, *incidentlib.TokenInfo, error) {
+	return "", nil, errNotReplicated("API tokens")
+}
+
+func (s clusterStore) RevokeToken(context.Context, string) (*incidentlib.TokenInfo, error) {
+	return nil, errNotReplicated("API tokens")
+}
+
+func (s clusterStore) AddTerm(context.Context, string, incidentlib.Term) (*incidentlib.Term, error) {
+	return nil, errNotReplicated("taxonomy changes")
+}
+
+func (s clusterStore) UpdateTerm(context.Context, string, incidentlib.TermKind, string, incidentlib.TermUpdate) (*incidentlib.Term, error) {
+	return nil, errNotReplicated("taxonomy changes")
+}
+
+func (s clusterStore) AddTermAliases(context.Context, string, incidentlib.TermKind, string, []string) (*incidentlib.Term, error) {
+	return nil, errNotReplicated("taxonomy changes")
+}
+
+func (s clusterStore) DeprecateTerm(context.Context, string, incidentlib.TermKind, string, bool) (*incidentlib.Term, error) {
+	return nil, errNotReplicated("taxonomy changes")
+}
+
+func (s clusterStore) AddOrganization(context.Context, string, incidentlib.Organization) (*incidentlib.Organization, error) {
+	return nil, errNotReplicated("organization changes")
+}
+
+func (s clusterStore) RenameOrganization(context.Context, string, string, string) (*incidentlib.Organization, *incidentlib.MergeResult, error) {
+	return nil, nil, errNotReplicated("organization changes")
+}
+
+func (s clusterStore) MergeOrganizations(context.Context, string, string, string) (*incidentlib.MergeResult, error) {
+	return nil, errNotReplicated("organization changes")
+}

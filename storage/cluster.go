@@ -1,0 +1,143 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// A cluster node's store (incidentlib.LogApplier): every write comes from
+// the cluster's replicated log and is run under incidentlib.WithLogPosition,
+// which stamps the time the receiving node chose and stores the log's
+// sequence in the write's own transaction. The position is written whether
+// the write changed the store, changed nothing or was refused by a check of
+// the stored state, so that a node that stops at any moment resumes right
+// after the last write it applied, and every node records the same.
+
+var (
+	// metaLogSeq holds the log position the store applied up to (u64).
+	// Only a cluster node's store has it.
+	metaLogSeq = []byte("log_seq")
+	// bucketLogRejects holds the log's writes the store refused: the
+	// sequence (u64) to "CODE message". Created by the first refusal.
+	bucketLogRejects = []byte("log_rejects")
+)
+
+// startLogged begins the write of a log message when ctx carries a log
+// position: the write stamps the message's time, and a position at or
+// below the stored one is refused (ECONFLICT: applied already). It
+// returns nil for a write that is not a log's.
+func (w *writeTx) startLogged(ctx context.Context) (*incidentlib.LogPosition, error) {
+	p, ok := incidentlib.LogPositionFrom(ctx)
+	if !ok {
+		return nil, nil
+	}
+	if cur := getU64(w.tx.Bucket(bucketMeta).Get(metaLogSeq)); p.Seq <= cur {
+		return nil, incidentlib.Errorf(incidentlib.ECONFLICT, "the store has applied the log up to %d: write %d is applied already", cur, p.Seq)
+	}
+	w.now = p.At.UTC().Format(time.RFC3339Nano)
+	return &p, nil
+}
+
+// endLogged stores the log position p (nil: not a log's write) and the
+// refusal of the write, if any.
+func (w *writeTx) endLogged(p *incidentlib.LogPosition, refused error) error {
+	if p == nil {
+		return nil
+	}
+	return putLogged(w.tx, p.Seq, refused)
+}
+
+func putLogged(tx *bolt.Tx, seq uint64, refused error) error {
+	if err := tx.Bucket(bucketMeta).Put(metaLogSeq, u64key(seq)); err != nil {
+		return err
+	}
+	if refused == nil {
+		return nil
+	}
+	b, err := tx.CreateBucketIfNotExists(bucketLogRejects)
+	if err != nil {
+		return err
+	}
+	return b.Put(u64key(seq), []byte(incidentlib.ErrorCode(refused)+" "+incidentlib.ErrorMessage(refused)))
+}
+
+// LogSeq returns the log position the store applied up to, and whether
+// the store is a cluster node's; see incidentlib.LogApplier.
+func (db *DB) LogSeq(ctx context.Context) (seq uint64, logged bool, err error) {
+	err = db.view(ctx, func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketMeta).Get(metaLogSeq)
+		seq, logged = getU64(v), v != nil
+		return nil
+	})
+	return seq, logged, err
+}
+
+// SkipLogged stores seq as the log position, with the refusal of the
+// write at seq; see incidentlib.LogApplier.
+func (db *DB) SkipLogged(ctx context.Context, seq uint64, rejected error) error {
+	if err := db.refuseWrite(); err != nil {
+		return err
+	}
+	err := db.updateGuarded(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(metaLogSeq); v != nil && seq <= getU64(v) {
+			cur := getU64(v)
+			return incidentlib.Errorf(incidentlib.ECONFLICT, "the store has applied the log up to %d: write %d is applied already", cur, seq)
+		}
+		return putLogged(tx, seq, rejected)
+	})
+	return db.writeError(err)
+}
+
+// MarkLogged makes the store a cluster node's at log position 0 (a new
+// node before its first write), so that offline writers refuse it.
+func (db *DB) MarkLogged(ctx context.Context) error {
+	_, logged, err := db.LogSeq(ctx)
+	if err != nil || logged {
+		return err
+	}
+	return db.SkipLogged(ctx, 0, nil)
+}
+
+// Rejections returns the log's writes the store refused; see
+// incidentlib.LogApplier.
+func (db *DB) Rejections(ctx context.Context) ([]incidentlib.LogRejection, error) {
+	var out []incidentlib.LogRejection
+	err := db.view(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketLogRejects)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			code, msg, _ := cutSpace(string(v))
+			out = append(out, incidentlib.LogRejection{Seq: getU64(k), Code: code, Message: msg})
+			return nil
+		})
+	})
+	return out, err
+}
+
+func cutSpace(s string) (string, string, bool) {
+	for i := range len(s) {
+		if s[i] == ' ' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+// RefuseIfLogged refuses an offline write to a cluster node's store: its
+// writes come from the cluster's log only.
+func (db *DB) RefuseIfLogged(ctx context.Context, what string) error {
+	seq, logged, err := db.LogSeq(ctx)
+	if err != nil || !logged {
+		return err
+	}
+	return fmt.Errorf("%s: %s is a cluster node's store (log position %d): write through a running node with --server", what, db.Path(), seq)
+}
+
+var _ incidentlib.LogApplier = (*DB)(nil)
