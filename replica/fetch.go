@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/outbound"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // A page of the primary's change feed: fetching it, reading its lines
@@ -39,6 +41,15 @@ type skip struct {
 	id   string
 	rule incidentlib.Rule
 	why  string
+}
+
+// report counts each skipped entry in counter by its rule and logs it at
+// WARN with msg, the entry's position (under key) and id (under idKey).
+func report(logger *slog.Logger, counter *prometheus.CounterVec, skips []skip, msg, key, idKey string) {
+	for _, sk := range skips {
+		counter.WithLabelValues(string(sk.rule)).Inc()
+		logger.Warn(msg, key, sk.seq, idKey, sk.id, "rule", string(sk.rule), "err", sk.why)
+	}
 }
 
 // linePrefixBytes is the most a change line adds to its record's IL-JSON:

@@ -471,10 +471,7 @@ func (f *Follower) poll(ctx context.Context, wait time.Duration) (int, error) {
 		f.update(func(s *Status) { s.Level, s.LastError = false, err.Error() })
 		return 0, fmt.Errorf("apply changes %d..%d: %w", from, to, err)
 	}
-	for _, sk := range pg.skips {
-		f.skipped.WithLabelValues(string(sk.rule)).Inc()
-		f.cfg.Logger.Warn("skipped a change of the primary: its record breaks the rules records are held to", "seq", sk.seq, "id", sk.id, "rule", string(sk.rule), "err", sk.why)
-	}
+	report(f.cfg.Logger, f.skipped, pg.skips, "skipped a change of the primary: its record breaks the rules records are held to", "seq", "id")
 	level := len(changes) < limit && !pg.cut
 	if level && head > to {
 		// The page holds every change up to head, and the changes after

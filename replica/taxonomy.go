@@ -186,30 +186,10 @@ func checkEntry(e *incidentlib.TaxonomyChange) error {
 		}
 	}
 	term := func(raw json.RawMessage, what string, required bool) (*incidentlib.Term, error) {
-		if len(raw) == 0 && !required {
-			return nil, nil
-		}
-		var t incidentlib.Term
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return nil, bad("the term %s does not decode: %v", what, err)
-		}
-		if err := t.Validate(); err != nil {
-			return nil, bad("the term %s: %s", what, incidentlib.ErrorMessage(err))
-		}
-		return &t, nil
+		return decodeValid[incidentlib.Term](raw, "term "+what, required, bad)
 	}
 	org := func(raw json.RawMessage, what string, required bool) (*incidentlib.Organization, error) {
-		if len(raw) == 0 && !required {
-			return nil, nil
-		}
-		var o incidentlib.Organization
-		if err := json.Unmarshal(raw, &o); err != nil {
-			return nil, bad("the organization %s does not decode: %v", what, err)
-		}
-		if err := o.Validate(); err != nil {
-			return nil, bad("the organization %s: %s", what, incidentlib.ErrorMessage(err))
-		}
-		return &o, nil
+		return decodeValid[incidentlib.Organization](raw, "organization "+what, required, bad)
 	}
 	switch e.Action {
 	case incidentlib.ActionAddTerm, incidentlib.ActionUpdateTerm, incidentlib.ActionAddAliases,
@@ -285,10 +265,7 @@ func (f *Follower) followTaxonomy(ctx context.Context) (applied int, err error) 
 		}
 		from = tp.last
 		applied += n
-		for _, sk := range tp.skips {
-			f.taxSkipped.WithLabelValues(string(sk.rule)).Inc()
-			f.cfg.Logger.Warn("skipped an entry of the primary's taxonomy history: it breaks the rules the taxonomy is held to", "entry", sk.seq, "subject", sk.id, "rule", string(sk.rule), "err", sk.why)
-		}
+		report(f.cfg.Logger, f.taxSkipped, tp.skips, "skipped an entry of the primary's taxonomy history: it breaks the rules the taxonomy is held to", "entry", "subject")
 		s := uint64(len(tp.skips))
 		f.update(func(st *Status) {
 			st.TaxonomyEntry = from
@@ -344,4 +321,23 @@ func entryRefused(err error) bool {
 	}
 	field := incidentlib.ErrorField(err)
 	return (len(field) > 0 && field[0] == "changes") || code == incidentlib.EINVALID
+}
+
+// decodeValid decodes raw (absent: nil, unless required) and validates it,
+// refusing with bad("the <what> …").
+func decodeValid[T any, P interface {
+	*T
+	Validate() error
+}](raw json.RawMessage, what string, required bool, bad func(string, ...any) error) (*T, error) {
+	if len(raw) == 0 && !required {
+		return nil, nil
+	}
+	v := P(new(T))
+	if err := json.Unmarshal(raw, v); err != nil {
+		return nil, bad("the %s does not decode: %v", what, err)
+	}
+	if err := v.Validate(); err != nil {
+		return nil, bad("the %s: %s", what, incidentlib.ErrorMessage(err))
+	}
+	return (*T)(v), nil
 }

@@ -37,12 +37,18 @@ func (db *DB) RecordRules() (*incidentlib.Taxonomy, int) {
 // and whether the store follows a primary at all (it applied a page
 // before).
 func (db *DB) AppliedSeq(ctx context.Context) (seq uint64, following bool, err error) {
+	return db.metaPosition(ctx, metaFollowSeq)
+}
+
+// metaPosition reads a position kept in the meta bucket under key, and
+// whether it is there at all.
+func (db *DB) metaPosition(ctx context.Context, key []byte) (seq uint64, set bool, err error) {
 	err = db.view(ctx, func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketMeta).Get(metaFollowSeq)
-		seq, following = getU64(v), v != nil
+		v := tx.Bucket(bucketMeta).Get(key)
+		seq, set = getU64(v), v != nil
 		return nil
 	})
-	return seq, following, err
+	return seq, set, err
 }
 
 // ApplyChanges applies one page of a primary's changes, oldest first, in

@@ -69,12 +69,7 @@ func putLogged(tx *bolt.Tx, seq uint64, refused error) error {
 // LogSeq returns the log position the store applied up to, and whether
 // the store is a cluster node's; see incidentlib.LogApplier.
 func (db *DB) LogSeq(ctx context.Context) (seq uint64, logged bool, err error) {
-	err = db.view(ctx, func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketMeta).Get(metaLogSeq)
-		seq, logged = getU64(v), v != nil
-		return nil
-	})
-	return seq, logged, err
+	return db.metaPosition(ctx, metaLogSeq)
 }
 
 // SkipLogged stores seq as the log position, with the refusal of the
