@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin/incidentlib
 PKGS := ./...
 
-.PHONY: run build test test-cluster image test-short test-long generate check-generate bench fuzz lint fmt clean
+.PHONY: run build test test-cluster test-cluster-processes image test-short test-long generate check-generate bench fuzz lint fmt clean
 
 run: build
 	$(BIN) serve --addr 127.0.0.1:8080 --db ./data/incidentlib.db
@@ -26,10 +26,15 @@ test: check-generate
 	$(GO) test -count=1 -run 'TestNoNPlusOne' ./server/
 	$(MAKE) fuzz FUZZTIME=2000x
 
-# Three-node clusters: embedded members (cluster/) and real processes under
-# SIGKILL, SIGSTOP and a cut-off node (cmd/incidentlib, tag clustertest).
+# Three-node clusters of embedded members (cluster/): in make test.
 test-cluster:
 	$(GO) test -count=1 -timeout 6m ./cluster/
+
+# Three real processes under SIGKILL, SIGSTOP and a cut-off node
+# (cmd/incidentlib, tag clustertest). Not in make test yet: the SIGSTOP of
+# the stream's leader sometimes leaves the two others without an
+# acknowledged write for over a minute (docs/cluster.md, "Known gaps").
+test-cluster-processes:
 	$(GO) test -count=1 -timeout 6m -tags clustertest -run 'TestCluster' ./cmd/incidentlib/
 
 # The image both manifests of docs/kubernetes.yaml name, where Docker is.
