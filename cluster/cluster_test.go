@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/cluster"
 	"github.com/incidentlib/incidentlib/gen"
@@ -403,6 +405,18 @@ func TestWrongSecretRefused(t *testing.T) {
 	for _, m := range c.members {
 		if n := m.mb.Node.NumRoutes(); n == 0 {
 			t.Errorf("%s has no routes", m.name)
+		}
+		// The client listener nats-server needs takes no one: not
+		// without the token, and not with one (it is full).
+		addr := m.mb.Node.ClientAddr()
+		if !strings.HasPrefix(addr, "127.0.0.1:") {
+			t.Errorf("%s's client listener is on %q, not loopback", m.name, addr)
+		}
+		for _, opt := range []nats.Option{nats.Name("stranger"), nats.Token("a-guessed-token")} {
+			if nc, err := nats.Connect("nats://"+addr, opt, nats.MaxReconnects(0), nats.Timeout(5*time.Second)); err == nil {
+				nc.Close()
+				t.Errorf("%s's client listener took a stranger's connection", m.name)
+			}
 		}
 	}
 }

@@ -44,6 +44,10 @@ func (n *Node) ensureStream(ctx context.Context) (jetstream.Stream, error) {
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
 		Duplicates:  n.cfg.DedupeWindow,
+		// Every replica answers direct gets from its own copy: a node
+		// follows the log from its own server (follow.go), not from a
+		// consumer on another server that may be gone.
+		AllowDirect: true,
 		MaxMsgSize:  MaxMessageBytes,
 		Retention:   jetstream.LimitsPolicy,
 		Discard:     jetstream.DiscardNew,
@@ -56,6 +60,12 @@ func (n *Node) ensureStream(ctx context.Context) (jetstream.Stream, error) {
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			s, err = n.js.Stream(ctx, n.cfg.Stream)
 		}
+	}
+	if err == nil && !s.CachedInfo().Config.AllowDirect {
+		// A stream made by an earlier release: direct gets are turned on.
+		cfg := s.CachedInfo().Config
+		cfg.AllowDirect = true
+		s, err = n.js.UpdateStream(ctx, cfg)
 	}
 	if err != nil {
 		return nil, err
@@ -105,6 +115,7 @@ func (n *Node) Publish(ctx context.Context, subject, msgID string, expect *uint6
 		return 0, false, n.publishError(err)
 	}
 	n.quorum.set(true)
+	n.ring(ack.Sequence)
 	return ack.Sequence, ack.Duplicate, nil
 }
 
@@ -159,105 +170,8 @@ func (n *Node) LastSeq(ctx context.Context) (uint64, error) {
 	n.leader.Store(leader)
 	n.current.Store(current)
 	n.metrics.setLeader(leader)
+	n.Nudge(info.State.LastSeq)
 	return info.State.LastSeq, nil
-}
-
-// SubjectSeq returns the sequence of the last message on subject (0:
-// none), from the stream's leader: UNAVAILABLE without a quorum.
-func (n *Node) SubjectSeq(ctx context.Context, subject string) (uint64, error) {
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
-	defer cancel()
-	stream, err := n.ensureStream(ctx)
-	if err != nil {
-		n.quorum.set(false)
-		return 0, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster is unavailable: %v; nothing was written", err)
-	}
-	m, err := stream.GetLastMsgForSubject(ctx, subject)
-	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return 0, nil
-	case err != nil:
-		n.quorum.set(false)
-		return 0, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster is unavailable: %v; nothing was written", err)
-	}
-	return m.Sequence, nil
-}
-
-// Follow hands every message of the stream after from, in order, to
-// apply, until ctx ends. An ordered consumer reads the stream: it starts
-// again after the last message handed over when the connection or its
-// server is lost. An error from apply stops Follow and is returned.
-func (n *Node) Follow(ctx context.Context, from uint64, apply func(context.Context, Message) error) error {
-	for {
-		err := n.follow(ctx, &from, apply)
-		if ctx.Err() != nil {
-			return nil
-		}
-		var stop stopError
-		if errors.As(err, &stop) {
-			return stop.err
-		}
-		if err != nil {
-			n.log.Debug("the log's reader starts again", "after", from, "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
-// stopError is an error of the apply function: Follow stops.
-type stopError struct{ err error }
-
-func (e stopError) Error() string { return e.err.Error() }
-
-func (n *Node) follow(ctx context.Context, from *uint64, apply func(context.Context, Message) error) error {
-	stream, err := n.ensureStream(ctx)
-	if err != nil {
-		return err
-	}
-	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
-	if *from > 0 {
-		cfg = jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: *from + 1}
-	}
-	cons, err := stream.OrderedConsumer(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	// Short heartbeats: a consumer lost with its server is noticed in
-	// about two seconds and made again after the last message handed over.
-	it, err := cons.Messages(jetstream.PullMaxMessages(256), jetstream.PullExpiry(5*time.Second), jetstream.PullHeartbeat(time.Second))
-	if err != nil {
-		return err
-	}
-	var once sync.Once
-	stopIt := func() { once.Do(it.Stop) }
-	defer stopIt()
-	go func() {
-		<-ctx.Done()
-		stopIt()
-	}()
-	for {
-		m, err := it.Next()
-		if err != nil {
-			return err
-		}
-		meta, err := m.Metadata()
-		if err != nil {
-			return err
-		}
-		seq := meta.Sequence.Stream
-		if seq <= *from {
-			continue // handed over already
-		}
-		msg := Message{Seq: seq, Subject: m.Subject(), MsgID: m.Headers().Get(jetstream.MsgIDHeader), Header: m.Headers(), Data: m.Data()}
-		if err := apply(ctx, msg); err != nil {
-			return stopError{err}
-		}
-		*from = seq
-	}
 }
 
 // quorum tracks whether the node's last exchange with the stream's leader

@@ -180,6 +180,10 @@ type Node struct {
 	metrics *Metrics
 	leader  atomic.Bool
 	current atomic.Bool
+	// want is the highest log position this node knows to be in the log;
+	// bell wakes the follower (follow.go).
+	want atomic.Uint64
+	bell chan struct{}
 }
 
 // Start starts the node: the embedded server (routes to the peers), the
@@ -191,7 +195,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeName)}
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeName), bell: make(chan struct{}, 1)}
 	n.quorum.init()
 	var err error
 	if cfg.URL == "" {
@@ -234,9 +238,12 @@ func startEmbedded(cfg Config, clientToken string, log *slog.Logger) (*server.Se
 		// (DontListen would hold them back for ever), so the listener is
 		// on loopback, on a port the kernel picks, and takes only a
 		// random token that never leaves this process.
+		// MaxConn 1: the node's own connection fills it, so the listener
+		// refuses every other connection, with the token or without.
 		Host:          "127.0.0.1",
 		Port:          server.RANDOM_PORT,
 		Authorization: clientToken,
+		MaxConn:       1,
 		JetStream:     true,
 		StoreDir:      cfg.StoreDir,
 		SyncAlways:    true, // fsync each write before it is acknowledged
@@ -246,6 +253,10 @@ func startEmbedded(cfg Config, clientToken string, log *slog.Logger) (*server.Se
 			Username: routeUser, Password: cfg.Secret,
 			TLSConfig: cfg.RouteTLS, TLSTimeout: 2,
 			Advertise: cfg.Advertise,
+			// The client listeners are nobody's business: not told to
+			// clients, so a client sent to one node is not sent on to
+			// another's.
+			NoAdvertise: true,
 			// A peer that stops answering (SIGSTOP, a cut link) loses its
 			// routes within 15 seconds, not nats-server's default minutes.
 			PingInterval: 5 * time.Second, MaxPingsOut: 3,
@@ -280,6 +291,19 @@ func (n *Node) ServerID() string {
 		return ""
 	}
 	return n.srv.ID()
+}
+
+// ClientAddr returns the embedded server's client listener address (""
+// with an external NATS): on loopback, behind a token that never leaves
+// the process, and full with the node's own connection.
+func (n *Node) ClientAddr() string {
+	if n.srv == nil {
+		return ""
+	}
+	if a := n.srv.Addr(); a != nil {
+		return a.String()
+	}
+	return ""
 }
 
 // RouteAddr returns the embedded server's route listener address.

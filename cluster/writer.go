@@ -278,6 +278,9 @@ func (wr *Writer) write(ctx context.Context, subject string, w *Write) (Result, 
 func (wr *Writer) catchUp(ctx context.Context, seq uint64) error {
 	ctx, cancel := context.WithTimeout(ctx, wr.node.cfg.WriteTimeout)
 	defer cancel()
+	if wr.applier.Applied() < seq {
+		wr.node.Nudge(seq) // the follower asks its copy at once
+	}
 	if err := wr.applier.WaitApplied(ctx, seq); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return incidentlib.Errorf(incidentlib.EUNAVAILABLE, "this node is behind the log (at %d of %d); nothing was written", wr.applier.Applied(), seq)

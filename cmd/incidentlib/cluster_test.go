@@ -367,6 +367,7 @@ func gqlWrite(ctx context.Context, c *http.Client, base, id, title string, expec
 			} `json:"upsertIncident"`
 		}
 		Errors []struct {
+			Message    string
 			Extensions struct{ Code string }
 		}
 	}
@@ -374,6 +375,7 @@ func gqlWrite(ctx context.Context, c *http.Client, base, id, title string, expec
 		return resp.StatusCode, "UNDECODABLE", ""
 	}
 	if len(out.Errors) > 0 {
+		lastWriteError.Store(out.Errors[0].Message)
 		return resp.StatusCode, out.Errors[0].Extensions.Code, ""
 	}
 	u := out.Data.UpsertIncident
@@ -413,6 +415,63 @@ func readTitle(base, id string) (title string, stale bool, err error) {
 	return title, out.Extensions.Stale, nil
 }
 
+// historyTitles reads the English titles of every version of incident id
+// from base, oldest first.
+func historyTitles(t *testing.T, base, id string) []string {
+	t.Helper()
+	var titles []string
+	var after *string
+	for {
+		body, _ := json.Marshal(map[string]any{"query": `query($id: ID!, $after: String) { incident(id: $id) {
+  history(first: 100, after: $after) { nodes { record } pageInfo { hasNextPage endCursor } } } }`, "variables": map[string]any{"id": id, "after": after}})
+		req, _ := http.NewRequest(http.MethodPost, base+"/graphql", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+crashToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out struct {
+			Data struct {
+				Incident *struct {
+					History struct {
+						Nodes []struct {
+							Record *struct {
+								Title struct{ En string }
+							}
+						}
+						PageInfo struct {
+							HasNextPage bool
+							EndCursor   string
+						}
+					}
+				}
+			}
+			Errors []struct{ Message string }
+		}
+		err = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if err != nil || len(out.Errors) > 0 || out.Data.Incident == nil {
+			t.Fatalf("history of %s: %v %v", id, err, out.Errors)
+		}
+		h := out.Data.Incident.History
+		for _, n := range h.Nodes {
+			if n.Record != nil {
+				titles = append(titles, n.Record.Title.En)
+			}
+		}
+		if !h.PageInfo.HasNextPage {
+			break
+		}
+		after = &h.PageInfo.EndCursor
+	}
+	// Newest first: turned to the order written.
+	for i, j := 0, len(titles)-1; i < j; i, j = i+1, j-1 {
+		titles[i], titles[j] = titles[j], titles[i]
+	}
+	return titles
+}
+
 // writeUntil writes through base until a write is acknowledged.
 func writeUntil(t *testing.T, base, id, title string) {
 	t.Helper()
@@ -423,7 +482,25 @@ func writeUntil(t *testing.T, base, id, title string) {
 			return
 		}
 	}
-	t.Fatalf("no write through %s was acknowledged (last: %s)", base, code)
+	t.Fatalf("no write through %s was acknowledged (last: %s: %v); the node's view of the cluster: %s", base, code, lastWriteError.Load(), clusterMetrics(base))
+}
+
+// lastWriteError is the message of the last error a write was answered
+// with, for a failure's message.
+var lastWriteError atomic.Value
+
+var clusterMetricRe = regexp.MustCompile(`(?m)^incidentlib_cluster_\S+ \S+$`)
+
+// clusterMetrics returns node base's cluster metrics, for a failure's
+// message.
+func clusterMetrics(base string) string {
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return strings.Join(clusterMetricRe.FindAllString(string(b), -1), "; ")
 }
 
 func TestClusterProcesses(t *testing.T) {
@@ -537,6 +614,7 @@ func testClusterKill(t *testing.T, c *procCluster) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	acked := make([]int, clients)     // the last version acknowledged, per client
+	ackedAll := make([][]int, clients) // every version acknowledged, per client
 	attempted := make([]int, clients) // the last version sent
 	afterKill := make([]int, clients) // acknowledged writes after the kill
 	var killed sync.Once
@@ -554,6 +632,7 @@ func testClusterKill(t *testing.T, c *procCluster) {
 				attempted[i] = v
 				if _, code, _ := gqlWrite(ctx, hc, n.base, id, fmt.Sprintf("crash v%d", v), nil); code == "" {
 					acked[i] = v
+					ackedAll[i] = append(ackedAll[i], v)
 					select {
 					case <-killedC:
 						afterKill[i]++
@@ -591,6 +670,23 @@ func testClusterKill(t *testing.T, c *procCluster) {
 		v := versionOf(title)
 		if v < acked[i] || v > attempted[i] {
 			t.Errorf("client %d: stored version %d, acknowledged %d, attempted %d", i, v, acked[i], attempted[i])
+		}
+		// Applied at most once, in the order sent, and every acknowledged
+		// write is there: the incident's history names each title once,
+		// growing, and holds every version a client was told was written.
+		seen := map[int]bool{}
+		prev := 0
+		for _, title := range historyTitles(t, victim.base, fmt.Sprintf("IL-%04d", 7400+i)) {
+			v := versionOf(title)
+			if seen[v] || v <= prev {
+				t.Errorf("client %d: version %d applied twice or out of order (after %d)", i, v, prev)
+			}
+			seen[v], prev = true, v
+		}
+		for _, v := range ackedAll[i] {
+			if !seen[v] {
+				t.Errorf("client %d: acknowledged version %d is not in the history", i, v)
+			}
 		}
 	}
 	t.Logf("killed %s; %d writes acknowledged after the kill, the first %s after it (a figure, not a bound)",

@@ -1,0 +1,229 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// A node follows the log from its own server's copy of the stream: the
+// stream allows direct gets, which every replica answers from its own
+// store (only committed messages are in it), and a request from the
+// node's in-process connection is answered by its own server first. No
+// consumer is involved: an ordered consumer is an ephemeral consumer on
+// one server the cluster picks, and when that server stops answering
+// (SIGSTOP, a cut link) the consumer must be made again through the
+// cluster's meta leader, which may place it on the silent server again;
+// a node then stopped applying the log for minutes while the two others
+// kept a quorum. The node asks its copy again when told a write is in the
+// log (the bell, below), and every pollEvery otherwise.
+
+// The bell: a node that had a write acknowledged publishes the write's
+// sequence on BellSubject (plain NATS, not in the stream), so that every
+// node's follower asks its copy at once rather than at its next poll.
+const BellSubject = "incidentlib.bell"
+
+const (
+	// fetchBatch is how many messages one direct get returns at most.
+	fetchBatch = 256
+	// pollEvery is how often a follower asks its copy without a bell.
+	pollEvery = 250 * time.Millisecond
+	// fetchTimeout bounds one direct get's answer.
+	fetchTimeout = 2 * time.Second
+	// maxBackoff bounds the wait between asks while a write known to be
+	// in the log has not reached this node's copy yet.
+	maxBackoff = 50 * time.Millisecond
+)
+
+// Nudge tells the follower that the log holds a write at seq: it asks its
+// copy until it has applied seq.
+func (n *Node) Nudge(seq uint64) {
+	for {
+		cur := n.want.Load()
+		if seq <= cur || n.want.CompareAndSwap(cur, seq) {
+			break
+		}
+	}
+	select {
+	case n.bell <- struct{}{}:
+	default:
+	}
+}
+
+// ring tells every node, this one too, that the log holds a write at seq.
+func (n *Node) ring(seq uint64) {
+	n.Nudge(seq)
+	_ = n.nc.Publish(BellSubject, strconv.AppendUint(nil, seq, 10))
+}
+
+// Follow hands every message of the stream after from, in order, to
+// apply, until ctx ends. It reads this node's own copy of the stream
+// (direct gets) and starts again after the last message handed over when
+// a read fails. An error from apply stops Follow and is returned.
+func (n *Node) Follow(ctx context.Context, from uint64, apply func(context.Context, Message) error) error {
+	for {
+		err := n.follow(ctx, &from, apply)
+		if ctx.Err() != nil {
+			return nil
+		}
+		var stop stopError
+		if errors.As(err, &stop) {
+			return stop.err
+		}
+		if err != nil {
+			n.log.Debug("the log's reader starts again", "after", from, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+// stopError is an error of the apply function: Follow stops.
+type stopError struct{ err error }
+
+func (e stopError) Error() string { return e.err.Error() }
+
+func (n *Node) follow(ctx context.Context, from *uint64, apply func(context.Context, Message) error) error {
+	if _, err := n.ensureStream(ctx); err != nil {
+		return err
+	}
+	sub, err := n.nc.Subscribe(BellSubject, func(m *nats.Msg) {
+		if seq, err := strconv.ParseUint(string(m.Data), 10, 64); err == nil {
+			n.Nudge(seq)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	var backoff time.Duration
+	for {
+		got, err := n.fetch(ctx, *from+1, func(m Message) error {
+			if err := apply(ctx, m); err != nil {
+				return stopError{err}
+			}
+			*from = m.Seq
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if got > 0 {
+			backoff = 0
+			continue
+		}
+		wait := pollEvery
+		if n.want.Load() > *from {
+			// A write is in the log but not yet in this node's copy (its
+			// replica commits it a moment later): ask again soon.
+			backoff = min(max(2*backoff, time.Millisecond), maxBackoff)
+			wait = backoff
+		} else {
+			backoff = 0
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-n.bell:
+		case <-time.After(wait):
+		}
+	}
+}
+
+// fetch asks this node's copy of the stream for the messages from seq on
+// (at most fetchBatch) and hands each to each, in order; it returns how
+// many it handed over. No message at or after seq is no error.
+func (n *Node) fetch(ctx context.Context, seq uint64, each func(Message) error) (int, error) {
+	req, _ := json.Marshal(struct {
+		Seq   uint64 `json:"seq"`
+		Batch int    `json:"batch"`
+	}{seq, fetchBatch})
+	inbox := n.nc.NewRespInbox()
+	sub, err := n.nc.SubscribeSync(inbox)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := n.nc.PublishRequest("$JS.API.DIRECT.GET."+n.cfg.Stream, inbox, req); err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	got := 0
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			if got > 0 && errors.Is(err, context.DeadlineExceeded) {
+				return got, nil // the rest at the next ask
+			}
+			return got, err
+		}
+		switch status := m.Header.Get("Status"); status {
+		case "":
+		case "204", "404": // the end of the batch; nothing at or after seq
+			return got, nil
+		default:
+			return got, fmt.Errorf("direct get of %d: %s %s", seq, status, m.Header.Get("Description"))
+		}
+		s, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+		if err != nil || s < seq {
+			return got, fmt.Errorf("direct get of %d: a message with sequence %q", seq, m.Header.Get(jetstream.SequenceHeader))
+		}
+		msg := Message{Seq: s, Subject: m.Header.Get(jetstream.SubjectHeader), MsgID: m.Header.Get(jetstream.MsgIDHeader), Header: m.Header, Data: m.Data}
+		if err := each(msg); err != nil {
+			return got, err
+		}
+		got++
+		seq = s + 1
+	}
+}
+
+// SubjectSeq returns the sequence of the last message on subject (0:
+// none), from the stream's leader, never from a replica that may be
+// behind: UNAVAILABLE without a quorum.
+func (n *Node) SubjectSeq(ctx context.Context, subject string) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
+	defer cancel()
+	if _, err := n.ensureStream(ctx); err != nil {
+		n.quorum.set(false)
+		return 0, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster is unavailable: %v; nothing was written", err)
+	}
+	req, _ := json.Marshal(struct {
+		LastBySubject string `json:"last_by_subj"`
+	}{subject})
+	resp, err := n.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+n.cfg.Stream, req)
+	if err != nil {
+		n.quorum.set(false)
+		return 0, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster is unavailable: %v; nothing was written", err)
+	}
+	var out struct {
+		Message *struct {
+			Seq uint64 `json:"seq"`
+		} `json:"message"`
+		Error *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(resp.Data, &out); err != nil {
+		return 0, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster's answer was not understood: %v; nothing was written", err)
+	}
+	switch {
+	case out.Error != nil && out.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+		return 0, nil
+	case out.Error != nil:
+		n.quorum.set(false)
+		return 0, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster is unavailable: %s; nothing was written", out.Error.Description)
+	case out.Message == nil:
+		return 0, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster gave no answer; nothing was written")
+	}
+	return out.Message.Seq, nil
+}
