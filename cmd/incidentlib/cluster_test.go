@@ -613,10 +613,10 @@ func testClusterKill(t *testing.T, c *procCluster) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	acked := make([]int, clients)     // the last version acknowledged, per client
+	acked := make([]int, clients)      // the last version acknowledged, per client
 	ackedAll := make([][]int, clients) // every version acknowledged, per client
-	attempted := make([]int, clients) // the last version sent
-	afterKill := make([]int, clients) // acknowledged writes after the kill
+	attempted := make([]int, clients)  // the last version sent
+	afterKill := make([]int, clients)  // acknowledged writes after the kill
 	var killed sync.Once
 	var killedAt time.Time
 	var firstAfter atomic.Int64 // when the first write after the kill was acknowledged
