@@ -131,13 +131,14 @@ func (c *testCluster) level(seq uint64) {
 	}
 }
 
-// same checks that every running member's export, log position and
+// same checks that every running member's export, change sequence and
 // refusals are identical and that check is clean on each.
 func (c *testCluster) same() {
 	c.t.Helper()
 	var first []byte
 	var firstName string
 	var firstRej []incidentlib.LogRejection
+	var firstSeq uint64
 	for _, m := range c.members {
 		if m.db == nil {
 			continue
@@ -161,8 +162,14 @@ func (c *testCluster) same() {
 			c.t.Errorf("check of %s: %v", m.name, problems)
 		}
 		if first == nil {
-			first, firstName, firstRej = buf.Bytes(), m.name, rej
+			first, firstName, firstRej, firstSeq = buf.Bytes(), m.name, rej, m.db.Seq()
 			continue
+		}
+		// The store's change sequence is the same at the same log
+		// position: a change-feed or subscription position read on one
+		// node means the same on another.
+		if seq := m.db.Seq(); seq != firstSeq {
+			c.t.Errorf("the change sequences of %s and %s differ: %d and %d", firstName, m.name, firstSeq, seq)
 		}
 		if !bytes.Equal(first, buf.Bytes()) {
 			c.t.Errorf("the exports of %s and %s differ (%d and %d bytes)", firstName, m.name, len(first), buf.Len())
