@@ -269,8 +269,8 @@ func metric(base string, re *regexp.Regexp) (float64, bool) {
 }
 
 // level waits until the three nodes applied the log to the same position
-// and then compares their stores: the exports of their backups are
-// byte-identical and check is clean on each.
+// and then compares their stores: the exports of their backups, with
+// the history, are byte-identical and check is clean on each.
 func (c *procCluster) level() {
 	t := c.t
 	t.Helper()
@@ -330,6 +330,9 @@ func (c *procCluster) exportOf(n *clusterNode) []byte {
 	defer db.Close()
 	var buf bytes.Buffer
 	if err := db.Export(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.ExportHistory(context.Background(), &buf); err != nil { // every version, author and time
 		t.Fatal(err)
 	}
 	problems, err := db.Check(context.Background())
