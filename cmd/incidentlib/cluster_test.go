@@ -103,6 +103,7 @@ func (p *linkProxy) block(b bool) {
 type clusterNode struct {
 	name, db, listen string
 	peers            []string
+	logLevel         string // other than warn
 	cmd              *exec.Cmd
 	lines            chan string
 	base             string
@@ -164,7 +165,13 @@ func (c *procCluster) start(n *clusterNode) {
 		"--cluster-name", "proc", "--node-name", n.name, "--cluster-listen", n.listen, "--cluster-advertise", "127.0.0.1:1",
 		// Itself too: n1 lists only itself.
 		"--cluster-peers", strings.Join(append([]string{n.listen}, n.peers...), ","), "--cluster-secret-file", c.secret,
-		"--cluster-write-timeout", "3s", "--cluster-start-timeout", "60s", "--response-cache-size", "0"}
+		"--cluster-write-timeout", "3s", "--cluster-start-timeout", "60s", "--response-cache-size", "0",
+		// The leader stores a snapshot every 2 seconds (a wiped node
+		// starts from one).
+		"--cluster-snapshot-interval", "2s"}
+	if n.logLevel != "" {
+		args = append(args, "--log-level", n.logLevel)
+	}
 	cmd := exec.Command(c.bin, args...)
 	cmd.Env = []string{"INCIDENTLIB_ADMIN_TOKEN=" + crashToken}
 	stdout, err := cmd.StdoutPipe()
@@ -537,6 +544,7 @@ func TestClusterProcesses(t *testing.T) {
 		c.level()
 	})
 	t.Run("SIGKILLDuringBurst", func(t *testing.T) { testClusterKill(t, c) })
+	t.Run("WipedFromSnapshot", func(t *testing.T) { testClusterWiped(t, c) })
 	t.Run("SIGSTOP", func(t *testing.T) {
 		stopped := c.leader() // the hardest case: the others must elect a new leader
 		var others []*clusterNode
@@ -602,6 +610,40 @@ func TestClusterProcesses(t *testing.T) {
 			}
 		}
 	})
+}
+
+// testClusterWiped wipes a node that does not lead the stream (its store
+// and its JetStream directory) and starts it again: it starts from the
+// cluster's latest snapshot and catches up with the stream after it.
+func testClusterWiped(t *testing.T, c *procCluster) {
+	leader := c.leader()
+	var wiped *clusterNode
+	for _, n := range c.nodes {
+		if n != leader {
+			wiped = n
+		}
+	}
+	writeUntil(t, leader.base, "IL-7500", "before the snapshot")
+	time.Sleep(5 * time.Second) // at least one snapshot after that write
+	c.kill(wiped)
+	for _, p := range []string{wiped.db, wiped.db + ".jetstream"} {
+		if err := os.RemoveAll(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeUntil(t, leader.base, "IL-7501", "while a node is wiped")
+	wiped.logLevel = "info"
+	defer func() { wiped.logLevel = "" }()
+	c.start(wiped)
+	c.serving(wiped)
+	c.waitReady(wiped)
+	c.level()
+	if !strings.Contains(wiped.stderr.String(), "started from the cluster's snapshot") {
+		t.Fatalf("the wiped node did not start from a snapshot:\n%s", wiped.stderr)
+	}
+	if title, _, err := readTitle(wiped.base, "IL-7501"); err != nil || title != "while a node is wiped" {
+		t.Fatalf("the wiped node reads %q, %v", title, err)
+	}
 }
 
 // testClusterKill sends concurrent writes from several clients through
