@@ -104,6 +104,13 @@ type Config struct {
 	// defaults. They need Services.Sets.
 	SubscriptionLimits live.Options
 	Subscriptions      gqledge.LiveOptions
+	// Stale, if set, says when this server's reads may be behind the
+	// library (a cluster node without a quorum): every response then
+	// carries the header StaleHeader: true, GraphQL responses are marked
+	// with extensions.stale, and the response cache steps aside for
+	// GraphQL (gqledge.Options.Stale). Nil: never stale. It is called on
+	// every request and must be cheap.
+	Stale func() bool
 }
 
 // Services are the library's capabilities the server serves beside the
@@ -200,6 +207,7 @@ func New(svc Services, res *graph.Resolver, es graphql.ExecutableSchema, m *metr
 		CacheControl: cfg.CacheControl, TrustedDocuments: cfg.TrustedDocuments, LogRequests: cfg.LogRequests,
 		ResponseMaxAge: cfg.ResponseMaxAge, Upstream: cfg.Upstream, Limits: cfg.Limits, RateLimit: cfg.RateLimit,
 		CORSOrigins: cfg.CORSOrigins, Extensions: cfg.Extensions, Authenticate: auth.Authenticate, Live: liveOpts,
+		Stale: cfg.Stale,
 	}, svc.Changes, m, gql, queryCache)
 	if err != nil {
 		return nil, err
@@ -248,7 +256,7 @@ func New(svc Services, res *graph.Resolver, es graphql.ExecutableSchema, m *metr
 	if !cfg.Prod {
 		mountGraphiQL(mux, "/graphql")
 	}
-	s.handler = edge.Around(mux)
+	s.handler = edge.Around(markStale(cfg.Stale, mux))
 	return s, nil
 }
 
