@@ -9,7 +9,8 @@
 // (respcache.go, request.go, caching.go) with HTTP caching (httpcache.go),
 // automatic persisted queries (apq.go), trusted documents (trusted.go),
 // the error presenter (errors.go), prod mode and the published schema
-// (prod.go), and the request log with its request ids (requestlog.go),
+// (prod.go), the stale mark of a server whose reads may be behind
+// (stale.go), and the request log with its request ids (requestlog.go),
 // which the edge's layers fill in for each request.
 package gqledge
 
