@@ -64,17 +64,6 @@ func nodeHandler(m *benchMember, cfg server.Config) (http.Handler, error) {
 	}), nil
 }
 
-// warmRecords reads every incident of ids once, so that the store's
-// record cache holds them all, as a server's does after a while.
-func warmRecords(ctx context.Context, db *storage.DB, ids []string) error {
-	for i := 0; i < len(ids); i += 1000 {
-		if _, err := db.FindIncidentsByIDs(ctx, ids[i:min(i+1000, len(ids))]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func (b *clusterBench) reads(ctx context.Context, c *benchCluster, dir string, out io.Writer) error {
 	lf := &b.load
 	defer debug.SetGCPercent(debug.SetGCPercent(lf.gcPercent))
@@ -148,16 +137,7 @@ func (b *clusterBench) reads(ctx context.Context, c *benchCluster, dir string, o
 	if !bytes.Equal(nodeResp, listResp) {
 		return fmt.Errorf("the member's list page differs from the single node's:\n%.400s\n%.400s", nodeResp, listResp)
 	}
-	static := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		for _, k := range []string{"Content-Type", "Content-Length"} {
-			if v := listHeader.Get(k); v != "" {
-				w.Header().Set(k, v)
-			}
-		}
-		_, _ = w.Write(listResp)
-	})
-	staticURL, stopStatic, err := listen(static)
+	staticURL, stopStatic, err := listen(staticHandler(listResp, listHeader))
 	if err != nil {
 		return err
 	}
