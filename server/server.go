@@ -108,10 +108,14 @@ type Config struct {
 	// library (a cluster node without a quorum): every response then
 	// carries the header StaleHeader: true, GraphQL responses are marked
 	// with extensions.stale, and the response cache steps aside for
-	// GraphQL (gqledge.Options.Stale). Nil: never stale. It is called on
+	// GraphQL (server/gqledge/stale.go). Nil: never stale. It is called on
 	// every request and must be cheap.
 	Stale func() bool
 }
+
+// StaleHeader is the response header of a response served while
+// Config.Stale said so, with the value "true"; absent otherwise.
+const StaleHeader = gqledge.StaleHeader
 
 // Services are the library's capabilities the server serves beside the
 // GraphQL resolver, as the root package's interfaces. cmd/incidentlib
@@ -256,7 +260,7 @@ func New(svc Services, res *graph.Resolver, es graphql.ExecutableSchema, m *metr
 	if !cfg.Prod {
 		mountGraphiQL(mux, "/graphql")
 	}
-	s.handler = edge.Around(markStale(cfg.Stale, mux))
+	s.handler = edge.Around(mux)
 	return s, nil
 }
 

@@ -78,7 +78,7 @@ func (o *Edge) freshness() (now, bornAfter int64, store bool) {
 // have passed (guard.go, graphqlHTTP, says why that is enough).
 func (h *cachingHandler) serveHit(w http.ResponseWriter, r *http.Request, raw []byte) bool {
 	o := h.o
-	if !o.cache.enabled() || o.stale() {
+	if !o.cache.enabled() || o.stale(stateOf(r.Context())) {
 		return false
 	}
 	var req gqlRequest
@@ -133,7 +133,7 @@ func (h *cachingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	seq := o.changes.Seq()
 	get := r.Method == http.MethodGet
 	now, bornAfter, store := o.freshness()
-	stale := o.stale()
+	stale := o.stale(st)
 	switch {
 	case stale: // stale.go: the cache steps aside
 		st.cache = cacheBypass

@@ -56,9 +56,10 @@ type Options struct {
 	// /graphql (live.go).
 	Live *LiveOptions
 	// Stale, if set, says when the server's reads may be behind (a
-	// cluster node without a quorum): every GraphQL response is then
-	// marked with extensions.stale and the response cache steps aside
-	// (stale.go). Called on every request: it must be cheap.
+	// cluster node without a quorum): every response through Around then
+	// carries StaleHeader, every GraphQL response extensions.stale, and
+	// the response cache steps aside for GraphQL (stale.go). Called on
+	// every request: it must be cheap.
 	Stale func() bool
 }
 
