@@ -104,7 +104,18 @@ type Config struct {
 	// defaults. They need Services.Sets.
 	SubscriptionLimits live.Options
 	Subscriptions      gqledge.LiveOptions
+	// Stale, if set, says when this server's reads may be behind the
+	// library (a cluster node without a quorum): every response then
+	// carries the header StaleHeader: true, GraphQL responses are marked
+	// with extensions.stale, and the response cache steps aside for
+	// GraphQL (server/gqledge/stale.go). Nil: never stale. It is called on
+	// every request and must be cheap.
+	Stale func() bool
 }
+
+// StaleHeader is the response header of a response served while
+// Config.Stale said so, with the value "true"; absent otherwise.
+const StaleHeader = gqledge.StaleHeader
 
 // Services are the library's capabilities the server serves beside the
 // GraphQL resolver, as the root package's interfaces. cmd/incidentlib
@@ -200,6 +211,7 @@ func New(svc Services, res *graph.Resolver, es graphql.ExecutableSchema, m *metr
 		CacheControl: cfg.CacheControl, TrustedDocuments: cfg.TrustedDocuments, LogRequests: cfg.LogRequests,
 		ResponseMaxAge: cfg.ResponseMaxAge, Upstream: cfg.Upstream, Limits: cfg.Limits, RateLimit: cfg.RateLimit,
 		CORSOrigins: cfg.CORSOrigins, Extensions: cfg.Extensions, Authenticate: auth.Authenticate, Live: liveOpts,
+		Stale: cfg.Stale,
 	}, svc.Changes, m, gql, queryCache)
 	if err != nil {
 		return nil, err

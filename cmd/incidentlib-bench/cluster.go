@@ -10,6 +10,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,13 +24,26 @@ import (
 )
 
 func init() {
-	register("cluster", "three cluster members on loopback against one store: write throughput and p50/p99 at 1, 8 and 32 writers, failover after the stream's leader stops, catch-up of a wiped member", runCluster)
+	register("cluster", "three cluster members on loopback against one store: the list page's read ratio on a member and on a single node, write throughput and p50/p99 at 1, 8 and 32 writers, failover after the stream's leader stops, catch-up of a wiped member from the stream and from a snapshot plus the stream's tail", runCluster)
 }
+
+// The cluster benchmark's parts, in the order they run (-parts).
+const (
+	partReads    = "reads"
+	partWrites   = "writes"
+	partFailover = "failover"
+	partCatchUp  = "catchup"
+)
+
+var clusterParts = []string{partReads, partWrites, partFailover, partCatchUp}
 
 type clusterBench struct {
 	writes    int
 	incidents int
+	tail      int
 	dir       string
+	parts     map[string]bool
+	load      loadFlags // the reads part's: the graphql benchmark's list page and its ratio
 }
 
 func runCluster(ctx context.Context, args []string, stdout io.Writer) error {
@@ -37,12 +52,28 @@ func runCluster(ctx context.Context, args []string, stdout io.Writer) error {
 	var b clusterBench
 	fs.IntVar(&b.writes, "writes", 2000, "upserts per run (each concurrency, each setup)")
 	fs.IntVar(&b.incidents, "incidents", 100_000, "incidents the wiped member catches up with")
+	fs.IntVar(&b.tail, "tail", 1000, "upserts published after the snapshot, which the member that starts from it applies from the stream")
 	fs.StringVar(&b.dir, "db", "", "directory for the stores (default: a temporary directory, removed afterwards)")
+	parts := fs.String("parts", strings.Join(clusterParts, ","), "the parts to run, comma-separated: "+strings.Join(clusterParts, ", "))
+	b.load.register(fs, "the first round's list page on the cluster member", clientTransport)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if b.writes < 100 || b.incidents < 100 {
 		return errors.New("-writes and -incidents must be at least 100")
+	}
+	if b.tail < 1 {
+		return fmt.Errorf("-tail must be at least 1, got %d", b.tail)
+	}
+	if err := b.load.check(); err != nil {
+		return err
+	}
+	b.parts = map[string]bool{}
+	for p := range strings.SplitSeq(*parts, ",") {
+		if p = strings.TrimSpace(p); !slices.Contains(clusterParts, p) {
+			return fmt.Errorf("-parts: unknown part %q (the parts: %s)", p, strings.Join(clusterParts, ", "))
+		}
+		b.parts[p] = true
 	}
 	dir, done, err := workDir(b.dir, "cluster")
 	if err != nil {
@@ -60,9 +91,10 @@ type benchMember struct {
 }
 
 type benchCluster struct {
-	members []*benchMember
-	peers   []string
-	quiet   *slog.Logger
+	members     []*benchMember
+	peers       []string
+	quiet       *slog.Logger
+	recordCache int // each member's store's, in records
 }
 
 func freeAddr() (string, error) {
@@ -74,8 +106,8 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-func newBenchCluster(ctx context.Context, dir string) (*benchCluster, error) {
-	c := &benchCluster{quiet: slog.New(slog.NewTextHandler(io.Discard, nil))}
+func newBenchCluster(ctx context.Context, dir string, recordCache int) (*benchCluster, error) {
+	c := &benchCluster{quiet: slog.New(slog.NewTextHandler(io.Discard, nil)), recordCache: recordCache}
 	for i := range 3 {
 		addr, err := freeAddr()
 		if err != nil {
@@ -119,7 +151,7 @@ func (c *benchCluster) start(ctx context.Context, m *benchMember, bootstrap bool
 			return err
 		}
 	}
-	db, err := storage.Open(m.db, storage.Options{Taxonomy: seeds.MustTaxonomy()})
+	db, err := storage.Open(m.db, storage.Options{Taxonomy: seeds.MustTaxonomy(), RecordCache: c.recordCache})
 	if err != nil {
 		node.Close()
 		return err
@@ -193,28 +225,65 @@ func editorCtx(ctx context.Context) context.Context {
 }
 
 func (b *clusterBench) run(ctx context.Context, dir string, out io.Writer) error {
-	tax := seeds.MustTaxonomy()
-	incs, err := gen.Generate(gen.Options{Count: 500, Seed: 25, FirstID: 1, Taxonomy: tax})
+	loadavg, _ := os.ReadFile("/proc/loadavg")
+	fmt.Fprintf(out, "cluster: parts %v, load average %s", slices.DeleteFunc(slices.Clone(clusterParts), func(p string) bool { return !b.parts[p] }), loadavg)
+	c, err := newBenchCluster(ctx, dir, max(10_000, b.load.count))
 	if err != nil {
 		return err
+	}
+	defer c.close()
+	if b.parts[partReads] {
+		if err := b.reads(ctx, c, dir, out); err != nil {
+			return fmt.Errorf("reads: %w", err)
+		}
+	}
+	if b.parts[partWrites] {
+		if err := b.writeRates(ctx, c, dir, out); err != nil {
+			return fmt.Errorf("writes: %w", err)
+		}
+	}
+	if b.parts[partFailover] {
+		if err := b.failover(ctx, c, out); err != nil {
+			return fmt.Errorf("failover: %w", err)
+		}
+	}
+	if b.parts[partCatchUp] {
+		if err := b.catchUp(ctx, c, out); err != nil {
+			return fmt.Errorf("catch-up: %w", err)
+		}
+	}
+	loadavg, _ = os.ReadFile("/proc/loadavg")
+	fmt.Fprintf(out, "cluster: done, load average %s", loadavg)
+	return nil
+}
+
+// writeIncidents are the incidents the write runs upsert, without links
+// or reviews (each upsert stands alone).
+func writeIncidents() ([]*incidentlib.Incident, error) {
+	incs, err := gen.Generate(gen.Options{Count: 500, Seed: 25, FirstID: 1, Taxonomy: seeds.MustTaxonomy()})
+	if err != nil {
+		return nil, err
 	}
 	for _, inc := range incs {
 		inc.Related, inc.RecurrenceOf = nil, ""
 		inc.Review.ReviewedAt, inc.Review.ReviewedBy = "", ""
 	}
-	loadavg, _ := os.ReadFile("/proc/loadavg")
-	fmt.Fprintf(out, "cluster: %d upserts per run, load average %s", b.writes, loadavg)
+	return incs, nil
+}
 
-	single, err := storage.Open(filepath.Join(dir, "single.db"), storage.Options{Taxonomy: tax})
+// writeRates compares upserts through the cluster's members with upserts
+// into one store, at 1, 8 and 32 writers.
+func (b *clusterBench) writeRates(ctx context.Context, c *benchCluster, dir string, out io.Writer) error {
+	incs, err := writeIncidents()
 	if err != nil {
 		return err
 	}
-	c, err := newBenchCluster(ctx, dir)
+	single, err := storage.Open(filepath.Join(dir, "single.db"), storage.Options{Taxonomy: seeds.MustTaxonomy()})
 	if err != nil {
-		single.Close()
 		return err
 	}
-	defer c.close()
+	defer single.Close()
+	fmt.Fprintf(out, "writes: %d upserts per run\n", b.writes)
 	fmt.Fprintf(out, "%-8s %8s %12s %10s %10s\n", "setup", "writers", "writes/s", "p50", "p99")
 	for _, writers := range []int{1, 8, 32} {
 		rate, lat, err := writeRun(ctx, incs, b.writes, writers, func(ctx context.Context, _ int, inc *incidentlib.Incident) error {
@@ -222,7 +291,6 @@ func (b *clusterBench) run(ctx context.Context, dir string, out io.Writer) error
 			return err
 		})
 		if err != nil {
-			single.Close()
 			return err
 		}
 		fmt.Fprintf(out, "%-8s %8d %12.0f %10s %10s\n", "single", writers, rate, percentile(lat, 0.5).Round(time.Microsecond), percentile(lat, 0.99).Round(time.Microsecond))
@@ -231,66 +299,131 @@ func (b *clusterBench) run(ctx context.Context, dir string, out io.Writer) error
 			return err
 		})
 		if err != nil {
-			single.Close()
 			return err
 		}
 		fmt.Fprintf(out, "%-8s %8d %12.0f %10s %10s\n", "cluster", writers, rate, percentile(lat, 0.5).Round(time.Microsecond), percentile(lat, 0.99).Round(time.Microsecond))
 	}
-	single.Close()
+	return nil
+}
 
-	// Failover: the stream's leader stops; the time to the next write a
-	// remaining member has acknowledged.
+// failover stops the stream's leader and reports the time to the next
+// write a remaining member has acknowledged; the stopped member then
+// starts again and catches up.
+func (b *clusterBench) failover(ctx context.Context, c *benchCluster, out io.Writer) error {
+	incs, err := writeIncidents()
+	if err != nil {
+		return err
+	}
 	var leader *benchMember
 	for _, m := range c.members {
 		if _, err := m.mb.Node.LastSeq(ctx); err == nil && m.mb.Node.Leader() {
 			leader = m
 		}
 	}
-	if leader != nil {
-		var other *benchMember
-		for _, m := range c.members {
-			if m != leader {
-				other = m
-				break
-			}
-		}
-		start := time.Now()
-		stopped := make(chan struct{})
-		go func() { c.stop(leader); close(stopped) }() // its shutdown takes long; the others go on meanwhile
-		for {
-			// Short attempts: the figure is the election, not the write timeout.
-			actx, cancel := context.WithTimeout(editorCtx(ctx), 250*time.Millisecond)
-			_, err := other.mb.Writer.UpsertIncident(actx, incs[0], incidentlib.WriteOptions{})
-			cancel()
-			if err == nil {
-				break
-			}
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-		}
-		fmt.Fprintf(out, "failover: %s after the stream's leader (%s) began to stop, to the next acknowledged write\n", time.Since(start).Round(time.Millisecond), leader.name)
-		<-stopped
-		if err := c.start(ctx, leader, false); err != nil {
-			return err
-		}
-		if err := leader.mb.WaitReady(ctx); err != nil {
-			return err
+	if leader == nil {
+		fmt.Fprintln(out, "failover: no member leads the stream; not measured")
+		return nil
+	}
+	var other *benchMember
+	for _, m := range c.members {
+		if m != leader {
+			other = m
+			break
 		}
 	}
+	start := time.Now()
+	stopped := make(chan struct{})
+	go func() { c.stop(leader); close(stopped) }() // its shutdown takes long; the others go on meanwhile
+	for {
+		// Short attempts: the figure is the election, not the write timeout.
+		actx, cancel := context.WithTimeout(editorCtx(ctx), 250*time.Millisecond)
+		_, err := other.mb.Writer.UpsertIncident(actx, incs[0], incidentlib.WriteOptions{})
+		cancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	fmt.Fprintf(out, "failover: %s after the stream's leader (%s) began to stop, to the next acknowledged write\n", time.Since(start).Round(time.Millisecond), leader.name)
+	<-stopped
+	if err := c.start(ctx, leader, false); err != nil {
+		return err
+	}
+	return leader.mb.WaitReady(ctx)
+}
 
-	// Catch-up of a wiped member holding b.incidents incidents: from a
-	// snapshot, and by replaying the stream.
-	big, err := gen.Generate(gen.Options{Count: b.incidents, Seed: 26, FirstID: 10_000, Taxonomy: tax})
+// catchUp imports b.incidents incidents through the cluster, then wipes
+// a member (its store and its JetStream directory) and times how long it
+// takes to be level again: first replaying the whole stream, then from a
+// snapshot published before b.tail further upserts, which it applies
+// from the stream.
+func (b *clusterBench) catchUp(ctx context.Context, c *benchCluster, out io.Writer) error {
+	big, err := gen.Generate(gen.Options{Count: b.incidents, Seed: 26, FirstID: 1_000_000, Taxonomy: seeds.MustTaxonomy()})
 	if err != nil {
 		return err
 	}
 	for _, inc := range big {
 		inc.Related, inc.RecurrenceOf = nil, ""
+		inc.Review.ReviewedAt, inc.Review.ReviewedBy = "", ""
 	}
 	t := time.Now()
-	for i := 0; i < len(big); i += 10_000 {
-		_, err := c.members[0].mb.Writer.ImportIncidents(editorCtx(ctx), big[i:min(i+10_000, len(big))], incidentlib.ImportOptions{KeepUpdatedAt: true})
+	if err := importThrough(ctx, c, big, 10_000); err != nil {
+		return err
+	}
+	last, err := c.members[0].mb.Node.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "import: %d incidents through the cluster (chunks of 10,000) in %s, applied on every member\n", b.incidents, time.Since(t).Round(time.Millisecond))
+	src, wiped := c.members[0], c.members[2]
+	for _, snapshot := range []bool{false, true} {
+		how := "replaying the whole stream"
+		if snapshot {
+			at := src.mb.Applier.Applied()
+			t := time.Now()
+			if err := src.mb.Node.PublishSnapshot(ctx, at, func(w io.Writer) error { _, err := src.store.Backup(ctx, w); return err }); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "snapshot: published at stream sequence %d in %s\n", at, time.Since(t).Round(time.Millisecond))
+			// The stream's tail: upserts after the snapshot, through the
+			// two members that stay.
+			_, _, err := writeRun(ctx, big, b.tail, 8, func(ctx context.Context, i int, inc *incidentlib.Incident) error {
+				_, err := c.members[i%2].mb.Writer.UpsertIncident(editorCtx(ctx), inc, incidentlib.WriteOptions{})
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if last, err = src.mb.Node.LastSeq(ctx); err != nil {
+				return err
+			}
+			how = fmt.Sprintf("from the snapshot plus the stream's tail (%d writes, sequences %d to %d)", last-at, at+1, last)
+		}
+		c.stop(wiped)
+		for _, p := range []string{wiped.db, wiped.js} {
+			if err := os.RemoveAll(p); err != nil {
+				return err
+			}
+		}
+		t := time.Now()
+		if err := c.start(ctx, wiped, true); err != nil {
+			return err
+		}
+		if err := wiped.mb.Applier.WaitApplied(ctx, last); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "catch-up: a wiped member (store and JetStream directory deleted) level with %d incidents %s in %s\n", b.incidents, how, time.Since(t).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// importThrough imports incs through the first member, chunk incidents
+// an import, and waits until every member has applied them.
+func importThrough(ctx context.Context, c *benchCluster, incs []*incidentlib.Incident, chunk int) error {
+	for i := 0; i < len(incs); i += chunk {
+		_, err := c.members[0].mb.Writer.ImportIncidents(editorCtx(ctx), incs[i:min(i+chunk, len(incs))], incidentlib.ImportOptions{KeepUpdatedAt: true})
 		if err != nil && incidentlib.ErrorCode(err) != incidentlib.EOUTCOMEUNKNOWN { // acknowledged, applied later: waited for below
 			return err
 		}
@@ -303,31 +436,6 @@ func (b *clusterBench) run(ctx context.Context, dir string, out io.Writer) error
 		if err := m.mb.Applier.WaitApplied(ctx, last); err != nil {
 			return err
 		}
-	}
-	fmt.Fprintf(out, "import: %d incidents through the cluster (chunks of 10,000) in %s, applied on every member\n", b.incidents, time.Since(t).Round(time.Millisecond))
-	for _, snapshot := range []bool{false, true} {
-		src, wiped := c.members[0], c.members[2]
-		if snapshot {
-			if err := src.mb.Node.PublishSnapshot(ctx, src.mb.Applier.Applied(), func(w io.Writer) error { _, err := src.store.Backup(ctx, w); return err }); err != nil {
-				return err
-			}
-		}
-		c.stop(wiped)
-		if err := os.Remove(wiped.db); err != nil {
-			return err
-		}
-		t := time.Now()
-		if err := c.start(ctx, wiped, true); err != nil {
-			return err
-		}
-		if err := wiped.mb.Applier.WaitApplied(ctx, last); err != nil {
-			return err
-		}
-		how := "replaying the stream"
-		if snapshot {
-			how = "from a snapshot"
-		}
-		fmt.Fprintf(out, "catch-up: a wiped member level with %d incidents %s in %s\n", b.incidents, how, time.Since(t).Round(time.Millisecond))
 	}
 	return nil
 }

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/99designs/gqlgen/graphql"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/incidentlib/incidentlib"
@@ -332,29 +331,6 @@ func (s clusterStore) ImportIncidents(ctx context.Context, incs []*incidentlib.I
 }
 
 var _ server.Store = clusterStore{}
-
-// staleMarker marks every GraphQL response of a node without a quorum
-// with extensions.stale: its store may be behind the cluster.
-type staleMarker struct{ mb *cluster.Member }
-
-var _ interface {
-	graphql.HandlerExtension
-	graphql.ResponseInterceptor
-} = staleMarker{}
-
-func (staleMarker) ExtensionName() string                   { return "ClusterStale" }
-func (staleMarker) Validate(graphql.ExecutableSchema) error { return nil }
-
-func (s staleMarker) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-	resp := next(ctx)
-	if resp != nil && s.mb.Stale() {
-		if resp.Extensions == nil {
-			resp.Extensions = map[string]any{}
-		}
-		resp.Extensions["stale"] = true
-	}
-	return resp
-}
 
 // withIdempotencyKey hands a request's Idempotency-Key header to the
 // cluster's writer: a retry with the same key applies at most once.

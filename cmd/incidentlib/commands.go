@@ -235,7 +235,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	var store server.Store = db
 	if member != nil {
 		store = clusterStore{DB: db, w: member.Writer}
-		cfg.Extensions = append(cfg.Extensions, staleMarker{member})
+		cfg.Stale = member.Stale // every response marked while the node has no quorum (server.StaleHeader, extensions.stale)
 	}
 	srv, _, err := server.Assemble(store, incidents, searchSvc, m, cfg)
 	if err != nil {

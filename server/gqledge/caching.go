@@ -78,7 +78,7 @@ func (o *Edge) freshness() (now, bornAfter int64, store bool) {
 // have passed (guard.go, graphqlHTTP, says why that is enough).
 func (h *cachingHandler) serveHit(w http.ResponseWriter, r *http.Request, raw []byte) bool {
 	o := h.o
-	if !o.cache.enabled() {
+	if !o.cache.enabled() || o.stale(stateOf(r.Context())) {
 		return false
 	}
 	var req gqlRequest
@@ -133,7 +133,12 @@ func (h *cachingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	seq := o.changes.Seq()
 	get := r.Method == http.MethodGet
 	now, bornAfter, store := o.freshness()
-	if o.cache.enabled() {
+	stale := o.stale(st)
+	switch {
+	case stale: // stale.go: the cache steps aside
+		st.cache = cacheBypass
+		o.cache.outcomes[cacheBypass].Inc()
+	case o.cache.enabled():
 		e, outcome := o.cache.get(key, seq, bornAfter)
 		st.cache = outcome
 		o.cache.outcomes[outcome].Inc()
@@ -142,7 +147,7 @@ func (h *cachingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			o.replay(w, r, e, get)
 			return
 		}
-	} else {
+	default:
 		st.cache = cacheOff
 		o.cache.outcomes[cacheOff].Inc()
 	}
@@ -183,7 +188,7 @@ func (h *cachingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	e.size = int64(len(e.body)) + headerSize(hdr) + entryOverhead
 	o.finish(e)
-	if o.cache.enabled() && store {
+	if o.cache.enabled() && store && !stale {
 		e.body = bytes.Clone(e.body) // the capture's buffer goes back to the pool
 		e.hitDuration = o.reqMetrics.duration.WithLabelValues(o.m.OperationLabel(e.op), cacheHit)
 		o.cache.put(e, o.changes.Seq())

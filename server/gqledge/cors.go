@@ -54,7 +54,7 @@ func (o origins) allows(origin string) bool {
 // The headers a browser may send and read across origins.
 const (
 	corsAllowHeaders  = "Accept, Accept-Language, Authorization, Content-Type, X-Request-Id"
-	corsExposeHeaders = "Retry-After, X-Request-Id"
+	corsExposeHeaders = "Retry-After, X-Request-Id, " + StaleHeader
 	corsMaxAge        = "600"
 )
 

@@ -9,7 +9,8 @@
 // (respcache.go, request.go, caching.go) with HTTP caching (httpcache.go),
 // automatic persisted queries (apq.go), trusted documents (trusted.go),
 // the error presenter (errors.go), prod mode and the published schema
-// (prod.go), and the request log with its request ids (requestlog.go),
+// (prod.go), the stale mark of a server whose reads may be behind
+// (stale.go), and the request log with its request ids (requestlog.go),
 // which the edge's layers fill in for each request.
 package gqledge
 
@@ -54,6 +55,12 @@ type Options struct {
 	// Live, if set, serves subscriptions over SSE and WebSocket on
 	// /graphql (live.go).
 	Live *LiveOptions
+	// Stale, if set, says when the server's reads may be behind (a
+	// cluster node without a quorum): every response through Around then
+	// carries StaleHeader, every GraphQL response extensions.stale, and
+	// the response cache steps aside for GraphQL (stale.go). Called on
+	// every request: it must be cheap.
+	Stale func() bool
 }
 
 // Edge holds the GraphQL edge's features: the guard, the response cache,
@@ -80,6 +87,8 @@ type Edge struct {
 	params memo[*decodedBody]
 
 	live *liveServer // nil without subscriptions
+
+	staleFunc func() bool // Options.Stale; nil: never stale
 }
 
 // New checks the edge's options, registers its metrics on m's registry
@@ -95,7 +104,7 @@ func New(opts Options, changes incidentlib.ChangeLog, m *metrics.Metrics, gql *h
 	}
 	reg := m.Registerer()
 	e := &Edge{changes: changes, m: m, epoch: newEpoch(), cacheControl: opts.CacheControl, logger: opts.Logger,
-		prod: opts.Prod, logRequests: opts.LogRequests, upstream: opts.Upstream, maxAge: opts.ResponseMaxAge}
+		prod: opts.Prod, logRequests: opts.LogRequests, upstream: opts.Upstream, maxAge: opts.ResponseMaxAge, staleFunc: opts.Stale}
 	if e.maxAge < 0 {
 		return nil, fmt.Errorf("the response cache's maximum age must not be negative, got %s", e.maxAge)
 	}
@@ -136,6 +145,9 @@ func New(opts Options, changes incidentlib.ChangeLog, m *metrics.Metrics, gql *h
 		return nil, err
 	}
 	gql.Use(cacheSignal{})
+	if opts.Stale != nil {
+		gql.Use(staleMark{opts.Stale})
+	}
 	rejected := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "incidentlib_trusted_documents_rejected_total",
 		Help: "Operations refused because trusted documents are on, by code (PERSISTED_QUERY_NOT_FOUND, FORBIDDEN).",

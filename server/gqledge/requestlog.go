@@ -44,6 +44,8 @@ type reqState struct {
 	queryPrefix, varsPrefix string
 
 	slot *cacheSlot // while the GraphQL handler runs a cacheable request
+
+	stale bool // the server's reads may be behind (Options.Stale), as read when the request came
 }
 
 // noteHit records that the response was e, from the cache.
@@ -167,6 +169,10 @@ func (o *Edge) requestLog(next http.Handler) http.Handler {
 		ctx := context.WithValue(r.Context(), stateKey{}, st)
 		st.debug = o.logRequests && lines.base.Enabled(ctx, slog.LevelDebug)
 		w.Header()["X-Request-Id"] = []string{st.id}
+		if o.staleFunc != nil && o.staleFunc() { // stale.go
+			st.stale = true
+			w.Header()[StaleHeader] = staleValue
+		}
 		lw.ResponseWriter = w
 		o.reqMetrics.inFlight.Inc()
 		defer o.reqMetrics.inFlight.Dec()

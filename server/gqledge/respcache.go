@@ -55,7 +55,7 @@ const (
 	cacheHit    = "hit"    // served from the cache
 	cacheMiss   = "miss"   // not in the cache: executed
 	cacheStale  = "stale"  // in the cache from an older store sequence: executed
-	cacheBypass = "bypass" // not a request the cache reads: not a GET or JSON POST, malformed, over 64 KiB, or without a document
+	cacheBypass = "bypass" // not a request the cache reads: not a GET or JSON POST, malformed, over 64 KiB, or without a document; or the server's reads are stale (stale.go)
 	cacheOff    = "off"    // the cache is turned off
 )
 
