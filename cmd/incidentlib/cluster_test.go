@@ -404,6 +404,10 @@ func gqlWrite(ctx context.Context, c *http.Client, base, id, title string, expec
 // readTitle reads incident id's title from base, and whether the answer
 // was marked stale.
 func readTitle(base, id string) (title string, stale bool, err error) {
+	return readTitleOnce(base, id, false)
+}
+
+func readTitleOnce(base, id string, retried bool) (title string, stale bool, err error) {
 	body, _ := json.Marshal(map[string]any{"query": `query($id: ID!) { incident(id: $id) { title(lang: EN) } }`, "variables": map[string]any{"id": id}})
 	resp, err := http.Post(base+"/graphql", "application/json", bytes.NewReader(body))
 	if err != nil {
@@ -418,6 +422,15 @@ func readTitle(base, id string) (title string, stale bool, err error) {
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return "", false, err
+	}
+	// The header and the extension say the same (each is read once per
+	// request, at its start and at its end: a request that met the moment
+	// the quorum came or went is asked again).
+	if h := resp.Header.Get("Incidentlib-Stale") == "true"; h != out.Extensions.Stale {
+		if !retried {
+			return readTitleOnce(base, id, true)
+		}
+		return "", false, fmt.Errorf("extensions.stale is %v but the Incidentlib-Stale header says %v", out.Extensions.Stale, h)
 	}
 	if out.Data.Incident != nil {
 		title = out.Data.Incident.Title
