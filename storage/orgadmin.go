@@ -311,18 +311,8 @@ func (db *DB) RenameOrganization(ctx context.Context, author, slug, name string)
 // MergeOrganizations merges organization from into organization into; see
 // incidentlib.TaxonomyAdmin.
 func (db *DB) MergeOrganizations(ctx context.Context, author, from, into string) (*incidentlib.MergeResult, error) {
-	var es incidentlib.Errors
-	if !incidentlib.ValidSlug(from) {
-		es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"from"}, "from %q is not a slug", from))
-	}
-	if !incidentlib.ValidSlug(into) {
-		es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"into"}, "into %q is not a slug", into))
-	}
-	if len(es) == 0 && from == into {
-		es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"into"}, "an organization cannot be merged into itself"))
-	}
-	if len(es) > 0 {
-		return nil, es
+	if err := incidentlib.ValidateMerge(from, into); err != nil {
+		return nil, err
 	}
 	res := &incidentlib.MergeResult{}
 	err := db.adminUpdate(ctx, func(w *writeTx) error {
