@@ -26,9 +26,11 @@ test: check-generate
 	$(GO) test -count=1 -run 'TestNoNPlusOne' ./server/
 	$(MAKE) fuzz FUZZTIME=2000x
 
-# Three-node clusters of embedded members (cluster/): in make test.
+# Three-node clusters of embedded members (cluster/, and serve's handler
+# on three in-process nodes: cmd/incidentlib, not under -race): in make test.
 test-cluster:
 	$(GO) test -count=1 -timeout 6m ./cluster/
+	$(GO) test -count=1 -timeout 3m -run 'TestClusterAdminMutationsThroughHTTP' ./cmd/incidentlib/
 
 # Three real processes under SIGKILL, SIGSTOP and a cut-off node
 # (cmd/incidentlib, tag clustertest). Not in make test yet: the SIGSTOP of
