@@ -16,10 +16,7 @@ import (
 // against the state every node holds at that position) with the author
 // the node authenticated, and answered with this node's apply.
 
-var (
-	_ incidentlib.TaxonomyAdmin = (*Writer)(nil)
-	_ incidentlib.TokenWriter   = (*Writer)(nil)
-)
+var _ incidentlib.TaxonomyAdmin = (*Writer)(nil)
 
 // taxonomy is the taxonomy the writer checks records by: the store's
 // current one when the reader has it (an admin's change replaces it),
@@ -35,7 +32,14 @@ func (wr *Writer) taxonomy() *incidentlib.Taxonomy {
 
 // adminWrite publishes an admin's write on SubjectLibrary, author being
 // the author when ctx carries no identity (write sets the identity's).
-func (wr *Writer) adminWrite(ctx context.Context, author string, w *Write) (Result, error) {
+// target names what the write changes (a token, a term, an
+// organization): a client's idempotency key is narrowed to it, so that
+// the admin writes of one request (several mutations of one document)
+// each have their own key, as the incident writes have theirs by id.
+func (wr *Writer) adminWrite(ctx context.Context, author, target string, w *Write) (Result, error) {
+	if k, ok := ctx.Value(idempotencyKey{}).(string); ok && k != "" {
+		ctx = context.WithValue(ctx, idempotencyKey{}, k+":"+target)
+	}
 	w.Author = author
 	res, err := wr.write(ctx, SubjectLibrary, w)
 	if err != nil {
@@ -68,22 +72,12 @@ func (wr *Writer) CreateToken(ctx context.Context, name string, role incidentlib
 	return secret, res.Token, nil
 }
 
-// CreateTokenHash publishes a token given its hash; see
-// incidentlib.TokenWriter.
-func (wr *Writer) CreateTokenHash(ctx context.Context, name string, role incidentlib.Role, hash []byte, expires time.Time) (*incidentlib.TokenInfo, error) {
-	if err := incidentlib.ValidateNewToken(name, role, expires, wr.Now().UTC().Truncate(time.Second)); err != nil {
-		return nil, err
-	}
-	res, err := wr.createToken(ctx, name, role, hash, expires)
-	return res.Token, err
-}
-
 func (wr *Writer) createToken(ctx context.Context, name string, role incidentlib.Role, hash []byte, expires time.Time) (Result, error) {
 	w := &Write{Op: OpTokenCreate, Name: name, TokenRole: role.String(), TokenHash: hash}
 	if !expires.IsZero() {
 		w.Expires = expires.UTC()
 	}
-	return wr.adminWrite(ctx, "", w)
+	return wr.adminWrite(ctx, "", name, w)
 }
 
 // RevokeToken publishes a revocation; see incidentlib.TokenService.
@@ -91,7 +85,7 @@ func (wr *Writer) RevokeToken(ctx context.Context, name string) (*incidentlib.To
 	if incidentlib.ValidTokenName(name) != "" {
 		return nil, incidentlib.FieldErrorf(incidentlib.ENOTFOUND, []string{"name"}, "no token is named %q", name)
 	}
-	res, err := wr.adminWrite(ctx, "", &Write{Op: OpTokenRevoke, Name: name})
+	res, err := wr.adminWrite(ctx, "", name, &Write{Op: OpTokenRevoke, Name: name})
 	return res.Token, err
 }
 
@@ -103,7 +97,7 @@ func (wr *Writer) AddTerm(ctx context.Context, author string, in incidentlib.Ter
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	res, err := wr.adminWrite(ctx, author, &Write{Op: OpTermAdd, Term: &t})
+	res, err := wr.adminWrite(ctx, author, t.ID(), &Write{Op: OpTermAdd, Term: &t})
 	return res.Term, err
 }
 
@@ -113,7 +107,7 @@ func (wr *Writer) UpdateTerm(ctx context.Context, author string, kind incidentli
 	if err := firstError(incidentlib.ValidateTermKind(kind), incidentlib.ValidateTermUpdate(u)); err != nil {
 		return nil, err
 	}
-	res, err := wr.adminWrite(ctx, author, &Write{Op: OpTermUpdate, Kind: kind, Slug: slug, TermUpdate: &u})
+	res, err := wr.adminWrite(ctx, author, termID(kind, slug), &Write{Op: OpTermUpdate, Kind: kind, Slug: slug, TermUpdate: &u})
 	return res.Term, err
 }
 
@@ -123,7 +117,7 @@ func (wr *Writer) AddTermAliases(ctx context.Context, author string, kind incide
 	if err := firstError(incidentlib.ValidateTermKind(kind), incidentlib.ValidateAliases(aliases)); err != nil {
 		return nil, err
 	}
-	res, err := wr.adminWrite(ctx, author, &Write{Op: OpTermAliases, Kind: kind, Slug: slug, Aliases: aliases})
+	res, err := wr.adminWrite(ctx, author, termID(kind, slug), &Write{Op: OpTermAliases, Kind: kind, Slug: slug, Aliases: aliases})
 	return res.Term, err
 }
 
@@ -133,7 +127,7 @@ func (wr *Writer) DeprecateTerm(ctx context.Context, author string, kind inciden
 	if err := incidentlib.ValidateTermKind(kind); err != nil {
 		return nil, err
 	}
-	res, err := wr.adminWrite(ctx, author, &Write{Op: OpTermDeprecate, Kind: kind, Slug: slug, Deprecated: deprecated})
+	res, err := wr.adminWrite(ctx, author, termID(kind, slug), &Write{Op: OpTermDeprecate, Kind: kind, Slug: slug, Deprecated: deprecated})
 	return res.Term, err
 }
 
@@ -143,7 +137,7 @@ func (wr *Writer) AddOrganization(ctx context.Context, author string, o incident
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	res, err := wr.adminWrite(ctx, author, &Write{Op: OpOrgAdd, Organization: &o})
+	res, err := wr.adminWrite(ctx, author, o.ID(), &Write{Op: OpOrgAdd, Organization: &o})
 	return res.Organization, err
 }
 
@@ -153,7 +147,7 @@ func (wr *Writer) RenameOrganization(ctx context.Context, author, slug, name str
 	if err := incidentlib.ValidateOrganizationName(name); err != nil {
 		return nil, nil, err
 	}
-	res, err := wr.adminWrite(ctx, author, &Write{Op: OpOrgRename, Slug: slug, Name: name})
+	res, err := wr.adminWrite(ctx, author, "org:"+slug, &Write{Op: OpOrgRename, Slug: slug, Name: name})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -165,7 +159,7 @@ func (wr *Writer) MergeOrganizations(ctx context.Context, author, from, into str
 	if err := incidentlib.ValidateMerge(from, into); err != nil {
 		return nil, err
 	}
-	res, err := wr.adminWrite(ctx, author, &Write{Op: OpOrgMerge, From: from, Into: into})
+	res, err := wr.adminWrite(ctx, author, "org:"+from+">"+into, &Write{Op: OpOrgMerge, From: from, Into: into})
 	return res.Merged, err
 }
 
@@ -176,6 +170,12 @@ func (wr *Writer) TaxonomyHistory(ctx context.Context, page incidentlib.PageArgs
 		return ta.TaxonomyHistory(ctx, page)
 	}
 	return nil, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "this node reads no taxonomy history")
+}
+
+// termID is the id of the term kind/slug (Term.ID).
+func termID(kind incidentlib.TermKind, slug string) string {
+	t := incidentlib.Term{Kind: kind, Slug: slug}
+	return t.ID()
 }
 
 // firstError returns the first error that is not nil.

@@ -129,6 +129,20 @@ func TestAdminWritesThroughTheLog(t *testing.T) {
 			t.Fatalf("a refused token was published (log at %d, was %d)", last, before)
 		}
 
+		// A retry of a creation (the same idempotency key) cannot show the
+		// secret again: CONFLICT, and nothing more is written.
+		keyed := cluster.WithIdempotencyKey(admin("boss"), "make-deploy-bot")
+		if _, _, err := n3.mb.Writer.CreateToken(keyed, "deploy-bot", incidentlib.RoleEditor, n3.mb.Writer.Now().AddDate(0, 1, 0)); err != nil {
+			t.Fatal(err)
+		}
+		before = c.levelAll()
+		if _, _, err := n3.mb.Writer.CreateToken(keyed, "deploy-bot", incidentlib.RoleEditor, n3.mb.Writer.Now().AddDate(0, 1, 0)); incidentlib.ErrorCode(err) != incidentlib.ECONFLICT {
+			t.Fatalf("a retried creation answered %v, want CONFLICT", err)
+		}
+		if last := c.levelAll(); last != before {
+			t.Fatalf("a retried creation was applied again (log at %d, was %d)", last, before)
+		}
+
 		got, err := n3.mb.Writer.RevokeToken(admin("boss"), "ci-bot")
 		if err != nil || got.Revoked.IsZero() {
 			t.Fatalf("revokeToken answered %+v, %v", got, err)
@@ -214,8 +228,27 @@ func TestAdminWritesThroughTheLog(t *testing.T) {
 			t.Fatal("the generated incidents name one organization")
 		}
 		w := n3.mb.Writer
-		if _, err := w.AddOrganization(admin("orgs"), "orgs", incidentlib.Organization{Slug: "new-desk", Name: "New Desk"}); err != nil {
-			t.Fatal(err)
+		// Two admin writes of one request (one idempotency key) are two
+		// writes; the request retried writes neither again.
+		req := cluster.WithIdempotencyKey(admin("orgs"), "two-desks")
+		var after uint64
+		for try := range 2 {
+			for _, o := range []incidentlib.Organization{{Slug: "new-desk", Name: "New Desk"}, {Slug: "other-desk", Name: "Other Desk"}} {
+				if got, err := w.AddOrganization(req, "orgs", o); err != nil || got.Slug != o.Slug {
+					t.Fatalf("addOrganization %s answered %+v, %v", o.Slug, got, err)
+				}
+			}
+			if last := c.levelAll(); try == 0 {
+				after = last
+			} else if last != after {
+				t.Fatalf("the retried request wrote again (log at %d, was %d)", last, after)
+			}
+		}
+		for _, m := range c.members {
+			got, err := m.db.FindOrganizationsBySlugs(context.Background(), []string{"new-desk", "other-desk"})
+			if err != nil || len(got) != 2 || got[0] == nil || got[1] == nil {
+				t.Errorf("%s holds the request's organizations as %v, %v", m.name, got, err)
+			}
 		}
 		o, res, err := w.RenameOrganization(admin("orgs"), "orgs", into, "Renamed Org")
 		if err != nil || o.Name != "Renamed Org" || len(res.Incidents) == 0 {
