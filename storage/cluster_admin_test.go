@@ -99,4 +99,25 @@ func TestAdminWritesUnderLogPosition(t *testing.T) {
 			t.Fatal("a refused position wrote its term")
 		}
 	})
+
+	t.Run("RenameAfterALaterWrite", func(t *testing.T) {
+		// An incident last written at a time after the rename's (another
+		// node's clock ahead): its updated_at still grows.
+		inc := corpus(t, 1, 31)[0]
+		inc.UpdatedAt = t0.Add(24 * time.Hour).Format(time.RFC3339Nano)
+		if _, err := db.ImportIncidents(at(6, 24*time.Hour), []*incidentlib.Incident{inc}, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := db.RenameOrganization(at(7, 2*time.Hour), "orgs", inc.OrgSlug, "A New Name"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.FindIncidentsByIDs(context.Background(), []string{inc.ID})
+		if err != nil || len(got) != 1 {
+			t.Fatal(got, err)
+		}
+		if want := t0.Add(24*time.Hour + time.Microsecond).Format(time.RFC3339Nano); got[0].UpdatedAt != want || got[0].Org != "A New Name" {
+			t.Fatalf("renamed: updated_at %s org %q, want %s", got[0].UpdatedAt, got[0].Org, want)
+		}
+		mustCheck(t, db)
+	})
 }

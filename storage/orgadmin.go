@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	bolt "go.etcd.io/bbolt"
@@ -254,13 +255,25 @@ func (w *writeTx) repoint(from string, to incidentlib.Organization, action incid
 		if c.OrgSlug == to.Slug {
 			c.Org = to.Name
 		}
-		c.UpdatedAt = w.now
+		c.UpdatedAt = laterThan(w.now, old.UpdatedAt)
 		if err := w.put(&c); err != nil {
 			return nil, err
 		}
 		ids = append(ids, c.ID)
 	}
 	return ids, nil
+}
+
+// laterThan returns now, or 1µs after prev when now is not after it (the
+// clock of the node that stamped a cluster's write may be behind the one
+// that wrote the incident last): updated_at grows with every version.
+func laterThan(now, prev string) string {
+	n, err1 := incidentlib.ParseTimestamp(now)
+	p, err2 := incidentlib.ParseTimestamp(prev)
+	if err1 != nil || err2 != nil || n.After(p) {
+		return now
+	}
+	return p.Add(time.Microsecond).UTC().Format(time.RFC3339Nano)
 }
 
 // RenameOrganization renames an organization on it and on every incident
