@@ -29,7 +29,8 @@ test: check-generate
 # The cluster's tests, in make test, without the race detector (elections
 # under it are slow): three-node clusters of embedded members (cluster/),
 # then three real processes under SIGKILL, SIGSTOP and a cut-off node
-# (cmd/incidentlib, tag clustertest).
+# (cmd/incidentlib, tag clustertest), and serve's handler on three
+# in-process nodes (TestClusterAdminMutationsThroughHTTP, not under -race).
 test-cluster:
 	$(GO) test -count=1 -timeout 6m ./cluster/
 	$(GO) test -count=1 -timeout 8m -tags clustertest -run 'TestCluster' ./cmd/incidentlib/

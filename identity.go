@@ -2,6 +2,9 @@ package incidentlib
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"strings"
 	"time"
 )
@@ -166,4 +169,44 @@ type TokenService interface {
 	// EUNAUTHENTICATED for a secret that is no token, or whose token is
 	// revoked or expired.
 	Authenticate(ctx context.Context, secret string) (Identity, error)
+}
+
+// TokenWriter stores and revokes tokens by their hash: a cluster's log
+// carries only a token's hash, never its secret (the node that received
+// the request made the secret and tells it to its client alone). Under a
+// log position (WithLogPosition) the times a write records and judges by
+// (created, revoked, expiry) are the position's, not the store's clock.
+type TokenWriter interface {
+	// CreateTokenHash stores a token for name with role whose secret has
+	// the SHA-256 hash; errors as CreateToken's.
+	CreateTokenHash(ctx context.Context, name string, role Role, hash []byte, expires time.Time) (*TokenInfo, error)
+	// RevokeToken is TokenService.RevokeToken.
+	RevokeToken(ctx context.Context, name string) (*TokenInfo, error)
+}
+
+// NewTokenSecret returns a new token's secret (TokenPrefix and 32 random
+// bytes) and its SHA-256 hash, the only form a store keeps.
+func NewTokenSecret() (secret string, hash []byte, err error) {
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", nil, err
+	}
+	secret = TokenPrefix + base64.RawURLEncoding.EncodeToString(raw)
+	sum := sha256.Sum256([]byte(secret))
+	return secret, sum[:], nil
+}
+
+// ValidateNewToken checks a new token's name, role and expiry (after
+// now); EINVALID naming the field.
+func ValidateNewToken(name string, role Role, expires, now time.Time) error {
+	if why := ValidTokenName(name); why != "" {
+		return FieldErrorf(EINVALID, []string{"name"}, "%s", why)
+	}
+	if role < RoleEditor || role > RoleAdmin {
+		return FieldErrorf(EINVALID, []string{"role"}, "a token's role is editor, reviewer or admin")
+	}
+	if !expires.IsZero() && !expires.After(now) {
+		return FieldErrorf(EINVALID, []string{"expiresAt"}, "the expiry %s is not in the future", expires.UTC().Format(time.RFC3339))
+	}
+	return nil
 }

@@ -218,6 +218,34 @@ func ValidateAliases(aliases []string) error {
 	return p.err()
 }
 
+// ValidateTermKind refuses a kind that is none of the taxonomy's
+// (EINVALID, field "kind").
+func ValidateTermKind(kind TermKind) error {
+	if !kind.IsValid() {
+		return FieldErrorf(EINVALID, []string{"kind"}, "kind %q is not one of domain, symptom, component, root_cause, contributing, severity", kind)
+	}
+	return nil
+}
+
+// ValidateMerge checks the slugs of a merge of organization from into
+// organization into (EINVALID, fields "from" and "into").
+func ValidateMerge(from, into string) error {
+	var es Errors
+	if !ValidSlug(from) {
+		es = append(es, FieldErrorf(EINVALID, []string{"from"}, "from %q is not a slug", from))
+	}
+	if !ValidSlug(into) {
+		es = append(es, FieldErrorf(EINVALID, []string{"into"}, "into %q is not a slug", into))
+	}
+	if len(es) == 0 && from == into {
+		es = append(es, FieldErrorf(EINVALID, []string{"into"}, "an organization cannot be merged into itself"))
+	}
+	if len(es) > 0 {
+		return es
+	}
+	return nil
+}
+
 // Validate checks an organization's slug and name with the rules of a
 // record's org and org_slug.
 func (o *Organization) Validate() error {

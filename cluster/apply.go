@@ -14,10 +14,13 @@ import (
 	"github.com/incidentlib/incidentlib"
 )
 
-// Store is what the Applier writes: the library's writes, run under
+// Store is what the Applier writes: the library's writes and the admin's
+// (tokens by their hash, the taxonomy, the organizations), run under
 // incidentlib.WithLogPosition, and the log position.
 type Store interface {
 	incidentlib.IncidentWriter
+	incidentlib.TokenWriter
+	incidentlib.TaxonomyAdmin
 	incidentlib.LogApplier
 }
 
@@ -29,7 +32,15 @@ type Result struct {
 	Deleted  *incidentlib.DeleteResult
 	Imported *incidentlib.ImportResult
 	Purged   *incidentlib.IncidentVersion
-	Err      error
+	// The admin writes' answers.
+	Token        *incidentlib.TokenInfo
+	Term         *incidentlib.Term
+	Organization *incidentlib.Organization
+	Merged       *incidentlib.MergeResult
+	Err          error
+	// tokenHash is the hash of the token a token_create stored, for the
+	// request that made its secret (Writer.CreateToken).
+	tokenHash []byte
 }
 
 // Applier applies the log's messages in order to the node's store, each
@@ -204,7 +215,9 @@ func (a *Applier) applyOnce(ctx context.Context, m Message) Result {
 				res.Imported, res.Err = a.store.ImportIncidents(wctx, recs, incidentlib.ImportOptions{KeepUpdatedAt: w.KeepUpdatedAt, OnlyIfNew: w.OnlyIfNew, Merges: w.Merges})
 			}
 		default:
-			res.Err = incidentlib.Errorf(incidentlib.EINVALID, "message %d: unknown write %q", m.Seq, w.Op)
+			if !a.applyAdmin(wctx, &w, &res) {
+				res.Err = incidentlib.Errorf(incidentlib.EINVALID, "message %d: unknown write %q", m.Seq, w.Op)
+			}
 		}
 	}
 	if res.Err != nil && (incidentlib.IsInternal(incidentlib.ErrorCode(res.Err)) || incidentlib.ErrorCode(res.Err) == incidentlib.ESTORAGEFULL) {

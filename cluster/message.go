@@ -5,21 +5,27 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"strconv"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/incidentlib/incidentlib"
 )
 
 // The versions a message carries (headers HeaderFormat and HeaderRules).
-// FormatVersion is the layout of Write; RulesVersion the rules a write is
-// applied by (validation, stamping, the meaning of each Op). A node that
-// meets a version above its own stops applying (Applier.Newer) instead of
-// refusing the write, so that a rolling upgrade never makes nodes diverge:
-// upgrade every node before any node writes with the new version
-// (docs/cluster.md).
+// FormatVersion is the layout of Write; RulesVersion the newest rule set
+// this node applies writes by (validation, stamping, the meaning of each
+// Op). A message carries the rule set its Op needs (rulesOf): the
+// incident writes need rule set 1, the admin writes (tokens, taxonomy,
+// organizations) rule set 2, so a node of rule set 1 keeps applying the
+// incident writes of an upgraded node and stops at its first admin write.
+// A node that meets a version above its own stops applying
+// (Applier.Stopped) instead of refusing the write, so that a rolling
+// upgrade never makes nodes diverge (docs/cluster.md, "Upgrades").
 const (
 	FormatVersion = 1
-	RulesVersion  = 1
+	RulesVersion  = 2
 	HeaderFormat  = "Incidentlib-Format"
 	HeaderRules   = "Incidentlib-Rules"
 )
@@ -42,7 +48,37 @@ const (
 	// positions and applies them all in one transaction, or none.
 	OpImportChunk  Op = "import_chunk"
 	OpImportCommit Op = "import_commit"
+
+	// The admin writes (rule set 2), on SubjectLibrary: a token made
+	// (only its hash is in the message) or revoked, a term added, changed,
+	// given aliases or deprecated, an organization added, renamed or
+	// merged into another.
+	OpTokenCreate   Op = "token_create"
+	OpTokenRevoke   Op = "token_revoke"
+	OpTermAdd       Op = "term_add"
+	OpTermUpdate    Op = "term_update"
+	OpTermAliases   Op = "term_aliases"
+	OpTermDeprecate Op = "term_deprecate"
+	OpOrgAdd        Op = "org_add"
+	OpOrgRename     Op = "org_rename"
+	OpOrgMerge      Op = "org_merge"
 )
+
+// rulesOf returns the rule set a write of op needs: 2 for the admin
+// writes, 1 for the others.
+func rulesOf(op Op) int {
+	switch op {
+	case OpTokenCreate, OpTokenRevoke, OpTermAdd, OpTermUpdate, OpTermAliases, OpTermDeprecate, OpOrgAdd, OpOrgRename, OpOrgMerge:
+		return 2
+	}
+	return 1
+}
+
+// header is the headers of a message of op: the format and the rule set
+// it needs.
+func header(op Op) nats.Header {
+	return nats.Header{HeaderFormat: {strconv.Itoa(FormatVersion)}, HeaderRules: {strconv.Itoa(rulesOf(op))}}
+}
 
 // Write is one message of the log: a write of the library as the node that
 // received it validated and stamped it. Applying it on any node gives the
@@ -77,6 +113,28 @@ type Write struct {
 	Merges        map[string]string `json:"merges,omitempty"`
 	// Chunks are the log positions of an import's chunks (OpImportCommit).
 	Chunks []uint64 `json:"chunks,omitempty"`
+
+	// The admin writes. Name is a token's name (token_*) or an
+	// organization's new name (org_rename); TokenRole, TokenHash (the
+	// SHA-256 of the secret: the secret itself never enters the log) and
+	// Expires a new token's.
+	Name      string    `json:"name,omitempty"`
+	TokenRole string    `json:"token_role,omitempty"`
+	TokenHash []byte    `json:"token_sha256,omitempty"`
+	Expires   time.Time `json:"expires,omitzero"`
+	// Term is the term added; Kind and Slug the term changed (Slug also
+	// the organization renamed); TermUpdate, Aliases and Deprecated the
+	// change.
+	Term       *incidentlib.Term       `json:"term,omitempty"`
+	Kind       incidentlib.TermKind    `json:"kind,omitempty"`
+	Slug       string                  `json:"slug,omitempty"`
+	TermUpdate *incidentlib.TermUpdate `json:"term_update,omitempty"`
+	Aliases    []string                `json:"aliases,omitempty"`
+	Deprecated bool                    `json:"deprecated,omitempty"`
+	// Organization is the organization added; From and Into a merge's.
+	Organization *incidentlib.Organization `json:"organization,omitempty"`
+	From         string                    `json:"from,omitempty"`
+	Into         string                    `json:"into,omitempty"`
 }
 
 func (w *Write) encode() ([]byte, error) { return json.Marshal(w) }

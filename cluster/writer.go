@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/incidentlib/incidentlib"
 )
 
@@ -49,7 +47,7 @@ func (wr *Writer) UpsertIncident(ctx context.Context, in *incidentlib.Incident, 
 	// (the store repeats them at apply, with the stored state).
 	inc := *in
 	inc.UpdatedAt = ""
-	if err := inc.ValidateIncoming(wr.tax, wr.maxRecord, 0); err != nil {
+	if err := inc.ValidateIncoming(wr.taxonomy(), wr.maxRecord, 0); err != nil {
 		return nil, err
 	}
 	res, err := wr.write(ctx, IncidentSubject(inc.ID), &Write{Op: OpUpsert, ID: inc.ID, Record: in, ExpectedUpdatedAt: opts.ExpectedUpdatedAt, ExpectedVersion: opts.ExpectedVersion})
@@ -128,7 +126,7 @@ func (wr *Writer) ImportIncidents(ctx context.Context, incs []*incidentlib.Incid
 		if inc == nil {
 			continue
 		}
-		for _, e := range incidentlib.ErrorList(inc.ValidateIncoming(wr.tax, wr.maxRecord, 0)) {
+		for _, e := range incidentlib.ErrorList(inc.ValidateIncoming(wr.taxonomy(), wr.maxRecord, 0)) {
 			es = append(es, &incidentlib.Error{Code: e.Code, Field: append([]string{strconv.Itoa(i)}, e.Field...), Message: fmt.Sprintf("record %d (%s): %s", i, inc.ID, e.Message)})
 		}
 	}
@@ -158,7 +156,7 @@ const chunkBytes = MaxMessageBytes / 2
 // positions for the commit. Chunks without a commit are never applied.
 func (wr *Writer) publishChunks(ctx context.Context, incs []*incidentlib.Incident) ([]uint64, error) {
 	var seqs []uint64
-	hdr := nats.Header{HeaderFormat: {strconv.Itoa(FormatVersion)}, HeaderRules: {strconv.Itoa(RulesVersion)}}
+	hdr := header(OpImportChunk)
 	key := idempotencyKeyOf(ctx, OpImportChunk, "")
 	send := func(part []*incidentlib.Incident) error {
 		data, err := (&Write{Op: OpImportChunk, Records: part}).encode()
@@ -209,7 +207,7 @@ func (wr *Writer) write(ctx context.Context, subject string, w *Write) (Result, 
 	if id, ok := incidentlib.IdentityFrom(ctx); ok {
 		w.Author, w.Role = id.Name, id.Role.String()
 	}
-	hdr := nats.Header{HeaderFormat: {strconv.Itoa(FormatVersion)}, HeaderRules: {strconv.Itoa(RulesVersion)}}
+	hdr := header(w.Op)
 	// A write refused before it is published (no leader during an
 	// election, a node behind) is tried again until the write timeout:
 	// nothing was written.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	bolt "go.etcd.io/bbolt"
@@ -254,13 +255,25 @@ func (w *writeTx) repoint(from string, to incidentlib.Organization, action incid
 		if c.OrgSlug == to.Slug {
 			c.Org = to.Name
 		}
-		c.UpdatedAt = w.now
+		c.UpdatedAt = laterThan(w.now, old.UpdatedAt)
 		if err := w.put(&c); err != nil {
 			return nil, err
 		}
 		ids = append(ids, c.ID)
 	}
 	return ids, nil
+}
+
+// laterThan returns now, or 1µs after prev when now is not after it (the
+// clock of the node that stamped a cluster's write may be behind the one
+// that wrote the incident last): updated_at grows with every version.
+func laterThan(now, prev string) string {
+	n, err1 := incidentlib.ParseTimestamp(now)
+	p, err2 := incidentlib.ParseTimestamp(prev)
+	if err1 != nil || err2 != nil || n.After(p) {
+		return now
+	}
+	return p.Add(time.Microsecond).UTC().Format(time.RFC3339Nano)
 }
 
 // RenameOrganization renames an organization on it and on every incident
@@ -311,18 +324,8 @@ func (db *DB) RenameOrganization(ctx context.Context, author, slug, name string)
 // MergeOrganizations merges organization from into organization into; see
 // incidentlib.TaxonomyAdmin.
 func (db *DB) MergeOrganizations(ctx context.Context, author, from, into string) (*incidentlib.MergeResult, error) {
-	var es incidentlib.Errors
-	if !incidentlib.ValidSlug(from) {
-		es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"from"}, "from %q is not a slug", from))
-	}
-	if !incidentlib.ValidSlug(into) {
-		es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"into"}, "into %q is not a slug", into))
-	}
-	if len(es) == 0 && from == into {
-		es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"into"}, "an organization cannot be merged into itself"))
-	}
-	if len(es) > 0 {
-		return nil, es
+	if err := incidentlib.ValidateMerge(from, into); err != nil {
+		return nil, err
 	}
 	res := &incidentlib.MergeResult{}
 	err := db.adminUpdate(ctx, func(w *writeTx) error {

@@ -32,9 +32,12 @@ func appendHistory(tx *bolt.Tx, ch *incidentlib.TaxonomyChange) error {
 
 // adminUpdate runs fn, an admin's change of the taxonomy or the
 // organizations, in a write transaction of its own. An error from fn
-// rolls everything back: a refusal writes nothing. After the commit the
-// taxonomy and the organization aliases in memory are replaced, then the
-// new sequence is published.
+// rolls everything back: a refusal writes nothing. Under a log position
+// (a cluster's write) the change is stamped with the position's time and
+// the position is stored in the same transaction, also when the change
+// writes nothing; a position at or below the stored one is refused.
+// After the commit the taxonomy and the organization aliases in memory
+// are replaced, then the new sequence is published.
 func (db *DB) adminUpdate(ctx context.Context, fn func(w *writeTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return ctxError(err)
@@ -51,18 +54,24 @@ func (db *DB) adminUpdate(ctx context.Context, fn func(w *writeTx) error) error 
 	start := time.Now()
 	err := db.updateGuarded(func(tx *bolt.Tx) error {
 		w := newWriteTx(db, tx)
+		logged, err := w.startLogged(ctx) // a cluster log's write (cluster.go)
+		if err != nil {
+			return err
+		}
 		before := w.seq
 		if err := fn(w); err != nil {
 			return err
 		}
 		if wrote = w.seq != before; !wrote {
-			return nil
+			return w.endLogged(logged, nil) // the position moves all the same
 		}
 		if err := w.flush(); err != nil {
 			return err
 		}
+		if err := w.endLogged(logged, nil); err != nil {
+			return err
+		}
 		seq = w.seq
-		var err error
 		if tax, err = taxonomyOf(tx, db.taxes.builtin); err != nil {
 			return err
 		}
@@ -118,13 +127,6 @@ func termIn(w *writeTx, kind incidentlib.TermKind, slug string) (*incidentlib.Te
 	c := *t
 	c.Aliases = slices.Clone(t.Aliases)
 	return &c, tax, nil
-}
-
-func validKind(kind incidentlib.TermKind) error {
-	if !kind.IsValid() {
-		return incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"kind"}, "kind %q is not one of domain, symptom, component, root_cause, contributing, severity", kind)
-	}
-	return nil
 }
 
 // AddTerm adds a term; see incidentlib.TaxonomyAdmin.
@@ -193,7 +195,7 @@ func aliasConflicts(tax *incidentlib.Taxonomy, t *incidentlib.Term, aliases []st
 // the history with the term before and after.
 func (db *DB) updateTerm(ctx context.Context, author string, kind incidentlib.TermKind, slug string, argErr error,
 	change func(t, old *incidentlib.Term, tax *incidentlib.Taxonomy) (incidentlib.TaxonomyAction, error)) (*incidentlib.Term, error) {
-	if err := validKind(kind); err != nil {
+	if err := incidentlib.ValidateTermKind(kind); err != nil {
 		return nil, err
 	}
 	if argErr != nil {

@@ -2,11 +2,10 @@ package storage
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -176,6 +175,8 @@ func putToken(b *bolt.Bucket, r *tokenRecord) error {
 }
 
 // writeToken stores r in its own write transaction and then in memory.
+// Under a log position (a cluster's write) the position is checked and
+// stored in the same transaction.
 func (db *DB) writeToken(ctx context.Context, r *tokenRecord) error {
 	if err := ctx.Err(); err != nil {
 		return ctxError(err)
@@ -183,7 +184,17 @@ func (db *DB) writeToken(ctx context.Context, r *tokenRecord) error {
 	if err := db.refuseWrite(); err != nil {
 		return err
 	}
-	err := db.writeError(db.updateGuarded(func(tx *bolt.Tx) error { return putToken(tx.Bucket(bucketTokens), r) }))
+	err := db.writeError(db.updateGuarded(func(tx *bolt.Tx) error {
+		w := newWriteTx(db, tx)
+		logged, err := w.startLogged(ctx)
+		if err != nil {
+			return err
+		}
+		if err := putToken(tx.Bucket(bucketTokens), r); err != nil {
+			return err
+		}
+		return w.endLogged(logged, nil)
+	}))
 	if err != nil {
 		return err
 	}
@@ -191,38 +202,58 @@ func (db *DB) writeToken(ctx context.Context, r *tokenRecord) error {
 	return nil
 }
 
-// CreateToken implements incidentlib.TokenService.
+// tokenNow is the time a token write records and judges expiry by: the
+// log position's for a cluster's write (the same on every node), else
+// the store's clock.
+func (db *DB) tokenNow(ctx context.Context) time.Time {
+	if p, ok := incidentlib.LogPositionFrom(ctx); ok {
+		return p.At.UTC()
+	}
+	return db.Now().UTC()
+}
+
+// CreateToken implements incidentlib.TokenService: a new secret, stored
+// as its hash by CreateTokenHash.
 func (db *DB) CreateToken(ctx context.Context, name string, role incidentlib.Role, expires time.Time) (string, *incidentlib.TokenInfo, error) {
-	if why := incidentlib.ValidTokenName(name); why != "" {
-		return "", nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"name"}, "%s", why)
-	}
-	if role < incidentlib.RoleEditor || role > incidentlib.RoleAdmin {
-		return "", nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"role"}, "a token's role is editor, reviewer or admin")
-	}
-	now := db.Now().UTC().Truncate(time.Second)
-	if !expires.IsZero() && !expires.After(now) {
-		return "", nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"expiresAt"}, "the expiry %s is not in the future", expires.UTC().Format(time.RFC3339))
-	}
-	raw := make([]byte, 32)
-	if _, err := rand.Read(raw); err != nil {
+	if err := incidentlib.ValidateNewToken(name, role, expires, db.tokenNow(ctx).Truncate(time.Second)); err != nil {
 		return "", nil, err
 	}
-	secret := incidentlib.TokenPrefix + base64.RawURLEncoding.EncodeToString(raw)
-	sum := sha256.Sum256([]byte(secret))
-	r := &tokenRecord{Name: name, Role: role.String(), Hash: sum[:], Created: now}
+	secret, hash, err := incidentlib.NewTokenSecret()
+	if err != nil {
+		return "", nil, err
+	}
+	info, err := db.CreateTokenHash(ctx, name, role, hash, expires)
+	if err != nil {
+		return "", nil, err
+	}
+	return secret, info, nil
+}
+
+// CreateTokenHash stores a token whose secret has the SHA-256 hash; see
+// incidentlib.TokenWriter.
+func (db *DB) CreateTokenHash(ctx context.Context, name string, role incidentlib.Role, hash []byte, expires time.Time) (*incidentlib.TokenInfo, error) {
+	at := db.tokenNow(ctx)
+	now := at.Truncate(time.Second)
+	if err := incidentlib.ValidateNewToken(name, role, expires, now); err != nil {
+		return nil, err
+	}
+	if len(hash) != sha256.Size {
+		return nil, incidentlib.Errorf(incidentlib.EINVALID, "a token's hash is %d bytes, not %d", sha256.Size, len(hash))
+	}
+	r := &tokenRecord{Name: name, Role: role.String(), Hash: slices.Clone(hash), Created: now}
 	if !expires.IsZero() {
 		r.Expires = expires.UTC()
 	}
 	db.tokens.mu.Lock()
 	defer db.tokens.mu.Unlock()
-	if old, ok := db.tokens.byName[name]; ok && old.active(db.Now()) {
-		return "", nil, incidentlib.FieldErrorf(incidentlib.ECONFLICT, []string{"name"}, "a token named %q exists; revoke it first", name)
+	if old, ok := db.tokens.byName[name]; ok && old.active(at) {
+		return nil, incidentlib.FieldErrorf(incidentlib.ECONFLICT, []string{"name"}, "a token named %q exists; revoke it first", name)
 	}
 	if err := db.writeToken(ctx, r); err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	delete(db.tokens.used, name)
-	return secret, r.info(), nil
+	return r.info(), nil
 }
 
 // ListTokens implements incidentlib.TokenService.
@@ -256,7 +287,7 @@ func (db *DB) RevokeToken(ctx context.Context, name string) (*incidentlib.TokenI
 		return nil, incidentlib.FieldErrorf(incidentlib.ECONFLICT, []string{"name"}, "the token %q was revoked already", name)
 	}
 	r := *old
-	r.Revoked = db.Now().UTC().Truncate(time.Second)
+	r.Revoked = db.tokenNow(ctx).Truncate(time.Second)
 	if at, ok := db.tokens.used[name]; ok && at.After(r.LastUsed) {
 		r.LastUsed = at
 	}

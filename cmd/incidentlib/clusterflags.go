@@ -379,45 +379,41 @@ func (c *clusterFlags) excludes(of *outboundFlags) error {
 	return nil
 }
 
-// errNotReplicated refuses, on a cluster node, the writes the cluster's
-// log does not carry yet: made on one node, they would be that node's
-// alone.
-func errNotReplicated(what string) error {
-	return incidentlib.Errorf(incidentlib.EUNAVAILABLE, "%s are not replicated by the cluster yet: on a cluster node they are refused (nothing was written); use --admin-token on every node", what)
+// The admin's writes go through the cluster's log too (cluster/admin.go):
+// a token's secret is made on this node and only its hash is published.
+
+func (s clusterStore) CreateToken(ctx context.Context, name string, role incidentlib.Role, expires time.Time) (string, *incidentlib.TokenInfo, error) {
+	return s.w.CreateToken(ctx, name, role, expires)
 }
 
-func (s clusterStore) CreateToken(context.Context, string, incidentlib.Role, time.Time) (string, *incidentlib.TokenInfo, error) {
-	return "", nil, errNotReplicated("API tokens")
+func (s clusterStore) RevokeToken(ctx context.Context, name string) (*incidentlib.TokenInfo, error) {
+	return s.w.RevokeToken(ctx, name)
 }
 
-func (s clusterStore) RevokeToken(context.Context, string) (*incidentlib.TokenInfo, error) {
-	return nil, errNotReplicated("API tokens")
+func (s clusterStore) AddTerm(ctx context.Context, author string, t incidentlib.Term) (*incidentlib.Term, error) {
+	return s.w.AddTerm(ctx, author, t)
 }
 
-func (s clusterStore) AddTerm(context.Context, string, incidentlib.Term) (*incidentlib.Term, error) {
-	return nil, errNotReplicated("taxonomy changes")
+func (s clusterStore) UpdateTerm(ctx context.Context, author string, kind incidentlib.TermKind, slug string, u incidentlib.TermUpdate) (*incidentlib.Term, error) {
+	return s.w.UpdateTerm(ctx, author, kind, slug, u)
 }
 
-func (s clusterStore) UpdateTerm(context.Context, string, incidentlib.TermKind, string, incidentlib.TermUpdate) (*incidentlib.Term, error) {
-	return nil, errNotReplicated("taxonomy changes")
+func (s clusterStore) AddTermAliases(ctx context.Context, author string, kind incidentlib.TermKind, slug string, aliases []string) (*incidentlib.Term, error) {
+	return s.w.AddTermAliases(ctx, author, kind, slug, aliases)
 }
 
-func (s clusterStore) AddTermAliases(context.Context, string, incidentlib.TermKind, string, []string) (*incidentlib.Term, error) {
-	return nil, errNotReplicated("taxonomy changes")
+func (s clusterStore) DeprecateTerm(ctx context.Context, author string, kind incidentlib.TermKind, slug string, deprecated bool) (*incidentlib.Term, error) {
+	return s.w.DeprecateTerm(ctx, author, kind, slug, deprecated)
 }
 
-func (s clusterStore) DeprecateTerm(context.Context, string, incidentlib.TermKind, string, bool) (*incidentlib.Term, error) {
-	return nil, errNotReplicated("taxonomy changes")
+func (s clusterStore) AddOrganization(ctx context.Context, author string, o incidentlib.Organization) (*incidentlib.Organization, error) {
+	return s.w.AddOrganization(ctx, author, o)
 }
 
-func (s clusterStore) AddOrganization(context.Context, string, incidentlib.Organization) (*incidentlib.Organization, error) {
-	return nil, errNotReplicated("organization changes")
+func (s clusterStore) RenameOrganization(ctx context.Context, author, slug, name string) (*incidentlib.Organization, *incidentlib.MergeResult, error) {
+	return s.w.RenameOrganization(ctx, author, slug, name)
 }
 
-func (s clusterStore) RenameOrganization(context.Context, string, string, string) (*incidentlib.Organization, *incidentlib.MergeResult, error) {
-	return nil, nil, errNotReplicated("organization changes")
-}
-
-func (s clusterStore) MergeOrganizations(context.Context, string, string, string) (*incidentlib.MergeResult, error) {
-	return nil, errNotReplicated("organization changes")
+func (s clusterStore) MergeOrganizations(ctx context.Context, author, from, into string) (*incidentlib.MergeResult, error) {
+	return s.w.MergeOrganizations(ctx, author, from, into)
 }

@@ -83,24 +83,29 @@ func TestServeWithSeedsAndShutdown(t *testing.T) {
 
 func waitHealthy(t *testing.T, base string, done chan error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	waitReadyFor(t, base, done, 30*time.Second)
+}
+
+// waitReadyFor waits until the server at base is ready (/readyz 200).
+func waitReadyFor(t *testing.T, base string, done chan error, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-done:
-			done <- err // for the caller's deferred wait
+			done <- err
 			t.Fatalf("serve ended early: %v", err)
 		default:
 		}
-		resp, err := http.Get(base + "/readyz")
-		if err == nil {
+		if resp, err := http.Get(base + "/readyz"); err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == 200 {
+			if resp.StatusCode == http.StatusOK {
 				return
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatal("server did not become ready")
+	t.Fatalf("%s did not become ready", base)
 }
 
 func TestSeedNoneKeepsTaxonomyOnly(t *testing.T) {

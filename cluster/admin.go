@@ -1,0 +1,236 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// The admin's writes through the log: API tokens, the taxonomy and the
+// organizations (rule set 2, rulesOf). Each is checked on the receiving
+// node where the check needs no stored state, published on
+// SubjectLibrary (they are no incident's: the store judges them at apply
+// against the state every node holds at that position) with the author
+// the node authenticated, and answered with this node's apply.
+
+var _ incidentlib.TaxonomyAdmin = (*Writer)(nil)
+
+// taxonomy is the taxonomy the writer checks records by: the store's
+// current one when the reader has it (an admin's change replaces it),
+// else the one the writer was made with.
+func (wr *Writer) taxonomy() *incidentlib.Taxonomy {
+	if ts, ok := wr.reader.(incidentlib.TaxonomyService); ok {
+		if t := ts.Taxonomy(); t != nil {
+			return t
+		}
+	}
+	return wr.tax
+}
+
+// adminWrite publishes an admin's write on SubjectLibrary, author being
+// the author when ctx carries no identity (write sets the identity's).
+// target names what the write changes (a token, a term, an
+// organization): a client's idempotency key is narrowed to it, so that
+// the admin writes of one request (several mutations of one document)
+// each have their own key, as the incident writes have theirs by id.
+func (wr *Writer) adminWrite(ctx context.Context, author, target string, w *Write) (Result, error) {
+	if k, ok := ctx.Value(idempotencyKey{}).(string); ok && k != "" {
+		ctx = context.WithValue(ctx, idempotencyKey{}, k+":"+target)
+	}
+	w.Author = author
+	res, err := wr.write(ctx, SubjectLibrary, w)
+	if err != nil {
+		return Result{}, err
+	}
+	return res, res.Err
+}
+
+// CreateToken makes the token's secret on this node and publishes only
+// its hash; the secret is answered once this node applied the write, and
+// never enters the log. See incidentlib.TokenService.
+func (wr *Writer) CreateToken(ctx context.Context, name string, role incidentlib.Role, expires time.Time) (string, *incidentlib.TokenInfo, error) {
+	if err := incidentlib.ValidateNewToken(name, role, expires, wr.Now().UTC().Truncate(time.Second)); err != nil {
+		return "", nil, err
+	}
+	secret, hash, err := incidentlib.NewTokenSecret()
+	if err != nil {
+		return "", nil, err
+	}
+	res, err := wr.createToken(ctx, name, role, hash, expires)
+	if err != nil {
+		return "", nil, err
+	}
+	if !bytes.Equal(res.tokenHash, hash) {
+		// A retry (the same idempotency key) of a creation whose answer
+		// was lost: its secret is not known here.
+		return "", nil, incidentlib.FieldErrorf(incidentlib.ECONFLICT, []string{"name"},
+			"the token %q was made by an earlier try of this request, whose secret is shown only once: revoke it and make another", name)
+	}
+	return secret, res.Token, nil
+}
+
+func (wr *Writer) createToken(ctx context.Context, name string, role incidentlib.Role, hash []byte, expires time.Time) (Result, error) {
+	w := &Write{Op: OpTokenCreate, Name: name, TokenRole: role.String(), TokenHash: hash}
+	if !expires.IsZero() {
+		w.Expires = expires.UTC()
+	}
+	return wr.adminWrite(ctx, "", name, w)
+}
+
+// RevokeToken publishes a revocation; see incidentlib.TokenService.
+func (wr *Writer) RevokeToken(ctx context.Context, name string) (*incidentlib.TokenInfo, error) {
+	if incidentlib.ValidTokenName(name) != "" {
+		return nil, incidentlib.FieldErrorf(incidentlib.ENOTFOUND, []string{"name"}, "no token is named %q", name)
+	}
+	res, err := wr.adminWrite(ctx, "", name, &Write{Op: OpTokenRevoke, Name: name})
+	return res.Token, err
+}
+
+// AddTerm publishes a new term; see incidentlib.TaxonomyAdmin.
+func (wr *Writer) AddTerm(ctx context.Context, author string, in incidentlib.Term) (*incidentlib.Term, error) {
+	t := in
+	t.Deprecated = false
+	t.Aliases = slices.Clone(in.Aliases)
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	res, err := wr.adminWrite(ctx, author, t.ID(), &Write{Op: OpTermAdd, Term: &t})
+	return res.Term, err
+}
+
+// UpdateTerm publishes a change of a term's texts; see
+// incidentlib.TaxonomyAdmin.
+func (wr *Writer) UpdateTerm(ctx context.Context, author string, kind incidentlib.TermKind, slug string, u incidentlib.TermUpdate) (*incidentlib.Term, error) {
+	if err := firstError(incidentlib.ValidateTermKind(kind), incidentlib.ValidateTermUpdate(u)); err != nil {
+		return nil, err
+	}
+	res, err := wr.adminWrite(ctx, author, termID(kind, slug), &Write{Op: OpTermUpdate, Kind: kind, Slug: slug, TermUpdate: &u})
+	return res.Term, err
+}
+
+// AddTermAliases publishes aliases of a term; see
+// incidentlib.TaxonomyAdmin.
+func (wr *Writer) AddTermAliases(ctx context.Context, author string, kind incidentlib.TermKind, slug string, aliases []string) (*incidentlib.Term, error) {
+	if err := firstError(incidentlib.ValidateTermKind(kind), incidentlib.ValidateAliases(aliases)); err != nil {
+		return nil, err
+	}
+	res, err := wr.adminWrite(ctx, author, termID(kind, slug), &Write{Op: OpTermAliases, Kind: kind, Slug: slug, Aliases: aliases})
+	return res.Term, err
+}
+
+// DeprecateTerm publishes a term's deprecation or its taking back; see
+// incidentlib.TaxonomyAdmin.
+func (wr *Writer) DeprecateTerm(ctx context.Context, author string, kind incidentlib.TermKind, slug string, deprecated bool) (*incidentlib.Term, error) {
+	if err := incidentlib.ValidateTermKind(kind); err != nil {
+		return nil, err
+	}
+	res, err := wr.adminWrite(ctx, author, termID(kind, slug), &Write{Op: OpTermDeprecate, Kind: kind, Slug: slug, Deprecated: deprecated})
+	return res.Term, err
+}
+
+// AddOrganization publishes a new organization; see
+// incidentlib.TaxonomyAdmin.
+func (wr *Writer) AddOrganization(ctx context.Context, author string, o incidentlib.Organization) (*incidentlib.Organization, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	res, err := wr.adminWrite(ctx, author, o.ID(), &Write{Op: OpOrgAdd, Organization: &o})
+	return res.Organization, err
+}
+
+// RenameOrganization publishes an organization's new name, which apply
+// writes on every incident that names it; see incidentlib.TaxonomyAdmin.
+func (wr *Writer) RenameOrganization(ctx context.Context, author, slug, name string) (*incidentlib.Organization, *incidentlib.MergeResult, error) {
+	if err := incidentlib.ValidateOrganizationName(name); err != nil {
+		return nil, nil, err
+	}
+	res, err := wr.adminWrite(ctx, author, "org:"+slug, &Write{Op: OpOrgRename, Slug: slug, Name: name})
+	if err != nil {
+		return nil, nil, err
+	}
+	return res.Organization, res.Merged, nil
+}
+
+// MergeOrganizations publishes a merge; see incidentlib.TaxonomyAdmin.
+func (wr *Writer) MergeOrganizations(ctx context.Context, author, from, into string) (*incidentlib.MergeResult, error) {
+	if err := incidentlib.ValidateMerge(from, into); err != nil {
+		return nil, err
+	}
+	res, err := wr.adminWrite(ctx, author, "org:"+from+">"+into, &Write{Op: OpOrgMerge, From: from, Into: into})
+	return res.Merged, err
+}
+
+// TaxonomyHistory reads the store's history; see
+// incidentlib.TaxonomyAdmin.
+func (wr *Writer) TaxonomyHistory(ctx context.Context, page incidentlib.PageArgs) (*incidentlib.TaxonomyChangePage, error) {
+	if ta, ok := wr.reader.(incidentlib.TaxonomyAdmin); ok {
+		return ta.TaxonomyHistory(ctx, page)
+	}
+	return nil, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "this node reads no taxonomy history")
+}
+
+// termID is the id of the term kind/slug (Term.ID).
+func termID(kind incidentlib.TermKind, slug string) string {
+	t := incidentlib.Term{Kind: kind, Slug: slug}
+	return t.ID()
+}
+
+// firstError returns the first error that is not nil.
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyAdmin applies an admin's write w to the store, its answer in res;
+// false when w is no admin's write.
+func (a *Applier) applyAdmin(ctx context.Context, w *Write, res *Result) bool {
+	s := a.store
+	switch w.Op {
+	case OpTokenCreate:
+		role, err := incidentlib.ParseRole(w.TokenRole)
+		if err != nil {
+			res.Err = incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"role"}, "%s", incidentlib.ErrorMessage(err))
+			break
+		}
+		res.Token, res.Err = s.CreateTokenHash(ctx, w.Name, role, w.TokenHash, w.Expires)
+		res.tokenHash = w.TokenHash
+	case OpTokenRevoke:
+		res.Token, res.Err = s.RevokeToken(ctx, w.Name)
+	case OpTermAdd:
+		if w.Term == nil {
+			res.Err = incidentlib.Errorf(incidentlib.EINVALID, "a term_add write carries no term")
+			break
+		}
+		res.Term, res.Err = s.AddTerm(ctx, w.Author, *w.Term)
+	case OpTermUpdate:
+		var u incidentlib.TermUpdate
+		if w.TermUpdate != nil {
+			u = *w.TermUpdate
+		}
+		res.Term, res.Err = s.UpdateTerm(ctx, w.Author, w.Kind, w.Slug, u)
+	case OpTermAliases:
+		res.Term, res.Err = s.AddTermAliases(ctx, w.Author, w.Kind, w.Slug, w.Aliases)
+	case OpTermDeprecate:
+		res.Term, res.Err = s.DeprecateTerm(ctx, w.Author, w.Kind, w.Slug, w.Deprecated)
+	case OpOrgAdd:
+		if w.Organization == nil {
+			res.Err = incidentlib.Errorf(incidentlib.EINVALID, "an org_add write carries no organization")
+			break
+		}
+		res.Organization, res.Err = s.AddOrganization(ctx, w.Author, *w.Organization)
+	case OpOrgRename:
+		res.Organization, res.Merged, res.Err = s.RenameOrganization(ctx, w.Author, w.Slug, w.Name)
+	case OpOrgMerge:
+		res.Merged, res.Err = s.MergeOrganizations(ctx, w.Author, w.From, w.Into)
+	default:
+		return false
+	}
+	return true
+}
