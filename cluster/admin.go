@@ -37,9 +37,7 @@ func (wr *Writer) taxonomy() *incidentlib.Taxonomy {
 // the admin writes of one request (several mutations of one document)
 // each have their own key, as the incident writes have theirs by id.
 func (wr *Writer) adminWrite(ctx context.Context, author, target string, w *Write) (Result, error) {
-	if k, ok := ctx.Value(idempotencyKey{}).(string); ok && k != "" {
-		ctx = context.WithValue(ctx, idempotencyKey{}, k+":"+target)
-	}
+	ctx = narrowKey(ctx, target)
 	w.Author = author
 	res, err := wr.write(ctx, SubjectLibrary, w)
 	if err != nil {

@@ -306,6 +306,33 @@ func TestIdempotencyKey(t *testing.T) {
 	if err != nil || last != seq {
 		t.Fatalf("the stream's last sequence is %d (%v), want %d: a retry was written", last, err, seq)
 	}
+	// Two imports of one request (one key) are two writes; the request
+	// retried writes neither again.
+	two := incidents(t, 4, 5)
+	ictx := cluster.WithIdempotencyKey(editor("a"), "imports-1")
+	for round := range 2 {
+		for _, part := range [][]*incidentlib.Incident{two[:2], two[2:]} {
+			res, err := c.members[round].mb.Writer.ImportIncidents(ictx, part, incidentlib.ImportOptions{})
+			if round == 0 && (err != nil || res.Created+res.Updated != 2) {
+				t.Fatalf("import of %s: %+v %v", part[0].ID, res, err)
+			}
+			if round == 1 && err != nil && incidentlib.ErrorCode(err) != incidentlib.ECONFLICT {
+				t.Fatalf("the retried import through another node answered %v", err)
+			}
+		}
+		if round == 0 {
+			seq = c.members[0].mb.Applier.Applied()
+		}
+	}
+	if last, err := c.members[1].mb.Node.LastSeq(context.Background()); err != nil || last != seq {
+		t.Fatalf("the stream's last sequence is %d (%v), want %d: a retried import was written", last, err, seq)
+	}
+	for _, m := range c.members {
+		got, err := m.db.FindIncidentsByIDs(context.Background(), []string{two[0].ID, two[3].ID})
+		if err != nil || len(got) != 2 || got[0] == nil || got[1] == nil {
+			t.Errorf("%s does not hold both imports' incidents: %v %v", m.name, got, err)
+		}
+	}
 }
 
 // The log refuses a publish whose expected subject sequence is not the

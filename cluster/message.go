@@ -157,6 +157,17 @@ func WithIdempotencyKey(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, idempotencyKey{}, key)
 }
 
+// narrowKey narrows a client's idempotency key in ctx (if any) to target,
+// what one write of the request changes: the writes of one request
+// (several mutations of one document) each have their own key, and a
+// retry of the request applies none of them again.
+func narrowKey(ctx context.Context, target string) context.Context {
+	if k, ok := ctx.Value(idempotencyKey{}).(string); ok && k != "" {
+		return context.WithValue(ctx, idempotencyKey{}, k+":"+target)
+	}
+	return ctx
+}
+
 // idempotencyKeyOf returns the request's key, or a new random one.
 func idempotencyKeyOf(ctx context.Context, op Op, id string) string {
 	if k, ok := ctx.Value(idempotencyKey{}).(string); ok && k != "" {

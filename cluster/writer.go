@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -134,7 +136,15 @@ func (wr *Writer) ImportIncidents(ctx context.Context, incs []*incidentlib.Incid
 		return nil, es
 	}
 	w := &Write{Op: OpImport, Records: incs, KeepUpdatedAt: opts.KeepUpdatedAt, OnlyIfNew: opts.OnlyIfNew, Merges: opts.Merges}
-	if data, err := w.encode(); err == nil && len(data) > chunkBytes {
+	data, err := w.encode()
+	if err != nil {
+		return nil, err
+	}
+	// The imports of one request each have their own key: narrowed to
+	// what they write.
+	sum := sha256.Sum256(data)
+	ctx = narrowKey(ctx, "import-"+hex.EncodeToString(sum[:8]))
+	if len(data) > chunkBytes {
 		chunks, err := wr.publishChunks(ctx, incs)
 		if err != nil {
 			return nil, err
