@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -179,6 +180,7 @@ func (n *Node) LastSeq(ctx context.Context) (uint64, error) {
 type quorum struct {
 	mu      sync.Mutex
 	ok      bool
+	okNow   atomic.Bool // ok, read by every request without the lock
 	known   bool
 	changed chan struct{}
 	done    chan struct{}
@@ -194,6 +196,7 @@ func (q *quorum) set(ok bool) {
 	q.mu.Lock()
 	moved := !q.known || q.ok != ok
 	q.ok, q.known = ok, true
+	q.okNow.Store(ok)
 	if moved {
 		close(q.changed)
 		q.changed = make(chan struct{})
@@ -216,11 +219,7 @@ func (q *quorum) stop() {
 }
 
 // Quorum reports whether the node last reached the stream's leader.
-func (n *Node) Quorum() bool {
-	n.quorum.mu.Lock()
-	defer n.quorum.mu.Unlock()
-	return n.quorum.ok
-}
+func (n *Node) Quorum() bool { return n.quorum.okNow.Load() }
 
 // WatchQuorum asks the stream's leader every interval until the node
 // closes, and calls f when the answer changes.
