@@ -36,13 +36,24 @@ type testCluster struct {
 	t       *testing.T
 	members []*member
 	peers   []string
+	// configFor, if set, makes a member's configuration instead of an
+	// embedded server routed to the others (external_test.go).
+	configFor func(*member) cluster.Config
 }
 
 // startCluster starts n members on loopback, each with its own store and
 // JetStream directory, and waits until each is ready.
 func startCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t}
+	return startClusterWith(t, n, nil)
+}
+
+// startClusterWith is startCluster with each member's configuration made
+// by configFor (nil: embedded servers routed to each other); the member's
+// log goes to its buffer.
+func startClusterWith(t *testing.T, n int, configFor func(*member) cluster.Config) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t, configFor: configFor}
 	for i := range n {
 		dir := t.TempDir()
 		c.members = append(c.members, &member{name: fmt.Sprintf("n%d", i+1), listen: testutil.FreeAddr(t),
@@ -66,6 +77,11 @@ func startCluster(t *testing.T, n int) *testCluster {
 }
 
 func (c *testCluster) config(m *member) cluster.Config {
+	if c.configFor != nil {
+		cfg := c.configFor(m)
+		cfg.Logger = slog.New(slog.NewTextHandler(m.logBuf(), nil))
+		return cfg
+	}
 	return cluster.Config{ClusterName: "test", NodeName: m.name, Listen: m.listen, Peers: c.peers, Secret: secret,
 		StoreDir: m.jsDir, WriteTimeout: 10 * time.Second, StartTimeout: time.Minute, Logger: slog.New(slog.NewTextHandler(m.logBuf(), nil))}
 }
