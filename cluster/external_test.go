@@ -215,4 +215,3 @@ func writeFile(t *testing.T, content string) string {
 	}
 	return path
 }
-
