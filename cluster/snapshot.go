@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -156,9 +157,12 @@ func (n *Node) Bootstrap(ctx context.Context, path string, wait time.Duration) (
 	retryUntil := time.Now().Add(n.cfg.StartTimeout)
 	for {
 		seq, ok, err := n.FetchSnapshot(ctx, path)
-		if errors.Is(err, jetstream.ErrDigestMismatch) && time.Now().Before(retryUntil) {
+		if err != nil && retryFetch(err) && ctx.Err() == nil && time.Now().Before(retryUntil) {
 			// Read from a copy of the object store that is still catching
-			// up (this node's own, when it was wiped): read again.
+			// up (this node's own, when it was wiped: a digest mismatch),
+			// or from one just made, whose servers do not answer yet (no
+			// responders): read again.
+			n.log.Debug("fetching the cluster's snapshot again", "err", err)
 			time.Sleep(500 * time.Millisecond)
 			continue
 		}
@@ -178,4 +182,14 @@ func (n *Node) Bootstrap(ctx context.Context, path string, wait time.Duration) (
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// retryFetch reports whether a snapshot's fetch that failed with err may
+// succeed when tried again: every failure of the cluster at a node's
+// start (a copy catching up, servers not answering yet, a timeout), not
+// one of this node's files.
+func retryFetch(err error) bool {
+	var pathErr *fs.PathError
+	var linkErr *os.LinkError
+	return !errors.As(err, &pathErr) && !errors.As(err, &linkErr) && !errors.Is(err, context.Canceled)
 }

@@ -160,17 +160,21 @@ func (c *clusterFlags) join(ctx context.Context, node *cluster.Node, db *storage
 		node.Close()
 		return nil, err
 	}
+	// A library made a cluster node by `cluster init` becomes the
+	// cluster's first snapshot before the node follows the stream: the
+	// stream then starts from it on every node.
+	if err := publishInitial(ctx, node, db, logger); err != nil {
+		node.Close()
+		return nil, err
+	}
 	tax, maxRecord := db.RecordRules()
 	mb, err := cluster.Attach(ctx, node, db, db, tax, maxRecord, m)
 	if err != nil {
 		return nil, err
 	}
-	go func() {
-		publishInitial(ctx, mb, db, logger) // before the seeds: a library made a cluster needs none
-		if seed {
-			publishSeeds(ctx, mb, logger)
-		}
-	}()
+	if seed {
+		go publishSeeds(ctx, mb, logger)
+	}
 	if *c.snapshotEvery > 0 {
 		go publishSnapshots(ctx, mb, db, *c.snapshotEvery, logger)
 	}
@@ -210,33 +214,53 @@ func (c *clusterFlags) start(ctx context.Context, dbPath string, logger *slog.Lo
 const snapshotWait = 10 * time.Second
 
 // publishInitial publishes the first snapshot of a library made a
-// cluster by `cluster init` (a store at log position 0 that holds
-// incidents), unless the cluster has one.
-func publishInitial(ctx context.Context, mb *cluster.Member, db *storage.DB, logger *slog.Logger) {
-	if mb.Applier.Applied() != 0 {
-		return
+// cluster node by `cluster init` (a store at log position 0 that holds
+// incidents), unless the cluster has one (this node published it before
+// a restart, or the store came from it). It waits for a quorum as long as
+// ctx lasts: the node's library must be the stream's start before the
+// node follows the stream. A stream that holds writes and no snapshot
+// began without this library: the node refuses to join it, since
+// following it would mix the library with another history.
+func publishInitial(ctx context.Context, node *cluster.Node, db *storage.DB, logger *slog.Logger) error {
+	if seq, _, err := db.LogSeq(ctx); err != nil || seq != 0 {
+		return err
 	}
 	n, err := db.CountIncidents(ctx, incidentlib.IncidentFilter{})
 	if err != nil || n == 0 {
-		return
+		return err
 	}
-	if err := mb.Node.WaitQuorum(ctx); err != nil {
-		logger.Warn("no quorum to publish this library's snapshot", "err", err)
-		return
+	for {
+		err := node.WaitQuorum(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		logger.Warn("waiting for a quorum of the cluster to publish this library as its first snapshot: start the other nodes", "incidents", n, "err", err)
 	}
-	if has, err := mb.Node.HasSnapshot(ctx); err != nil || has {
-		return
-	}
-	if last, err := mb.Node.LastSeq(ctx); err != nil || last > 0 {
-		logger.Warn("the cluster's stream holds writes already: this library's snapshot is not published", "incidents", n)
-		return
-	}
-	err = mb.Node.PublishSnapshot(ctx, 0, func(w io.Writer) error { _, err := db.Backup(ctx, w); return err })
+	has, err := node.HasSnapshot(ctx)
 	if err != nil {
-		logger.Error("publishing this library's snapshot", "err", err)
-		return
+		return fmt.Errorf("the cluster's snapshots: %w", err)
+	}
+	if has {
+		return nil
+	}
+	last, err := node.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	if last > 0 {
+		return fmt.Errorf("%s holds a library made a cluster node by `cluster init` (%d incidents), but the cluster's stream began without it (%d writes, no snapshot): "+
+			"start this node first on a new cluster (the others wait %s for its snapshot), or import its export into the running cluster with `incidentlib import --server`",
+			db.Path(), n, last, snapshotWait)
+	}
+	err = node.PublishSnapshot(ctx, 0, func(w io.Writer) error { _, err := db.Backup(ctx, w); return err })
+	if err != nil {
+		return fmt.Errorf("publish this library as the cluster's first snapshot: %w", err)
 	}
 	logger.Info("published this library as the cluster's first snapshot", "incidents", n)
+	return nil
 }
 
 // publishSnapshots stores a snapshot of the node's store every interval
