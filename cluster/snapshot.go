@@ -42,15 +42,15 @@ func (n *Node) objects(ctx context.Context, create bool) (jetstream.ObjectStore,
 }
 
 // PublishSnapshot stores a snapshot of a store at log position seq,
-// written by backup, as the latest. A snapshot older than the latest is
-// not stored.
+// written by backup, as the latest. A snapshot no newer than the latest
+// is not stored.
 func (n *Node) PublishSnapshot(ctx context.Context, seq uint64, backup func(io.Writer) error) error {
 	obs, err := n.objects(ctx, true)
 	if err != nil {
 		return incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster's snapshots are unavailable: %v", err)
 	}
 	if info, err := obs.GetInfo(ctx, snapshotObject); err == nil {
-		if cur, _ := strconv.ParseUint(info.Metadata[metaSeq], 10, 64); cur > seq {
+		if cur, _ := strconv.ParseUint(info.Metadata[metaSeq], 10, 64); cur >= seq {
 			return nil
 		}
 	}
@@ -126,6 +126,28 @@ func (n *Node) WaitQuorum(ctx context.Context) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// LatestSnapshot returns the log position of the cluster's latest
+// snapshot and when it was stored (by the NATS server's clock); ok is
+// false when the cluster has none.
+func (n *Node) LatestSnapshot(ctx context.Context) (seq uint64, at time.Time, ok bool, err error) {
+	obs, err := n.objects(ctx, false)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return 0, time.Time{}, false, nil
+	}
+	if err != nil {
+		return 0, time.Time{}, false, err
+	}
+	info, err := obs.GetInfo(ctx, snapshotObject)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return 0, time.Time{}, false, nil
+	}
+	if err != nil {
+		return 0, time.Time{}, false, err
+	}
+	seq, _ = strconv.ParseUint(info.Metadata[metaSeq], 10, 64)
+	return seq, info.ModTime, true, nil
 }
 
 // HasSnapshot reports whether the cluster holds a snapshot.

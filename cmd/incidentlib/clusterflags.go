@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"strings"
@@ -264,17 +265,26 @@ func publishInitial(ctx context.Context, node *cluster.Node, db *storage.DB, log
 }
 
 // publishSnapshots stores a snapshot of the node's store every interval
-// while this node leads the stream (one node at a time takes them).
+// while this node leads the stream (one node at a time takes them). On an
+// existing NATS (--nats) no node's server leads the stream: each node, at
+// a random phase of the interval, takes one when the latest is older than
+// the interval, so about one node a time does.
 func publishSnapshots(ctx context.Context, mb *cluster.Member, db *storage.DB, every time.Duration, logger *slog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
+	external := mb.Node.ServerID() == ""
+	first := every
+	if external {
+		first = rand.N(every)
+	}
+	timer := time.NewTimer(first)
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-timer.C:
 		}
-		if !mb.Node.Leader() {
+		timer.Reset(every)
+		if !snapshotTurn(ctx, mb, external, every) {
 			continue
 		}
 		seq := mb.Applier.Applied()
@@ -283,6 +293,17 @@ func publishSnapshots(ctx context.Context, mb *cluster.Member, db *storage.DB, e
 			logger.Warn("the cluster's snapshot", "err", err)
 		}
 	}
+}
+
+// snapshotTurn reports whether this node takes the cluster's snapshot
+// now: it leads the stream, or, on an existing NATS, the latest snapshot
+// is older than the interval.
+func snapshotTurn(ctx context.Context, mb *cluster.Member, external bool, every time.Duration) bool {
+	if !external {
+		return mb.Node.Leader()
+	}
+	_, at, ok, err := mb.Node.LatestSnapshot(ctx)
+	return err == nil && (!ok || time.Since(at) >= every)
 }
 
 // publishSeeds publishes the seed incidents into a new cluster's empty
