@@ -94,7 +94,7 @@ func TestClusterInitEndToEnd(t *testing.T) {
 		}
 	}()
 	for _, n := range nodes {
-		waitHealthy(t, n.base(), n.done)
+		n.waitReady(t)
 	}
 	for _, n := range nodes[1:] {
 		if !strings.Contains(n.stderr.String(), "started from the cluster's snapshot") {
@@ -253,6 +253,27 @@ func (n *initNode) start(t *testing.T, peers []string, secret string) {
 	go func() {
 		n.done <- run(ctx, args, func(k string) string { return env[k] }, strings.NewReader(""), io.Discard, n.stderr)
 	}()
+}
+
+// waitReady waits until the node's /readyz answers 200, and fails with
+// its log when it ends or a minute passes first.
+func (n *initNode) waitReady(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		select {
+		case err := <-n.done:
+			n.done <- err
+			t.Fatalf("%s ended early: %v\n%s", n.name, err, n.stderr.String())
+		default:
+		}
+		if resp, err := http.Get(n.base() + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+	}
+	t.Fatalf("%s did not become ready:\n%s", n.name, n.stderr.String())
 }
 
 // stop ends the node's serve and waits for it (once).

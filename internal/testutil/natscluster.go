@@ -125,16 +125,23 @@ resolver_preload: {
 	return c
 }
 
+// ready reports whether JetStream's leader knows every server, every
+// server is current with it, and the account has JetStream everywhere.
 func (c *NATSCluster) ready(account string) bool {
-	leader := false
+	peers := 0
 	for _, s := range c.Servers {
-		leader = leader || s.JetStreamIsLeader()
+		if s.JetStreamIsLeader() {
+			peers = len(s.JetStreamClusterPeers())
+		}
+		if !s.JetStreamIsCurrent() {
+			return false
+		}
 		acc, err := s.LookupAccount(account)
 		if err != nil || !acc.JetStreamEnabled() {
 			return false
 		}
 	}
-	return leader
+	return peers == len(c.Servers)
 }
 
 // UserCreds writes the .creds file of a new user of the library's account
