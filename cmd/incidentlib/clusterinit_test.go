@@ -382,3 +382,25 @@ func mustSeeds(t *testing.T) []*incidentlib.Incident {
 	}
 	return incs
 }
+
+// cluster init takes an existing library that no server holds, and
+// nothing else.
+func TestClusterInitRefuses(t *testing.T) {
+	dir := t.TempDir()
+	held := filepath.Join(dir, "held.db")
+	db, err := storage.Open(held, storage.Options{Taxonomy: seeds.MustTaxonomy()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	missing := filepath.Join(dir, "missing.db")
+	testutil.Refuses(t, run, map[string]testutil.Refusal{
+		"NoSubcommand":  {Args: []string{"cluster"}, Want: []string{"cluster init --db EXISTING"}},
+		"Missing":       {Args: []string{"cluster", "init", "--db", missing}, Want: []string{"no existing library"}},
+		"ExtraArgument": {Args: []string{"cluster", "init", "--db", held, "more"}, Want: []string{"unexpected argument"}},
+		"Held":          {Args: []string{"cluster", "init", "--db", held, "--open-timeout", "100ms"}, Want: []string{"stop the server that holds it first"}},
+	})
+	if _, err := os.Stat(missing); err == nil {
+		t.Fatal("cluster init made the missing library")
+	}
+}
