@@ -197,17 +197,25 @@ func (c *clusterFlags) start(ctx context.Context, dbPath string, logger *slog.Lo
 	if _, err := os.Stat(dbPath); !errors.Is(err, os.ErrNotExist) {
 		return node, nil
 	}
-	seq, ok, err := node.Bootstrap(ctx, dbPath, snapshotWait)
-	switch {
-	case incidentlib.ErrorCode(err) == incidentlib.EUNAVAILABLE:
-		logger.Warn("no quorum to fetch a snapshot from: this new node starts empty and follows the whole stream", "err", err)
-	case err != nil:
-		node.Close()
-		return nil, fmt.Errorf("fetch the cluster's snapshot: %w", err)
-	case ok:
-		logger.Info("started from the cluster's snapshot", "log_seq", seq, "db", dbPath)
+	// A new node waits for its peers as long as it takes: it has no store
+	// to serve meanwhile, and only the cluster knows whether it must start
+	// from a snapshot (a library made a cluster is in no write of the
+	// stream) or may start empty and follow the stream from its first
+	// write.
+	for {
+		seq, ok, err := node.Bootstrap(ctx, dbPath, snapshotWait)
+		switch {
+		case incidentlib.ErrorCode(err) == incidentlib.EUNAVAILABLE && ctx.Err() == nil:
+			logger.Warn("no quorum yet to look for the cluster's snapshot: this new node waits for its peers", "err", err)
+			continue
+		case err != nil:
+			node.Close()
+			return nil, fmt.Errorf("fetch the cluster's snapshot: %w", err)
+		case ok:
+			logger.Info("started from the cluster's snapshot", "log_seq", seq, "db", dbPath)
+		}
+		return node, nil
 	}
-	return node, nil
 }
 
 // snapshotWait is how long a new node of a new cluster (an empty stream)

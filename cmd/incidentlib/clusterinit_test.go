@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -243,12 +244,13 @@ type initNode struct {
 
 func (n *initNode) base() string { return "http://" + n.addr }
 
-func (n *initNode) start(t *testing.T, peers []string, secret string) {
+func (n *initNode) start(t *testing.T, peers []string, secret string, more ...string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel, n.done, n.stderr = cancel, make(chan error, 1), &syncBuffer{}
 	args := []string{"serve", "--addr", n.addr, "--db", n.db, "--search-index", "off", "--response-cache-size", "0",
 		"--cluster-name", "init", "--node-name", n.name, "--cluster-listen", n.listen, "--cluster-peers", strings.Join(peers, ","),
 		"--cluster-secret-file", secret, "--cluster-start-timeout", "60s"}
+	args = append(args, more...) // the last of a flag given twice counts
 	env := map[string]string{"INCIDENTLIB_ADMIN_TOKEN": crashToken}
 	go func() {
 		n.done <- run(ctx, args, func(k string) string { return env[k] }, strings.NewReader(""), io.Discard, n.stderr)
@@ -402,5 +404,39 @@ func TestClusterInitRefuses(t *testing.T) {
 	})
 	if _, err := os.Stat(missing); err == nil {
 		t.Fatal("cluster init made the missing library")
+	}
+}
+
+// A new node (no store file) that reaches no peer waits for them: it does
+// not make an empty store that would follow the stream without the
+// library a cluster may have started from (its snapshot).
+func TestNewNodeWaitsForItsPeers(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte("the-new-node-test-shared-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := &initNode{name: "n1", db: filepath.Join(dir, "n1.db"), addr: testutil.FreeAddr(t), listen: testutil.FreeAddr(t)}
+	peers := []string{n.listen, testutil.FreeAddr(t), testutil.FreeAddr(t)} // nobody there
+	n.start(t, peers, secret, "--cluster-start-timeout", "500ms", "--cluster-write-timeout", "500ms")
+	defer func() { // ended while it waits: serve says so
+		n.cancel()
+		if err := <-n.done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("serve ended with %v", err)
+		}
+	}()
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		select {
+		case err := <-n.done:
+			n.done <- err
+			t.Fatalf("the node ended: %v\n%s", err, n.stderr.String())
+		default:
+		}
+		if _, err := os.Stat(n.db); err == nil {
+			t.Fatalf("the node made its store without its peers:\n%s", n.stderr.String())
+		}
+	}
+	if !strings.Contains(n.stderr.String(), "this new node waits for its peers") {
+		t.Fatalf("the node does not say it waits:\n%s", n.stderr.String())
 	}
 }
