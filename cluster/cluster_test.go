@@ -130,6 +130,37 @@ func (c *testCluster) waitReady(m *member) {
 	}
 }
 
+// startFromSnapshot starts member m, whose store file is gone, from the
+// cluster's latest snapshot (Bootstrap), checks that the store holds the
+// snapshot's log position, and waits until it is ready.
+func (c *testCluster) startFromSnapshot(m *member) {
+	c.t.Helper()
+	ctx := context.Background()
+	node, err := cluster.Start(ctx, c.config(m))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	seq, ok, err := node.Bootstrap(ctx, m.dbPath, time.Second)
+	if err != nil || !ok || seq == 0 {
+		node.Close()
+		c.t.Fatalf("bootstrap of %s: seq %d, ok %v, %v", m.name, seq, ok, err)
+	}
+	db, err := storage.Open(m.dbPath, storage.Options{Taxonomy: seeds.MustTaxonomy()})
+	if err != nil {
+		node.Close()
+		c.t.Fatal(err)
+	}
+	m.db = db
+	if at, _, _ := db.LogSeq(ctx); at != seq {
+		c.t.Errorf("the snapshot holds log position %d, its metadata says %d", at, seq)
+	}
+	tax, maxRecord := db.RecordRules()
+	if m.mb, err = cluster.Attach(ctx, node, db, db, tax, maxRecord, nil); err != nil {
+		c.t.Fatal(err)
+	}
+	c.waitReady(m)
+}
+
 // level waits until every running member applied the log up to seq.
 func (c *testCluster) level(seq uint64) {
 	c.t.Helper()
@@ -476,29 +507,7 @@ func TestWipedNodeStartsFromSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	node, err := cluster.Start(ctx, c.config(wiped))
-	if err != nil {
-		t.Fatal(err)
-	}
-	seq, ok, err := node.Bootstrap(ctx, wiped.dbPath, time.Second)
-	if err != nil || !ok || seq == 0 {
-		node.Close()
-		t.Fatalf("bootstrap: seq %d, ok %v, %v", seq, ok, err)
-	}
-	db, err := storage.Open(wiped.dbPath, storage.Options{Taxonomy: seeds.MustTaxonomy()})
-	if err != nil {
-		node.Close()
-		t.Fatal(err)
-	}
-	wiped.db = db
-	if at, _, _ := db.LogSeq(ctx); at != seq {
-		t.Errorf("the snapshot holds log position %d, its metadata says %d", at, seq)
-	}
-	tax, maxRecord := db.RecordRules()
-	if wiped.mb, err = cluster.Attach(ctx, node, db, db, tax, maxRecord, nil); err != nil {
-		t.Fatal(err)
-	}
-	c.waitReady(wiped)
+	c.startFromSnapshot(wiped)
 	last, err := c.members[0].mb.Node.LastSeq(ctx)
 	if err != nil {
 		t.Fatal(err)

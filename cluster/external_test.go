@@ -16,8 +16,6 @@ import (
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/cluster"
 	"github.com/incidentlib/incidentlib/internal/testutil"
-	"github.com/incidentlib/incidentlib/seeds"
-	"github.com/incidentlib/incidentlib/storage"
 )
 
 // The cluster on an existing NATS (--nats URL --nats-creds FILE): three
@@ -121,26 +119,7 @@ func TestExternalNATS(t *testing.T) {
 	if err := os.Remove(wiped.dbPath); err != nil {
 		t.Fatal(err)
 	}
-	node, err := cluster.Start(ctx, c.config(wiped))
-	if err != nil {
-		t.Fatal(err)
-	}
-	seq, ok, err := node.Bootstrap(ctx, wiped.dbPath, time.Second)
-	if err != nil || !ok || seq == 0 {
-		node.Close()
-		t.Fatalf("bootstrap from the snapshot: seq %d, ok %v, %v\n%s", seq, ok, err, ext.Violations())
-	}
-	db, err := storage.Open(wiped.dbPath, storage.Options{Taxonomy: seeds.MustTaxonomy()})
-	if err != nil {
-		node.Close()
-		t.Fatal(err)
-	}
-	wiped.db = db
-	tax, maxRecord := db.RecordRules()
-	if wiped.mb, err = cluster.Attach(ctx, node, db, db, tax, maxRecord, nil); err != nil {
-		t.Fatal(err)
-	}
-	c.waitReady(wiped)
+	c.startFromSnapshot(wiped) // the fetch needs flow control (above 1 MiB)
 	// A write through the restored member reaches the others.
 	edit = *incs[4]
 	edit.Title.En = "through the restored member"

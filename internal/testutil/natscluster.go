@@ -50,21 +50,10 @@ func StartNATSCluster(tb testing.TB, n int) *NATSCluster {
 	oc.Name = "test-operator"
 	ojwt, err := oc.Encode(okp)
 	must(err)
-	sysKP, err := nkeys.CreateAccount()
-	must(err)
-	sysPub, _ := sysKP.PublicKey()
-	sc := jwt.NewAccountClaims(sysPub)
-	sc.Name = "SYS"
-	sysJWT, err := sc.Encode(okp)
-	must(err)
-	accKP, err := nkeys.CreateAccount()
-	must(err)
-	accPub, _ := accKP.PublicKey()
-	ac := jwt.NewAccountClaims(accPub)
-	ac.Name = "incidentlib"
-	ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
-	accJWT, err := ac.Encode(okp)
-	must(err)
+	_, sysPub, sysJWT := signedAccount(tb, okp, "SYS", nil)
+	accKP, accPub, accJWT := signedAccount(tb, okp, "incidentlib", func(ac *jwt.AccountClaims) {
+		ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
+	})
 
 	c := &NATSCluster{dir: dir, account: accKP, logs: &natsLog{}}
 	var routes []string
@@ -142,6 +131,27 @@ func (c *NATSCluster) ready(account string) bool {
 		}
 	}
 	return peers == len(c.Servers)
+}
+
+// signedAccount makes an account's key pair and its JWT, signed by the
+// operator, with its claims set by claims (nil: none).
+func signedAccount(tb testing.TB, operator nkeys.KeyPair, name string, claims func(*jwt.AccountClaims)) (nkeys.KeyPair, string, string) {
+	tb.Helper()
+	kp, err := nkeys.CreateAccount()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pub, _ := kp.PublicKey()
+	ac := jwt.NewAccountClaims(pub)
+	ac.Name = name
+	if claims != nil {
+		claims(ac)
+	}
+	token, err := ac.Encode(operator)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return kp, pub, token
 }
 
 // UserCreds writes the .creds file of a new user of the library's account
