@@ -38,13 +38,24 @@ type testCluster struct {
 	t       *testing.T
 	members []*member
 	peers   []string
+	// configFor, if set, makes a member's configuration instead of an
+	// embedded server routed to the others (external_test.go).
+	configFor func(*member) cluster.Config
 }
 
 // startCluster starts n members on loopback, each with its own store and
 // JetStream directory, and waits until each is ready.
 func startCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t}
+	return startClusterWith(t, n, nil)
+}
+
+// startClusterWith is startCluster with each member's configuration made
+// by configFor (nil: embedded servers routed to each other); the member's
+// log goes to its buffer.
+func startClusterWith(t *testing.T, n int, configFor func(*member) cluster.Config) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t, configFor: configFor}
 	for i := range n {
 		dir := t.TempDir()
 		c.members = append(c.members, &member{name: fmt.Sprintf("n%d", i+1), listen: testutil.FreeAddr(t),
@@ -68,6 +79,11 @@ func startCluster(t *testing.T, n int) *testCluster {
 }
 
 func (c *testCluster) config(m *member) cluster.Config {
+	if c.configFor != nil {
+		cfg := c.configFor(m)
+		cfg.Logger = slog.New(slog.NewTextHandler(m.logBuf(), nil))
+		return cfg
+	}
 	return cluster.Config{ClusterName: "test", NodeName: m.name, Listen: m.listen, Peers: c.peers, Secret: secret,
 		StoreDir: m.jsDir, WriteTimeout: 10 * time.Second, StartTimeout: time.Minute, Logger: slog.New(slog.NewTextHandler(m.logBuf(), nil))}
 }
@@ -114,6 +130,37 @@ func (c *testCluster) waitReady(m *member) {
 	if err := m.mb.WaitReady(ctx); err != nil || !m.mb.Ready() {
 		c.t.Fatalf("%s did not become ready: %v\n%s", m.name, err, m.logs)
 	}
+}
+
+// startFromSnapshot starts member m, whose store file is gone, from the
+// cluster's latest snapshot (Bootstrap), checks that the store holds the
+// snapshot's log position, and waits until it is ready.
+func (c *testCluster) startFromSnapshot(m *member) {
+	c.t.Helper()
+	ctx := context.Background()
+	node, err := cluster.Start(ctx, c.config(m))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	seq, ok, err := node.Bootstrap(ctx, m.dbPath, time.Second)
+	if err != nil || !ok || seq == 0 {
+		node.Close()
+		c.t.Fatalf("bootstrap of %s: seq %d, ok %v, %v", m.name, seq, ok, err)
+	}
+	db, err := storage.Open(m.dbPath, storage.Options{Taxonomy: seeds.MustTaxonomy()})
+	if err != nil {
+		node.Close()
+		c.t.Fatal(err)
+	}
+	m.db = db
+	if at, _, _ := db.LogSeq(ctx); at != seq {
+		c.t.Errorf("the snapshot holds log position %d, its metadata says %d", at, seq)
+	}
+	tax, maxRecord := db.RecordRules()
+	if m.mb, err = cluster.Attach(ctx, node, db, db, tax, maxRecord, nil); err != nil {
+		c.t.Fatal(err)
+	}
+	c.waitReady(m)
 }
 
 // level waits until every running member applied the log up to seq.
@@ -508,29 +555,7 @@ func TestWipedNodeStartsFromSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	node, err := cluster.Start(ctx, c.config(wiped))
-	if err != nil {
-		t.Fatal(err)
-	}
-	seq, ok, err := node.Bootstrap(ctx, wiped.dbPath, time.Second)
-	if err != nil || !ok || seq == 0 {
-		node.Close()
-		t.Fatalf("bootstrap: seq %d, ok %v, %v", seq, ok, err)
-	}
-	db, err := storage.Open(wiped.dbPath, storage.Options{Taxonomy: seeds.MustTaxonomy()})
-	if err != nil {
-		node.Close()
-		t.Fatal(err)
-	}
-	wiped.db = db
-	if at, _, _ := db.LogSeq(ctx); at != seq {
-		t.Errorf("the snapshot holds log position %d, its metadata says %d", at, seq)
-	}
-	tax, maxRecord := db.RecordRules()
-	if wiped.mb, err = cluster.Attach(ctx, node, db, db, tax, maxRecord, nil); err != nil {
-		t.Fatal(err)
-	}
-	c.waitReady(wiped)
+	c.startFromSnapshot(wiped)
 	last, err := c.members[0].mb.Node.LastSeq(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -160,7 +160,9 @@ func (n *Node) LastSeq(ctx context.Context) (uint64, error) {
 	}
 	n.quorum.set(info.Cluster == nil || info.Cluster.Leader != "")
 	leader := info.Cluster != nil && info.Cluster.Leader == n.cfg.NodeName
-	current := info.Cluster == nil || leader
+	// With an existing NATS (no embedded server) the stream's copies are
+	// the operator's servers', not this node's: nothing to wait for.
+	current := info.Cluster == nil || leader || n.srv == nil
 	if info.Cluster != nil {
 		for _, p := range info.Cluster.Replicas {
 			if p != nil && p.Name == n.cfg.NodeName && p.Current {

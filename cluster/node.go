@@ -205,6 +205,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		}
 		n.nc, err = nats.Connect("", nats.InProcessServer(n.srv), nats.Token(token), nats.Name(cfg.NodeName), nats.MaxReconnects(-1))
 	} else {
+		if err := checkExternal(cfg); err != nil { // external.go
+			return nil, err
+		}
 		opts := []nats.Option{nats.Name(cfg.NodeName), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true)}
 		if cfg.CredsFile != "" {
 			opts = append(opts, nats.UserCredentials(cfg.CredsFile))

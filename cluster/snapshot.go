@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -41,15 +42,15 @@ func (n *Node) objects(ctx context.Context, create bool) (jetstream.ObjectStore,
 }
 
 // PublishSnapshot stores a snapshot of a store at log position seq,
-// written by backup, as the latest. A snapshot older than the latest is
-// not stored.
+// written by backup, as the latest. A snapshot no newer than the latest
+// is not stored.
 func (n *Node) PublishSnapshot(ctx context.Context, seq uint64, backup func(io.Writer) error) error {
 	obs, err := n.objects(ctx, true)
 	if err != nil {
 		return incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster's snapshots are unavailable: %v", err)
 	}
 	if info, err := obs.GetInfo(ctx, snapshotObject); err == nil {
-		if cur, _ := strconv.ParseUint(info.Metadata[metaSeq], 10, 64); cur > seq {
+		if cur, _ := strconv.ParseUint(info.Metadata[metaSeq], 10, 64); cur >= seq {
 			return nil
 		}
 	}
@@ -127,6 +128,28 @@ func (n *Node) WaitQuorum(ctx context.Context) error {
 	}
 }
 
+// LatestSnapshot returns the log position of the cluster's latest
+// snapshot and when it was stored (by the NATS server's clock); ok is
+// false when the cluster has none.
+func (n *Node) LatestSnapshot(ctx context.Context) (seq uint64, at time.Time, ok bool, err error) {
+	obs, err := n.objects(ctx, false)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return 0, time.Time{}, false, nil
+	}
+	if err != nil {
+		return 0, time.Time{}, false, err
+	}
+	info, err := obs.GetInfo(ctx, snapshotObject)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return 0, time.Time{}, false, nil
+	}
+	if err != nil {
+		return 0, time.Time{}, false, err
+	}
+	seq, _ = strconv.ParseUint(info.Metadata[metaSeq], 10, 64)
+	return seq, info.ModTime, true, nil
+}
+
 // HasSnapshot reports whether the cluster holds a snapshot.
 func (n *Node) HasSnapshot(ctx context.Context) (bool, error) {
 	obs, err := n.objects(ctx, false)
@@ -156,9 +179,12 @@ func (n *Node) Bootstrap(ctx context.Context, path string, wait time.Duration) (
 	retryUntil := time.Now().Add(n.cfg.StartTimeout)
 	for {
 		seq, ok, err := n.FetchSnapshot(ctx, path)
-		if errors.Is(err, jetstream.ErrDigestMismatch) && time.Now().Before(retryUntil) {
+		if err != nil && retryFetch(err) && ctx.Err() == nil && time.Now().Before(retryUntil) {
 			// Read from a copy of the object store that is still catching
-			// up (this node's own, when it was wiped): read again.
+			// up (this node's own, when it was wiped: a digest mismatch),
+			// or from one just made, whose servers do not answer yet (no
+			// responders): read again.
+			n.log.Debug("fetching the cluster's snapshot again", "err", err)
 			time.Sleep(500 * time.Millisecond)
 			continue
 		}
@@ -178,4 +204,14 @@ func (n *Node) Bootstrap(ctx context.Context, path string, wait time.Duration) (
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// retryFetch reports whether a snapshot's fetch that failed with err may
+// succeed when tried again: every failure of the cluster at a node's
+// start (a copy catching up, servers not answering yet, a timeout), not
+// one of this node's files.
+func retryFetch(err error) bool {
+	var pathErr *fs.PathError
+	var linkErr *os.LinkError
+	return !errors.As(err, &pathErr) && !errors.As(err, &linkErr) && !errors.Is(err, context.Canceled)
 }

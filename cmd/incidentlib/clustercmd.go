@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/incidentlib/incidentlib/storage"
 )
@@ -23,6 +24,14 @@ func runCluster(ctx context.Context, args []string, getenv func(string) string, 
 	sf := addStoreFlags(f)
 	if err := f.parse(args[1:]); err != nil {
 		return err
+	}
+	if f.NArg() > 0 {
+		return fmt.Errorf("cluster init: unexpected argument %q", f.Arg(0))
+	}
+	// An existing library: a missing file would be made, empty, and the
+	// cluster started from nothing.
+	if _, err := os.Stat(*sf.path); err != nil {
+		return fmt.Errorf("cluster init: --db names no existing library: %w", err)
 	}
 	db, err := sf.open(false)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"strings"
@@ -159,17 +160,21 @@ func (c *clusterFlags) join(ctx context.Context, node *cluster.Node, db *storage
 		node.Close()
 		return nil, err
 	}
+	// A library made a cluster node by `cluster init` becomes the
+	// cluster's first snapshot before the node follows the stream: the
+	// stream then starts from it on every node.
+	if err := publishInitial(ctx, node, db, logger); err != nil {
+		node.Close()
+		return nil, err
+	}
 	tax, maxRecord := db.RecordRules()
 	mb, err := cluster.Attach(ctx, node, db, db, tax, maxRecord, m)
 	if err != nil {
 		return nil, err
 	}
-	go func() {
-		publishInitial(ctx, mb, db, logger) // before the seeds: a library made a cluster needs none
-		if seed {
-			publishSeeds(ctx, mb, logger)
-		}
-	}()
+	if seed {
+		go publishSeeds(ctx, mb, logger)
+	}
 	if *c.snapshotEvery > 0 {
 		go publishSnapshots(ctx, mb, db, *c.snapshotEvery, logger)
 	}
@@ -191,17 +196,25 @@ func (c *clusterFlags) start(ctx context.Context, dbPath string, logger *slog.Lo
 	if _, err := os.Stat(dbPath); !errors.Is(err, os.ErrNotExist) {
 		return node, nil
 	}
-	seq, ok, err := node.Bootstrap(ctx, dbPath, snapshotWait)
-	switch {
-	case incidentlib.ErrorCode(err) == incidentlib.EUNAVAILABLE:
-		logger.Warn("no quorum to fetch a snapshot from: this new node starts empty and follows the whole stream", "err", err)
-	case err != nil:
-		node.Close()
-		return nil, fmt.Errorf("fetch the cluster's snapshot: %w", err)
-	case ok:
-		logger.Info("started from the cluster's snapshot", "log_seq", seq, "db", dbPath)
+	// A new node waits for its peers as long as it takes: it has no store
+	// to serve meanwhile, and only the cluster knows whether it must start
+	// from a snapshot (a library made a cluster is in no write of the
+	// stream) or may start empty and follow the stream from its first
+	// write.
+	for {
+		seq, ok, err := node.Bootstrap(ctx, dbPath, snapshotWait)
+		switch {
+		case incidentlib.ErrorCode(err) == incidentlib.EUNAVAILABLE && ctx.Err() == nil:
+			logger.Warn("no quorum yet to look for the cluster's snapshot: this new node waits for its peers", "err", err)
+			continue
+		case err != nil:
+			node.Close()
+			return nil, fmt.Errorf("fetch the cluster's snapshot: %w", err)
+		case ok:
+			logger.Info("started from the cluster's snapshot", "log_seq", seq, "db", dbPath)
+		}
+		return node, nil
 	}
-	return node, nil
 }
 
 // snapshotWait is how long a new node of a new cluster (an empty stream)
@@ -209,47 +222,76 @@ func (c *clusterFlags) start(ctx context.Context, dbPath string, logger *slog.Lo
 const snapshotWait = 10 * time.Second
 
 // publishInitial publishes the first snapshot of a library made a
-// cluster by `cluster init` (a store at log position 0 that holds
-// incidents), unless the cluster has one.
-func publishInitial(ctx context.Context, mb *cluster.Member, db *storage.DB, logger *slog.Logger) {
-	if mb.Applier.Applied() != 0 {
-		return
+// cluster node by `cluster init` (a store at log position 0 that holds
+// incidents), unless the cluster has one (this node published it before
+// a restart, or the store came from it). It waits for a quorum as long as
+// ctx lasts: the node's library must be the stream's start before the
+// node follows the stream. A stream that holds writes and no snapshot
+// began without this library: the node refuses to join it, since
+// following it would mix the library with another history.
+func publishInitial(ctx context.Context, node *cluster.Node, db *storage.DB, logger *slog.Logger) error {
+	if seq, _, err := db.LogSeq(ctx); err != nil || seq != 0 {
+		return err
 	}
 	n, err := db.CountIncidents(ctx, incidentlib.IncidentFilter{})
 	if err != nil || n == 0 {
-		return
+		return err
 	}
-	if err := mb.Node.WaitQuorum(ctx); err != nil {
-		logger.Warn("no quorum to publish this library's snapshot", "err", err)
-		return
+	for {
+		err := node.WaitQuorum(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		logger.Warn("waiting for a quorum of the cluster to publish this library as its first snapshot: start the other nodes", "incidents", n, "err", err)
 	}
-	if has, err := mb.Node.HasSnapshot(ctx); err != nil || has {
-		return
-	}
-	if last, err := mb.Node.LastSeq(ctx); err != nil || last > 0 {
-		logger.Warn("the cluster's stream holds writes already: this library's snapshot is not published", "incidents", n)
-		return
-	}
-	err = mb.Node.PublishSnapshot(ctx, 0, func(w io.Writer) error { _, err := db.Backup(ctx, w); return err })
+	has, err := node.HasSnapshot(ctx)
 	if err != nil {
-		logger.Error("publishing this library's snapshot", "err", err)
-		return
+		return fmt.Errorf("the cluster's snapshots: %w", err)
+	}
+	if has {
+		return nil
+	}
+	last, err := node.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	if last > 0 {
+		return fmt.Errorf("%s holds a library made a cluster node by `cluster init` (%d incidents), but the cluster's stream began without it (%d writes, no snapshot): "+
+			"start this node first on a new cluster (the others wait %s for its snapshot), or import its export into the running cluster with `incidentlib import --server`",
+			db.Path(), n, last, snapshotWait)
+	}
+	err = node.PublishSnapshot(ctx, 0, func(w io.Writer) error { _, err := db.Backup(ctx, w); return err })
+	if err != nil {
+		return fmt.Errorf("publish this library as the cluster's first snapshot: %w", err)
 	}
 	logger.Info("published this library as the cluster's first snapshot", "incidents", n)
+	return nil
 }
 
 // publishSnapshots stores a snapshot of the node's store every interval
-// while this node leads the stream (one node at a time takes them).
+// while this node leads the stream (one node at a time takes them). On an
+// existing NATS (--nats) no node's server leads the stream: each node, at
+// a random phase of the interval, takes one when the latest is older than
+// the interval, so about one node a time does.
 func publishSnapshots(ctx context.Context, mb *cluster.Member, db *storage.DB, every time.Duration, logger *slog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
+	external := mb.Node.ServerID() == ""
+	first := every
+	if external {
+		first = rand.N(every)
+	}
+	timer := time.NewTimer(first)
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-timer.C:
 		}
-		if !mb.Node.Leader() {
+		timer.Reset(every)
+		if !snapshotTurn(ctx, mb, external, every) {
 			continue
 		}
 		seq := mb.Applier.Applied()
@@ -258,6 +300,17 @@ func publishSnapshots(ctx context.Context, mb *cluster.Member, db *storage.DB, e
 			logger.Warn("the cluster's snapshot", "err", err)
 		}
 	}
+}
+
+// snapshotTurn reports whether this node takes the cluster's snapshot
+// now: it leads the stream, or, on an existing NATS, the latest snapshot
+// is older than the interval.
+func snapshotTurn(ctx context.Context, mb *cluster.Member, external bool, every time.Duration) bool {
+	if !external {
+		return mb.Node.Leader()
+	}
+	_, at, ok, err := mb.Node.LatestSnapshot(ctx)
+	return err == nil && (!ok || time.Since(at) >= every)
 }
 
 // publishSeeds publishes the seed incidents into a new cluster's empty
