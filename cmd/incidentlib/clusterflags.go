@@ -295,6 +295,12 @@ func publishSnapshots(ctx context.Context, mb *cluster.Member, db *storage.DB, e
 			continue
 		}
 		seq := mb.Applier.Applied()
+		if seq == 0 {
+			// Nothing applied: a snapshot at position 0 is a library made
+			// a cluster (cluster init), and would stop a new cluster's
+			// seeds (publishSeeds).
+			continue
+		}
 		err := mb.Node.PublishSnapshot(ctx, seq, func(w io.Writer) error { _, err := db.Backup(ctx, w); return err })
 		if err != nil {
 			logger.Warn("the cluster's snapshot", "err", err)
