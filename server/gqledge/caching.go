@@ -266,6 +266,12 @@ func (cacheSignal) InterceptResponse(ctx context.Context, next graphql.ResponseH
 		return resp
 	}
 	oc := graphql.GetOperationContext(ctx)
+	if oc.Operation != nil && oc.Operation.Operation == ast.Subscription {
+		// A subscription's events: one connection (graphql-transport-ws)
+		// runs several at once, each in its own goroutine, and none of
+		// them is the request's one answer to log or keep.
+		return resp
+	}
 	name := metrics.OperationName(oc)
 	var cost any
 	if resp != nil {
