@@ -247,28 +247,57 @@ func publishInitial(ctx context.Context, node *cluster.Node, db *storage.DB, log
 		}
 		logger.Warn("waiting for a quorum of the cluster to publish this library as its first snapshot: start the other nodes", "incidents", n, "err", err)
 	}
+	// The cluster's JetStream may still be settling (a new object store
+	// answers "no responders" for a moment): what fails on the cluster's
+	// side is tried again for a minute.
+	for attempt := 1; ; attempt++ {
+		published, err := publishLibrary(ctx, node, db, n)
+		var refused libraryRefused
+		switch {
+		case err == nil:
+			if published {
+				logger.Info("published this library as the cluster's first snapshot", "incidents", n)
+			}
+			return nil
+		case errors.As(err, &refused), ctx.Err() != nil, attempt >= 60:
+			return err
+		}
+		logger.Warn("publishing this library as the cluster's first snapshot: trying again", "err", err, "attempt", attempt)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// libraryRefused is publishLibrary's refusal of a stream that began
+// without the library: not tried again.
+type libraryRefused struct{ error }
+
+// publishLibrary publishes db's library (n incidents) as the cluster's
+// first snapshot unless the cluster has one, and reports whether it did.
+func publishLibrary(ctx context.Context, node *cluster.Node, db *storage.DB, n int) (bool, error) {
 	has, err := node.HasSnapshot(ctx)
 	if err != nil {
-		return fmt.Errorf("the cluster's snapshots: %w", err)
+		return false, fmt.Errorf("the cluster's snapshots: %w", err)
 	}
 	if has {
-		return nil
+		return false, nil
 	}
 	last, err := node.LastSeq(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if last > 0 {
-		return fmt.Errorf("%s holds a library made a cluster node by `cluster init` (%d incidents), but the cluster's stream began without it (%d writes, no snapshot): "+
+		return false, libraryRefused{fmt.Errorf("%s holds a library made a cluster node by `cluster init` (%d incidents), but the cluster's stream began without it (%d writes, no snapshot): "+
 			"start this node first on a new cluster (the others wait %s for its snapshot), or import its export into the running cluster with `incidentlib import --server`",
-			db.Path(), n, last, snapshotWait)
+			db.Path(), n, last, snapshotWait)}
 	}
-	err = node.PublishSnapshot(ctx, 0, func(w io.Writer) error { _, err := db.Backup(ctx, w); return err })
-	if err != nil {
-		return fmt.Errorf("publish this library as the cluster's first snapshot: %w", err)
+	if err := node.PublishSnapshot(ctx, 0, func(w io.Writer) error { _, err := db.Backup(ctx, w); return err }); err != nil {
+		return false, fmt.Errorf("publish this library as the cluster's first snapshot: %w", err)
 	}
-	logger.Info("published this library as the cluster's first snapshot", "incidents", n)
-	return nil
+	return true, nil
 }
 
 // publishSnapshots stores a snapshot of the node's store every interval

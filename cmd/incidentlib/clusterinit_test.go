@@ -1,3 +1,8 @@
+// Elections under the race detector make these slow: make test runs
+// them without it, in test-cluster.
+
+//go:build !race
+
 package main
 
 import (
@@ -413,7 +418,7 @@ func TestClusterInitRefuses(t *testing.T) {
 // A new node (no store file) that reaches no peer waits for them: it does
 // not make an empty store that would follow the stream without the
 // library a cluster may have started from (its snapshot).
-func TestNewNodeWaitsForItsPeers(t *testing.T) {
+func TestClusterNewNodeWaitsForItsPeers(t *testing.T) {
 	dir := t.TempDir()
 	secret := filepath.Join(dir, "secret")
 	if err := os.WriteFile(secret, []byte("the-new-node-test-shared-secret\n"), 0o600); err != nil {

@@ -1,3 +1,8 @@
+// Elections under the race detector make these slow: make test runs
+// them without it, in test-cluster.
+
+//go:build !race
+
 package main
 
 import (
@@ -25,7 +30,7 @@ import (
 // timeout, publishes the seeds through the new stream, takes writes, and
 // takes the cluster's snapshots itself (no node's server leads the
 // stream); credentials the servers refuse stop serve at start.
-func TestServeOnExistingNATS(t *testing.T) {
+func TestClusterServeOnExistingNATS(t *testing.T) {
 	ext := testutil.StartNATSCluster(t, 3)
 	pub, sub := testutil.DocNATSPermissions(t, filepath.Join("..", "..", "docs", "cluster.md"))
 	creds := ext.UserCreds(t, "node", pub, sub)
@@ -99,7 +104,7 @@ func TestServeOnExistingNATS(t *testing.T) {
 // A library made a cluster node publishes itself as the cluster's first
 // snapshot on an empty stream, once (a restart publishes nothing more);
 // a stream that began without it is refused, naming the way out.
-func TestPublishInitial(t *testing.T) {
+func TestClusterPublishInitial(t *testing.T) {
 	ext := testutil.StartNATSCluster(t, 3)
 	admin := ext.UserCreds(t, "admin", nil, nil)
 	lib := filepath.Join(t.TempDir(), "lib.db")
