@@ -537,7 +537,7 @@ func TestWipedNodeStartsFromSnapshot(t *testing.T) {
 	}
 	src := c.members[0]
 	ctx := context.Background()
-	if err := src.mb.Node.PublishSnapshot(ctx, src.mb.Applier.Applied(), func(w io.Writer) error {
+	if err := src.mb.Node.PublishSnapshot(ctx, src.mb.Applier.Applied(), "", func(w io.Writer) error {
 		_, err := src.db.Backup(ctx, w)
 		return err
 	}); err != nil {

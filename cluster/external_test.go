@@ -99,7 +99,7 @@ func TestExternalNATS(t *testing.T) {
 	// chunks purged), fetched by a member whose store is wiped.
 	src := c.members[0]
 	backup := func(w io.Writer) error { _, err := src.db.Backup(ctx, w); return err }
-	if err := src.mb.Node.PublishSnapshot(ctx, src.mb.Applier.Applied(), backup); err != nil {
+	if err := src.mb.Node.PublishSnapshot(ctx, src.mb.Applier.Applied(), "", backup); err != nil {
 		t.Fatalf("the first snapshot: %v\n%s", err, ext.Violations())
 	}
 	for _, inc := range incs[6:] {
@@ -110,7 +110,7 @@ func TestExternalNATS(t *testing.T) {
 		}
 	}
 	c.level(lastSeq(t, c))
-	if err := src.mb.Node.PublishSnapshot(ctx, src.mb.Applier.Applied(), backup); err != nil {
+	if err := src.mb.Node.PublishSnapshot(ctx, src.mb.Applier.Applied(), "", backup); err != nil {
 		t.Fatalf("the second snapshot: %v\n%s", err, ext.Violations())
 	}
 	checkOneSnapshot(t, ext)

@@ -26,8 +26,10 @@ import (
 const (
 	// snapshotObject is the name of the latest snapshot.
 	snapshotObject = "latest"
-	// metaSeq is the snapshot's log position, in its metadata.
-	metaSeq = "log-seq"
+	// metaSeq is the snapshot's log position, in its metadata; metaLibrary
+	// the id of the library the cluster began from (cluster init), if any.
+	metaSeq     = "log-seq"
+	metaLibrary = "library"
 )
 
 func (n *Node) snapshotBucket() string { return n.cfg.Stream + "_SNAPSHOTS" }
@@ -42,9 +44,10 @@ func (n *Node) objects(ctx context.Context, create bool) (jetstream.ObjectStore,
 }
 
 // PublishSnapshot stores a snapshot of a store at log position seq,
-// written by backup, as the latest. A snapshot no newer than the latest
-// is not stored.
-func (n *Node) PublishSnapshot(ctx context.Context, seq uint64, backup func(io.Writer) error) error {
+// written by backup, as the latest; library is the store's library id
+// (storage.DB.ClusterLibrary, "" for none). A snapshot no newer than the
+// latest is not stored.
+func (n *Node) PublishSnapshot(ctx context.Context, seq uint64, library string, backup func(io.Writer) error) error {
 	obs, err := n.objects(ctx, true)
 	if err != nil {
 		return incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster's snapshots are unavailable: %v", err)
@@ -57,7 +60,7 @@ func (n *Node) PublishSnapshot(ctx context.Context, seq uint64, backup func(io.W
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(backup(pw)) }()
 	_, err = obs.Put(ctx, jetstream.ObjectMeta{Name: snapshotObject, Description: "a bbolt backup of a node's store",
-		Metadata: map[string]string{metaSeq: strconv.FormatUint(seq, 10), "node": n.cfg.NodeName, "at": time.Now().UTC().Format(time.RFC3339)}}, pr)
+		Metadata: map[string]string{metaSeq: strconv.FormatUint(seq, 10), metaLibrary: library, "node": n.cfg.NodeName, "at": time.Now().UTC().Format(time.RFC3339)}}, pr)
 	pr.CloseWithError(err)
 	return err
 }
@@ -128,42 +131,50 @@ func (n *Node) WaitQuorum(ctx context.Context) error {
 	}
 }
 
+// latest returns the latest snapshot's description, nil when the cluster
+// has none.
+func (n *Node) latest(ctx context.Context) (*jetstream.ObjectInfo, error) {
+	obs, err := n.objects(ctx, false)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	info, err := obs.GetInfo(ctx, snapshotObject)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, nil
+	}
+	return info, err
+}
+
 // LatestSnapshot returns the log position of the cluster's latest
 // snapshot and when it was stored (by the NATS server's clock); ok is
 // false when the cluster has none.
 func (n *Node) LatestSnapshot(ctx context.Context) (seq uint64, at time.Time, ok bool, err error) {
-	obs, err := n.objects(ctx, false)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return 0, time.Time{}, false, nil
-	}
-	if err != nil {
-		return 0, time.Time{}, false, err
-	}
-	info, err := obs.GetInfo(ctx, snapshotObject)
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return 0, time.Time{}, false, nil
-	}
-	if err != nil {
+	info, err := n.latest(ctx)
+	if err != nil || info == nil {
 		return 0, time.Time{}, false, err
 	}
 	seq, _ = strconv.ParseUint(info.Metadata[metaSeq], 10, 64)
 	return seq, info.ModTime, true, nil
 }
 
+// SnapshotLibrary returns the library id the cluster's latest snapshot
+// carries ("" for a cluster that did not begin from a library made a
+// cluster node by `cluster init`); ok is false when it has no snapshot.
+func (n *Node) SnapshotLibrary(ctx context.Context) (library string, ok bool, err error) {
+	info, err := n.latest(ctx)
+	if err != nil || info == nil {
+		return "", false, err
+	}
+	return info.Metadata[metaLibrary], true, nil
+}
+
 // HasSnapshot reports whether the cluster holds a snapshot.
 func (n *Node) HasSnapshot(ctx context.Context) (bool, error) {
-	obs, err := n.objects(ctx, false)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	_, err = obs.GetInfo(ctx, snapshotObject)
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return false, nil
-	}
-	return err == nil, err
+	info, err := n.latest(ctx)
+	return info != nil, err
 }
 
 // Bootstrap brings a node without a store file its starting point: the

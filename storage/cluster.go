@@ -2,6 +2,8 @@ package storage
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -96,6 +98,46 @@ func (db *DB) MarkLogged(ctx context.Context) error {
 		return err
 	}
 	return db.SkipLogged(ctx, 0, nil)
+}
+
+// metaLibrary names the library a cluster began from: a random id that
+// `cluster init` stores in the library it makes a node's store. It goes
+// with the store into every snapshot and every node started from one, and
+// the snapshots carry it, so a node tells a snapshot of its own library
+// from another library's.
+var metaLibrary = []byte("cluster_library")
+
+// InitClusterLibrary makes the store a cluster node's at log position 0
+// (MarkLogged) and names its library with a new random id, which it
+// returns; a store that has one keeps it.
+func (db *DB) InitClusterLibrary(ctx context.Context) (string, error) {
+	if err := db.MarkLogged(ctx); err != nil {
+		return "", err
+	}
+	if id, err := db.ClusterLibrary(ctx); err != nil || id != "" {
+		return id, err
+	}
+	var raw [16]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", err
+	}
+	id := hex.EncodeToString(raw[:])
+	err := db.updateGuarded(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(metaLibrary, []byte(id)) })
+	if err := db.writeError(err); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// ClusterLibrary returns the store's library id (InitClusterLibrary), ""
+// when it has none.
+func (db *DB) ClusterLibrary(ctx context.Context) (string, error) {
+	var id string
+	err := db.view(ctx, func(tx *bolt.Tx) error {
+		id = string(tx.Bucket(bucketMeta).Get(metaLibrary))
+		return nil
+	})
+	return id, err
 }
 
 // Rejections returns the log's writes the store refused; see

@@ -383,7 +383,7 @@ func (b *clusterBench) catchUp(ctx context.Context, c *benchCluster, out io.Writ
 		if snapshot {
 			at := src.mb.Applier.Applied()
 			t := time.Now()
-			if err := src.mb.Node.PublishSnapshot(ctx, at, func(w io.Writer) error { _, err := src.store.Backup(ctx, w); return err }); err != nil {
+			if err := src.mb.Node.PublishSnapshot(ctx, at, "", func(w io.Writer) error { _, err := src.store.Backup(ctx, w); return err }); err != nil {
 				return err
 			}
 			fmt.Fprintf(out, "snapshot: published at stream sequence %d in %s\n", at, time.Since(t).Round(time.Millisecond))

@@ -278,12 +278,23 @@ type libraryRefused struct{ error }
 // publishLibrary publishes db's library (n incidents) as the cluster's
 // first snapshot unless the cluster has one, and reports whether it did.
 func publishLibrary(ctx context.Context, node *cluster.Node, db *storage.DB, n int) (bool, error) {
-	has, err := node.HasSnapshot(ctx)
+	ours, err := db.ClusterLibrary(ctx)
+	if err != nil {
+		return false, err
+	}
+	theirs, has, err := node.SnapshotLibrary(ctx)
 	if err != nil {
 		return false, fmt.Errorf("the cluster's snapshots: %w", err)
 	}
-	if has {
-		return false, nil
+	switch {
+	case has && theirs == ours:
+		return false, nil // this library's (published before a restart, or the store came from it)
+	case has && ours != "":
+		return false, libraryRefused{fmt.Errorf("%s holds a library made a cluster node by `cluster init` (%d incidents), but the cluster holds the snapshot of another library: "+
+			"following it would mix the two; make this library a new cluster (its own nodes, stream and snapshots), or import its export into the running cluster with `incidentlib import --server`",
+			db.Path(), n)}
+	case has:
+		return false, nil // a store at position 0 from before library ids: as before
 	}
 	last, err := node.LastSeq(ctx)
 	if err != nil {
@@ -294,7 +305,7 @@ func publishLibrary(ctx context.Context, node *cluster.Node, db *storage.DB, n i
 			"start this node first on a new cluster (the others wait %s for its snapshot), or import its export into the running cluster with `incidentlib import --server`",
 			db.Path(), n, last, snapshotWait)}
 	}
-	if err := node.PublishSnapshot(ctx, 0, func(w io.Writer) error { _, err := db.Backup(ctx, w); return err }); err != nil {
+	if err := node.PublishSnapshot(ctx, 0, ours, func(w io.Writer) error { _, err := db.Backup(ctx, w); return err }); err != nil {
 		return false, fmt.Errorf("publish this library as the cluster's first snapshot: %w", err)
 	}
 	return true, nil
@@ -330,7 +341,10 @@ func publishSnapshots(ctx context.Context, mb *cluster.Member, db *storage.DB, e
 			// seeds (publishSeeds).
 			continue
 		}
-		err := mb.Node.PublishSnapshot(ctx, seq, func(w io.Writer) error { _, err := db.Backup(ctx, w); return err })
+		library, err := db.ClusterLibrary(ctx)
+		if err == nil {
+			err = mb.Node.PublishSnapshot(ctx, seq, library, func(w io.Writer) error { _, err := db.Backup(ctx, w); return err })
+		}
 		if err != nil {
 			logger.Warn("the cluster's snapshot", "err", err)
 		}

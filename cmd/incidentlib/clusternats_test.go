@@ -143,6 +143,25 @@ func TestClusterPublishInitial(t *testing.T) {
 		if _, again, _, _ := node.LatestSnapshot(ctx); !again.Equal(at) {
 			t.Fatal("a restart published the library again")
 		}
+		// Another library made a cluster node joins this cluster: it is
+		// refused (following the stream over it would mix the two).
+		other := filepath.Join(t.TempDir(), "other.db")
+		makeLibrary(t, other)
+		if _, _, err := runCmd(t, nil, "", "cluster", "init", "--db", other); err != nil {
+			t.Fatal(err)
+		}
+		odb, err := storage.Open(other, storage.Options{Taxonomy: seeds.MustTaxonomy()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer odb.Close()
+		err = publishInitial(ctx, node, odb, logger)
+		if err == nil || !strings.Contains(err.Error(), "another library") {
+			t.Fatalf("publishInitial of another library answered %v, want a refusal", err)
+		}
+		if _, again, _, _ := node.LatestSnapshot(ctx); !again.Equal(at) {
+			t.Fatal("another library's snapshot replaced the cluster's")
+		}
 	})
 	t.Run("StreamBeganWithoutIt", func(t *testing.T) {
 		// One stream of the library's subjects per account: the first
