@@ -202,7 +202,11 @@ func (n *Node) SubjectSeq(ctx context.Context, subject string) (uint64, error) {
 	req, _ := json.Marshal(struct {
 		LastBySubject string `json:"last_by_subj"`
 	}{subject})
-	resp, err := n.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+n.cfg.Stream, req)
+	var resp *nats.Msg
+	err := n.retryTimeouts(ctx, func(ctx context.Context) (err error) {
+		resp, err = n.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+n.cfg.Stream, req)
+		return err
+	})
 	if err != nil {
 		n.quorum.set(false)
 		return 0, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster is unavailable: %v; nothing was written", err)

@@ -109,15 +109,64 @@ func (n *Node) Publish(ctx context.Context, subject, msgID string, expect *uint6
 	if expect != nil {
 		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(*expect))
 	}
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
-	defer cancel()
-	ack, err := n.js.PublishMsg(ctx, msg, opts...)
+	var ack *jetstream.PubAck
+	err := n.retryTimeouts(ctx, func(ctx context.Context) (err error) {
+		// A retry carries the same message id: if an earlier try was
+		// stored after all, the stream answers it as a duplicate.
+		ack, err = n.js.PublishMsg(ctx, msg, opts...)
+		return err
+	})
 	if err != nil {
 		return 0, false, n.publishError(err)
 	}
 	n.quorum.set(true)
 	n.ring(ack.Sequence)
 	return ack.Sequence, ack.Duplicate, nil
+}
+
+// attemptTimeout bounds one request to the stream's leader within the
+// write timeout: while the leader is lost, a request waits for an answer
+// nobody sends (the stream's other servers hear it but do not lead), so
+// it is sent again every attempt until a new leader answers or the write
+// timeout passes, rather than once for the whole write timeout.
+const attemptTimeout = 500 * time.Millisecond
+
+// retryTimeouts runs fn with a deadline of attemptTimeout, again while it
+// times out, until the write timeout passes (or ctx ends); it returns
+// fn's last error. fn must be safe to repeat (a publish with its message
+// id, a read).
+func (n *Node) retryTimeouts(ctx context.Context, fn func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
+	defer cancel()
+	for {
+		actx, acancel := context.WithTimeout(ctx, attemptTimeout)
+		err := fn(actx)
+		acancel()
+		if inProcess(err) && ctx.Err() == nil {
+			// An earlier try of this publish is being stored: its answer
+			// (a duplicate's) comes once it is.
+			select {
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+			continue
+		}
+		if err == nil || ctx.Err() != nil || !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)) {
+			if err != nil && ctx.Err() != nil && !errors.Is(err, context.Canceled) {
+				return context.DeadlineExceeded // the write timeout, not one attempt's
+			}
+			return err
+		}
+	}
+}
+
+// errCodeDuplicateInProcess is JetStream's answer to a publish whose
+// message id an earlier publish, not yet stored, carries.
+const errCodeDuplicateInProcess jetstream.ErrorCode = 10158
+
+func inProcess(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeDuplicateInProcess
 }
 
 // publishError maps a failed publish to what the client is told.
@@ -131,7 +180,7 @@ func (n *Node) publishError(err error) error {
 		errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrConnectionReconnecting):
 		n.quorum.set(false)
 		return incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the cluster is unavailable (%v); nothing was written", err)
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), inProcess(err):
 		n.quorum.set(false)
 		return incidentlib.Errorf(incidentlib.EOUTCOMEUNKNOWN,
 			"the cluster did not acknowledge the write within %s: it may still apply; retry with the same idempotency key", n.cfg.WriteTimeout)
