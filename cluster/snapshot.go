@@ -30,6 +30,9 @@ const (
 	// the id of the library the cluster began from (cluster init), if any.
 	metaSeq     = "log-seq"
 	metaLibrary = "library"
+	// snapshotChunk is the size of a snapshot's chunks: below the message
+	// limit with room for the headers.
+	snapshotChunk = MaxMessageBytes - 64<<10
 )
 
 func (n *Node) snapshotBucket() string { return n.cfg.Stream + "_SNAPSHOTS" }
@@ -60,6 +63,12 @@ func (n *Node) PublishSnapshot(ctx context.Context, seq uint64, library string, 
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(backup(pw)) }()
 	_, err = obs.Put(ctx, jetstream.ObjectMeta{Name: snapshotObject, Description: "a bbolt backup of a node's store",
+		// Chunks near the message limit, not the default 128 KiB: the
+		// object store publishes chunks asynchronously with at most 4,000
+		// unacknowledged, and a store of 100,000 incidents (over a GiB)
+		// in 128 KiB chunks outran the acknowledgements of writes synced
+		// to disk (the put failed, "stalled").
+		Opts: &jetstream.ObjectMetaOptions{ChunkSize: snapshotChunk},
 		Metadata: map[string]string{metaSeq: strconv.FormatUint(seq, 10), metaLibrary: library, "node": n.cfg.NodeName, "at": time.Now().UTC().Format(time.RFC3339)}}, pr)
 	pr.CloseWithError(err)
 	return err
