@@ -62,16 +62,29 @@ func (n *Node) PublishSnapshot(ctx context.Context, seq uint64, library string, 
 	}
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(backup(pw)) }()
+	// The object store publishes a chunk for each Read, asynchronously,
+	// with at most 4,000 unacknowledged; a pipe's Read returns one Write
+	// of the backup (a few KiB), so a store of 100,000 incidents made
+	// more chunks than that before the acknowledgements of writes synced
+	// to disk came, and the put failed ("stalled"). fullReader fills each
+	// chunk, and the chunks are near the message limit.
 	_, err = obs.Put(ctx, jetstream.ObjectMeta{Name: snapshotObject, Description: "a bbolt backup of a node's store",
-		// Chunks near the message limit, not the default 128 KiB: the
-		// object store publishes chunks asynchronously with at most 4,000
-		// unacknowledged, and a store of 100,000 incidents (over a GiB)
-		// in 128 KiB chunks outran the acknowledgements of writes synced
-		// to disk (the put failed, "stalled").
 		Opts: &jetstream.ObjectMetaOptions{ChunkSize: snapshotChunk},
-		Metadata: map[string]string{metaSeq: strconv.FormatUint(seq, 10), metaLibrary: library, "node": n.cfg.NodeName, "at": time.Now().UTC().Format(time.RFC3339)}}, pr)
+		Metadata: map[string]string{metaSeq: strconv.FormatUint(seq, 10), metaLibrary: library, "node": n.cfg.NodeName, "at": time.Now().UTC().Format(time.RFC3339)}}, fullReader{pr})
 	pr.CloseWithError(err)
 	return err
+}
+
+// fullReader reads whole buffers: the object store makes a chunk of each
+// Read, and fills none but the last partly.
+type fullReader struct{ r io.Reader }
+
+func (f fullReader) Read(p []byte) (int, error) {
+	n, err := io.ReadFull(f.r, p)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = io.EOF
+	}
+	return n, err
 }
 
 // FetchSnapshot writes the latest snapshot to path (a new file) and
