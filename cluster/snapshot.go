@@ -69,7 +69,7 @@ func (n *Node) PublishSnapshot(ctx context.Context, seq uint64, library string, 
 	// to disk came, and the put failed ("stalled"). fullReader fills each
 	// chunk, and the chunks are near the message limit.
 	_, err = obs.Put(ctx, jetstream.ObjectMeta{Name: snapshotObject, Description: "a bbolt backup of a node's store",
-		Opts: &jetstream.ObjectMetaOptions{ChunkSize: snapshotChunk},
+		Opts:     &jetstream.ObjectMetaOptions{ChunkSize: snapshotChunk},
 		Metadata: map[string]string{metaSeq: strconv.FormatUint(seq, 10), metaLibrary: library, "node": n.cfg.NodeName, "at": time.Now().UTC().Format(time.RFC3339)}}, fullReader{pr})
 	pr.CloseWithError(err)
 	return err
