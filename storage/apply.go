@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -43,12 +44,21 @@ func (db *DB) AppliedSeq(ctx context.Context) (seq uint64, following bool, err e
 // metaPosition reads a position kept in the meta bucket under key, and
 // whether it is there at all.
 func (db *DB) metaPosition(ctx context.Context, key []byte) (seq uint64, set bool, err error) {
-	err = db.view(ctx, func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketMeta).Get(key)
-		seq, set = getU64(v), v != nil
+	v, err := db.metaValue(ctx, key)
+	return getU64(v), v != nil, err
+}
+
+// metaValue returns a copy of the meta bucket's value at key, nil when
+// it has none.
+func (db *DB) metaValue(ctx context.Context, key []byte) ([]byte, error) {
+	var v []byte
+	err := db.view(ctx, func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketMeta).Get(key); b != nil {
+			v = bytes.Clone(b)
+		}
 		return nil
 	})
-	return seq, set, err
+	return v, err
 }
 
 // ApplyChanges applies one page of a primary's changes, oldest first, in

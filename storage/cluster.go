@@ -132,12 +132,8 @@ func (db *DB) InitClusterLibrary(ctx context.Context) (string, error) {
 // ClusterLibrary returns the store's library id (InitClusterLibrary), ""
 // when it has none.
 func (db *DB) ClusterLibrary(ctx context.Context) (string, error) {
-	var id string
-	err := db.view(ctx, func(tx *bolt.Tx) error {
-		id = string(tx.Bucket(bucketMeta).Get(metaLibrary))
-		return nil
-	})
-	return id, err
+	v, err := db.metaValue(ctx, metaLibrary)
+	return string(v), err
 }
 
 // Rejections returns the log's writes the store refused; see

@@ -54,12 +54,8 @@ func (db *DB) TaxonomyChangesAfter(ctx context.Context, after uint64, limit int)
 // AppliedTaxonomy returns the number of the last entry of a primary's
 // history this store applied (0: none).
 func (db *DB) AppliedTaxonomy(ctx context.Context) (uint64, error) {
-	var n uint64
-	err := db.view(ctx, func(tx *bolt.Tx) error {
-		n = getU64(tx.Bucket(bucketMeta).Get(metaFollowTax))
-		return nil
-	})
-	return n, err
+	v, err := db.metaValue(ctx, metaFollowTax)
+	return getU64(v), err
 }
 
 // ApplyTaxonomyChanges applies entries of a primary's history, oldest

@@ -396,41 +396,15 @@ func publishSeeds(ctx context.Context, mb *cluster.Member, logger *slog.Logger) 
 // clusterStore is the store as a cluster node serves it: reads from the
 // node's own store, writes through the cluster's log.
 type clusterStore struct {
-	*storage.DB
-	w *cluster.Writer
+	*cluster.Writer
+	nodeReads
 }
 
-func (s clusterStore) UpsertIncident(ctx context.Context, inc *incidentlib.Incident, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
-	return s.w.UpsertIncident(ctx, inc, opts)
-}
-
-func (s clusterStore) DeleteIncident(ctx context.Context, id string, opts incidentlib.WriteOptions) (*incidentlib.DeleteResult, error) {
-	return s.w.DeleteIncident(ctx, id, opts)
-}
-
-func (s clusterStore) RestoreIncident(ctx context.Context, id string, version int, comment string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
-	return s.w.RestoreIncident(ctx, id, version, comment, opts)
-}
-
-func (s clusterStore) SubmitForReview(ctx context.Context, id string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
-	return s.w.SubmitForReview(ctx, id, opts)
-}
-
-func (s clusterStore) DecideReview(ctx context.Context, id string, decision incidentlib.ReviewDecision, comment string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
-	return s.w.DecideReview(ctx, id, decision, comment, opts)
-}
-
-func (s clusterStore) WithdrawIncident(ctx context.Context, id, reason string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
-	return s.w.WithdrawIncident(ctx, id, reason, opts)
-}
-
-func (s clusterStore) PurgeVersion(ctx context.Context, id string, version int, reason string) (*incidentlib.IncidentVersion, error) {
-	return s.w.PurgeVersion(ctx, id, version, reason)
-}
-
-func (s clusterStore) ImportIncidents(ctx context.Context, incs []*incidentlib.Incident, opts incidentlib.ImportOptions) (*incidentlib.ImportResult, error) {
-	return s.w.ImportIncidents(ctx, incs, opts)
-}
+// nodeReads is the node's store one level down in clusterStore: the
+// writer's methods (every write: incidents, imports, history, tokens,
+// taxonomy, organizations), promoted from a shallower depth, take the
+// place of the store's own.
+type nodeReads struct{ *storage.DB }
 
 var _ server.Store = clusterStore{}
 
@@ -483,39 +457,3 @@ func (c *clusterFlags) excludes(of *outboundFlags) error {
 
 // The admin's writes go through the cluster's log too (cluster/admin.go):
 // a token's secret is made on this node and only its hash is published.
-
-func (s clusterStore) CreateToken(ctx context.Context, name string, role incidentlib.Role, expires time.Time) (string, *incidentlib.TokenInfo, error) {
-	return s.w.CreateToken(ctx, name, role, expires)
-}
-
-func (s clusterStore) RevokeToken(ctx context.Context, name string) (*incidentlib.TokenInfo, error) {
-	return s.w.RevokeToken(ctx, name)
-}
-
-func (s clusterStore) AddTerm(ctx context.Context, author string, t incidentlib.Term) (*incidentlib.Term, error) {
-	return s.w.AddTerm(ctx, author, t)
-}
-
-func (s clusterStore) UpdateTerm(ctx context.Context, author string, kind incidentlib.TermKind, slug string, u incidentlib.TermUpdate) (*incidentlib.Term, error) {
-	return s.w.UpdateTerm(ctx, author, kind, slug, u)
-}
-
-func (s clusterStore) AddTermAliases(ctx context.Context, author string, kind incidentlib.TermKind, slug string, aliases []string) (*incidentlib.Term, error) {
-	return s.w.AddTermAliases(ctx, author, kind, slug, aliases)
-}
-
-func (s clusterStore) DeprecateTerm(ctx context.Context, author string, kind incidentlib.TermKind, slug string, deprecated bool) (*incidentlib.Term, error) {
-	return s.w.DeprecateTerm(ctx, author, kind, slug, deprecated)
-}
-
-func (s clusterStore) AddOrganization(ctx context.Context, author string, o incidentlib.Organization) (*incidentlib.Organization, error) {
-	return s.w.AddOrganization(ctx, author, o)
-}
-
-func (s clusterStore) RenameOrganization(ctx context.Context, author, slug, name string) (*incidentlib.Organization, *incidentlib.MergeResult, error) {
-	return s.w.RenameOrganization(ctx, author, slug, name)
-}
-
-func (s clusterStore) MergeOrganizations(ctx context.Context, author, from, into string) (*incidentlib.MergeResult, error) {
-	return s.w.MergeOrganizations(ctx, author, from, into)
-}

@@ -234,7 +234,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		AdminToken: *adminToken, BackupDir: filepath.Dir(db.Path()), GenericExecutor: *executor == "gqlgen"}, of))))
 	var store server.Store = db
 	if member != nil {
-		store = clusterStore{DB: db, w: member.Writer}
+		store = clusterStore{Writer: member.Writer, nodeReads: nodeReads{db}}
 		cfg.Stale = member.Stale // every response marked while the node has no quorum (server.StaleHeader, extensions.stale)
 	}
 	srv, _, err := server.Assemble(store, incidents, searchSvc, m, cfg)
