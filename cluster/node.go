@@ -203,12 +203,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		if n.srv, err = startEmbedded(cfg, token, n.log); err != nil {
 			return nil, err
 		}
-		n.nc, err = nats.Connect("", nats.InProcessServer(n.srv), nats.Token(token), nats.Name(cfg.NodeName), nats.MaxReconnects(-1))
+		n.nc, err = nats.Connect("", append(n.connLogging(), nats.InProcessServer(n.srv), nats.Token(token), nats.Name(cfg.NodeName), nats.MaxReconnects(-1))...)
 	} else {
 		if err := checkExternal(cfg); err != nil { // external.go
 			return nil, err
 		}
-		opts := []nats.Option{nats.Name(cfg.NodeName), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true)}
+		opts := append(n.connLogging(), nats.Name(cfg.NodeName), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true))
 		if cfg.CredsFile != "" {
 			opts = append(opts, nats.UserCredentials(cfg.CredsFile))
 		}
@@ -278,6 +278,28 @@ func startEmbedded(cfg Config, clientToken string, log *slog.Logger) (*server.Se
 		return nil, fmt.Errorf("cluster: the embedded NATS server did not start (route listener %s)", cfg.Listen)
 	}
 	return srv, nil
+}
+
+// connLogging sends the connection's asynchronous errors (a permission
+// refused, a slow consumer) and its losses and recoveries to the node's
+// log, instead of nats.go's default of printing them to stderr.
+func (n *Node) connLogging() []nats.Option {
+	log := n.log.With("component", "nats-client")
+	return []nats.Option{
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			log.Warn("the connection to NATS reported an error", "subject", subject, "err", err)
+		}),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("disconnected from NATS", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("reconnected to NATS", "url", nc.ConnectedUrlRedacted()) }),
+	}
 }
 
 // randomToken is the embedded server's client token: 32 random bytes.
