@@ -791,3 +791,57 @@ func TestGraphiQLLiveTab(t *testing.T) {
 	}
 	t.Fatal("no event")
 }
+
+// A subscription open while the server's reads become stale (a cluster
+// node losing its quorum in the middle of a stream) marks each event sent
+// while so with extensions.stale, and stops marking when it is level
+// again, over SSE and over graphql-transport-ws.
+func TestSubscriptionStaleMidStream(t *testing.T) {
+	var stale atomic.Bool
+	f := newLive(t, 10, server.Config{Stale: stale.Load})
+	staleOfEvent := func(t *testing.T, data []byte) bool {
+		t.Helper()
+		var r struct {
+			Extensions map[string]any `json:"extensions"`
+		}
+		if err := json.Unmarshal(data, &r); err != nil {
+			t.Fatalf("%s: %v", data, err)
+		}
+		return r.Extensions["stale"] == true
+	}
+	t.Run("SSE", func(t *testing.T) {
+		s := mustSSE(t, f.hs.URL, nil)
+		defer s.Close()
+		waitMetric(t, f, `incidentlib_subscriptions_active{transport="sse"}`, 1)
+		for i, want := range []bool{false, true, false} {
+			stale.Store(want)
+			f.write(t, i, fmt.Sprintf("sse stale %d", i), "")
+			_, data, err := s.next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := staleOfEvent(t, data); got != want {
+				t.Fatalf("event %d: extensions.stale %v, want %v: %s", i, got, want, data)
+			}
+		}
+	})
+	t.Run("WebSocket", func(t *testing.T) {
+		stale.Store(false)
+		c := dialWS(t, f.hs.URL, nil)
+		defer c.Close(websocket.StatusNormalClosure, "")
+		c.init(t, nil)
+		c.subscribe(t, "1", nil)
+		waitMetric(t, f, `incidentlib_subscriptions_active{transport="ws"}`, 1)
+		for i, want := range []bool{false, true, false} {
+			stale.Store(want)
+			f.write(t, 5+i, fmt.Sprintf("ws stale %d", i), "")
+			m := c.read(t)
+			if m.Type != "next" {
+				t.Fatalf("event %d: %s", i, m.Type)
+			}
+			if got := staleOfEvent(t, m.Payload); got != want {
+				t.Fatalf("event %d: extensions.stale %v, want %v: %s", i, got, want, m.Payload)
+			}
+		}
+	})
+}
