@@ -14,8 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/incidentlib/incidentlib"
-	"github.com/incidentlib/incidentlib/cluster"
+	"github.com/incidentlib/incidentlib/cmd/internal/clusternode"
 	"github.com/incidentlib/incidentlib/gen"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
@@ -28,20 +27,6 @@ import (
 // the same bytes), on a single node and on a cluster member holding the
 // same incidents, in the same run, interleaved.
 
-// nodeStore is the store as a cluster node serves it (cmd/incidentlib's
-// clusterStore): reads promoted from the node's own store, writes through
-// the cluster's log. Only reads are measured here, so only the upsert is
-// carried over; the read path is clusterStore's, a struct of the same
-// shape around the same *storage.DB.
-type nodeStore struct {
-	*storage.DB
-	w *cluster.Writer
-}
-
-func (s nodeStore) UpsertIncident(ctx context.Context, inc *incidentlib.Incident, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
-	return s.w.UpsertIncident(ctx, inc, opts)
-}
-
 // nodeHandler composes a cluster member's HTTP handler as serve does on a
 // cluster node: server.Assemble over the node's store with cfg.Stale on
 // the member's quorum, behind the Idempotency-Key header's reader.
@@ -51,17 +36,12 @@ func nodeHandler(m *benchMember, cfg server.Config) (http.Handler, error) {
 		return nil, err
 	}
 	cfg.Stale = m.mb.Stale
-	srv, _, err := server.Assemble(nodeStore{DB: m.store, w: m.mb.Writer}, nil, nil, met, cfg)
+	srv, _, err := server.Assemble(clusternode.NewStore(m.store, m.mb.Writer), nil, nil, met, cfg)
 	if err != nil {
 		return nil, err
 	}
 	srv.SetReady(true)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if k := r.Header.Get("Idempotency-Key"); k != "" { // never on these reads
-			r = r.WithContext(cluster.WithIdempotencyKey(r.Context(), k))
-		}
-		srv.ServeHTTP(w, r)
-	}), nil
+	return clusternode.IdempotencyKeys(srv), nil
 }
 
 func (b *clusterBench) reads(ctx context.Context, c *benchCluster, dir string, out io.Writer) error {

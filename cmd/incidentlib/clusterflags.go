@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -391,36 +390,6 @@ func publishSeeds(ctx context.Context, mb *cluster.Member, logger *slog.Logger) 
 	if res != nil && res.Created > 0 {
 		logger.Info("published the seed incidents to the cluster", "count", res.Created)
 	}
-}
-
-// clusterStore is the store as a cluster node serves it: reads from the
-// node's own store, writes through the cluster's log.
-type clusterStore struct {
-	*cluster.Writer
-	nodeReads
-}
-
-// nodeReads is the node's store one level down in clusterStore: the
-// writer's methods (every write: incidents, imports, history, tokens,
-// taxonomy, organizations), promoted from a shallower depth, take the
-// place of the store's own.
-type nodeReads struct{ *storage.DB }
-
-var _ server.Store = clusterStore{}
-
-// withIdempotencyKey hands a request's Idempotency-Key header to the
-// cluster's writer: a retry with the same key applies at most once.
-func withIdempotencyKey(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if k := r.Header.Get("Idempotency-Key"); k != "" {
-			if why := cluster.ValidIdempotencyKey(k); why != "" {
-				http.Error(w, why, http.StatusBadRequest)
-				return
-			}
-			r = r.WithContext(cluster.WithIdempotencyKey(r.Context(), k))
-		}
-		h.ServeHTTP(w, r)
-	})
 }
 
 // followReadiness keeps /readyz on the member's readiness: ready once it

@@ -18,6 +18,7 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/cluster"
+	"github.com/incidentlib/incidentlib/cmd/internal/clusternode"
 	"github.com/incidentlib/incidentlib/importer"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
@@ -234,7 +235,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		AdminToken: *adminToken, BackupDir: filepath.Dir(db.Path()), GenericExecutor: *executor == "gqlgen"}, of))))
 	var store server.Store = db
 	if member != nil {
-		store = clusterStore{Writer: member.Writer, nodeReads: nodeReads{db}}
+		store = clusternode.NewStore(db, member.Writer)
 		cfg.Stale = member.Stale // every response marked while the node has no quorum (server.StaleHeader, extensions.stale)
 	}
 	srv, _, err := server.Assemble(store, incidents, searchSvc, m, cfg)
@@ -247,7 +248,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	var handler http.Handler = srv
 	if member != nil {
-		handler = withIdempotencyKey(srv)
+		handler = clusternode.IdempotencyKeys(srv)
 	}
 	hs := httpServer(handler, httpOptions{
 		readHeader: *readHeader, read: *readTimeout, write: *writeTimeout, idle: *idleTimeout,
