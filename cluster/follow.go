@@ -36,6 +36,9 @@ const (
 	fetchBatch = 256
 	// pollEvery is how often a follower asks its copy without a bell.
 	pollEvery = 250 * time.Millisecond
+	// fetchBytes bounds the bytes one direct get returns, well below a
+	// subscription's pending limit (64 MiB).
+	fetchBytes = 16 << 20
 	// fetchTimeout bounds one direct get's answer.
 	fetchTimeout = 2 * time.Second
 	// maxBackoff bounds the wait between asks while a write known to be
@@ -107,9 +110,17 @@ func (n *Node) follow(ctx context.Context, from *uint64, apply func(context.Cont
 		return err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
+	// One subscription for every fetch's answers, each fetch on its own
+	// reply subject under it: no subscription made and dropped (and told
+	// to every peer) at each ask.
+	replies := &fetchReplies{prefix: n.nc.NewInbox()}
+	if replies.sub, err = n.nc.SubscribeSync(replies.prefix + ".*"); err != nil {
+		return err
+	}
+	defer func() { _ = replies.sub.Unsubscribe() }()
 	var backoff time.Duration
 	for {
-		got, err := n.fetch(ctx, *from+1, func(m Message) error {
+		got, err := n.fetch(ctx, replies, *from+1, func(m Message) error {
 			if err := apply(ctx, m); err != nil {
 				return stopError{err}
 			}
@@ -141,33 +152,47 @@ func (n *Node) follow(ctx context.Context, from *uint64, apply func(context.Cont
 	}
 }
 
+// fetchReplies is where a follower's fetches are answered: one
+// subscription, and a reply subject per fetch under its prefix.
+type fetchReplies struct {
+	prefix string
+	sub    *nats.Subscription
+	n      uint64 // fetches made
+}
+
 // fetch asks this node's copy of the stream for the messages from seq on
 // (at most fetchBatch) and hands each to each, in order; it returns how
-// many it handed over. No message at or after seq is no error.
-func (n *Node) fetch(ctx context.Context, seq uint64, each func(Message) error) (int, error) {
+// many it handed over. No message at or after seq is no error. Answers to
+// an earlier fetch that came too late are skipped.
+func (n *Node) fetch(ctx context.Context, replies *fetchReplies, seq uint64, each func(Message) error) (int, error) {
 	req, _ := json.Marshal(struct {
-		Seq   uint64 `json:"seq"`
-		Batch int    `json:"batch"`
-	}{seq, fetchBatch})
-	inbox := n.nc.NewRespInbox()
-	sub, err := n.nc.SubscribeSync(inbox)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = sub.Unsubscribe() }()
-	if err := n.nc.PublishRequest("$JS.API.DIRECT.GET."+n.cfg.Stream, inbox, req); err != nil {
+		Seq      uint64 `json:"seq"`
+		Batch    int    `json:"batch"`
+		MaxBytes int    `json:"max_bytes"`
+	}{seq, fetchBatch, fetchBytes})
+	replies.n++
+	reply := replies.prefix + "." + strconv.FormatUint(replies.n, 10)
+	if err := n.nc.PublishRequest("$JS.API.DIRECT.GET."+n.cfg.Stream, reply, req); err != nil {
 		return 0, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
 	got := 0
 	for {
-		m, err := sub.NextMsgWithContext(ctx)
+		m, err := replies.sub.NextMsgWithContext(ctx)
 		if err != nil {
 			if got > 0 && errors.Is(err, context.DeadlineExceeded) {
 				return got, nil // the rest at the next ask
 			}
 			return got, err
+		}
+		if m.Subject != reply {
+			continue // an earlier fetch's, late
+		}
+		if d, _ := replies.sub.Dropped(); d > 0 {
+			// A message dropped (the subscription's pending limit): what
+			// follows would skip it.
+			return got, fmt.Errorf("direct get of %d: %d answers dropped", seq, d)
 		}
 		switch status := m.Header.Get("Status"); status {
 		case "":
@@ -177,7 +202,10 @@ func (n *Node) fetch(ctx context.Context, seq uint64, each func(Message) error) 
 			return got, fmt.Errorf("direct get of %d: %s %s", seq, status, m.Header.Get("Description"))
 		}
 		s, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
-		if err != nil || s < seq {
+		// Sequences follow on one another within a batch; only its first
+		// may skip what the stream no longer holds (purged below a
+		// snapshot).
+		if err != nil || s < seq || got > 0 && s != seq {
 			return got, fmt.Errorf("direct get of %d: a message with sequence %q", seq, m.Header.Get(jetstream.SequenceHeader))
 		}
 		msg := Message{Seq: s, Subject: m.Header.Get(jetstream.SubjectHeader), MsgID: m.Header.Get(jetstream.MsgIDHeader), Header: m.Header, Data: m.Data}
