@@ -181,6 +181,12 @@ func checkOneSnapshot(t *testing.T, ext *testutil.NATSCluster) {
 		t.Fatalf("the snapshots' store holds %d messages, want %d (one snapshot's chunks and its meta): a replaced snapshot was not purged",
 			st.(*jetstream.ObjectBucketStatus).StreamInfo().State.Msgs, want)
 	}
+	// Whole chunks near the message limit, however small the backup's
+	// writes: the object store takes at most 4,000 unacknowledged, and a
+	// chunk per write of a large store's backup ran past them.
+	if full := (info.Size + cluster.SnapshotChunk - 1) / cluster.SnapshotChunk; uint64(info.Chunks) != full {
+		t.Fatalf("the snapshot of %d bytes is in %d chunks, want %d of %d bytes", info.Size, info.Chunks, full, cluster.SnapshotChunk)
+	}
 	if info.Size <= 1<<20 {
 		t.Fatalf("the snapshot is %d bytes: the test wants one above 1 MiB, so that its fetch needs flow control", info.Size)
 	}

@@ -53,38 +53,3 @@ func TestClientListenerIsFull(t *testing.T) {
 		t.Fatal("a second connection with the token was taken")
 	}
 }
-
-// TestFullReaderFillsChunks checks that a snapshot's chunks are whole
-// however small the backup's writes: the object store makes a chunk of
-// each Read.
-func TestFullReaderFillsChunks(t *testing.T) {
-	pr, pw := io.Pipe()
-	go func() {
-		for range 1000 {
-			if _, err := pw.Write(make([]byte, 4096)); err != nil {
-				return
-			}
-		}
-		pw.Close()
-	}()
-	r := fullReader{pr}
-	buf := make([]byte, snapshotChunk)
-	var sizes []int
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			sizes = append(sizes, n)
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	total := 1000 * 4096
-	want := (total + snapshotChunk - 1) / snapshotChunk
-	if len(sizes) != want || sizes[0] != snapshotChunk {
-		t.Fatalf("%d chunks of %v, want %d of %d", len(sizes), sizes, want, snapshotChunk)
-	}
-}

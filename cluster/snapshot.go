@@ -30,9 +30,9 @@ const (
 	// the id of the library the cluster began from (cluster init), if any.
 	metaSeq     = "log-seq"
 	metaLibrary = "library"
-	// snapshotChunk is the size of a snapshot's chunks: below the message
-	// limit with room for the headers.
-	snapshotChunk = MaxMessageBytes - 64<<10
+	// SnapshotChunk is the size of a snapshot's chunks (the last one's at
+	// most): below the message limit with room for the headers.
+	SnapshotChunk = MaxMessageBytes - 64<<10
 )
 
 func (n *Node) snapshotBucket() string { return n.cfg.Stream + "_SNAPSHOTS" }
@@ -69,7 +69,7 @@ func (n *Node) PublishSnapshot(ctx context.Context, seq uint64, library string, 
 	// to disk came, and the put failed ("stalled"). fullReader fills each
 	// chunk, and the chunks are near the message limit.
 	_, err = obs.Put(ctx, jetstream.ObjectMeta{Name: snapshotObject, Description: "a bbolt backup of a node's store",
-		Opts:     &jetstream.ObjectMetaOptions{ChunkSize: snapshotChunk},
+		Opts:     &jetstream.ObjectMetaOptions{ChunkSize: SnapshotChunk},
 		Metadata: map[string]string{metaSeq: strconv.FormatUint(seq, 10), metaLibrary: library, "node": n.cfg.NodeName, "at": time.Now().UTC().Format(time.RFC3339)}}, fullReader{pr})
 	pr.CloseWithError(err)
 	return err
