@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin/incidentlib
 PKGS := ./...
 
-.PHONY: run build test test-cluster test-cluster-processes image test-short test-long generate check-generate bench fuzz lint fmt clean
+.PHONY: e2e-deps run build test test-cluster test-cluster-processes image test-short test-long generate check-generate bench fuzz lint fmt clean
 
 run: build
 	$(BIN) serve --addr 127.0.0.1:8080 --db ./data/incidentlib.db
@@ -18,7 +18,21 @@ build:
 # without it too: test-cluster.
 RACE_PKGS = $$($(GO) list $(PKGS) | grep -v -e '/gen$$' -e '/cluster$$')
 
-test: check-generate
+# The public postmortem collections beside the checkout (../shared/datasets),
+# for the importers' corpus tests; an INCIDENTLIB_CORPUS already set wins.
+INCIDENTLIB_CORPUS ?= $(shell [ -d ../shared/datasets ] && cd ../shared/datasets && pwd)
+export INCIDENTLIB_CORPUS
+
+# The JavaScript clients the end-to-end tests drive (e2e/package-lock.json:
+# graphql-http's audit, graphql-ws, graphql-sse), installed by npm ci when
+# the lock file is newer than what node_modules holds. Needs node and npm
+# (.ci/run installs Debian's).
+e2e/node_modules/.package-lock.json: e2e/package-lock.json e2e/package.json
+	cd e2e && npm ci --no-audit --no-fund
+
+e2e-deps: e2e/node_modules/.package-lock.json
+
+test: check-generate e2e-deps
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 12m $(RACE_PKGS)
 	$(GO) test -count=1 ./gen/
