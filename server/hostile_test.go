@@ -816,6 +816,12 @@ func TestCORS(t *testing.T) {
 			!strings.Contains(r.header.Get("Access-Control-Allow-Methods"), "POST") || !strings.Contains(r.header.Get("Access-Control-Allow-Headers"), "Content-Type") {
 			t.Fatalf("%d %v", r.status, r.header)
 		}
+		// The headers docs/cluster.md and tracing ask clients to send.
+		for _, h := range []string{"Authorization", "Idempotency-Key", "Traceparent", "Tracestate"} {
+			if !strings.Contains(r.header.Get("Access-Control-Allow-Headers"), h) {
+				t.Fatalf("preflight does not allow %s: %v", h, r.header)
+			}
+		}
 	})
 	t.Run("AllowedRequest", func(t *testing.T) {
 		r := hs.post(t, `{ __typename }`, nil, "Origin", "http://localhost:3000")

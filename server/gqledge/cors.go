@@ -53,7 +53,7 @@ func (o origins) allows(origin string) bool {
 
 // The headers a browser may send and read across origins.
 const (
-	corsAllowHeaders  = "Accept, Accept-Language, Authorization, Content-Type, X-Request-Id"
+	corsAllowHeaders  = "Accept, Accept-Language, Authorization, Content-Type, Idempotency-Key, Traceparent, Tracestate, X-Request-Id"
 	corsExposeHeaders = "Retry-After, X-Request-Id, " + StaleHeader
 	corsMaxAge        = "600"
 )
