@@ -107,7 +107,7 @@ func newGuard(e *Edge, opts Options, gql *handler.Server, cache graphql.Cache[*a
 	gql.SetParserTokenLimit(lim.MaxTokens + 1)
 	// Validate hands the extension the executable schema.
 	gql.Use(&limitsExtension{g})
-	g.sdl = schemaSDL(g.es.Schema())
+	g.sdl = SchemaSDL(g.es.Schema())
 	if opts.Prod {
 		useProd(gql)
 	}

@@ -1,14 +1,12 @@
 package gqledge
 
 import (
-	"fmt"
+	"bytes"
 	"net/http"
-	"path"
-	"sort"
-	"strings"
 
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/formatter"
 	"github.com/vektah/gqlparser/v2/validator/core"
 	"github.com/vektah/gqlparser/v2/validator/rules"
 )
@@ -35,45 +33,16 @@ func useProd(gql *handler.Server) {
 
 // ---- the published schema ----
 
-// schemaSDL returns the schema files as compiled into the executable
-// schema, in name order: what `*.graphqls` held at `make generate`, with
-// their descriptions.
-func schemaSDL(s *ast.Schema) []byte {
-	srcs := map[string]string{}
-	add := func(p *ast.Position) {
-		if p != nil && p.Src != nil && !p.Src.BuiltIn {
-			srcs[p.Src.Name] = p.Src.Input
-		}
-	}
-	for _, t := range s.Types {
-		add(t.Position)
-		for _, f := range t.Fields {
-			add(f.Position)
-		}
-		for _, v := range t.EnumValues {
-			add(v.Position)
-		}
-	}
-	for _, d := range s.Directives {
-		add(d.Position)
-	}
-	names := make([]string, 0, len(srcs))
-	for n := range srcs {
-		names = append(names, n)
-	}
-	sort.Slice(names, func(i, j int) bool { return path.Base(names[i]) < path.Base(names[j]) })
-	var b strings.Builder
-	for i, n := range names {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		fmt.Fprintf(&b, "# %s\n", path.Base(n))
-		b.WriteString(srcs[n])
-		if !strings.HasSuffix(srcs[n], "\n") {
-			b.WriteString("\n")
-		}
-	}
-	return []byte(b.String())
+// SchemaSDL prints the executable schema as one SDL document: every
+// type with its extensions merged in (no `extend`, which relay-compiler
+// and other tools refuse), sorted by name, with descriptions and the
+// schema's own directives; the built-in scalars and directives that every
+// GraphQL server has are left out, as the specification's printers do.
+func SchemaSDL(s *ast.Schema) []byte {
+	var b bytes.Buffer
+	formatter.NewFormatter(&b, formatter.WithIndent("  ")).FormatSchema(s)
+	// A blank line after each definition's closing brace, for readers.
+	return bytes.ReplaceAll(b.Bytes(), []byte("\n}\n"), []byte("\n}\n\n"))
 }
 
 // serveSchema publishes the schema as SDL at GET /schema.graphql, in prod
