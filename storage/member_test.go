@@ -56,9 +56,12 @@ func TestMemberStoreRefusesWritesWithoutLogPosition(t *testing.T) {
 			_, err := db.ImportIncidents(ctx, []*incidentlib.Incident{&edited}, incidentlib.ImportOptions{})
 			return err
 		},
-		"RestoreIncident":  func() error { _, err := db.RestoreIncident(ctx, id, 1, "", incidentlib.WriteOptions{}); return err },
-		"SubmitForReview":  func() error { _, err := db.SubmitForReview(ctx, id, incidentlib.WriteOptions{}); return err },
-		"DecideReview":     func() error { _, err := db.DecideReview(ctx, id, incidentlib.DecisionApprove, "", incidentlib.WriteOptions{}); return err },
+		"RestoreIncident": func() error { _, err := db.RestoreIncident(ctx, id, 1, "", incidentlib.WriteOptions{}); return err },
+		"SubmitForReview": func() error { _, err := db.SubmitForReview(ctx, id, incidentlib.WriteOptions{}); return err },
+		"DecideReview": func() error {
+			_, err := db.DecideReview(ctx, id, incidentlib.DecisionApprove, "", incidentlib.WriteOptions{})
+			return err
+		},
 		"WithdrawIncident": func() error { _, err := db.WithdrawIncident(ctx, id, "a hoax", incidentlib.WriteOptions{}); return err },
 		"PurgeVersion":     func() error { _, err := db.PurgeVersion(ctx, id, 1, "a secret"); return err },
 		"ImportHistory":    func() error { _, err := db.ImportHistory(ctx, bytes.NewReader(hist.Bytes())); return err },
