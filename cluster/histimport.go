@@ -35,6 +35,11 @@ func (wr *Writer) ImportHistory(ctx context.Context, r io.Reader) (int, error) {
 	if len(bytes.TrimSpace(lines)) == 0 {
 		return 0, nil
 	}
+	// The checks that need no stored state, before anything is published
+	// (the store makes them again at apply, with every other).
+	if err := checkHistoryLines(lines); err != nil {
+		return 0, err
+	}
 	// One request's imports each have their own key: narrowed to what
 	// they write.
 	sum := sha256.Sum256(lines)
@@ -58,6 +63,28 @@ func (wr *Writer) ImportHistory(ctx context.Context, r io.Reader) (int, error) {
 		return 0, nil
 	}
 	return res.Imported.Created, nil
+}
+
+// checkHistoryLines refuses (EINVALID, naming the line) a line that is no
+// incident id with a history, as the store would at apply.
+func checkHistoryLines(lines []byte) error {
+	for n, line := range bytes.Split(lines, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		var l struct {
+			ID      string            `json:"id"`
+			History []json.RawMessage `json:"history"`
+		}
+		if err := json.Unmarshal(line, &l); err != nil {
+			return incidentlib.Errorf(incidentlib.EINVALID, "line %d: %v", n+1, err)
+		}
+		if _, ok := incidentlib.ParseID(l.ID); !ok || len(l.History) == 0 {
+			return incidentlib.Errorf(incidentlib.EINVALID, "line %d: no incident id or no history", n+1)
+		}
+	}
+	return nil
 }
 
 // publishHistoryChunks publishes the lines of an import too large for one

@@ -56,6 +56,19 @@ func TestHistoryImportThroughTheLog(t *testing.T) {
 		}
 	}
 
+	t.Run("ErrInvalid", func(t *testing.T) {
+		before, err := c.members[0].mb.Node.LastSeq(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := append(append([]byte(nil), hist.Bytes()...), []byte("{\"id\":\"IL-9999\"}\n")...)
+		if _, err := c.members[0].mb.Writer.ImportHistory(admin, bytes.NewReader(bad)); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
+			t.Fatalf("a line without a history answered %v, want INVALID", err)
+		}
+		if after, err := c.members[0].mb.Node.LastSeq(context.Background()); err != nil || after != before {
+			t.Fatalf("the refused import was published: the log went from %d to %d (%v)", before, after, err)
+		}
+	})
 	t.Run("ErrConflict", func(t *testing.T) {
 		if _, err := c.members[2].mb.Writer.ImportHistory(admin, bytes.NewReader(hist.Bytes())); incidentlib.ErrorCode(err) != incidentlib.ECONFLICT {
 			t.Fatalf("the same history again answered %v, want CONFLICT", err)
