@@ -143,8 +143,15 @@ func ValidTokenName(name string) string {
 }
 
 // TokenService keeps the API tokens: a token is shown once, when it is
-// created, and kept only as a hash.
+// created, and kept only as a hash. Its writes (TokenIssuer) are part of
+// the one write side (Writer); its reads (TokenReader) are the reads'.
 type TokenService interface {
+	TokenIssuer
+	TokenReader
+}
+
+// TokenIssuer makes and revokes API tokens: the token writes of Writer.
+type TokenIssuer interface {
 	// CreateToken makes a new token for name with role, expiring at
 	// expires (zero: never), and returns its secret, the only time it is
 	// shown, with its description. A name held by a revoked or expired
@@ -154,18 +161,22 @@ type TokenService interface {
 	// the name.
 	CreateToken(ctx context.Context, name string, role Role, expires time.Time) (secret string, info *TokenInfo, err error)
 
-	// ListTokens returns every token, active, expired or revoked, sorted by
-	// name; never a secret.
-	ListTokens(ctx context.Context) ([]*TokenInfo, error)
-
 	// RevokeToken revokes the token name at once: its next request is
 	// refused. Returns ENOTFOUND if no token has the name, ECONFLICT if it
 	// is already revoked.
 	RevokeToken(ctx context.Context, name string) (*TokenInfo, error)
+}
+
+// TokenReader lists the API tokens and authenticates requests by them.
+type TokenReader interface {
+	// ListTokens returns every token, active, expired or revoked, sorted by
+	// name; never a secret.
+	ListTokens(ctx context.Context) ([]*TokenInfo, error)
 
 	// Authenticate returns the identity of secret, compared in constant
 	// time with every token's hash. It never writes: the time of use is
-	// kept in memory and saved at most once a minute. Returns
+	// kept in memory and saved at most once a minute (node-local
+	// bookkeeping: a cluster node keeps its own). Returns
 	// EUNAUTHENTICATED for a secret that is no token, or whose token is
 	// revoked or expired.
 	Authenticate(ctx context.Context, secret string) (Identity, error)

@@ -96,11 +96,27 @@ type MergeResult struct {
 	Incidents []string
 }
 
-// TaxonomyAdmin changes the taxonomy and the organizations of the store.
+// TaxonomyAdmin changes the taxonomy and the organizations of the store
+// (TaxonomyWriter, part of the one write side, Writer) and reads the
+// history of those changes (TaxonomyHistoryReader).
+type TaxonomyAdmin interface {
+	TaxonomyWriter
+	TaxonomyHistoryReader
+}
+
+// TaxonomyHistoryReader reads the history of the taxonomy's and the
+// organizations' changes.
+type TaxonomyHistoryReader interface {
+	// TaxonomyHistory returns the history, newest first. EBADCURSOR for
+	// a malformed cursor, EINVALID for a bad page size.
+	TaxonomyHistory(ctx context.Context, page PageArgs) (*TaxonomyChangePage, error)
+}
+
+// TaxonomyWriter changes the taxonomy and the organizations of the store.
 // Every method records author (the token's name) in the history, in the
 // transaction of the change; a refusal writes nothing. Client mistakes are
 // EINVALID (with the field), ENOTFOUND or ECONFLICT, never internal.
-type TaxonomyAdmin interface {
+type TaxonomyWriter interface {
 	// AddTerm adds a term (kind, slug, label, description; label.en is
 	// required). ECONFLICT when the slug is already a term or an alias of
 	// the kind.
@@ -127,9 +143,6 @@ type TaxonomyAdmin interface {
 	// affected organization and in organization roles), removes from and
 	// keeps its slug as an alias of into. ENOTFOUND for either.
 	MergeOrganizations(ctx context.Context, author, from, into string) (*MergeResult, error)
-	// TaxonomyHistory returns the history, newest first. EBADCURSOR for
-	// a malformed cursor, EINVALID for a bad page size.
-	TaxonomyHistory(ctx context.Context, page PageArgs) (*TaxonomyChangePage, error)
 }
 
 // Validate checks a term's kind, slug, labels, descriptions and aliases

@@ -16,14 +16,12 @@ import (
 // against the state every node holds at that position) with the author
 // the node authenticated, and answered with this node's apply.
 
-var _ incidentlib.TaxonomyAdmin = (*Writer)(nil)
-
 // taxonomy is the taxonomy the writer checks records by: the store's
-// current one when the reader has it (an admin's change replaces it),
-// else the one the writer was made with.
+// current one (an admin's change replaces it), else the one the writer
+// was made with.
 func (wr *Writer) taxonomy() *incidentlib.Taxonomy {
-	if ts, ok := wr.reader.(incidentlib.TaxonomyService); ok {
-		if t := ts.Taxonomy(); t != nil {
+	if wr.taxonomies != nil {
+		if t := wr.taxonomies.Taxonomy(); t != nil {
 			return t
 		}
 	}
@@ -48,7 +46,7 @@ func (wr *Writer) adminWrite(ctx context.Context, author, target string, w *Writ
 
 // CreateToken makes the token's secret on this node and publishes only
 // its hash; the secret is answered once this node applied the write, and
-// never enters the log. See incidentlib.TokenService.
+// never enters the log. See incidentlib.TokenIssuer.
 func (wr *Writer) CreateToken(ctx context.Context, name string, role incidentlib.Role, expires time.Time) (string, *incidentlib.TokenInfo, error) {
 	if err := incidentlib.ValidateNewToken(name, role, expires, wr.Now().UTC().Truncate(time.Second)); err != nil {
 		return "", nil, err
@@ -78,7 +76,7 @@ func (wr *Writer) createToken(ctx context.Context, name string, role incidentlib
 	return wr.adminWrite(ctx, "", name, w)
 }
 
-// RevokeToken publishes a revocation; see incidentlib.TokenService.
+// RevokeToken publishes a revocation; see incidentlib.TokenIssuer.
 func (wr *Writer) RevokeToken(ctx context.Context, name string) (*incidentlib.TokenInfo, error) {
 	if incidentlib.ValidTokenName(name) != "" {
 		return nil, incidentlib.FieldErrorf(incidentlib.ENOTFOUND, []string{"name"}, "no token is named %q", name)
@@ -87,7 +85,7 @@ func (wr *Writer) RevokeToken(ctx context.Context, name string) (*incidentlib.To
 	return res.Token, err
 }
 
-// AddTerm publishes a new term; see incidentlib.TaxonomyAdmin.
+// AddTerm publishes a new term; see incidentlib.TaxonomyWriter.
 func (wr *Writer) AddTerm(ctx context.Context, author string, in incidentlib.Term) (*incidentlib.Term, error) {
 	t := in
 	t.Deprecated = false
@@ -100,7 +98,7 @@ func (wr *Writer) AddTerm(ctx context.Context, author string, in incidentlib.Ter
 }
 
 // UpdateTerm publishes a change of a term's texts; see
-// incidentlib.TaxonomyAdmin.
+// incidentlib.TaxonomyWriter.
 func (wr *Writer) UpdateTerm(ctx context.Context, author string, kind incidentlib.TermKind, slug string, u incidentlib.TermUpdate) (*incidentlib.Term, error) {
 	if err := firstError(incidentlib.ValidateTermKind(kind), incidentlib.ValidateTermUpdate(u)); err != nil {
 		return nil, err
@@ -110,7 +108,7 @@ func (wr *Writer) UpdateTerm(ctx context.Context, author string, kind incidentli
 }
 
 // AddTermAliases publishes aliases of a term; see
-// incidentlib.TaxonomyAdmin.
+// incidentlib.TaxonomyWriter.
 func (wr *Writer) AddTermAliases(ctx context.Context, author string, kind incidentlib.TermKind, slug string, aliases []string) (*incidentlib.Term, error) {
 	if err := firstError(incidentlib.ValidateTermKind(kind), incidentlib.ValidateAliases(aliases)); err != nil {
 		return nil, err
@@ -120,7 +118,7 @@ func (wr *Writer) AddTermAliases(ctx context.Context, author string, kind incide
 }
 
 // DeprecateTerm publishes a term's deprecation or its taking back; see
-// incidentlib.TaxonomyAdmin.
+// incidentlib.TaxonomyWriter.
 func (wr *Writer) DeprecateTerm(ctx context.Context, author string, kind incidentlib.TermKind, slug string, deprecated bool) (*incidentlib.Term, error) {
 	if err := incidentlib.ValidateTermKind(kind); err != nil {
 		return nil, err
@@ -130,7 +128,7 @@ func (wr *Writer) DeprecateTerm(ctx context.Context, author string, kind inciden
 }
 
 // AddOrganization publishes a new organization; see
-// incidentlib.TaxonomyAdmin.
+// incidentlib.TaxonomyWriter.
 func (wr *Writer) AddOrganization(ctx context.Context, author string, o incidentlib.Organization) (*incidentlib.Organization, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -140,7 +138,7 @@ func (wr *Writer) AddOrganization(ctx context.Context, author string, o incident
 }
 
 // RenameOrganization publishes an organization's new name, which apply
-// writes on every incident that names it; see incidentlib.TaxonomyAdmin.
+// writes on every incident that names it; see incidentlib.TaxonomyWriter.
 func (wr *Writer) RenameOrganization(ctx context.Context, author, slug, name string) (*incidentlib.Organization, *incidentlib.MergeResult, error) {
 	if err := incidentlib.ValidateOrganizationName(name); err != nil {
 		return nil, nil, err
@@ -152,22 +150,13 @@ func (wr *Writer) RenameOrganization(ctx context.Context, author, slug, name str
 	return res.Organization, res.Merged, nil
 }
 
-// MergeOrganizations publishes a merge; see incidentlib.TaxonomyAdmin.
+// MergeOrganizations publishes a merge; see incidentlib.TaxonomyWriter.
 func (wr *Writer) MergeOrganizations(ctx context.Context, author, from, into string) (*incidentlib.MergeResult, error) {
 	if err := incidentlib.ValidateMerge(from, into); err != nil {
 		return nil, err
 	}
 	res, err := wr.adminWrite(ctx, author, "org:"+from+">"+into, &Write{Op: OpOrgMerge, From: from, Into: into})
 	return res.Merged, err
-}
-
-// TaxonomyHistory reads the store's history; see
-// incidentlib.TaxonomyAdmin.
-func (wr *Writer) TaxonomyHistory(ctx context.Context, page incidentlib.PageArgs) (*incidentlib.TaxonomyChangePage, error) {
-	if ta, ok := wr.reader.(incidentlib.TaxonomyAdmin); ok {
-		return ta.TaxonomyHistory(ctx, page)
-	}
-	return nil, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "this node reads no taxonomy history")
 }
 
 // termID is the id of the term kind/slug (Term.ID).

@@ -14,13 +14,15 @@ import (
 	"github.com/incidentlib/incidentlib"
 )
 
-// Store is what the Applier writes: the library's writes and the admin's
-// (tokens by their hash, the taxonomy, the organizations), run under
-// incidentlib.WithLogPosition, and the log position.
+// Store is what the Applier writes: the library's writes, the imports of
+// a history and the admin's (tokens by their hash, the taxonomy, the
+// organizations), run under incidentlib.WithLogPosition, and the log
+// position.
 type Store interface {
 	incidentlib.IncidentWriter
+	incidentlib.HistoryImporter
 	incidentlib.TokenWriter
-	incidentlib.TaxonomyAdmin
+	incidentlib.TaxonomyWriter
 	incidentlib.LogApplier
 }
 
@@ -215,7 +217,7 @@ func (a *Applier) applyOnce(ctx context.Context, m Message) Result {
 				res.Imported, res.Err = a.store.ImportIncidents(wctx, recs, incidentlib.ImportOptions{KeepUpdatedAt: w.KeepUpdatedAt, OnlyIfNew: w.OnlyIfNew, Merges: w.Merges})
 			}
 		default:
-			if !a.applyAdmin(wctx, &w, &res) {
+			if !a.applyAdmin(wctx, &w, &res) && !a.applyHistory(ctx, wctx, m.Seq, &w, &res) {
 				res.Err = incidentlib.Errorf(incidentlib.EINVALID, "message %d: unknown write %q", m.Seq, w.Op)
 			}
 		}

@@ -33,7 +33,7 @@ type Member struct {
 // cfg.StartTimeout (its reads are then stale). reader reads the store (for
 // the writer's stamps), tax and maxRecord are its record rules; m may be
 // nil.
-func Join(ctx context.Context, cfg Config, store Store, reader incidentlib.IncidentService, tax *incidentlib.Taxonomy, maxRecord int, m *Metrics) (*Member, error) {
+func Join(ctx context.Context, cfg Config, store Store, reader Reads, tax *incidentlib.Taxonomy, maxRecord int, m *Metrics) (*Member, error) {
 	node, err := Start(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -44,7 +44,7 @@ func Join(ctx context.Context, cfg Config, store Store, reader incidentlib.Incid
 // Attach is Join with a node already started (Start), for a caller that
 // needs the node before it opens the store (FetchSnapshot). On error the
 // node is closed.
-func Attach(ctx context.Context, node *Node, store Store, reader incidentlib.IncidentService, tax *incidentlib.Taxonomy, maxRecord int, m *Metrics) (*Member, error) {
+func Attach(ctx context.Context, node *Node, store Store, reader Reads, tax *incidentlib.Taxonomy, maxRecord int, m *Metrics) (*Member, error) {
 	cfg := node.cfg
 	if _, logged, err := store.LogSeq(ctx); err != nil {
 		node.Close()

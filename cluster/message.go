@@ -18,14 +18,14 @@ import (
 // this node applies writes by (validation, stamping, the meaning of each
 // Op). A message carries the rule set its Op needs (rulesOf): the
 // incident writes need rule set 1, the admin writes (tokens, taxonomy,
-// organizations) rule set 2, so a node of rule set 1 keeps applying the
+// organizations) rule set 2, the imports of a history rule set 3, so a node of rule set 1 keeps applying the
 // incident writes of an upgraded node and stops at its first admin write.
 // A node that meets a version above its own stops applying
 // (Applier.Stopped) instead of refusing the write, so that a rolling
 // upgrade never makes nodes diverge (docs/cluster.md, "Upgrades").
 const (
 	FormatVersion = 1
-	RulesVersion  = 2
+	RulesVersion  = 3
 	HeaderFormat  = "Incidentlib-Format"
 	HeaderRules   = "Incidentlib-Rules"
 )
@@ -62,12 +62,24 @@ const (
 	OpOrgAdd        Op = "org_add"
 	OpOrgRename     Op = "org_rename"
 	OpOrgMerge      Op = "org_merge"
+
+	// The imports of incidents with their history (rule set 3), on
+	// SubjectLibrary: the lines of export --history, written as given
+	// by every node's store (incidentlib.HistoryImporter). OpHistoryChunk
+	// carries part of the lines of an import too large for one message;
+	// applying it writes nothing. OpHistoryCommit names the chunks' log
+	// positions and imports their bytes, joined, in one transaction.
+	OpHistoryImport Op = "history_import"
+	OpHistoryChunk  Op = "history_chunk"
+	OpHistoryCommit Op = "history_commit"
 )
 
-// rulesOf returns the rule set a write of op needs: 2 for the admin
-// writes, 1 for the others.
+// rulesOf returns the rule set a write of op needs: 3 for the imports of
+// a history, 2 for the admin writes, 1 for the others.
 func rulesOf(op Op) int {
 	switch op {
+	case OpHistoryImport, OpHistoryChunk, OpHistoryCommit:
+		return 3
 	case OpTokenCreate, OpTokenRevoke, OpTermAdd, OpTermUpdate, OpTermAliases, OpTermDeprecate, OpOrgAdd, OpOrgRename, OpOrgMerge:
 		return 2
 	}
@@ -135,6 +147,10 @@ type Write struct {
 	Organization *incidentlib.Organization `json:"organization,omitempty"`
 	From         string                    `json:"from,omitempty"`
 	Into         string                    `json:"into,omitempty"`
+
+	// History is the lines of a history import (history_import), or a
+	// part of them (history_chunk), as the client sent them.
+	History []byte `json:"history,omitempty"`
 }
 
 func (w *Write) encode() ([]byte, error) { return json.Marshal(w) }

@@ -13,28 +13,42 @@ import (
 	"github.com/incidentlib/incidentlib"
 )
 
-// Writer is the library's IncidentWriter on a cluster node: each write is
+// Writer is the library's write side (incidentlib.Writer) on a cluster
+// node: each write is
 // checked on this node, stamped, published to the log and answered once
 // the log acknowledged it on a quorum and this node applied it, with the
 // result of that apply (the same on every node).
 type Writer struct {
 	node    *Node
 	applier *Applier
-	reader  incidentlib.IncidentService
-	tax     *incidentlib.Taxonomy
+	// reader reads the stored incidents (the stamps and conditions);
+	// taxonomies the store's taxonomy as of now (the records' rules).
+	reader     incidentlib.IncidentService
+	taxonomies incidentlib.TaxonomyService
+	tax        *incidentlib.Taxonomy
 	// maxRecord is the record size limit of the store (0: the default).
 	maxRecord int
 	// Now is the node's clock (default time.Now).
 	Now func() time.Time
 }
 
-// NewWriter returns the writer of a node whose store reader and applier
-// are given; tax and maxRecord are the store's record rules.
-func NewWriter(node *Node, applier *Applier, reader incidentlib.IncidentService, tax *incidentlib.Taxonomy, maxRecord int) *Writer {
-	return &Writer{node: node, applier: applier, reader: reader, tax: tax, maxRecord: maxRecord, Now: time.Now}
+// Reads is what a node's writer reads of its store: the incidents (to
+// stamp a write and judge its condition) and the taxonomy as of now.
+type Reads interface {
+	incidentlib.IncidentService
+	incidentlib.TaxonomyService
 }
 
-var _ incidentlib.IncidentWriter = (*Writer)(nil)
+// NewWriter returns the writer of a node whose store reader and applier
+// are given; tax and maxRecord are the store's record rules (tax is the
+// fallback while the reader gives no taxonomy).
+func NewWriter(node *Node, applier *Applier, reader Reads, tax *incidentlib.Taxonomy, maxRecord int) *Writer {
+	return &Writer{node: node, applier: applier, reader: reader, taxonomies: reader, tax: tax, maxRecord: maxRecord, Now: time.Now}
+}
+
+// Every write of the library goes through the log: a write added to
+// incidentlib.Writer fails to compile here until the writer carries it.
+var _ incidentlib.Writer = (*Writer)(nil)
 
 // maxTries bounds the publishes of a write without a condition whose
 // incident another node wrote in between.

@@ -12,16 +12,18 @@ import (
 
 type writerKey struct{}
 
-// WithWriter grants the request's mutations the right to write through w.
-// The server grants it per request, after checking the admin token; a
-// mutation without it is refused with READ_ONLY.
-func WithWriter(ctx context.Context, w incidentlib.IncidentWriter) context.Context {
+// WithWriter grants the request's mutations the right to write through w,
+// the library's one write side (incidentlib.Writer): every mutation
+// writes through it, never through the resolver's reads. The server
+// grants it per request, after checking the token; a mutation without it
+// is refused with READ_ONLY.
+func WithWriter(ctx context.Context, w incidentlib.Writer) context.Context {
 	return context.WithValue(ctx, writerKey{}, w)
 }
 
 // writer returns the writer the server granted the request.
-func writer(ctx context.Context) (incidentlib.IncidentWriter, error) {
-	if w, ok := ctx.Value(writerKey{}).(incidentlib.IncidentWriter); ok && w != nil {
+func writer(ctx context.Context) (incidentlib.Writer, error) {
+	if w, ok := ctx.Value(writerKey{}).(incidentlib.Writer); ok && w != nil {
 		return w, nil
 	}
 	return nil, incidentlib.Errorf(incidentlib.EREADONLY, "this request may not write")
@@ -29,7 +31,7 @@ func writer(ctx context.Context) (incidentlib.IncidentWriter, error) {
 
 // writerAs is writer once the request holds the role need, with the
 // request's identity (author).
-func writerAs(ctx context.Context, need incidentlib.Role) (incidentlib.IncidentWriter, incidentlib.Identity, error) {
+func writerAs(ctx context.Context, need incidentlib.Role) (incidentlib.Writer, incidentlib.Identity, error) {
 	w, err := writer(ctx)
 	if err != nil {
 		return nil, incidentlib.Identity{}, err

@@ -15,7 +15,9 @@ import (
 	"github.com/incidentlib/incidentlib/graph/model"
 )
 
-// Resolver is the root of the resolvers; it holds the services. Incidents,
+// Resolver is the root of the resolvers; it holds the reads. The writes
+// are not here: every mutation writes through the one writer the server
+// grants the request (WithWriter). Incidents,
 // Organizations and Taxonomy are required; Incidents may be the store
 // composed with an upstream library, whose partial reads
 // (incidentlib.IsPartialRead) are answered with the data and one error
@@ -26,12 +28,12 @@ type Resolver struct {
 	Taxonomy      *incidentlib.Taxonomy
 	// Taxonomies, if set, gives the taxonomy as of now (the store's,
 	// which an admin's change replaces); Taxonomy is then only its
-	// fallback. TaxonomyAdmin, if set, serves the taxonomy's and the
-	// organizations' mutations and history (taxadmin.resolvers.go);
-	// without it they answer UNAVAILABLE.
-	Taxonomies    incidentlib.TaxonomyService
-	TaxonomyAdmin incidentlib.TaxonomyAdmin
-	LoaderMetrics LoaderMetrics
+	// fallback. TaxonomyChanges, if set, serves the history of the
+	// taxonomy's and the organizations' changes (taxadmin.resolvers.go);
+	// without it the history answers UNAVAILABLE.
+	Taxonomies      incidentlib.TaxonomyService
+	TaxonomyChanges incidentlib.TaxonomyHistoryReader
+	LoaderMetrics   LoaderMetrics
 	// Search, if set, serves Query.search (search.resolvers.go); without it
 	// search answers UNAVAILABLE.
 	Search incidentlib.SearchService
@@ -44,9 +46,9 @@ type Resolver struct {
 	// nameStartsWith of Query.organizations (frontend.resolvers.go);
 	// without it they answer UNAVAILABLE.
 	Aggregates incidentlib.IncidentAggregates
-	// TokenService keeps the API tokens (tokens.resolvers.go); without it
-	// the token fields answer UNAVAILABLE.
-	TokenService incidentlib.TokenService
+	// TokenService lists the API tokens (tokens.resolvers.go); without
+	// it the token list answers UNAVAILABLE.
+	TokenService incidentlib.TokenReader
 	// History reads the incidents' history (history.resolvers.go); without
 	// it the history fields answer UNAVAILABLE.
 	History incidentlib.HistoryService

@@ -11,17 +11,21 @@ import (
 // Helpers of the taxonomy's and the organizations' administration
 // (taxadmin.resolvers.go, which gqlgen rewrites).
 
-// taxonomyAdmin returns the administration service and the author of the
-// request, once the request is an admin's.
-func (r *Resolver) taxonomyAdmin(ctx context.Context) (incidentlib.TaxonomyAdmin, string, error) {
-	id, err := author(ctx, incidentlib.RoleAdmin)
+// taxonomyAdmin returns the request's writer for the taxonomy's and the
+// organizations' writes and the author of the request, once the request
+// is an admin's.
+func (r *Resolver) taxonomyAdmin(ctx context.Context) (incidentlib.TaxonomyWriter, string, error) {
+	w, id, err := writerAs(ctx, incidentlib.RoleAdmin)
 	if err != nil {
 		return nil, "", err
 	}
-	if r.TaxonomyAdmin == nil {
-		return nil, "", incidentlib.Errorf(incidentlib.EUNAVAILABLE, "this server does not change its taxonomy")
-	}
-	return r.TaxonomyAdmin, id.Name, nil
+	return w, id.Name, nil
+}
+
+// taxonomyHistory returns the history's reads, once the request is an
+// admin's.
+func (r *Resolver) taxonomyHistory(ctx context.Context) (incidentlib.TaxonomyHistoryReader, error) {
+	return guarded(ctx, incidentlib.RoleAdmin, r.TaxonomyChanges, "taxonomy history")
 }
 
 // taxonomy is the taxonomy as of now: the store's (Taxonomies), which an
@@ -69,7 +73,7 @@ func userPayload[P any](err error, refused func([]*model.UserError) P, done func
 // answers with the term's payload: an unknown kind is the payload's error,
 // as the change's errors are.
 func (r *Resolver) termChange(ctx context.Context, kind model.TaxonomyKind,
-	change func(ta incidentlib.TaxonomyAdmin, who string, k incidentlib.TermKind) (*incidentlib.Term, error)) (*model.TermPayload, error) {
+	change func(ta incidentlib.TaxonomyWriter, who string, k incidentlib.TermKind) (*incidentlib.Term, error)) (*model.TermPayload, error) {
 	ta, who, err := r.taxonomyAdmin(ctx)
 	if err != nil {
 		return nil, err

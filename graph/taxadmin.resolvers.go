@@ -13,7 +13,7 @@ import (
 )
 
 func (r *mutationResolver) AddTerm(ctx context.Context, input model.AddTermInput) (*model.TermPayload, error) {
-	return r.termChange(ctx, input.Kind, func(ta incidentlib.TaxonomyAdmin, who string, kind incidentlib.TermKind) (*incidentlib.Term, error) {
+	return r.termChange(ctx, input.Kind, func(ta incidentlib.TaxonomyWriter, who string, kind incidentlib.TermKind) (*incidentlib.Term, error) {
 		t := incidentlib.Term{Kind: kind, Slug: input.Slug, Aliases: input.Aliases}
 		if l := termText(input.Label); l != nil {
 			t.Label = *l
@@ -26,19 +26,19 @@ func (r *mutationResolver) AddTerm(ctx context.Context, input model.AddTermInput
 }
 
 func (r *mutationResolver) UpdateTerm(ctx context.Context, kind model.TaxonomyKind, slug string, label *model.TermTextInput, description *model.TermTextInput) (*model.TermPayload, error) {
-	return r.termChange(ctx, kind, func(ta incidentlib.TaxonomyAdmin, who string, k incidentlib.TermKind) (*incidentlib.Term, error) {
+	return r.termChange(ctx, kind, func(ta incidentlib.TaxonomyWriter, who string, k incidentlib.TermKind) (*incidentlib.Term, error) {
 		return ta.UpdateTerm(ctx, who, k, slug, incidentlib.TermUpdate{Label: termText(label), Description: termText(description)})
 	})
 }
 
 func (r *mutationResolver) AddTermAliases(ctx context.Context, kind model.TaxonomyKind, slug string, aliases []string) (*model.TermPayload, error) {
-	return r.termChange(ctx, kind, func(ta incidentlib.TaxonomyAdmin, who string, k incidentlib.TermKind) (*incidentlib.Term, error) {
+	return r.termChange(ctx, kind, func(ta incidentlib.TaxonomyWriter, who string, k incidentlib.TermKind) (*incidentlib.Term, error) {
 		return ta.AddTermAliases(ctx, who, k, slug, aliases)
 	})
 }
 
 func (r *mutationResolver) DeprecateTerm(ctx context.Context, kind model.TaxonomyKind, slug string, deprecated *bool) (*model.TermPayload, error) {
-	return r.termChange(ctx, kind, func(ta incidentlib.TaxonomyAdmin, who string, k incidentlib.TermKind) (*incidentlib.Term, error) {
+	return r.termChange(ctx, kind, func(ta incidentlib.TaxonomyWriter, who string, k incidentlib.TermKind) (*incidentlib.Term, error) {
 		return ta.DeprecateTerm(ctx, who, k, slug, deprecated == nil || *deprecated)
 	})
 }
@@ -77,7 +77,7 @@ func (r *mutationResolver) MergeOrganizations(ctx context.Context, from string, 
 }
 
 func (r *queryResolver) TaxonomyHistory(ctx context.Context, first *int, after *string) (*model.TaxonomyChangeConnection, error) {
-	ta, _, err := r.taxonomyAdmin(ctx)
+	ta, err := r.taxonomyHistory(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -26,9 +26,16 @@ func author(ctx context.Context, need incidentlib.Role) (incidentlib.Identity, e
 	return id, nil
 }
 
-// tokenService returns the token service, once the request is an admin's.
-func (r *Resolver) tokenService(ctx context.Context) (incidentlib.TokenService, error) {
+// tokenService returns the tokens' reads, once the request is an admin's.
+func (r *Resolver) tokenService(ctx context.Context) (incidentlib.TokenReader, error) {
 	return guarded(ctx, incidentlib.RoleAdmin, r.TokenService, "tokens")
+}
+
+// tokenIssuer returns the request's writer for the token writes, once
+// the request is an admin's.
+func tokenIssuer(ctx context.Context) (incidentlib.TokenIssuer, error) {
+	w, _, err := writerAs(ctx, incidentlib.RoleAdmin)
+	return w, err
 }
 
 // guarded returns svc once the request holds the role need, or

@@ -13,7 +13,7 @@ import (
 )
 
 func (r *mutationResolver) CreateToken(ctx context.Context, name string, role model.TokenRole, expiresAt *string) (*model.CreateTokenPayload, error) {
-	ts, err := r.tokenService(ctx)
+	ts, err := tokenIssuer(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +36,7 @@ func (r *mutationResolver) CreateToken(ctx context.Context, name string, role mo
 }
 
 func (r *mutationResolver) RevokeToken(ctx context.Context, name string) (*model.RevokeTokenPayload, error) {
-	ts, err := r.tokenService(ctx)
+	ts, err := tokenIssuer(ctx)
 	if err != nil {
 		return nil, err
 	}

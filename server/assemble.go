@@ -6,42 +6,45 @@ import (
 	"github.com/incidentlib/incidentlib/server/metrics"
 )
 
-// Store is every capability of the store that the whole handler uses:
-// reads (and FastReads' snapshots of them), the change log, writes,
-// backups, the store's figures, the API tokens and the administration of
-// the taxonomy and the organizations. storage.DB implements it.
-type Store interface {
+// Reads is every read of the store that the whole handler uses: the
+// incidents, organizations and taxonomy (and FastReads' snapshots of
+// them), the change log, backups, the store's figures, the API tokens'
+// reads, the taxonomy's history, the aggregates, the history and the
+// incident sets. storage.DB implements it. The writes are not here: they
+// are the one incidentlib.Writer, the second value Assemble takes.
+type Reads interface {
 	incidentlib.IncidentService
 	incidentlib.OrganizationService
 	incidentlib.TaxonomyService
 	incidentlib.Snapshots
 	incidentlib.ChangeLog
-	incidentlib.IncidentWriter
 	incidentlib.Backuper
 	incidentlib.StoreMonitor
-	incidentlib.TokenService
-	incidentlib.TaxonomyAdmin
+	incidentlib.TokenReader
+	incidentlib.TaxonomyHistoryReader
 	incidentlib.IncidentAggregates
 	incidentlib.HistoryService
 	incidentlib.HistoryLog
 	incidentlib.IncidentSets
 }
 
-// Assemble builds the GraphQL resolver over store and search (nil: search
-// answers UNAVAILABLE), its executable schema, and the server with store
-// as each of its services, as serve composes them; the benchmark harness
-// and the tests compose the same way. incidents, when not nil, replaces
-// the store for the resolver's incident reads: the store composed with an
-// upstream library (upstream.LocalFirst), which a snapshot of the store
-// cannot cover, so FastReads is off and cached responses expire
-// (Config.Upstream is set).
-func Assemble(store Store, incidents incidentlib.IncidentService, search incidentlib.SearchService, m *metrics.Metrics, cfg Config) (*Server, *graph.Resolver, error) {
-	res := &graph.Resolver{Incidents: store, Organizations: store, Snapshots: store, Taxonomy: store.Taxonomy(), Taxonomies: store, TaxonomyAdmin: store, LoaderMetrics: m, Search: search, TokenService: store, Aggregates: store, History: store}
+// Assemble builds the GraphQL resolver over reads and search (nil: search
+// answers UNAVAILABLE), its executable schema, and the server with reads
+// as each of its read services and writes as its one write side, as
+// serve composes them; the benchmark harness and the tests compose the
+// same way. A store alone passes itself twice; a cluster node passes its
+// store's reads and the cluster's writer (cmd/internal/clusternode).
+// incidents, when not nil, replaces the store for the resolver's incident
+// reads: the store composed with an upstream library
+// (upstream.LocalFirst), which a snapshot of the store cannot cover, so
+// FastReads is off and cached responses expire (Config.Upstream is set).
+func Assemble(reads Reads, writes incidentlib.Writer, incidents incidentlib.IncidentService, search incidentlib.SearchService, m *metrics.Metrics, cfg Config) (*Server, *graph.Resolver, error) {
+	res := &graph.Resolver{Incidents: reads, Organizations: reads, Snapshots: reads, Taxonomy: reads.Taxonomy(), Taxonomies: reads, TaxonomyChanges: reads, LoaderMetrics: m, Search: search, TokenService: reads, Aggregates: reads, History: reads}
 	if incidents != nil {
 		res.Incidents, res.Snapshots = incidents, nil
 		cfg.Upstream = true
 	}
 	es := graph.NewExecutableSchema(graph.Config{Resolvers: res, Complexity: graph.Complexity()})
-	srv, err := New(Services{Changes: store, Incidents: store, Writer: store, Backups: store, Monitor: store, Tokens: store, Sets: store}, res, es, m, cfg)
+	srv, err := New(Services{Changes: reads, Incidents: reads, Writer: writes, Backups: reads, Monitor: reads, Tokens: reads, Sets: reads}, res, es, m, cfg)
 	return srv, res, err
 }

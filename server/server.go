@@ -118,25 +118,27 @@ type Config struct {
 const StaleHeader = gqledge.StaleHeader
 
 // Services are the library's capabilities the server serves beside the
-// GraphQL resolver, as the root package's interfaces. cmd/incidentlib
-// passes the store for each.
+// GraphQL resolver, as the root package's interfaces: the reads, and the
+// one write side (Writer), which every mutation writes through.
+// cmd/incidentlib passes the store for each read and, for Writer, the
+// store alone or a cluster node's writer (server.Assemble).
 type Services struct {
 	// Changes is the store's change log: the change feed reads it, and
 	// its sequence invalidates cached responses.
 	Changes incidentlib.ChangeLog
 	// Incidents answers the REST API's reads of incidents by id.
 	Incidents incidentlib.IncidentService
-	// Writer runs mutations sent with a token whose role allows them.
-	Writer incidentlib.IncidentWriter
+	// Writer runs mutations sent with a token whose role allows them:
+	// every write of the library, of any mutation.
+	Writer incidentlib.Writer
 	// Backups makes the copies GET /admin/backup sends.
 	Backups incidentlib.Backuper
 	// Monitor, if set, gives the store's figures, exported at scrape
 	// time (metrics.Metrics.WatchStore).
 	Monitor incidentlib.StoreMonitor
-	// Tokens, if set, authenticates the API tokens requests carry and
-	// serves the token fields of the schema; without it only AdminToken
-	// authenticates.
-	Tokens incidentlib.TokenService
+	// Tokens, if set, authenticates the API tokens requests carry; without
+	// it only AdminToken authenticates. (The token writes are Writer's.)
+	Tokens incidentlib.TokenReader
 	// Sets, if set with Changes, gives subscriptions' filters the sets of
 	// matching incidents; without it there are no subscriptions.
 	Sets incidentlib.IncidentSets

@@ -5,7 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"runtime"
+	"strings"
 	"time"
+	"unicode"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -32,10 +35,15 @@ var (
 // startLogged begins the write of a log message when ctx carries a log
 // position: the write stamps the message's time, and a position at or
 // below the stored one is refused (ECONFLICT: applied already). It
-// returns nil for a write that is not a log's.
+// returns nil for a write that is not a log's. A cluster node's store
+// (one that holds a log position) refuses a write without one: it went
+// around the cluster's log (refuseUnlogged).
 func (w *writeTx) startLogged(ctx context.Context) (*incidentlib.LogPosition, error) {
 	p, ok := incidentlib.LogPositionFrom(ctx)
 	if !ok {
+		if w.tx.Bucket(bucketMeta).Get(metaLogSeq) != nil {
+			return nil, w.db.refuseUnlogged(string(w.action))
+		}
 		return nil, nil
 	}
 	if cur := getU64(w.tx.Bucket(bucketMeta).Get(metaLogSeq)); p.Seq <= cur {
@@ -174,3 +182,64 @@ func (db *DB) RefuseIfLogged(ctx context.Context, what string) error {
 }
 
 var _ incidentlib.LogApplier = (*DB)(nil)
+
+// The one rule of a cluster node's store: every write of the library's
+// data carries a log position (incidentlib.WithLogPosition), given by the
+// cluster's Applier, which applies the same write on every node. A write
+// without one went around the log (a path that reached the store instead
+// of the cluster's writer) and would make this node differ from the
+// others for good: it is refused with an internal error naming the
+// method, and logged. Every write of the library's data goes through
+// startLogged, and the batched import through checkUnlogged. The
+// node-local bookkeeping is not the library's data and is written
+// without a position: a token's time of last use (flushTokenUse), the
+// built-in terms written at open, the log position itself and the
+// cluster's library id (SkipLogged, MarkLogged, InitClusterLibrary); the
+// search index is a file of its own (docs/cluster.md).
+
+// refuseUnlogged is the error of a write without a log position to a
+// cluster node's store; action is the write's history action, named when
+// the method cannot be found on the stack (a write run in a batch).
+func (db *DB) refuseUnlogged(action string) error {
+	method := writeMethod()
+	if method == "" {
+		method = "a write"
+		if action != "" {
+			method += " (" + action + ")"
+		}
+	}
+	err := fmt.Errorf("storage: %s without a log position on a cluster node's store %s: every write of a cluster node goes through the cluster's log; nothing was written", method, db.path)
+	db.fault.logger.Error("a write went around the cluster's log and was refused", "method", method, "file", db.path)
+	return err
+}
+
+// checkUnlogged refuses, in tx, a write without a log position (ctx) to a
+// cluster node's store; see refuseUnlogged.
+func (db *DB) checkUnlogged(ctx context.Context, tx *bolt.Tx) error {
+	if _, ok := incidentlib.LogPositionFrom(ctx); ok || tx.Bucket(bucketMeta).Get(metaLogSeq) == nil {
+		return nil
+	}
+	return db.refuseUnlogged("")
+}
+
+// writeMethod returns the name of the outermost exported method of the
+// store on the stack ("DB.UpsertIncident"), "" when there is none.
+func writeMethod() string {
+	pcs := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
+	const prefix = "github.com/incidentlib/incidentlib/storage.(*"
+	found := ""
+	for {
+		f, more := frames.Next()
+		if rest, ok := strings.CutPrefix(f.Function, prefix); ok {
+			typ, method, _ := strings.Cut(rest, ").")
+			method, _, _ = strings.Cut(method, ".")
+			if method != "" && unicode.IsUpper(rune(method[0])) {
+				found = typ + "." + method
+			}
+		}
+		if !more {
+			return found
+		}
+	}
+}

@@ -109,6 +109,11 @@ type Options struct {
 	AllowSelfReview bool
 }
 
+// DB is the incident store. Its writes are the library's whole write side
+// (incidentlib.Writer); a cluster node's store takes them only under a
+// log position (cluster.go, startLogged).
+var _ incidentlib.Writer = (*DB)(nil)
+
 // DB is the incident store.
 type DB struct {
 	bolt  *bolt.DB

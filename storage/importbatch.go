@@ -139,6 +139,9 @@ func (bi *BatchedImport) WriteEncoded(ctx context.Context, incs []*incidentlib.I
 	}
 	bi.mark = len(bi.unindexed)
 	err := db.updateGuarded(func(tx *bolt.Tx) error {
+		if err := db.checkUnlogged(ctx, tx); err != nil { // never a cluster node's (cluster.go)
+			return err
+		}
 		w := newWriteTx(db, tx)
 		w.begin(ctx, incidentlib.ActionImport, incidentlib.AuthorImport) // the history's author and action
 		if bi.postings != nil {

@@ -36,7 +36,8 @@ func nodeHandler(m *benchMember, cfg server.Config) (http.Handler, error) {
 		return nil, err
 	}
 	cfg.Stale = m.mb.Stale
-	srv, _, err := server.Assemble(clusternode.NewStore(m.store, m.mb.Writer), nil, nil, met, cfg)
+	node := clusternode.NewStore(m.store, m.mb.Writer)
+	srv, _, err := server.Assemble(node.Reads, node.Writes, nil, nil, met, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -233,12 +233,18 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	cfg := sub.config(pu.config(lf.config(ef.config(server.Config{Prod: *prod, QueryCacheSize: *queryCache, Logger: logger, Primary: of.primary(),
 		AdminToken: *adminToken, BackupDir: filepath.Dir(db.Path()), GenericExecutor: *executor == "gqlgen"}, of))))
-	var store server.Store = db
+	// Two values: the reads and the one write side. A store alone writes
+	// its own file; a cluster node writes through the cluster's log.
+	var (
+		reads  server.Reads       = db
+		writes incidentlib.Writer = db
+	)
 	if member != nil {
-		store = clusternode.NewStore(db, member.Writer)
+		node := clusternode.NewStore(db, member.Writer)
+		reads, writes = node.Reads, node.Writes
 		cfg.Stale = member.Stale // every response marked while the node has no quorum (server.StaleHeader, extensions.stale)
 	}
-	srv, _, err := server.Assemble(store, incidents, searchSvc, m, cfg)
+	srv, _, err := server.Assemble(reads, writes, incidents, searchSvc, m, cfg)
 	if err != nil {
 		return err
 	}

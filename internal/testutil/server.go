@@ -68,7 +68,7 @@ func ServerOn(db *storage.DB, cfg server.Config, parts ServerParts) (*server.Ser
 	if cfg.BackupDir == "" {
 		cfg.BackupDir = filepath.Dir(db.Path())
 	}
-	srv, _, err := server.Assemble(db, parts.Incidents, parts.Search, m, cfg)
+	srv, _, err := server.Assemble(db, db, parts.Incidents, parts.Search, m, cfg)
 	return srv, err
 }
 

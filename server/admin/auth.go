@@ -45,18 +45,18 @@ func CheckAdminToken(token string) error {
 // Auth identifies the sender of a request by its bearer token: the
 // bootstrap admin token the server was started with (--admin-token),
 // compared in constant time by its hash, or an API token of the store
-// (incidentlib.TokenService). Its WriteGuard refuses, before any resolver
+// (incidentlib.TokenReader). Its WriteGuard refuses, before any resolver
 // runs, an operation the request's role is not enough for.
 type Auth struct {
 	sum    [sha256.Size]byte // of the bootstrap token; zero when there is none
 	set    bool
-	tokens incidentlib.TokenService // nil: only the bootstrap token
+	tokens incidentlib.TokenReader // nil: only the bootstrap token
 }
 
 // NewAuth makes the check of the bootstrap admin token ("" for none) and
 // of the API tokens in tokens (nil for none). It returns CheckAdminToken's
 // error for a token that cannot be one.
-func NewAuth(token string, tokens incidentlib.TokenService) (*Auth, error) {
+func NewAuth(token string, tokens incidentlib.TokenReader) (*Auth, error) {
 	if err := CheckAdminToken(token); err != nil {
 		return nil, err
 	}
@@ -121,10 +121,10 @@ func refusal(id incidentlib.Identity, ok bool, need incidentlib.Role, what strin
 // writeGuard lets an operation run only when the request's role is enough
 // for every field it selects at its top (graph.RequiredRole). It refuses
 // before any resolver runs, so a refused request reads and writes
-// nothing, and grants an allowed mutation the right to write
-// (graph.WithWriter).
+// nothing, and grants an allowed mutation the right to write through the
+// library's one write side (graph.WithWriter).
 type writeGuard struct {
-	writer  incidentlib.IncidentWriter
+	writer  incidentlib.Writer
 	present graphql.ErrorPresenterFunc
 }
 
@@ -151,7 +151,7 @@ func (g writeGuard) InterceptOperation(ctx context.Context, next graphql.Operati
 // a role enough for it, granting a mutation writer; present makes the
 // refusal's GraphQL error. The request's identity comes from Authenticate,
 // which the edge calls first.
-func (a *Auth) WriteGuard(writer incidentlib.IncidentWriter, present graphql.ErrorPresenterFunc) graphql.HandlerExtension {
+func (a *Auth) WriteGuard(writer incidentlib.Writer, present graphql.ErrorPresenterFunc) graphql.HandlerExtension {
 	return writeGuard{writer: writer, present: present}
 }
 

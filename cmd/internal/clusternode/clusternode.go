@@ -1,35 +1,32 @@
 // Package clusternode composes what serve puts around a cluster node's
 // store and handler, so that the program and its benchmark serve a node
-// the same way: the store whose writes go through the cluster's log, and
-// the reader of the Idempotency-Key header.
+// the same way: the store's reads beside the writes that go through the
+// cluster's log, and the reader of the Idempotency-Key header.
 package clusternode
 
 import (
 	"net/http"
 
+	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/cluster"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
 // Store is the store as a cluster node serves it: reads from the node's
-// own store, writes through the cluster's log.
+// own store, every write through the cluster's log. The two halves are
+// named fields, passed to server.Assemble as two values: no method of
+// either is promoted, so no write of the store can stand in for one the
+// writer lacks (incidentlib.Writer is the writer's whole contract, and
+// the node's store refuses a write without a log position).
 type Store struct {
-	*cluster.Writer
-	reads
+	Reads  server.Reads
+	Writes incidentlib.Writer
 }
-
-// reads is the node's store one level down in Store: the writer's methods
-// (every write: incidents, imports, history, tokens, taxonomy,
-// organizations), promoted from a shallower depth, take the place of the
-// store's own.
-type reads struct{ *storage.DB }
-
-var _ server.Store = Store{}
 
 // NewStore returns the store of a node whose own store is db and whose
 // writes go through w.
-func NewStore(db *storage.DB, w *cluster.Writer) Store { return Store{Writer: w, reads: reads{db}} }
+func NewStore(db *storage.DB, w *cluster.Writer) Store { return Store{Reads: db, Writes: w} }
 
 // IdempotencyKeys hands a request's Idempotency-Key header to the
 // cluster's writer: a retry with the same key applies at most once. A key
