@@ -1,0 +1,276 @@
+package storage_test
+
+import (
+	"bytes"
+	"compress/flate"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/seeds"
+	"github.com/incidentlib/incidentlib/storage"
+)
+
+// purgeMarker is the text a takedown removes: it is in no other record.
+const purgeMarker = "QZX-TAKEDOWN-4417-libel"
+
+// MustContainNoMarker fails when the file at path holds marker anywhere:
+// in its raw bytes (live pages and free pages alike) or inside a stored
+// value once decompressed (bucketVersions keeps superseded records
+// DEFLATEd, 'z' first, where the raw bytes would not show it).
+func mustHoldNoMarker(tb testing.TB, what, path, marker string) {
+	tb.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if bytes.Contains(raw, []byte(marker)) {
+		tb.Fatalf("%s: the purged text is in the bytes of %s", what, path)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	var found []string
+	var walk func(b *bolt.Bucket, name string)
+	walk = func(b *bolt.Bucket, name string) {
+		_ = b.ForEach(func(k, v []byte) error {
+			if v == nil {
+				walk(b.Bucket(k), name+"/"+string(k))
+				return nil
+			}
+			if len(v) > 1 && v[0] == 'z' {
+				if d, err := io.ReadAll(flate.NewReader(bytes.NewReader(v[1:]))); err == nil && bytes.Contains(d, []byte(marker)) {
+					found = append(found, name)
+				}
+			}
+			return nil
+		})
+	}
+	_ = db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bolt.Bucket) error { walk(b, string(name)); return nil })
+	})
+	if len(found) > 0 {
+		tb.Fatalf("%s: the purged text is compressed in %v of %s", what, found, path)
+	}
+}
+
+// purgeStore opens a store at a path of its own, with IL-0001 at v1 (the
+// marker in its title), v2 SUBMIT, v3 REQUEST_CHANGES and, when edit, v4
+// without the marker; IL-0002 is another incident that stays.
+func purgeStore(t *testing.T, edit bool) (*storage.DB, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "purge.db")
+	db, err := storage.Open(path, storage.Options{NoSync: true, Taxonomy: seeds.MustTaxonomy()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	kim, lee := asUser("kim", incidentlib.RoleEditor), asUser("lee", incidentlib.RoleReviewer)
+	in := wrIncident("IL-0001", "Acme", "acme", "outage "+purgeMarker)
+	// A record over several pages: the pages its versions leave free are
+	// not all reused by the writes after it, so the file keeps the text in
+	// free pages until it is compacted.
+	in.Summary.En = strings.Repeat(purgeMarker+" said ", 600)
+	in.Lessons.En = in.Summary.En
+	if _, err := db.UpsertIncident(kim, in, incidentlib.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.UpsertIncident(kim, wrIncident("IL-0002", "Acme", "acme", "another outage"), incidentlib.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SubmitForReview(kim, "IL-0001", incidentlib.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.DecideReview(lee, "IL-0001", incidentlib.DecisionRequestChanges, "cite sources", incidentlib.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if edit {
+		if _, err := db.UpsertIncident(kim, wrIncident("IL-0001", "Acme", "acme", "outage (text removed)"), incidentlib.WriteOptions{ExpectedVersion: wrPtr(3)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db, path
+}
+
+// mustNotServe fails when any read of the store shows the marker: the
+// history, each version, the history feed, the change log, the history
+// export.
+func mustNotServe(t *testing.T, db *storage.DB) {
+	t.Helper()
+	ctx := context.Background()
+	has := func(b []byte) bool { return bytes.Contains(b, []byte(purgeMarker)) }
+	for _, v := range hsHistory(t, db, "IL-0001") {
+		if has(v.Record) {
+			t.Fatalf("history: version %d (%s) still holds the purged text", v.Version, v.Action)
+		}
+		one, err := db.IncidentVersion(ctx, "IL-0001", v.Version)
+		if err != nil || has(one.Record) {
+			t.Fatalf("incidentVersion %d still holds the purged text (%v)", v.Version, err)
+		}
+	}
+	feed, err := db.VersionsSince(ctx, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range feed {
+		if has(c.Record) {
+			t.Fatalf("history feed: seq %d (%s version %d) holds the purged text", c.Seq, c.ID, c.Version)
+		}
+	}
+	changes, err := db.RawChangesSince(ctx, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range changes {
+		if has(c.Record) {
+			t.Fatalf("change log: seq %d holds the purged text", c.Seq)
+		}
+	}
+	var exp bytes.Buffer
+	if err := db.ExportHistory(ctx, &exp); err != nil {
+		t.Fatal(err)
+	}
+	if has(exp.Bytes()) {
+		t.Fatal("export --history holds the purged text")
+	}
+	if _, del, err := db.DeletedIncident(ctx, "IL-0001"); err != nil {
+		t.Fatal(err)
+	} else if del != nil && has(del.Record) {
+		t.Fatal("deletedIncident holds the purged text")
+	}
+}
+
+// TestPurgeRemovesTheContentEverywhere: purging v1 removes its text from
+// v1 and from the SUBMIT and REQUEST_CHANGES versions that carried it
+// unchanged, from every read, the history feed and the export; a backup
+// is a copy without the file's free pages; and after compact no byte of
+// the file holds it.
+func TestPurgeRemovesTheContentEverywhere(t *testing.T) {
+	ctx := asUser("root", incidentlib.RoleAdmin)
+	db, path := purgeStore(t, true)
+	e, err := db.PurgeVersion(ctx, "IL-0001", 1, "takedown request")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Action != incidentlib.ActionPurge || e.Version != 5 || e.Target != 1 || !slices.Equal(e.Purged, []int{1, 2, 3}) {
+		t.Fatalf("the PURGE entry: %+v", e)
+	}
+	mustNotServe(t, db)
+	for v, want := range map[int]bool{1: false, 2: false, 3: false, 4: true, 5: true} {
+		got, _ := db.IncidentVersion(ctx, "IL-0001", v)
+		if (got.Record != nil) != want {
+			t.Fatalf("version %d has a record: %v, want %v", v, got.Record != nil, want)
+		}
+	}
+	if _, err := db.RestoreIncident(ctx, "IL-0001", 2, "", incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) != incidentlib.ENOTFOUND {
+		t.Fatalf("restore of a version purged with its content: %v", err)
+	}
+	wrClean(t, db)
+
+	// The live file keeps the text in pages bbolt freed (it does not clear
+	// them): what makes a copy of the file's pages no backup after a purge.
+	if raw, _ := os.ReadFile(path); !bytes.Contains(raw, []byte(purgeMarker)) {
+		t.Fatal("the live file holds the purged text in no free page: the backup below proves nothing")
+	}
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	f, err := os.Create(backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Backup(context.Background(), f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	mustHoldNoMarker(t, "backup", backup, purgeMarker)
+	bdb, err := storage.Open(backup, storage.Options{NoSync: true, Taxonomy: seeds.MustTaxonomy()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wrExport(t, bdb) != wrExport(t, db) {
+		t.Fatal("the backup holds other records")
+	}
+	wrClean(t, bdb)
+	bdb.Close()
+
+	db.Close()
+	if err := storage.Compact(path, path, storage.Options{Taxonomy: seeds.MustTaxonomy()}); err != nil {
+		t.Fatal(err)
+	}
+	mustHoldNoMarker(t, "compact", path, purgeMarker)
+}
+
+// TestPurgeOfTheLiveContent: a version whose content is the live record's
+// is refused (INVALID) and nothing is written, whichever version is
+// named; once the incident is deleted, the purge removes every copy, the
+// last record before the delete included.
+func TestPurgeOfTheLiveContent(t *testing.T) {
+	ctx := asUser("root", incidentlib.RoleAdmin)
+	db, _ := purgeStore(t, false) // v3 REQUEST_CHANGES is live, the content of v1
+	seq := db.Seq()
+	for _, v := range []int{1, 2, 3} {
+		t.Run("Version"+string(rune('0'+v)), func(t *testing.T) {
+			if _, err := db.PurgeVersion(ctx, "IL-0001", v, "takedown"); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
+				t.Fatalf("purge of the live content: %v", err)
+			}
+			if db.Seq() != seq {
+				t.Fatal("a refused purge wrote")
+			}
+		})
+	}
+	t.Run("AfterDelete", func(t *testing.T) {
+		if _, err := db.DeleteIncident(ctx, "IL-0001", incidentlib.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e, err := db.PurgeVersion(ctx, "IL-0001", 1, "takedown")
+		if err != nil || !slices.Equal(e.Purged, []int{1, 2, 3}) {
+			t.Fatalf("%+v %v", e, err)
+		}
+		mustNotServe(t, db)
+		inc, _, err := db.DeletedIncident(ctx, "IL-0001")
+		if err != nil || inc == nil || inc.Title.En != "" {
+			t.Fatalf("the deleted incident's last record: %+v %v", inc, err)
+		}
+		wrClean(t, db)
+	})
+}
+
+// TestPurgeTwice: a purge of a version already without content (purged,
+// or removed with the same content by another purge) answers the PURGE
+// that removed it and writes nothing.
+func TestPurgeTwice(t *testing.T) {
+	ctx := asUser("root", incidentlib.RoleAdmin)
+	db, _ := purgeStore(t, true)
+	first, err := db.PurgeVersion(ctx, "IL-0001", 1, "takedown")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, n := db.Seq(), len(hsHistory(t, db, "IL-0001"))
+	for _, v := range []int{1, 2, 3} {
+		t.Run("Version"+string(rune('0'+v)), func(t *testing.T) {
+			again, err := db.PurgeVersion(ctx, "IL-0001", v, "takedown again")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again.Version != first.Version || again.Action != incidentlib.ActionPurge {
+				t.Fatalf("the answer is %+v, want the PURGE version %d", again, first.Version)
+			}
+			if db.Seq() != seq || len(hsHistory(t, db, "IL-0001")) != n {
+				t.Fatal("a second purge wrote")
+			}
+		})
+	}
+	t.Run("ErrNotFound", func(t *testing.T) {
+		if _, err := db.PurgeVersion(ctx, "IL-0001", 9, "takedown"); incidentlib.ErrorCode(err) != incidentlib.ENOTFOUND {
+			t.Fatalf("%v", err)
+		}
+	})
+}
