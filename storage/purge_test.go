@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -273,4 +274,53 @@ func TestPurgeTwice(t *testing.T) {
 			t.Fatalf("%v", err)
 		}
 	})
+}
+
+// TestPurgeOnAReplica: a replica that applied the versions before a purge
+// removes the same content when it applies the PURGE from the history
+// feed (record, the one place of the rule), and a replica that starts
+// after the purge never receives it.
+func TestPurgeOnAReplica(t *testing.T) {
+	ctx := context.Background()
+	src, _ := purgeStore(t, true)
+	follow := func(t *testing.T, dst *storage.DB, from uint64) uint64 {
+		t.Helper()
+		changes, err := src.VersionsSince(ctx, from, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range changes { // as the replica's reader decodes the feed's lines
+			if len(c.Record) > 0 {
+				changes[i].Incident = new(incidentlib.Incident)
+				if err := json.Unmarshal(c.Record, changes[i].Incident); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		pos, err := dst.ApplyChanges(ctx, from, changes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pos
+	}
+	before := wrOpen(t, true)
+	pos := follow(t, before, 0)
+	if v1, _ := before.IncidentVersion(ctx, "IL-0001", 2); v1 == nil || !bytes.Contains(v1.Record, []byte(purgeMarker)) {
+		t.Fatal("the replica does not hold the text before the purge")
+	}
+	if _, err := src.PurgeVersion(asUser("root", incidentlib.RoleAdmin), "IL-0001", 1, "takedown"); err != nil {
+		t.Fatal(err)
+	}
+	follow(t, before, pos)
+	after := wrOpen(t, true)
+	follow(t, after, 0)
+	for name, dst := range map[string]*storage.DB{"Following": before, "FromTheStart": after} {
+		t.Run(name, func(t *testing.T) {
+			mustNotServe(t, dst)
+			e, err := dst.IncidentVersion(ctx, "IL-0001", 5)
+			if err != nil || e.Action != incidentlib.ActionPurge || e.Target != 1 {
+				t.Fatalf("%+v %v", e, err)
+			}
+		})
+	}
 }
