@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -323,4 +324,146 @@ func TestPurgeOnAReplica(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPurgeReadersEnumerated walks every method of *storage.DB that
+// returns a record, a version or a change, or writes to an io.Writer:
+// each is read after a purge and must not serve the purged text, or is a
+// write that returns the record it writes (the live content, which a
+// purge refuses). A new method of that shape fails here until it is
+// listed.
+func TestPurgeReadersEnumerated(t *testing.T) {
+	ctx := context.Background()
+	db, _ := purgeStore(t, true)
+	enc := func(v any, err error) []byte {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return allText(reflect.ValueOf(v), nil)
+	}
+	write := func(f func(io.Writer) error) []byte {
+		t.Helper()
+		var buf bytes.Buffer
+		if err := f(&buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	reads := map[string]func() []byte{
+		"AllIncidents":       func() []byte { return enc(db.AllIncidents(ctx)) },
+		"Backup":             func() []byte { return write(func(w io.Writer) error { _, err := db.Backup(ctx, w); return err }) },
+		"ChangesSince":       func() []byte { return enc(db.ChangesSince(ctx, 0, 1000)) },
+		"RawChangesSince":    func() []byte { return enc(db.RawChangesSince(ctx, 0, 1000)) },
+		"VersionsSince":      func() []byte { return enc(db.VersionsSince(ctx, 0, 1000)) },
+		"Export":             func() []byte { return write(func(w io.Writer) error { return db.Export(ctx, w) }) },
+		"ExportHistory":      func() []byte { return write(func(w io.Writer) error { return db.ExportHistory(ctx, w) }) },
+		"FindIncidentsByIDs": func() []byte { return enc(db.FindIncidentsByIDs(ctx, []string{"IL-0001", "IL-0002"})) },
+		"FindIncidents": func() []byte {
+			return enc(db.FindIncidents(ctx, incidentlib.IncidentFilter{}, incidentlib.IncidentOrder{}, incidentlib.PageArgs{First: wrPtr(100)}))
+		},
+		"ReadSnapshot": func() []byte {
+			s := db.ReadSnapshot(ctx)
+			defer s.Release()
+			return enc(s.FindIncidentsByIDs(ctx, []string{"IL-0001"}))
+		},
+		"RecordsByNumber": func() []byte { return enc(db.RecordsByNumber(ctx, []uint32{1, 2})) },
+		"History":         func() []byte { return enc(db.History(ctx, "IL-0001", incidentlib.MaxPageSize, 0)) },
+		"IncidentVersion": func() []byte {
+			var all []byte
+			for v := 1; v <= 5; v++ {
+				all = append(all, enc(db.IncidentVersion(ctx, "IL-0001", v))...)
+			}
+			return all
+		},
+		"DeletedIncident": func() []byte {
+			inc, e, err := db.DeletedIncident(ctx, "IL-0001")
+			return enc([]any{inc, e}, err)
+		},
+		"Similar": func() []byte { return enc(db.Similar(ctx, "IL-0002", 10)) },
+	}
+	// The reads of the history serve the text before the purge: the
+	// probes see what they serve.
+	for _, name := range []string{"Backup", "VersionsSince", "ExportHistory", "History", "IncidentVersion"} {
+		if !bytes.Contains(reads[name](), []byte(purgeMarker)) {
+			t.Fatalf("%s does not serve the text before the purge", name)
+		}
+	}
+	if _, err := db.PurgeVersion(asUser("root", incidentlib.RoleAdmin), "IL-0001", 1, "takedown"); err != nil {
+		t.Fatal(err)
+	}
+	writes := map[string]bool{"UpsertIncident": true, "SubmitForReview": true, "DecideReview": true, "WithdrawIncident": true,
+		"RestoreIncident": true, "PurgeVersion": true}
+	serves := []reflect.Type{reflect.TypeFor[incidentlib.Incident](), reflect.TypeFor[incidentlib.IncidentVersion](),
+		reflect.TypeFor[incidentlib.VersionPage](), reflect.TypeFor[incidentlib.IncidentPage](), reflect.TypeFor[incidentlib.Change](),
+		reflect.TypeFor[incidentlib.StoredRecord](), reflect.TypeFor[incidentlib.SimilarIncident](), reflect.TypeFor[incidentlib.Snapshot]()}
+	is := func(ty reflect.Type) bool {
+		for ty.Kind() == reflect.Pointer || ty.Kind() == reflect.Slice {
+			ty = ty.Elem()
+		}
+		return slices.Contains(serves, ty)
+	}
+	writer := reflect.TypeFor[io.Writer]()
+	m := reflect.TypeFor[*storage.DB]()
+	seen := 0
+	for i := range m.NumMethod() {
+		meth := m.Method(i)
+		hit := false
+		for j := range meth.Type.NumOut() {
+			hit = hit || is(meth.Type.Out(j))
+		}
+		for j := 1; j < meth.Type.NumIn(); j++ {
+			hit = hit || meth.Type.In(j) == writer
+		}
+		if !hit {
+			continue
+		}
+		seen++
+		t.Run(meth.Name, func(t *testing.T) {
+			read, ok := reads[meth.Name]
+			switch {
+			case ok:
+				if bytes.Contains(read(), []byte(purgeMarker)) {
+					t.Fatalf("%s serves the purged text", meth.Name)
+				}
+			case writes[meth.Name]:
+			default:
+				t.Fatalf("%s returns records, versions or changes: add it to this test's reads (or writes)", meth.Name)
+			}
+		})
+	}
+	if seen != len(reads)+len(writes) {
+		t.Errorf("%d methods found, %d listed: a listed one is gone or no longer returns records", seen, len(reads)+len(writes))
+	}
+}
+
+// allText appends every string and byte slice reachable from v (through
+// pointers, interfaces, slices, maps and struct fields, unexported ones
+// included), each on a line of its own.
+func allText(v reflect.Value, out []byte) []byte {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			out = allText(v.Elem(), out)
+		}
+	case reflect.String:
+		out = append(append(out, v.String()...), '\n')
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 && v.Kind() == reflect.Slice {
+			return append(append(out, v.Bytes()...), '\n')
+		}
+		for i := range v.Len() {
+			out = allText(v.Index(i), out)
+		}
+	case reflect.Map:
+		it := v.MapRange()
+		for it.Next() {
+			out = allText(it.Value(), allText(it.Key(), out))
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			out = allText(v.Field(i), out)
+		}
+	}
+	return out
 }
