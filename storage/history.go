@@ -195,7 +195,11 @@ func (w *writeTx) record(n uint32, v int, data []byte, oldData []byte, oldV int,
 		// Every path that writes a PURGE (purgeVersion, a cluster's
 		// apply, a history import) removes the content here, once the
 		// entry is in place (purge.go).
-		if e.Purged, err = purgeContent(w.tx, n, e.Target, v); err != nil {
+		var given []int // what the primary removed, when this is its entry
+		if w.applying != nil && w.applying.Entry != nil {
+			given = w.applying.Entry.Purged
+		}
+		if e.Purged, err = purgeContent(w.tx, n, e.Target, v, given); err != nil {
 			return err
 		}
 		if ev, err = json.Marshal(e); err != nil {

@@ -35,12 +35,14 @@ import (
 // purged content until the file is rewritten (Compact).
 var metaPurgedPages = []byte("purged_pages")
 
-// purgeContent removes the stored record of version target of n and of
+// purgeContent removes the stored record of version target of n, of
 // every other version before upto (the PURGE's own version) whose content
-// is the same (sameContent), and returns those versions, oldest first
-// (nil when target has no record left). The live record (bucketIncidents)
-// is never touched: PurgeVersion refuses to purge the live content.
-func purgeContent(tx *bolt.Tx, n uint32, target, upto int) ([]int, error) {
+// is the same (sameContent), and of the versions given (the list of the
+// primary's PURGE entry, on a replica: the records it no longer sends
+// cannot be compared), and returns those versions, oldest first. The live
+// record (bucketIncidents) is never touched: PurgeVersion refuses to
+// purge the live content.
+func purgeContent(tx *bolt.Tx, n uint32, target, upto int, given []int) ([]int, error) {
 	type ver struct {
 		v   int
 		seq uint64
@@ -78,18 +80,24 @@ func purgeContent(tx *bolt.Tx, n uint32, target, upto int) ([]int, error) {
 			want = rec
 		}
 	}
-	if want == nil {
-		return nil, nil
-	}
-	var purged []int
+	purged := slices.Clone(given)
 	for i := 0; i+1 < len(vs); i++ {
-		if recs[i] == nil || (vs[i].v != target && !sameContent(recs[i], want)) {
+		v := vs[i].v
+		if !slices.Contains(given, v) && (recs[i] == nil || want == nil || (v != target && !sameContent(recs[i], want))) {
 			continue
 		}
-		if err := vb.Delete(u64key(vs[i+1].seq)); err != nil {
-			return nil, err
+		if recs[i] != nil {
+			if err := vb.Delete(u64key(vs[i+1].seq)); err != nil {
+				return nil, err
+			}
 		}
-		purged = append(purged, vs[i].v)
+		if !slices.Contains(purged, v) {
+			purged = append(purged, v)
+		}
+	}
+	slices.Sort(purged)
+	if len(purged) == 0 {
+		return nil, nil
 	}
 	if err := tx.Bucket(bucketMeta).Put(metaPurgedPages, []byte{1}); err != nil {
 		return nil, err

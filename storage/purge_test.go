@@ -1,10 +1,10 @@
 package storage_test
 
 import (
+	"bufio"
 	"bytes"
 	"compress/flate"
 	"context"
-	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -290,12 +290,14 @@ func TestPurgeOnAReplica(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, c := range changes { // as the replica's reader decodes the feed's lines
-			if len(c.Record) > 0 {
-				changes[i].Incident = new(incidentlib.Incident)
-				if err := json.Unmarshal(c.Record, changes[i].Incident); err != nil {
-					t.Fatal(err)
-				}
+		for i, c := range changes { // through the feed's lines, as a replica reads them
+			var buf bytes.Buffer
+			bw := bufio.NewWriter(&buf)
+			if err := incidentlib.WriteVersionLine(bw, c); err != nil || bw.Flush() != nil {
+				t.Fatal(err)
+			}
+			if changes[i], err = incidentlib.ParseChangeLine(buf.Bytes()); err != nil {
+				t.Fatal(err)
 			}
 		}
 		pos, err := dst.ApplyChanges(ctx, from, changes)
@@ -319,7 +321,7 @@ func TestPurgeOnAReplica(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			mustNotServe(t, dst)
 			e, err := dst.IncidentVersion(ctx, "IL-0001", 5)
-			if err != nil || e.Action != incidentlib.ActionPurge || e.Target != 1 {
+			if err != nil || e.Action != incidentlib.ActionPurge || e.Target != 1 || !slices.Equal(e.Purged, []int{1, 2, 3}) {
 				t.Fatalf("%+v %v", e, err)
 			}
 		})
