@@ -222,12 +222,20 @@ func (db *DB) compactedBackup(ctx context.Context, w io.Writer) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, ctxError(err)
 	}
-	f, err = os.Open(tmp)
+	// The copy's pages up to its high-water mark, not the file's slack
+	// (bbolt grows a file ahead of its data).
+	cp, err := bolt.Open(tmp, 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
-	return io.Copy(w, f)
+	defer cp.Close()
+	var n int64
+	err = cp.View(func(tx *bolt.Tx) error {
+		var err error
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	return n, err
 }
 
 // compactInto writes a compacted copy of src into the new file path, with
