@@ -270,6 +270,16 @@ func TestPurgeTwice(t *testing.T) {
 			}
 		})
 	}
+	t.Run("Delete", func(t *testing.T) { // a tombstone has no content: its own entry, nothing written
+		if _, err := db.DeleteIncident(ctx, "IL-0002", incidentlib.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		seq := db.Seq()
+		e, err := db.PurgeVersion(ctx, "IL-0002", 2, "takedown")
+		if err != nil || e.Action != incidentlib.ActionDelete || e.Version != 2 || db.Seq() != seq {
+			t.Fatalf("%+v %v", e, err)
+		}
+	})
 	t.Run("ErrNotFound", func(t *testing.T) {
 		if _, err := db.PurgeVersion(ctx, "IL-0001", 9, "takedown"); incidentlib.ErrorCode(err) != incidentlib.ENOTFOUND {
 			t.Fatalf("%v", err)
