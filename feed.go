@@ -41,6 +41,9 @@ type feedEntry struct {
 	Comment string       `json:"comment,omitempty"`
 	Target  int          `json:"target,omitempty"`
 	Purged  bool         `json:"purged,omitempty"`
+	// PurgedVersions are the versions a PURGE removed the content of
+	// (IncidentVersion.Purged): a replica records the same list.
+	PurgedVersions []int `json:"purged_versions,omitempty"`
 }
 
 // WriteVersionLine writes one line of the history feed: c's sequence,
@@ -53,7 +56,7 @@ func WriteVersionLine(bw *bufio.Writer, c Change) error {
 	e := c.Entry
 	purged := !c.Deleted && (len(c.Record) < 2 || c.Record[0] != '{')
 	eb, err := json.Marshal(feedEntry{Version: e.Version, Action: e.Action, At: e.At, Author: e.Author, Role: e.AuthorRole,
-		Changed: e.ChangedFields, Comment: e.Comment, Target: e.Target, Purged: purged})
+		Changed: e.ChangedFields, Comment: e.Comment, Target: e.Target, Purged: purged, PurgedVersions: e.Purged})
 	if err != nil {
 		return err
 	}
@@ -101,7 +104,7 @@ func (e *feedEntry) change(c *Change) {
 	}
 	c.Version, c.Action = e.Version, e.Action
 	c.Entry = &IncidentVersion{ID: c.ID, Version: e.Version, At: e.At, Author: e.Author, AuthorRole: e.Role, Action: e.Action,
-		ChangedFields: e.Changed, Comment: e.Comment, Deleted: c.Deleted, Target: e.Target}
+		ChangedFields: e.Changed, Comment: e.Comment, Deleted: c.Deleted, Target: e.Target, Purged: e.PurgedVersions}
 }
 
 // WriteChangeLine writes one feed line.

@@ -109,6 +109,12 @@ type IncidentVersion struct {
 	Deleted bool
 	// Target is the version whose content a PURGE removed.
 	Target int
+	// Purged are the versions whose content a PURGE removed, oldest
+	// first: Target and every other version with the same content (the
+	// record but for version, updated_at, review_state and the review's
+	// reviewed_at and reviewed_by), such as the SUBMIT and review
+	// decisions that carried it.
+	Purged []int
 }
 
 // VersionPage is one page of an incident's history, newest first.
@@ -162,9 +168,14 @@ type HistoryWriter interface {
 	WithdrawIncident(ctx context.Context, id, reason string, opts WriteOptions) (*Incident, error)
 
 	// PurgeVersion removes the content of one superseded or deleted
-	// version of id (a takedown) and adds a PURGE entry with reason.
-	// Returns ENOTFOUND if there is no such version, EINVALID for the
-	// current version (edit or restore the incident first).
+	// version of id (a takedown), and of every other version with the
+	// same content (IncidentVersion.Purged), and adds a PURGE entry with
+	// reason, which it returns. A version with no content left (purged
+	// before, a delete) is answered with the PURGE entry that removed it
+	// (a delete's own entry) and nothing is written. Returns ENOTFOUND if
+	// there is no such version, EINVALID for the current version or a
+	// version whose content is the live content (write a version without
+	// it, or delete the incident, first).
 	PurgeVersion(ctx context.Context, id string, version int, reason string) (*IncidentVersion, error)
 }
 

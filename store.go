@@ -206,6 +206,8 @@ type StoreMonitor interface {
 // Backuper writes consistent copies of the store.
 type Backuper interface {
 	// Backup writes a consistent copy of the whole store to w in one read
-	// transaction (writers go on meanwhile) and returns its size.
+	// transaction (writers go on meanwhile) and returns its size. After a
+	// purge the copy holds no free page of the store's file, where the
+	// purged content may remain (docs/editing.md, "Purge").
 	Backup(ctx context.Context, w io.Writer) (int64, error)
 }

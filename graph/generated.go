@@ -2755,13 +2755,19 @@ extend type Mutation {
   withdrawIncident(id: ID!, reason: String!, expectedVersion: Int): IncidentPayload!
   """
   Removes the content of one version that is not the current one (a
-  takedown) and adds a PURGE version naming it, with the reason. Admin only.
+  takedown), and of every other version with the same content (the record
+  but for version, updatedAt, reviewState and the review's reviewedAt and
+  reviewedBy: the SUBMIT and review decisions that carried it), and adds a
+  PURGE version naming it, with the reason. A version whose content is the
+  incident's live content is INVALID (edit the text out, or delete the
+  incident, first). A version with no content left answers the PURGE that
+  removed it and writes nothing. Admin only. docs/editing.md, "Purge".
   """
   purgeVersion(id: ID!, version: Int!, reason: String!): PurgeVersionPayload!
 }
 
 type PurgeVersionPayload {
-  "The PURGE version written."
+  "The PURGE version written, or the one that already removed the content."
   entry: IncidentVersion
   userErrors: [UserError!]!
 }

@@ -341,6 +341,13 @@ func (db *DB) Export(ctx context.Context, w io.Writer) error {
 // Backup writes a consistent copy of the whole file from one read
 // transaction; writers go on meanwhile.
 func (db *DB) Backup(ctx context.Context, w io.Writer) (int64, error) {
+	// After a purge the file's free pages may hold the purged content: the
+	// copy is then a compacted one (purge.go).
+	if purged, err := db.purgedPages(ctx); err != nil {
+		return 0, err
+	} else if purged {
+		return db.compactedBackup(ctx, w)
+	}
 	var n int64
 	err := db.view(ctx, func(tx *bolt.Tx) error {
 		var err error
@@ -377,20 +384,8 @@ func Compact(src, dst string, opts Options) error {
 	defer from.Close()
 	tmp := dst + ".compact.tmp"
 	_ = os.Remove(tmp)
-	to, err := bolt.Open(tmp, 0o600, &bolt.Options{FreelistType: bolt.FreelistMapType, NoFreelistSync: true})
-	if err != nil {
-		return err
-	}
-	if err := bolt.Compact(to, from.bolt, 64<<20); err != nil {
-		to.Close()
+	if err := compactInto(tmp, from.bolt); err != nil { // the copy holds no free page of src (purge.go)
 		os.Remove(tmp)
-		return fmt.Errorf("compact: %w", err)
-	}
-	if err := to.Sync(); err != nil {
-		to.Close()
-		return err
-	}
-	if err := to.Close(); err != nil {
 		return err
 	}
 	from.Close()

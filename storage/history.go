@@ -51,6 +51,9 @@ type historyEntry struct {
 	Unlinked []unlink `json:"unlinked,omitempty"`
 	// Target is the version a PURGE removed the content of.
 	Target int `json:"target,omitempty"`
+	// Purged are the versions whose record a PURGE removed: Target and
+	// every other version with the same content (purge.go).
+	Purged []int `json:"purged,omitempty"`
 }
 
 // unlink is one link a delete removed: incident ID's related and/or
@@ -189,12 +192,21 @@ func (w *writeTx) record(n uint32, v int, data []byte, oldData []byte, oldV int,
 		return err
 	}
 	if e.Action == incidentlib.ActionPurge && e.Target > 0 {
-		if _, next, err := nextEntry(w.tx, n, e.Target); err != nil {
+		// Every path that writes a PURGE (purgeVersion, a cluster's
+		// apply, a history import) removes the content here, once the
+		// entry is in place (purge.go).
+		var given []int // what the primary removed, when this is its entry
+		if w.applying != nil && w.applying.Entry != nil {
+			given = w.applying.Entry.Purged
+		}
+		if e.Purged, err = purgeContent(w.tx, n, e.Target, v, given); err != nil {
 			return err
-		} else if next != nil {
-			if err := w.tx.Bucket(bucketVersions).Delete(u64key(next.Seq)); err != nil {
-				return err
-			}
+		}
+		if ev, err = json.Marshal(e); err != nil {
+			return err
+		}
+		if err := w.tx.Bucket(bucketHistory).Put(histKey(n, v), ev); err != nil {
+			return err
 		}
 	}
 	w.lastAction, w.lastVersion = e.Action, v
@@ -287,7 +299,8 @@ func depthAt(rec []byte, i int) int {
 
 func (e *historyEntry) version(id string, v int, rec []byte) *incidentlib.IncidentVersion {
 	return &incidentlib.IncidentVersion{ID: id, Version: v, At: e.At, Author: e.Author, AuthorRole: e.Role,
-		Action: e.Action, ChangedFields: nonNilStrings(e.Changed), Comment: e.Comment, Record: rec, Deleted: e.Deleted, Target: e.Target}
+		Action: e.Action, ChangedFields: nonNilStrings(e.Changed), Comment: e.Comment, Record: rec, Deleted: e.Deleted, Target: e.Target,
+		Purged: e.Purged}
 }
 
 func nonNilStrings(s []string) []string {

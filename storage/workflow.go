@@ -252,8 +252,9 @@ func (db *DB) PurgeVersion(ctx context.Context, id string, version int, reason s
 	var cur int
 	var last *historyEntry
 	var out *incidentlib.IncidentVersion
+	var done bool
 	err = db.mutateAs(ctx, incidentlib.ActionPurge, strings.TrimSpace(reason), func(w *writeTx) error {
-		out = nil
+		out, done = nil, false
 		var err error
 		if old, err = w.get(n); err != nil {
 			return err
@@ -264,12 +265,26 @@ func (db *DB) PurgeVersion(ctx context.Context, id string, version int, reason s
 		if last == nil || w.tx.Bucket(bucketHistory).Get(histKey(n, version)) == nil {
 			return incidentlib.FieldErrorf(incidentlib.ENOTFOUND, []string{"version"}, "incident %s has no version %d", id, version)
 		}
-		if old != nil && old.CurrentVersion() == version {
-			return incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"version"},
-				"version %d is the current version of %s: edit or restore the incident first", version, id)
+		rec := versionRecord(w.tx, n, version)
+		var curRec []byte
+		if old != nil {
+			curRec = versionRecord(w.tx, n, old.CurrentVersion())
+		}
+		if err := purgeRefusal(id, version, old, curRec, rec); err != nil {
+			return err
+		}
+		if rec == nil {
+			// No content left (purged before, or a delete): nothing is
+			// written, the answer is the PURGE that removed it (purge.go).
+			out, err = purgedBy(w.tx, id, n, version)
+			done = true
+			return err
 		}
 		return nil
 	}, func(w *writeTx) error {
+		if done {
+			return nil
+		}
 		w.purgeTarget = version
 		if old != nil {
 			// A version of its own with the current record.

@@ -133,7 +133,7 @@ type OrganizationPayload struct {
 }
 
 type PurgeVersionPayload struct {
-	// The PURGE version written.
+	// The PURGE version written, or the one that already removed the content.
 	Entry      *IncidentVersion `json:"entry,omitempty"`
 	UserErrors []*UserError     `json:"userErrors"`
 }

@@ -40,7 +40,8 @@ func NewBackups(auth *Auth, store incidentlib.Backuper, dir string, timeout time
 
 // ServeHTTP answers GET /admin/backup (admin token required) with a
 // consistent copy of the whole store, taken in one read transaction
-// (bbolt's Tx.WriteTo) while writers go on.
+// (bbolt's Tx.WriteTo; after a purge, a compacted copy without the file's
+// free pages) while writers go on.
 //
 // The copy is first written to a temporary file next to the store and then
 // sent from there: a read transaction is never held while a slow client
