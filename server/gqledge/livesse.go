@@ -85,10 +85,17 @@ func (l *liveServer) serveSSE(w http.ResponseWriter, r *http.Request, exec graph
 	}
 	defer l.streams.Done()
 	r, client, rf := l.admit(r)
+	if rf == nil {
+		rf = l.holdConn(client)
+	}
 	if rf != nil {
 		sseRefuse(w, rf)
 		return
 	}
+	defer l.dropConn(client)
+	// The stream's token is judged again while it lives (liveauth.go).
+	cred := l.newCredential(r.Context(), r, r.Header.Get("Authorization"))
+	defer cred.release()
 	var wp *wireParams
 	var rerr *RequestError
 	switch r.Method {
@@ -139,7 +146,7 @@ func (l *liveServer) serveSSE(w http.ResponseWriter, r *http.Request, exec graph
 	}
 	tick := time.NewTicker(l.opts.KeepAlive)
 	defer tick.Stop()
-	ctx := r.Context()
+	ctx := cred.ctx
 	for {
 		it, ticked, err := s.sub.NextOr(ctx, tick.C)
 		switch {
@@ -152,6 +159,13 @@ func (l *liveServer) serveSSE(w http.ResponseWriter, r *http.Request, exec graph
 			_ = out.event("complete", nil)
 			return
 		case err != nil:
+			if ferr := cred.failed(); ferr != nil {
+				// The token was revoked or expired: the refusal, then
+				// the end.
+				_ = out.event("next", s.errorPayload(ferr))
+				_ = out.event("complete", nil)
+				return
+			}
 			if ctx.Err() != nil {
 				return // the client went away
 			}
@@ -160,8 +174,8 @@ func (l *liveServer) serveSSE(w http.ResponseWriter, r *http.Request, exec graph
 			return
 		}
 		b, ok := s.payload(ctx, it)
-		if !ok {
-			return
+		if !ok || ctx.Err() != nil {
+			continue // the token failed meanwhile (or the client went away): never sent
 		}
 		if out.event("next", b) != nil {
 			return
