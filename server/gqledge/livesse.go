@@ -1,7 +1,6 @@
 package gqledge
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -184,34 +183,30 @@ func (l *liveServer) serveSSE(w http.ResponseWriter, r *http.Request, exec graph
 	}
 }
 
-// sseWriter writes events, each under its own write deadline.
+// sseWriter writes events, each under its own write deadline. An
+// event's data (an encoding shared by every subscriber of the selection)
+// is written as it is, never copied into a buffer of the stream's: a
+// subscriber that reads slowly holds no copy of what it has not read.
 type sseWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
-	buf     bytes.Buffer
 }
 
 func (o *sseWriter) event(name string, data []byte) error {
-	o.buf.Reset()
-	o.buf.WriteString("event: ")
-	o.buf.WriteString(name)
-	o.buf.WriteString("\ndata: ")
-	o.buf.Write(data) // JSON without newlines
-	o.buf.WriteString("\n\n")
-	return o.write()
+	return o.write([]byte("event: "+name+"\ndata: "), data /* JSON without newlines */, []byte("\n\n"))
 }
 
 func (o *sseWriter) comment() error {
-	o.buf.Reset()
-	o.buf.WriteString(":\n\n")
-	return o.write()
+	return o.write([]byte(":\n\n"))
 }
 
-func (o *sseWriter) write() error {
+func (o *sseWriter) write(parts ...[]byte) error {
 	_ = o.rc.SetWriteDeadline(time.Now().Add(o.timeout))
-	if _, err := o.w.Write(o.buf.Bytes()); err != nil {
-		return err
+	for _, p := range parts {
+		if _, err := o.w.Write(p); err != nil {
+			return err
+		}
 	}
 	return o.flush()
 }

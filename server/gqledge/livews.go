@@ -296,6 +296,24 @@ func (wc *wsConn) send(m *wsMessage) error {
 	return wc.write(b)
 }
 
+// writeParts writes one text message made of parts, under the write
+// timeout, without joining them.
+func (wc *wsConn) writeParts(parts ...[]byte) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(wc.ctx), wc.l.opts.WriteTimeout)
+	defer cancel()
+	w, err := wc.c.Writer(ctx, websocket.MessageText)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if _, err := w.Write(p); err != nil {
+			_ = w.Close()
+			return err
+		}
+	}
+	return w.Close()
+}
+
 func (wc *wsConn) write(b []byte) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(wc.ctx), wc.l.opts.WriteTimeout)
 	defer cancel()
@@ -456,13 +474,15 @@ func (wc *wsConn) run(ctx context.Context, id string, s *stream) {
 		if !ok || ctx.Err() != nil || wc.cred.failed() != nil {
 			continue // the token failed meanwhile (or the operation ended): never sent
 		}
-		msg := make([]byte, 0, len(b)+len(idJSON)+32)
-		msg = append(msg, `{"id":`...)
-		msg = append(msg, idJSON...)
-		msg = append(msg, `,"type":"next","payload":`...)
-		msg = append(msg, b...)
-		msg = append(msg, '}')
-		if wc.write(msg) != nil {
+		// The event's encoding is shared by every subscriber of the
+		// selection: it is written as it is, around it the message's
+		// members, never copied per subscriber (a subscriber that reads
+		// slowly holds no copy of what it has not read).
+		prefix := make([]byte, 0, len(idJSON)+32)
+		prefix = append(prefix, `{"id":`...)
+		prefix = append(prefix, idJSON...)
+		prefix = append(prefix, `,"type":"next","payload":`...)
+		if wc.writeParts(prefix, b, []byte{'}'}) != nil {
 			wc.cancel()
 			return
 		}
