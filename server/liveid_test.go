@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"runtime"
 	"strings"
 	"sync"
@@ -17,8 +18,10 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/server/gqledge"
+	"github.com/incidentlib/incidentlib/storage"
 )
 
 // Identity per operation, not per connection (docs/subscriptions.md,
@@ -461,5 +464,79 @@ func TestSubscribersShareTheEncoding(t *testing.T) {
 	t.Logf("per event of %d bytes: %d bytes allocated without subscribers, %d with %d", size, alone, with, 2*n)
 	if with > alone && with-alone > 3*n*size/2 {
 		t.Fatalf("%d subscribers allocated %d bytes per event of %d bytes: copies per subscriber", 2*n, with-alone, size)
+	}
+}
+
+// TestRevokedTokenOnEveryStreamPath: every way a token reaches an
+// operation over the stream transports refuses a revoked one, and none
+// serves it as anonymous: SSE by POST and by GET (401), the WebSocket
+// upgrade's header (401), connection_init (close 4403), and a subscribe
+// on a connection opened before the revocation (error UNAUTHENTICATED,
+// close 4401; TestTokenJudgedPerOperation, TestRevokeEndsOpenStreams).
+func TestRevokedTokenOnEveryStreamPath(t *testing.T) {
+	f := newLive(t, 3, server.Config{Subscriptions: gqledge.LiveOptions{TokenRecheck: time.Hour}})
+	tok := createToken(t, f, "gone")
+	open := dialWS(t, f.hs.URL, nil)
+	defer open.Close(websocket.StatusNormalClosure, "")
+	open.init(t, map[string]any{"Authorization": "Bearer " + tok})
+	if _, err := f.db.RevokeToken(context.Background(), "gone"); err != nil {
+		t.Fatal(err)
+	}
+	bearer := http.Header{"Authorization": {"Bearer " + tok}}
+	t.Run("SSEPost", func(t *testing.T) {
+		if s, st, b := openSSE(t, f.hs.URL, nil, bearer); s != nil || st != http.StatusUnauthorized || errorCode(t, b) != incidentlib.EUNAUTHENTICATED {
+			t.Fatalf("%d %s", st, b)
+		}
+	})
+	t.Run("SSEGet", func(t *testing.T) {
+		req, err := http.NewRequest(http.MethodGet, f.hs.URL+"/graphql?"+url.Values{"query": {liveDoc}}.Encode(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || errorCode(t, b) != incidentlib.EUNAUTHENTICATED {
+			t.Fatalf("%d %s", resp.StatusCode, b)
+		}
+	})
+	t.Run("WebSocketHeader", func(t *testing.T) {
+		_, resp, err := websocket.Dial(context.Background(), "ws"+f.hs.URL[4:]+"/graphql", &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}, HTTPHeader: bearer})
+		if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("%v %v", err, resp)
+		}
+	})
+	t.Run("WebSocketInit", func(t *testing.T) {
+		ws := dialWS(t, f.hs.URL, nil)
+		defer ws.Close(websocket.StatusNormalClosure, "")
+		ws.send(t, map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + tok}})
+		if code := wsClosed(t, ws); code != 4403 {
+			t.Fatalf("close %d", code)
+		}
+	})
+	t.Run("WebSocketOpen", func(t *testing.T) {
+		open.subscribe(t, "late", nil)
+		wsUnauthorized(t, open, "late")
+	})
+}
+
+// TestStreamOptionsRefused: stream options that make no sense are
+// refused when the server is built, never taken as "no limit".
+func TestStreamOptionsRefused(t *testing.T) {
+	db := testutil.ServerStore(t, nil, storage.Options{})
+	for name, o := range map[string]gqledge.LiveOptions{
+		"ConnsPerClient": {MaxConnsPerClient: -1},
+		"TokenRecheck":   {TokenRecheck: -time.Second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := testutil.ServerOn(db, server.Config{Subscriptions: o}, testutil.ServerParts{}); err == nil {
+				t.Fatal("accepted")
+			}
+		})
 	}
 }
