@@ -38,6 +38,7 @@ const (
 	closeDuplicateID     websocket.StatusCode = 4409
 	closeTooManyInits    websocket.StatusCode = 4429
 	closeSubscriptionCap websocket.StatusCode = 4429 // SUBSCRIPTION_LIMIT
+	closeSlow            websocket.StatusCode = 1013 // Try Again Later: a subscriber that fell behind its buffer
 )
 
 type wsTransport struct{ l *liveServer }
@@ -468,6 +469,13 @@ func (wc *wsConn) run(ctx context.Context, id string, s *stream) {
 				return // completed by the client, or the connection ended
 			}
 			_ = wc.sendErrors(id, gqlerror.List{l.e.PresentError(s.ctx, err)})
+			if r := s.sub.Reason(); r == live.ReasonSlow {
+				// A client that fell behind one operation's buffer reads
+				// none of the connection's: the whole connection goes,
+				// with what it holds, as soon as the error is written
+				// (or its write timed out). 1013: resume with since.
+				go wc.closeAfter(closeSlow, "the client fell behind: subscribe again with since")
+			}
 			return
 		}
 		b, ok := s.payload(ctx, it)
