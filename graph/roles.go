@@ -62,11 +62,25 @@ func argumentRole(oc *graphql.OperationContext, f *ast.Field) (incidentlib.Role,
 	}
 	args := f.ArgumentMap(oc.Variables)
 	for name, r := range roles {
-		if l, ok := args[name].([]any); ok && len(l) > 0 && r > need {
+		if given(args[name]) && r > need {
 			need, what = r, f.Name+"("+name+")"
 		}
 	}
 	return need, what
+}
+
+// given says whether an argument's value is given and not empty: a
+// non-empty list, or a single value, which GraphQL's input coercion makes
+// a list of one (importIncidents(histories: {…}) is a list of one
+// history, and needs what a list needs).
+func given(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return false
+	case []any:
+		return len(v) > 0
+	}
+	return true
 }
 
 // RequiredRole is the role an operation needs: the most any field at its

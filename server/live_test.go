@@ -521,6 +521,11 @@ func TestSubscriptionSlow(t *testing.T) {
 		}
 		break
 	}
+	// Then the connection goes, with all it holds: close 1013, try again
+	// later (with since).
+	if _, _, err := ws.c.Read(context.Background()); websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
+		t.Fatalf("after the slow error: %v", err)
+	}
 }
 
 // TestSubscriptionLimits: per-client and total limits, as 429 over SSE and

@@ -15,6 +15,8 @@ type subscribeFlags struct {
 	maxTotal, maxPerClient, buffer       *int
 	keepAlive, writeTimeout, initTimeout *durationFlag
 	idleTimeout                          *durationFlag
+	tokenRecheck                         *durationFlag
+	connsPerClient                       *int
 }
 
 type durationFlag = time.Duration
@@ -35,6 +37,10 @@ func addSubscribeFlags(f *flags) *subscribeFlags {
 			"how long a WebSocket may take to send connection_init (then close 4408)"),
 		idleTimeout: f.duration("subscription-idle-timeout", gqledge.DefaultSubscriptionsIdle, false,
 			"how long a WebSocket may hold no subscription before it is closed"),
+		tokenRecheck: f.duration("subscription-token-recheck", gqledge.DefaultTokenRecheck, false,
+			"how often the token of every open stream is judged again: a token revoked on another node, or expired, ends its streams within it (UNAUTHENTICATED, WebSocket close 4401)"),
+		connsPerClient: f.count("subscription-conns-per-client", gqledge.DefaultConnsPerClient, 1,
+			"streams (SSE requests and WebSocket connections together) one client holds open at once, in connections; past it, SUBSCRIPTION_LIMIT (HTTP 429)"),
 	}
 }
 
@@ -42,6 +48,6 @@ func addSubscribeFlags(f *flags) *subscribeFlags {
 func (s *subscribeFlags) config(cfg server.Config) server.Config {
 	cfg.SubscriptionLimits = live.Options{MaxTotal: *s.maxTotal, MaxPerClient: *s.maxPerClient, Buffer: *s.buffer}
 	cfg.Subscriptions = gqledge.LiveOptions{KeepAlive: *s.keepAlive, WriteTimeout: *s.writeTimeout,
-		InitTimeout: *s.initTimeout, IdleTimeout: *s.idleTimeout}
+		InitTimeout: *s.initTimeout, IdleTimeout: *s.idleTimeout, TokenRecheck: *s.tokenRecheck, MaxConnsPerClient: *s.connsPerClient}
 	return cfg
 }

@@ -123,6 +123,9 @@ func New(opts Options, changes incidentlib.ChangeLog, m *metrics.Metrics, gql *h
 		}
 		gql.AddTransport(wsTransport{e.live})
 		gql.AddTransport(sseTransport{e.live})
+		// A mutation that may revoke a token judges the open streams'
+		// tokens again before its response (liveauth.go).
+		gql.Use(tokenWatch{e.live})
 	}
 	// gqlgen's GET and POST, writing responses in one pass (respwriter.go);
 	// application/json unless the client asks for

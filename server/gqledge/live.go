@@ -44,6 +44,11 @@ const (
 	DefaultStreamWrite       = 10 * time.Second
 	DefaultInitTimeout       = 10 * time.Second
 	DefaultSubscriptionsIdle = 5 * time.Minute
+	// DefaultConnsPerClient is LiveOptions.MaxConnsPerClient's default, in
+	// connections: as many as the hub's subscriptions per client, so that
+	// a client of SSE (one connection per subscription) reaches its
+	// subscriptions' limit first.
+	DefaultConnsPerClient = 100
 )
 
 // LiveOptions configure subscriptions; zero durations take the defaults,
@@ -63,6 +68,15 @@ type LiveOptions struct {
 	// IdleTimeout closes a WebSocket that has held no subscription for so
 	// long. DefaultSubscriptionsIdle.
 	IdleTimeout time.Duration
+	// TokenRecheck is how often the token of every open stream is judged
+	// again (a token revoked on another cluster node, or expired, ends its
+	// streams within it; liveauth.go). DefaultTokenRecheck.
+	TokenRecheck time.Duration
+	// MaxConnsPerClient is how many streams (SSE requests and WebSocket
+	// connections together) one client (its bearer token, else its IP
+	// address) holds open at once, in connections; past it
+	// SUBSCRIPTION_LIMIT (HTTP 429). DefaultConnsPerClient.
+	MaxConnsPerClient int
 	// EventContext gives each event's execution fresh loaders
 	// (graph.Resolver.EventContext); ChangeOf is the GraphQL view of a
 	// change (graph.Resolver.IncidentChangeOf).
@@ -76,13 +90,20 @@ func (o *LiveOptions) withDefaults() error {
 		v    *time.Duration
 		def  time.Duration
 	}{{"keep-alive interval", &o.KeepAlive, DefaultKeepAlive}, {"write timeout", &o.WriteTimeout, DefaultStreamWrite},
-		{"init timeout", &o.InitTimeout, DefaultInitTimeout}, {"idle timeout", &o.IdleTimeout, DefaultSubscriptionsIdle}} {
+		{"init timeout", &o.InitTimeout, DefaultInitTimeout}, {"idle timeout", &o.IdleTimeout, DefaultSubscriptionsIdle},
+		{"token re-check interval", &o.TokenRecheck, DefaultTokenRecheck}} {
 		switch {
 		case *d.v == 0:
 			*d.v = d.def
 		case *d.v < 0:
 			return fmt.Errorf("the subscriptions' %s must be positive, got %s", d.name, *d.v)
 		}
+	}
+	switch {
+	case o.MaxConnsPerClient == 0:
+		o.MaxConnsPerClient = DefaultConnsPerClient
+	case o.MaxConnsPerClient < 0:
+		return fmt.Errorf("the streams per client must be positive, got %d", o.MaxConnsPerClient)
 	}
 	if o.Hub == nil || o.EventContext == nil || o.ChangeOf == nil {
 		return errors.New("subscriptions need a hub, EventContext and ChangeOf")
@@ -100,6 +121,9 @@ type liveServer struct {
 	streams sync.WaitGroup
 	stop    chan struct{} // closed by stopAll
 	stopped bool
+	conns   map[string]int // open streams by client, under mu
+
+	creds credentials // the open streams' tokens (liveauth.go)
 }
 
 func newLiveServer(e *Edge, opts LiveOptions) (*liveServer, error) {
@@ -110,7 +134,7 @@ func newLiveServer(e *Edge, opts LiveOptions) (*liveServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &liveServer{e: e, opts: opts, m: m, stop: make(chan struct{})}, nil
+	return &liveServer{e: e, opts: opts, m: m, stop: make(chan struct{}), conns: map[string]int{}}, nil
 }
 
 // isLive says whether r asks for a stream: a WebSocket upgrade or an SSE
@@ -141,6 +165,28 @@ func (l *liveServer) begin() bool {
 	}
 	l.streams.Add(1)
 	return true
+}
+
+// holdConn counts one more open stream of client, or refuses it past
+// MaxConnsPerClient; dropConn uncounts it.
+func (l *liveServer) holdConn(client string) *liveRefusal {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conns[client] >= l.opts.MaxConnsPerClient {
+		l.m.refused.WithLabelValues(refusedLabel(incidentlib.ESUBSCRIPTIONLIMIT)).Inc()
+		return simpleRefusal(http.StatusTooManyRequests, incidentlib.ESUBSCRIPTIONLIMIT,
+			fmt.Sprintf("the client holds %d streams open, as many as it may (--subscription-conns-per-client)", l.opts.MaxConnsPerClient))
+	}
+	l.conns[client]++
+	return nil
+}
+
+func (l *liveServer) dropConn(client string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conns[client]--; l.conns[client] <= 0 {
+		delete(l.conns, client)
+	}
 }
 
 // stopAll ends every stream with a completion and refuses new ones.

@@ -1,7 +1,6 @@
 package gqledge
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -85,10 +84,17 @@ func (l *liveServer) serveSSE(w http.ResponseWriter, r *http.Request, exec graph
 	}
 	defer l.streams.Done()
 	r, client, rf := l.admit(r)
+	if rf == nil {
+		rf = l.holdConn(client)
+	}
 	if rf != nil {
 		sseRefuse(w, rf)
 		return
 	}
+	defer l.dropConn(client)
+	// The stream's token is judged again while it lives (liveauth.go).
+	cred := l.newCredential(r.Context(), r, r.Header.Get("Authorization"))
+	defer cred.release()
 	var wp *wireParams
 	var rerr *RequestError
 	switch r.Method {
@@ -139,7 +145,7 @@ func (l *liveServer) serveSSE(w http.ResponseWriter, r *http.Request, exec graph
 	}
 	tick := time.NewTicker(l.opts.KeepAlive)
 	defer tick.Stop()
-	ctx := r.Context()
+	ctx := cred.ctx
 	for {
 		it, ticked, err := s.sub.NextOr(ctx, tick.C)
 		switch {
@@ -152,6 +158,13 @@ func (l *liveServer) serveSSE(w http.ResponseWriter, r *http.Request, exec graph
 			_ = out.event("complete", nil)
 			return
 		case err != nil:
+			if ferr := cred.failed(); ferr != nil {
+				// The token was revoked or expired: the refusal, then
+				// the end.
+				_ = out.event("next", s.errorPayload(ferr))
+				_ = out.event("complete", nil)
+				return
+			}
 			if ctx.Err() != nil {
 				return // the client went away
 			}
@@ -160,8 +173,8 @@ func (l *liveServer) serveSSE(w http.ResponseWriter, r *http.Request, exec graph
 			return
 		}
 		b, ok := s.payload(ctx, it)
-		if !ok {
-			return
+		if !ok || ctx.Err() != nil {
+			continue // the token failed meanwhile (or the client went away): never sent
 		}
 		if out.event("next", b) != nil {
 			return
@@ -170,34 +183,30 @@ func (l *liveServer) serveSSE(w http.ResponseWriter, r *http.Request, exec graph
 	}
 }
 
-// sseWriter writes events, each under its own write deadline.
+// sseWriter writes events, each under its own write deadline. An
+// event's data (an encoding shared by every subscriber of the selection)
+// is written as it is, never copied into a buffer of the stream's: a
+// subscriber that reads slowly holds no copy of what it has not read.
 type sseWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
-	buf     bytes.Buffer
 }
 
 func (o *sseWriter) event(name string, data []byte) error {
-	o.buf.Reset()
-	o.buf.WriteString("event: ")
-	o.buf.WriteString(name)
-	o.buf.WriteString("\ndata: ")
-	o.buf.Write(data) // JSON without newlines
-	o.buf.WriteString("\n\n")
-	return o.write()
+	return o.write([]byte("event: "+name+"\ndata: "), data /* JSON without newlines */, []byte("\n\n"))
 }
 
 func (o *sseWriter) comment() error {
-	o.buf.Reset()
-	o.buf.WriteString(":\n\n")
-	return o.write()
+	return o.write([]byte(":\n\n"))
 }
 
-func (o *sseWriter) write() error {
+func (o *sseWriter) write(parts ...[]byte) error {
 	_ = o.rc.SetWriteDeadline(time.Now().Add(o.timeout))
-	if _, err := o.w.Write(o.buf.Bytes()); err != nil {
-		return err
+	for _, p := range parts {
+		if _, err := o.w.Write(p); err != nil {
+			return err
+		}
 	}
 	return o.flush()
 }

@@ -1,6 +1,7 @@
 package gqledge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/coder/websocket"
@@ -36,6 +38,7 @@ const (
 	closeDuplicateID     websocket.StatusCode = 4409
 	closeTooManyInits    websocket.StatusCode = 4429
 	closeSubscriptionCap websocket.StatusCode = 4429 // SUBSCRIPTION_LIMIT
+	closeSlow            websocket.StatusCode = 1013 // Try Again Later: a subscriber that fell behind its buffer
 )
 
 type wsTransport struct{ l *liveServer }
@@ -72,6 +75,7 @@ type wsConn struct {
 	exec   graphql.GraphExecutor
 	r      *http.Request // with the identity of connection_init
 	client string
+	cred   *credential // the connection's token, judged per operation (liveauth.go)
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -102,6 +106,14 @@ func (l *liveServer) serveWS(w http.ResponseWriter, r *http.Request, exec graphq
 		}
 		r, client = ar, key
 	}
+	// Streams per client, by the upgrade's client (its token in the
+	// header, else its address).
+	held := client
+	if rf := l.holdConn(held); rf != nil {
+		sseRefuse(w, rf)
+		return
+	}
+	defer l.dropConn(held)
 	// The total now; a client's own limit when it subscribes (its token
 	// may come in connection_init).
 	if l.opts.Hub.Full("") {
@@ -128,6 +140,9 @@ func (l *liveServer) serveWS(w http.ResponseWriter, r *http.Request, exec graphq
 	code, reason := wc.serve()
 	cancel()
 	wc.wg.Wait()
+	if wc.cred != nil {
+		wc.cred.release()
+	}
 	if code != 0 {
 		c.Close(code, reason)
 	} else {
@@ -163,6 +178,9 @@ func (wc *wsConn) serve() (websocket.StatusCode, string) {
 	initTimer := time.AfterFunc(l.opts.InitTimeout, func() { wc.closeAfter(closeInitTimeout, "Connection initialisation timeout") })
 	msg, err := wc.read()
 	initTimer.Stop()
+	if errors.Is(err, errBadUTF8) {
+		return websocket.StatusInvalidFramePayloadData, "a text message must be UTF-8"
+	}
 	if err != nil {
 		return 0, ""
 	}
@@ -175,6 +193,17 @@ func (wc *wsConn) serve() (websocket.StatusCode, string) {
 	if code, reason := wc.init(msg.Payload); code != 0 {
 		return code, reason
 	}
+	// From now on the connection's token is judged again for each
+	// operation, every TokenRecheck, and after a token is revoked here:
+	// once it fails, each operation gets an error message and the
+	// connection closes with 4401.
+	wc.cred = l.newCredential(context.WithoutCancel(wc.r.Context()), wc.r, wc.r.Header.Get("Authorization"))
+	unwatch := context.AfterFunc(wc.cred.ctx, func() {
+		if err := wc.cred.failed(); err != nil {
+			wc.closeAfter(closeUnauthorized, clip("Unauthorized: "+incidentlib.ErrorMessage(err), 120))
+		}
+	})
+	defer unwatch()
 	if err := wc.send(&wsMessage{Type: "connection_ack"}); err != nil {
 		return 0, ""
 	}
@@ -199,6 +228,9 @@ func (wc *wsConn) serve() (websocket.StatusCode, string) {
 	defer wc.idle.Stop()
 	for {
 		msg, err := wc.read()
+		if errors.Is(err, errBadUTF8) {
+			return websocket.StatusInvalidFramePayloadData, "a text message must be UTF-8"
+		}
 		if err != nil {
 			return 0, ""
 		}
@@ -235,12 +267,19 @@ func (l *liveServer) isStopped() bool {
 	return l.stopped
 }
 
+// errBadUTF8 ends a connection that sent a text message that is not
+// UTF-8 (close 1007, as RFC 6455 says): nothing of it is read, or echoed.
+var errBadUTF8 = errors.New("a text message that is not UTF-8")
+
 // read reads one message (a text that is not one reads as type
-// "invalid"); it ends when the connection closes.
+// "invalid"); it ends when the connection closes, or with errBadUTF8.
 func (wc *wsConn) read() (*wsMessage, error) {
-	_, b, err := wc.c.Read(context.Background())
+	typ, b, err := wc.c.Read(context.Background())
 	if err != nil {
 		return nil, err
+	}
+	if typ == websocket.MessageText && !utf8.Valid(b) {
+		return nil, errBadUTF8
 	}
 	var m wsMessage
 	if err := json.Unmarshal(b, &m); err != nil || m.Type == "" {
@@ -258,27 +297,42 @@ func (wc *wsConn) send(m *wsMessage) error {
 	return wc.write(b)
 }
 
+// writeParts writes one text message made of parts, under the write
+// timeout, without joining them.
+func (wc *wsConn) writeParts(parts ...[]byte) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(wc.ctx), wc.l.opts.WriteTimeout)
+	defer cancel()
+	w, err := wc.c.Writer(ctx, websocket.MessageText)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if _, err := w.Write(p); err != nil {
+			_ = w.Close()
+			return err
+		}
+	}
+	return w.Close()
+}
+
 func (wc *wsConn) write(b []byte) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(wc.ctx), wc.l.opts.WriteTimeout)
 	defer cancel()
 	return wc.c.Write(ctx, websocket.MessageText, b)
 }
 
-// init authenticates a token in connection_init's payload.
+// init authenticates a token in connection_init's payload: its
+// Authorization member, a string (a member of another case, e.g.
+// "authorization", is the same member). Two such members, or one that is
+// not a non-empty string, close the connection with 4400: never read as
+// anonymous, nor one of two tokens picked. A token that does not
+// authenticate closes it with 4403.
 func (wc *wsConn) init(payload json.RawMessage) (websocket.StatusCode, string) {
-	var p map[string]any
-	if len(payload) > 0 && string(payload) != "null" {
-		if err := json.Unmarshal(payload, &p); err != nil {
-			return closeBadMessage, "the connection_init payload must be an object"
-		}
+	auth, found, err := initAuthorization(payload)
+	if err != nil {
+		return closeBadMessage, err.Error()
 	}
-	var auth string
-	for k, v := range p {
-		if strings.EqualFold(k, "Authorization") {
-			auth, _ = v.(string)
-		}
-	}
-	if auth == "" {
+	if !found {
 		return 0, ""
 	}
 	r := wc.r.Clone(wc.r.Context())
@@ -289,6 +343,44 @@ func (wc *wsConn) init(payload json.RawMessage) (websocket.StatusCode, string) {
 	}
 	wc.r, wc.client = ar, key
 	return 0, ""
+}
+
+// initAuthorization reads the Authorization member of a connection_init
+// payload (null, absent or an object).
+func initAuthorization(payload json.RawMessage) (auth string, found bool, err error) {
+	if len(payload) == 0 || string(payload) == "null" {
+		return "", false, nil
+	}
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &p); err != nil {
+		return "", false, errors.New("the connection_init payload must be an object")
+	}
+	// The members as written: json.Unmarshal keeps the last of two equal
+	// names, so the names are read again from the text.
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	_, _ = dec.Token() // {
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", false, errors.New("the connection_init payload must be an object")
+		}
+		name, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return "", false, errors.New("the connection_init payload must be an object")
+		}
+		if !strings.EqualFold(name, "Authorization") {
+			continue
+		}
+		if found {
+			return "", false, errors.New("the connection_init payload has more than one Authorization member")
+		}
+		found = true
+		if json.Unmarshal(v, &auth) != nil || auth == "" {
+			return "", false, errors.New("the connection_init payload's Authorization must be a string: Bearer <token>")
+		}
+	}
+	return auth, found, nil
 }
 
 // subscribe starts operation id.
@@ -304,7 +396,16 @@ func (wc *wsConn) subscribe(id string, payload json.RawMessage) (websocket.Statu
 		_ = wc.sendErrors(id, gqlerror.List{refusalError(CodeBadRequest, rerr.Error())})
 		return 0, ""
 	}
-	s, rf := wc.l.start(wc.r.Context(), wc.exec, &wp.params, wc.client)
+	// Each operation runs as the token is now, not as it was at
+	// connection_init: a revoked or expired token's operation is refused
+	// (its error message, then close 4401) and nothing runs.
+	r, err := wc.cred.reauthenticate()
+	if err != nil {
+		_ = wc.sendErrors(id, gqlerror.List{wc.l.e.PresentError(wc.ctx, err)})
+		wc.cred.fail(err) // the other operations end, then close 4401
+		return 0, ""
+	}
+	s, rf := wc.l.start(r.Context(), wc.exec, &wp.params, wc.client)
 	if rf != nil {
 		if codeOf(rf.errs) == incidentlib.ESUBSCRIPTIONLIMIT {
 			return closeSubscriptionCap, clip(incidentlib.ESUBSCRIPTIONLIMIT+": "+rf.errs[0].Message, 120)
@@ -357,6 +458,10 @@ func (wc *wsConn) run(ctx context.Context, id string, s *stream) {
 			_ = wc.send(&wsMessage{ID: id, Type: "complete"})
 			return
 		case err != nil:
+			if ferr := wc.cred.failed(); ferr != nil {
+				_ = wc.sendErrors(id, gqlerror.List{l.e.PresentError(s.ctx, ferr)})
+				return
+			}
 			if ctx.Err() != nil {
 				if l.isStopped() {
 					_ = wc.send(&wsMessage{ID: id, Type: "complete"})
@@ -364,19 +469,28 @@ func (wc *wsConn) run(ctx context.Context, id string, s *stream) {
 				return // completed by the client, or the connection ended
 			}
 			_ = wc.sendErrors(id, gqlerror.List{l.e.PresentError(s.ctx, err)})
+			if r := s.sub.Reason(); r == live.ReasonSlow {
+				// A client that fell behind one operation's buffer reads
+				// none of the connection's: the whole connection goes,
+				// with what it holds, as soon as the error is written
+				// (or its write timed out). 1013: resume with since.
+				go wc.closeAfter(closeSlow, "the client fell behind: subscribe again with since")
+			}
 			return
 		}
 		b, ok := s.payload(ctx, it)
-		if !ok {
-			return
+		if !ok || ctx.Err() != nil || wc.cred.failed() != nil {
+			continue // the token failed meanwhile (or the operation ended): never sent
 		}
-		msg := make([]byte, 0, len(b)+len(idJSON)+32)
-		msg = append(msg, `{"id":`...)
-		msg = append(msg, idJSON...)
-		msg = append(msg, `,"type":"next","payload":`...)
-		msg = append(msg, b...)
-		msg = append(msg, '}')
-		if wc.write(msg) != nil {
+		// The event's encoding is shared by every subscriber of the
+		// selection: it is written as it is, around it the message's
+		// members, never copied per subscriber (a subscriber that reads
+		// slowly holds no copy of what it has not read).
+		prefix := make([]byte, 0, len(idJSON)+32)
+		prefix = append(prefix, `{"id":`...)
+		prefix = append(prefix, idJSON...)
+		prefix = append(prefix, `,"type":"next","payload":`...)
+		if wc.writeParts(prefix, b, []byte{'}'}) != nil {
 			wc.cancel()
 			return
 		}
