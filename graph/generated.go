@@ -3573,9 +3573,13 @@ extend type Mutation {
   """
   Creates a token for name with role, expiring at expiresAt (RFC 3339 or
   YYYY-MM-DD, UTC midnight; none: never). The token is in the payload once
-  and the response has Cache-Control: no-store. A name held by an active
-  token is CONFLICT; the names admin, import, migration, seeds and gen are
-  reserved. Admin only.
+  and the response has Cache-Control: no-store. Names are compared without
+  case: a name held by an active token, or one that differs from any
+  token's name only in case, is CONFLICT; the program's own author names
+  (admin, import, migration, seeds, release, gen) are reserved. The name
+  is public: every write made with the token shows it as its author to
+  anyone who reads the library (review.writtenBy and reviewedBy, the
+  history, IL-JSON); use a name you may publish. Admin only.
   """
   createToken(name: String!, role: TokenRole!, expiresAt: String): CreateTokenPayload!
   "Revokes the token name: its next request is refused with UNAUTHENTICATED. Admin only."

@@ -1,7 +1,9 @@
 package storage_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/incidentlib/incidentlib"
 )
@@ -89,6 +91,46 @@ func TestSelfReviewOfRestoredContent(t *testing.T) {
 		}
 		if _, err := wrReview(kim, db, "IL-0001", "kim", incidentlib.WriteOptions{}); err != nil {
 			t.Fatalf("kim may approve content she did not write: %v", err)
+		}
+	})
+}
+
+// Token names: the program's own author names are reserved (release was
+// not), and names are unique without case (Kim and kim were two
+// authors), against revoked tokens too.
+func TestTokenNamesOneAuthor(t *testing.T) {
+	db := wrOpen(t, true)
+	ctx := context.Background()
+	create := func(name string) error {
+		_, _, err := db.CreateToken(ctx, name, incidentlib.RoleEditor, time.Time{})
+		return err
+	}
+	for _, name := range []string{"release", "Release", "seeds", "migration", "import", "admin", "gen"} {
+		t.Run("ErrReserved_"+name, func(t *testing.T) {
+			if err := create(name); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
+				t.Fatalf("%v", err)
+			}
+		})
+	}
+	if err := create("kim"); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("ErrCaseTwin", func(t *testing.T) {
+		if err := create("Kim"); incidentlib.ErrorCode(err) != incidentlib.ECONFLICT {
+			t.Fatalf("%v", err)
+		}
+	})
+	if _, err := db.RevokeToken(ctx, "kim"); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("ErrCaseTwinOfRevoked", func(t *testing.T) {
+		if err := create("KIM"); incidentlib.ErrorCode(err) != incidentlib.ECONFLICT {
+			t.Fatalf("%v", err)
+		}
+	})
+	t.Run("SameNameAgain", func(t *testing.T) {
+		if err := create("kim"); err != nil {
+			t.Fatal(err)
 		}
 	})
 }
