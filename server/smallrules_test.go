@@ -45,3 +45,48 @@ func TestTermAliasRules(t *testing.T) {
 		}
 	})
 }
+
+// TestFilterBoundsAsTheCalendarSays: updatedSince after 2262-04-11 (past
+// int64 nanoseconds) matched everything and before 1677-09-21 nothing;
+// dateFrom 0000-01-01 matched nothing. Each bound of years 0001-9999 is
+// answered as the calendar says.
+func TestFilterBoundsAsTheCalendarSays(t *testing.T) {
+	incs := corpus(t, 40, 3)
+	ts := apiServer(t, server.Config{}, incs)
+	dated := 0
+	for _, inc := range incs {
+		if inc.Date != "" {
+			dated++
+		}
+	}
+	count := func(t *testing.T, f map[string]any) int {
+		t.Helper()
+		var out struct{ Incidents struct{ TotalCount int } }
+		ts.data(t, `query($f: IncidentFilter) { incidents(filter: $f, first: 1) { totalCount } }`, map[string]any{"f": f}, &out)
+		return out.Incidents.TotalCount
+	}
+	all := count(t, nil)
+	if all != len(incs) || dated == 0 {
+		t.Fatalf("%d incidents, %d dated", all, dated)
+	}
+	for _, c := range []struct {
+		name string
+		f    map[string]any
+		want int
+	}{
+		{"UpdatedSinceYear1", map[string]any{"updatedSince": "0001-01-01T00:00:00Z"}, all},
+		{"UpdatedSince1600", map[string]any{"updatedSince": "1600-06-01T00:00:00Z"}, all},
+		{"UpdatedSince2300", map[string]any{"updatedSince": "2300-01-01T00:00:00Z"}, 0},
+		{"UpdatedSince9999", map[string]any{"updatedSince": "9999-12-31T23:59:59Z"}, 0},
+		{"DateFromYear0", map[string]any{"dateFrom": "0000-01-01"}, dated},
+		{"DateFromYear1", map[string]any{"dateFrom": "0001-01-01"}, dated},
+		{"DateToYear0", map[string]any{"dateTo": "0000-12-31"}, 0},
+		{"DateTo9999", map[string]any{"dateTo": "9999-12-31"}, dated},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := count(t, c.f); got != c.want {
+				t.Fatalf("%d, want %d", got, c.want)
+			}
+		})
+	}
+}
