@@ -15071,7 +15071,7 @@ func (ec *executionContext) unmarshalInputIncidentInput(ctx context.Context, obj
 			it.Related = data
 		case "recurrenceOf":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("recurrenceOf"))
-			data, err := ec.unmarshalOID2string(ctx, v)
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -20371,18 +20371,6 @@ func (ec *executionContext) unmarshalOHistoryImportInput2ᚕᚖgithubᚗcomᚋin
 		}
 	}
 	return res, nil
-}
-
-func (ec *executionContext) unmarshalOID2string(ctx context.Context, v any) (string, error) {
-	res, err := graphql.UnmarshalID(v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) marshalOID2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
-	_ = sel
-	_ = ctx
-	res := graphql.MarshalID(v)
-	return res
 }
 
 func (ec *executionContext) unmarshalOID2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -88,5 +89,42 @@ func TestFilterBoundsAsTheCalendarSays(t *testing.T) {
 				t.Fatalf("%d, want %d", got, c.want)
 			}
 		})
+	}
+}
+
+// TestIncidentInputTakesExplicitNulls walks IncidentInput's fields from
+// the schema (introspection, so a new field is covered): every nullable
+// one takes an explicit null as "not set" (recurrenceOf: null was refused
+// while every other field took it).
+func TestIncidentInputTakesExplicitNulls(t *testing.T) {
+	s := newIDServer(t, server.Config{})
+	editor := taxGQL{s, apiToken(t, s.db, "alice", incidentlib.RoleEditor)}
+	var schema struct {
+		Type struct {
+			InputFields []struct {
+				Name string
+				Type struct{ Kind string }
+			}
+		} `json:"__type"`
+	}
+	editor.do(t, `{ __type(name: "IncidentInput") { inputFields { name type { kind } } } }`, nil, &schema)
+	nullable := 0
+	for n, f := range schema.Type.InputFields {
+		if f.Type.Kind == "NON_NULL" {
+			continue
+		}
+		nullable++
+		t.Run(f.Name, func(t *testing.T) {
+			in := upsertInput(fmt.Sprintf("IL-%04d", 100+n), "high-latency")
+			in[f.Name] = nil
+			var up upsertAns
+			editor.do(t, upsertQ, map[string]any{"i": in}, &up)
+			if len(up.UpsertIncident.UserErrors) > 0 || up.UpsertIncident.Incident == nil {
+				t.Fatalf("%s: null: %+v", f.Name, up)
+			}
+		})
+	}
+	if nullable < 20 {
+		t.Fatalf("%d nullable fields: the introspection is wrong", nullable)
 	}
 }
