@@ -91,7 +91,11 @@ func IdentityFrom(ctx context.Context) (Identity, bool) {
 // TokenInfo describes an API token; never its secret.
 type TokenInfo struct {
 	// Name is unique among the tokens that are neither revoked nor
-	// expired, and is the author of the writes made with the token.
+	// expired, and is the author of the writes made with the token. Names
+	// are compared without case: no new token's name differs from another
+	// token's (even a revoked one's) only in case, so that one person is
+	// not two authors. Author names are public: review.writtenBy and
+	// reviewedBy, the history's authors and IL-JSON show them to anyone.
 	Name    string
 	Role    Role
 	Created time.Time
@@ -118,8 +122,10 @@ const TokenPrefix = "il_"
 const MaxTokenNameLen = 64
 
 // ReservedAuthors are names the program itself writes as: no token may
-// take one.
-var ReservedAuthors = []string{"admin", "import", "migration", "seeds", "gen"}
+// take one (compared without case, as token names are). Every Author*
+// and *Author constant of the package is here; a test parses the package
+// to hold it so. "gen" is the author of generated records (gen.WrittenBy).
+var ReservedAuthors = []string{BootstrapAdmin.Name, AuthorImport, AuthorMigration, AuthorSeeds, ReleaseAuthor, "gen"}
 
 // ValidTokenName says why name cannot name a token, or "" if it can:
 // 1 to MaxTokenNameLen letters, digits, '.', '_', '-' or '@', starting

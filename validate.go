@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"strconv"
 	"strings"
@@ -73,6 +74,15 @@ func ParseDate(s string) (time.Time, error) {
 	}
 	return t, nil
 }
+
+// MinUpdatedAt and MaxUpdatedAt bound a record's updated_at: the times
+// the store's order of updates holds (int64 nanoseconds since 1970,
+// 1677-09-21 to 2262-04-11). An updatedSince filter outside them is
+// answered as the calendar says: every record, or none.
+var (
+	MinUpdatedAt = time.Unix(0, math.MinInt64).UTC()
+	MaxUpdatedAt = time.Unix(0, math.MaxInt64).UTC()
+)
 
 // ParseTimestamp parses an RFC 3339 time such as updated_at.
 func ParseTimestamp(s string) (time.Time, error) {
@@ -287,13 +297,18 @@ func (i *Incident) validate(p *problems) {
 		bad("title", "a title in at least one language is required")
 	}
 	if i.Date != "" {
-		if _, err := ParseDate(i.Date); err != nil {
+		if t, err := ParseDate(i.Date); err != nil {
 			bad("date", "date %s", err)
+		} else if t.Year() < 1 {
+			bad("date", "date %q is before 0001-01-01", i.Date)
 		}
 	}
 	if i.UpdatedAt != "" {
-		if _, err := ParseTimestamp(i.UpdatedAt); err != nil {
+		if t, err := ParseTimestamp(i.UpdatedAt); err != nil {
 			bad("updated_at", "updated_at %s", err)
+		} else if t.Before(MinUpdatedAt) || t.After(MaxUpdatedAt) {
+			bad("updated_at", "updated_at %q is outside %s to %s, the times the store orders", i.UpdatedAt,
+				MinUpdatedAt.Format(time.RFC3339), MaxUpdatedAt.Format(time.RFC3339))
 		}
 	}
 	if i.CreatedAt != "" {

@@ -48,6 +48,19 @@ func checkString(p *problems, field, s string, max int, multiLine bool) {
 	}
 }
 
+// CheckComment checks a comment or a reason (of a review decision, a
+// restore, a withdrawal, a purge) by the rules of multi-line text: valid
+// UTF-8, at most max characters, no control character but tab and line
+// breaks. It returns EINVALID about field.
+func CheckComment(field, s string, max int) error {
+	var p problems
+	checkString(&p, field, s, max, true)
+	if len(p.es) > 0 {
+		return p.es[0]
+	}
+	return nil
+}
+
 // IsControl reports whether r is a character text fields refuse: a C0
 // control (U+0000-U+001F), DEL, a C1 control (U+0080-U+009F), a
 // bidirectional embedding or override (U+202A-U+202E) or isolate

@@ -3579,9 +3579,13 @@ extend type Mutation {
   """
   Creates a token for name with role, expiring at expiresAt (RFC 3339 or
   YYYY-MM-DD, UTC midnight; none: never). The token is in the payload once
-  and the response has Cache-Control: no-store. A name held by an active
-  token is CONFLICT; the names admin, import, migration, seeds and gen are
-  reserved. Admin only.
+  and the response has Cache-Control: no-store. Names are compared without
+  case: a name held by an active token, or one that differs from any
+  token's name only in case, is CONFLICT; the program's own author names
+  (admin, import, migration, seeds, release, gen) are reserved. The name
+  is public: every write made with the token shows it as its author to
+  anyone who reads the library (review.writtenBy and reviewedBy, the
+  history, IL-JSON); use a name you may publish. Admin only.
   """
   createToken(name: String!, role: TokenRole!, expiresAt: String): CreateTokenPayload!
   "Revokes the token name: its next request is refused with UNAUTHENTICATED. Admin only."
@@ -15073,7 +15077,7 @@ func (ec *executionContext) unmarshalInputIncidentInput(ctx context.Context, obj
 			it.Related = data
 		case "recurrenceOf":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("recurrenceOf"))
-			data, err := ec.unmarshalOID2string(ctx, v)
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -20373,18 +20377,6 @@ func (ec *executionContext) unmarshalOHistoryImportInput2ᚕᚖgithubᚗcomᚋin
 		}
 	}
 	return res, nil
-}
-
-func (ec *executionContext) unmarshalOID2string(ctx context.Context, v any) (string, error) {
-	res, err := graphql.UnmarshalID(v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) marshalOID2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
-	_ = sel
-	_ = ctx
-	res := graphql.MarshalID(v)
-	return res
 }
 
 func (ec *executionContext) unmarshalOID2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {

@@ -56,7 +56,7 @@ func (r *Resolver) reads() *loaderReads {
 				tax := r.taxonomy()
 				out := make([]*incidentlib.Term, len(keys))
 				for i, k := range keys {
-					out[i] = tax.Term(k.Kind, k.Slug)
+					out[i] = tax.Term(k.Kind, tax.Canonical(k.Kind, k.Slug)) // an alias answers its term, as filters do
 				}
 				return out, nil
 			},

@@ -30,6 +30,7 @@ func exportCorpus(t *testing.T) []*incidentlib.Incident {
 	incs[len(incs)-1].Title.En = `=HYPERLINK("http://example.org","click")`
 	incs[len(incs)-2].Summary.En = "-1 server, \"quoted\", and a\nsecond line"
 	incs[len(incs)-3].Title.En = "@SUM(A1:A2)"
+	incs[len(incs)-4].Title.En = "'Quoted' in its own title"
 	return incs
 }
 
@@ -141,7 +142,7 @@ func graphqlRows(t *testing.T, base string, filter map[string]any) [][]string {
 				slugs(n.Domains), slugs(n.Symptoms), slugs(n.Components), one(n.RootCause), one(n.Severity),
 				str(n.Timeline.DetectedAfter), str(n.Timeline.ResolvedAfter), str(n.URL), str(n.UpdatedAt)}
 			for i, c := range row {
-				if c != "" && strings.ContainsRune("=+-@", rune(c[0])) {
+				if c != "" && strings.ContainsRune("=+-@'", rune(c[0])) {
 					row[i] = "'" + c
 				}
 			}
@@ -202,7 +203,7 @@ func TestCSVExportEqualsGraphQL(t *testing.T) {
 			}
 			if c.name == "Everything" {
 				joined := string(b)
-				for _, cell := range []string{`"'=HYPERLINK(""http://example.org"",""click"")"`, "'@SUM(A1:A2)", "\"'-1 server, \"\"quoted\"\", and a\r\nsecond line\""} {
+				for _, cell := range []string{`"'=HYPERLINK(""http://example.org"",""click"")"`, "'@SUM(A1:A2)", "\"'-1 server, \"\"quoted\"\", and a\r\nsecond line\"", "''Quoted' in its own title"} {
 					if !strings.Contains(joined, cell) {
 						t.Errorf("the export lacks the cell %s", cell)
 					}

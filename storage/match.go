@@ -129,10 +129,18 @@ func (db *DB) match(tx *bolt.Tx, f incidentlib.IncidentFilter) (*matchSet, error
 			return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"filter", "updatedSince"}, "updatedSince %s", err)
 		}
 		bm := roaring.New()
-		lo := append([]byte{ordUpdAsc, 0}, u64key(uint64(t.UnixNano())^(1<<63))...)
-		c := tx.Bucket(bucketOrders).Cursor()
-		for k, _ := c.Seek(lo); k != nil && k[0] == ordUpdAsc && k[1] == 0; k, _ = c.Next() {
-			bm.Add(numberOfOrderKey(ordUpdAsc, k[1:]))
+		// The order holds int64 nanoseconds: a bound outside them is
+		// before or after every updated_at (Validate keeps them inside),
+		// where UnixNano would overflow.
+		if !t.After(incidentlib.MaxUpdatedAt) {
+			if t.Before(incidentlib.MinUpdatedAt) {
+				t = incidentlib.MinUpdatedAt
+			}
+			lo := append([]byte{ordUpdAsc, 0}, u64key(uint64(t.UnixNano())^(1<<63))...)
+			c := tx.Bucket(bucketOrders).Cursor()
+			for k, _ := c.Seek(lo); k != nil && k[0] == ordUpdAsc && k[1] == 0; k, _ = c.Next() {
+				bm.Add(numberOfOrderKey(ordUpdAsc, k[1:]))
+			}
 		}
 		sets = append(sets, bm)
 	}
@@ -226,6 +234,9 @@ func dateRange(tx *bolt.Tx, fromS, toS *string) (*roaring.Bitmap, *uint32, *uint
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if toP != nil && *toP == beforeDays {
+		return roaring.New(), nil, nil, nil // a dateTo before 0001-01-01: no date is before it
+	}
 	from, to := uint32(0), ^uint32(0)
 	if fromP != nil {
 		from = *fromP
@@ -277,9 +288,21 @@ func dateBound(s *string, name string) (*uint32, error) {
 	if err != nil {
 		return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"filter", name}, "%s %s", name, err)
 	}
+	if t.Year() < 1 {
+		// Year 0000, which ParseDate reads: before every record's date
+		// (Validate refuses it there), and before day 0 of the order.
+		d := beforeDays
+		if name == "dateFrom" {
+			d = 0
+		}
+		return &d, nil
+	}
 	d := daysOf(t)
 	return &d, nil
 }
+
+// beforeDays is the bound of a dateTo before 0001-01-01: no date matches.
+const beforeDays = ^uint32(0)
 
 func be32(b []byte) uint32 {
 	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])

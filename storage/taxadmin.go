@@ -151,7 +151,7 @@ func (db *DB) AddTerm(ctx context.Context, author string, in incidentlib.Term) (
 			}
 			return incidentlib.FieldErrorf(incidentlib.ECONFLICT, []string{"slug"}, "%s %q is an alias of the term %q", t.Kind, t.Slug, r.Slug)
 		}
-		if err := aliasConflicts(tax, &t, t.Aliases, true); err != nil {
+		if err := aliasConflicts(tax, &t, t.Aliases); err != nil {
 			return err
 		}
 		before := w.seq
@@ -166,16 +166,19 @@ func (db *DB) AddTerm(ctx context.Context, author string, in incidentlib.Term) (
 	return &t, nil
 }
 
-// aliasConflicts refuses an alias of aliases (field aliases.N) that is a
-// term's slug or another term's alias, or one listed twice; with
-// includeSelf, also the term's own slug.
-func aliasConflicts(tax *incidentlib.Taxonomy, t *incidentlib.Term, aliases []string, includeSelf bool) error {
+// aliasConflicts refuses an alias of aliases (field aliases.N) that is the
+// term's own slug (EINVALID: it would resolve to itself, and was dropped
+// without a word by AddTermAliases), a term's slug or another term's
+// alias, or one listed twice.
+func aliasConflicts(tax *incidentlib.Taxonomy, t *incidentlib.Term, aliases []string) error {
 	var es incidentlib.Errors
 	seen := map[string]bool{}
 	for n, a := range aliases {
 		field := []string{"aliases", fmt.Sprint(n)}
 		switch r := tax.Resolve(t.Kind, a); {
-		case seen[a] || (includeSelf && a == t.Slug):
+		case a == t.Slug:
+			es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, field, "aliases[%d] %q is the term's own slug", n, a))
+		case seen[a]:
 			es = append(es, incidentlib.FieldErrorf(incidentlib.EINVALID, field, "aliases[%d] %q is listed twice", n, a))
 		case r != nil && r.Slug != t.Slug:
 			es = append(es, incidentlib.FieldErrorf(incidentlib.ECONFLICT, field, "aliases[%d] %q already resolves to the %s term %q", n, a, t.Kind, r.Slug))
@@ -255,7 +258,7 @@ func (db *DB) UpdateTerm(ctx context.Context, author string, kind incidentlib.Te
 // AddTermAliases adds aliases to a term; see incidentlib.TaxonomyAdmin.
 func (db *DB) AddTermAliases(ctx context.Context, author string, kind incidentlib.TermKind, slug string, aliases []string) (*incidentlib.Term, error) {
 	return db.updateTerm(ctx, author, kind, slug, incidentlib.ValidateAliases(aliases), func(t, old *incidentlib.Term, tax *incidentlib.Taxonomy) (incidentlib.TaxonomyAction, error) {
-		if err := aliasConflicts(tax, t, aliases, false); err != nil {
+		if err := aliasConflicts(tax, t, aliases); err != nil {
 			return "", err
 		}
 		for _, a := range aliases {

@@ -249,6 +249,12 @@ func (db *DB) CreateTokenHash(ctx context.Context, name string, role incidentlib
 	if old, ok := db.tokens.byName[name]; ok && old.active(at) {
 		return nil, incidentlib.FieldErrorf(incidentlib.ECONFLICT, []string{"name"}, "a token named %q exists; revoke it first", name)
 	}
+	for other := range db.tokens.byName {
+		if other != name && strings.EqualFold(other, name) {
+			return nil, incidentlib.FieldErrorf(incidentlib.ECONFLICT, []string{"name"},
+				"a token named %q exists: names are compared without case, and %q would be another author for the same name", other, name)
+		}
+	}
 	if err := db.writeToken(ctx, r); err != nil {
 		return nil, err
 	}

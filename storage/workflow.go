@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/incidentlib/incidentlib"
 )
@@ -17,15 +16,11 @@ import (
 // MaxCommentLen is the longest comment or reason, in characters.
 const MaxCommentLen = 2000
 
-func checkComment(field, s string) error {
-	switch {
-	case !utf8.ValidString(s):
-		return incidentlib.FieldErrorf(incidentlib.EINVALID, []string{field}, "%s is not valid UTF-8", field)
-	case utf8.RuneCountInString(s) > MaxCommentLen:
-		return incidentlib.FieldErrorf(incidentlib.EINVALID, []string{field}, "%s is longer than %d characters", field, MaxCommentLen)
-	}
-	return nil
-}
+// checkComment checks a comment or reason (withdrawal, purge, review,
+// restore) with the text rules of multi-line text
+// (incidentlib.CheckComment): no control character but tab and line
+// breaks.
+func checkComment(field, s string) error { return incidentlib.CheckComment(field, s, MaxCommentLen) }
 
 // reviewArgs checks what a review action or a restore of id is given
 // before it reads the store: the id, the expected version and stamp, the
@@ -107,9 +102,12 @@ func (db *DB) DecideReview(ctx context.Context, id string, decision incidentlib.
 		if err != nil {
 			return err
 		}
+		if err := addContentAuthors(w.tx, n, authors); err != nil {
+			return err
+		}
 		if authors[w.author] {
 			return incidentlib.FieldErrorf(incidentlib.ESELFREVIEW, []string{"id"},
-				"%s wrote a version of incident %s since its last approval and may not approve it: another reviewer must", w.author, id)
+				"%s wrote a version of incident %s since its last approval, or its content in any version, and may not approve it: another reviewer must", w.author, id)
 		}
 		return nil
 	}, func(w *writeTx, c *incidentlib.Incident) {

@@ -180,6 +180,13 @@ func parseExpires(s string, now time.Time) (time.Time, error) {
 	return t.UTC().Truncate(time.Second), nil
 }
 
+// publicNameNotice says, when a token is made, that its name is public
+// (docs/editing.md, "Author names are public").
+func publicNameNotice(name string) string {
+	return fmt.Sprintf("The name %q is public: every write made with this token shows it as the author to anyone who reads the library "+
+		"(review.writtenBy and reviewedBy, the history, IL-JSON exports). Use a name you may publish.", name)
+}
+
 // printNewToken writes what was made and then the secret, alone on the
 // last line, so that a script can take it with tail -n 1.
 func printNewToken(w io.Writer, name, role string, expires time.Time, secret string) {
@@ -187,7 +194,9 @@ func printNewToken(w io.Writer, name, role string, expires time.Time, secret str
 	if !expires.IsZero() {
 		until = "expires " + expires.UTC().Format(time.RFC3339)
 	}
-	fmt.Fprintf(w, "created the %s token %q (%s); it is shown this once and only its hash is kept:\n%s\n", role, name, until, secret)
+	fmt.Fprintf(w, "created the %s token %q (%s).\n", role, name, until)
+	fmt.Fprintf(w, "%s\n", publicNameNotice(name))
+	fmt.Fprintf(w, "The token is shown this once and only its hash is kept:\n%s\n", secret)
 }
 
 func printTokens(w io.Writer, infos []*incidentlib.TokenInfo, now time.Time) {

@@ -42,6 +42,9 @@ func TestTokenCommandsOnAClosedStore(t *testing.T) {
 		t.Fatalf("%v %s", err, errOut)
 	}
 	secret := newTokenOf(t, out)
+	if !strings.Contains(out, `The name "alice" is public`) {
+		t.Fatalf("token add does not say the name is public: %q", out)
+	}
 	out2, _, err := runCmd(t, nil, "", "token", "add", "--db", db, "--name", "boss", "--role", "admin")
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +94,7 @@ func TestTokenCommandsOnAClosedStore(t *testing.T) {
 		"ReaderRole":    {"add", "--db", db, "--name", "x", "--role", "reader"},
 		"BadRole":       {"add", "--db", db, "--name", "x", "--role", "owner"},
 		"ReservedName":  {"add", "--db", db, "--name", "admin", "--role", "admin"},
+		"ReleaseName":   {"add", "--db", db, "--name", "Release", "--role", "editor"},
 		"BadName":       {"add", "--db", db, "--name", "has space", "--role", "editor"},
 		"PastExpiry":    {"add", "--db", db, "--name", "x", "--role", "editor", "--expires", "2001-01-01"},
 		"NegativeDays":  {"add", "--db", db, "--name", "x", "--role", "editor", "--expires", "-3d"},

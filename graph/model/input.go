@@ -39,7 +39,7 @@ type IncidentInput struct {
 	Sources           []*SourceInput            `json:"sources,omitempty"`
 	Docs              []json.RawMessage         `json:"docs,omitempty"`
 	Related           []string                  `json:"related,omitempty"`
-	RecurrenceOf      string                    `json:"recurrenceOf,omitempty"`
+	RecurrenceOf      *string                   `json:"recurrenceOf,omitempty"` // a pointer: gqlgen's ID refuses an explicit null into a string
 	Review            *ReviewInput              `json:"review,omitempty"`
 	URL               string                    `json:"url,omitempty"`
 	Verification      *incidentlib.Verification `json:"verification,omitempty"`
@@ -145,7 +145,7 @@ func (in *IncidentInput) Incident() (*incidentlib.Incident, incidentlib.Errors) 
 		Domain:       in.Domain, Symptoms: in.Symptoms, Components: in.Components, Contributing: in.Contributing,
 		RootCause: in.RootCause, Severity: in.Severity,
 		Remediation: items(in.Remediation, "remediation"), ActionItems: items(in.ActionItems, "actionItems"),
-		Docs: in.Docs, Related: in.Related, RecurrenceOf: in.RecurrenceOf, URL: in.URL,
+		Docs: in.Docs, Related: in.Related, RecurrenceOf: deref(in.RecurrenceOf), URL: in.URL,
 		Extra: extra(in.Extra),
 	}
 	if m := in.Impact; m != nil {
@@ -234,7 +234,7 @@ func InputOf(inc *incidentlib.Incident) *IncidentInput {
 		Domain: inc.Domain, Symptoms: inc.Symptoms, Components: inc.Components, Contributing: inc.Contributing,
 		RootCause: inc.RootCause, Severity: inc.Severity,
 		Remediation: items(inc.Remediation), ActionItems: items(inc.ActionItems),
-		Docs: inc.Docs, Related: inc.Related, RecurrenceOf: inc.RecurrenceOf, URL: inc.URL, Extra: rawOf(inc.Extra),
+		Docs: inc.Docs, Related: inc.Related, RecurrenceOf: nonEmpty(inc.RecurrenceOf), URL: inc.URL, Extra: rawOf(inc.Extra),
 	}
 	if in.Title == nil {
 		in.Title = &TextInput{}
@@ -374,4 +374,20 @@ func camel(s string) string {
 		}
 	}
 	return strings.Join(parts, "")
+}
+
+// deref is *p, or "" for nil (an explicit null or an absent field).
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// nonEmpty is &s, or nil for "".
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

@@ -3,7 +3,6 @@ package gqledge
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strconv"
 	"strings"
 
@@ -36,33 +35,25 @@ func (s *Edge) PresentError(ctx context.Context, err error) *gqlerror.Error {
 		out.Extensions["requestId"] = RequestID(ctx)
 	}
 	var appErr *incidentlib.Error
-	if errors.As(err, &appErr) && (code == incidentlib.EUNAUTHENTICATED || code == incidentlib.EFORBIDDEN) {
-		// The role guard's refusals (server/admin): 401 asks for a token,
-		// 403 says the token's role is not enough.
+	if st, ok := incidentlib.StatusOf(code); ok && st.Request && errors.As(err, &appErr) {
+		// A code that refuses the whole request takes its status from the
+		// one table: the role guard's refusals (401 asks for a token, 403
+		// says the token's role is not enough), a full disk (503 with
+		// Retry-After: nothing was written), a cluster write not
+		// acknowledged in time (503: it may still apply, and a retry with
+		// the same Idempotency-Key applies at most once).
 		if rp := replyFrom(ctx); rp != nil {
-			rp.status = http.StatusForbidden
+			rp.status = st.HTTP
 			if code == incidentlib.EUNAUTHENTICATED {
-				rp.status = http.StatusUnauthorized
 				rp.header.Set("WWW-Authenticate", wwwAuthenticate)
+			}
+			if code == incidentlib.ESTORAGEFULL {
+				rp.header.Set("Retry-After", strconv.Itoa(storageFullRetryAfter))
 			}
 		}
 	}
 	if code == incidentlib.ESTORAGEFULL {
-		// 503 with Retry-After: nothing was written, and the write may
-		// succeed once space is freed.
-		if rp := replyFrom(ctx); rp != nil {
-			rp.status = http.StatusServiceUnavailable
-			rp.header.Set("Retry-After", strconv.Itoa(storageFullRetryAfter))
-		}
 		out.Extensions["retryAfter"] = storageFullRetryAfter
-	}
-	if code == incidentlib.EOUTCOMEUNKNOWN {
-		// 503: the cluster did not acknowledge the write in time; it may
-		// still apply, and a retry with the same Idempotency-Key applies
-		// at most once.
-		if rp := replyFrom(ctx); rp != nil {
-			rp.status = http.StatusServiceUnavailable
-		}
 	}
 	if s.prod {
 		out.Message = stripSuggestions(out.Message)

@@ -220,19 +220,16 @@ type liveRefusal struct {
 	errs   gqlerror.List
 }
 
-// statusOfCode is the HTTP status of a stream refused with code.
+// statusOfCode is the HTTP status of a stream refused with code: the one
+// table's (incidentlib.StatusOf); the edge's own codes (limits, a
+// document that does not parse or validate) are 400 unless the refusal
+// set its status (a rate limit's 429).
 func statusOfCode(code string) int {
-	switch code {
-	case incidentlib.ESUBSCRIPTIONLIMIT, CodeRateLimited:
+	if st, ok := incidentlib.StatusOf(code); ok {
+		return st.HTTP
+	}
+	if code == CodeRateLimited {
 		return http.StatusTooManyRequests
-	case incidentlib.EUNAUTHENTICATED:
-		return http.StatusUnauthorized
-	case incidentlib.EFORBIDDEN:
-		return http.StatusForbidden
-	case incidentlib.EUNAVAILABLE:
-		return http.StatusServiceUnavailable
-	case incidentlib.EINTERNAL:
-		return http.StatusInternalServerError
 	}
 	return http.StatusBadRequest
 }

@@ -407,8 +407,8 @@ func (wc *wsConn) subscribe(id string, payload json.RawMessage) (websocket.Statu
 	}
 	s, rf := wc.l.start(r.Context(), wc.exec, &wp.params, wc.client)
 	if rf != nil {
-		if codeOf(rf.errs) == incidentlib.ESUBSCRIPTIONLIMIT {
-			return closeSubscriptionCap, clip(incidentlib.ESUBSCRIPTIONLIMIT+": "+rf.errs[0].Message, 120)
+		if code := codeOf(rf.errs); closeOf(code) != 0 {
+			return closeOf(code), clip(code+": "+rf.errs[0].Message, 120)
 		}
 		_ = wc.sendErrors(id, rf.errs)
 		return 0, ""

@@ -50,7 +50,7 @@ import (
 //	    the order asked, each once; at most MaxIDsPerRequest ids.
 //
 // Errors are {"error": {"code": "INVALID", "message": "...", "field": [...]}}
-// with the HTTP status of the code (httpStatus); bad parameters are 400.
+// with the HTTP status of the code (incidentlib.HTTPStatus, the one table); bad parameters are 400.
 
 // Limits of the REST API.
 const (
@@ -113,30 +113,6 @@ func (a *API) StopLongPolls() {
 	a.stopOnce.Do(func() { close(a.stop) })
 }
 
-// httpStatus maps an error code to the HTTP status of the REST API, in
-// this one place.
-func httpStatus(code string) int {
-	switch code {
-	case incidentlib.EINVALID, incidentlib.EBADCURSOR, incidentlib.EBADQUERY, incidentlib.EBADREQUEST:
-		return http.StatusBadRequest
-	case incidentlib.ENOTFOUND:
-		return http.StatusNotFound
-	case incidentlib.ECONFLICT:
-		return http.StatusConflict
-	case incidentlib.ESEQUENCECOMPACTED:
-		return http.StatusGone
-	case incidentlib.EUNAUTHENTICATED:
-		return http.StatusUnauthorized
-	case incidentlib.EFORBIDDEN, incidentlib.EREADONLY:
-		return http.StatusForbidden
-	case incidentlib.ETIMEOUT:
-		return http.StatusGatewayTimeout
-	case incidentlib.EUNAVAILABLE, incidentlib.EUPSTREAMUNAVAILABLE:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
-
 // writeError answers with err as JSON. Internal errors are logged and shown
 // as "internal error" only.
 func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
@@ -157,7 +133,7 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if code == incidentlib.EUNAUTHENTICATED {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="incidentlib"`)
 	}
-	w.WriteHeader(httpStatus(code))
+	w.WriteHeader(incidentlib.HTTPStatus(code))
 	_, _ = w.Write(append(b, '\n'))
 }
 

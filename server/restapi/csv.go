@@ -35,9 +35,12 @@ func csvRow(inc *incidentlib.Incident, row []string) []string {
 }
 
 // defuse puts ' before a cell that a spreadsheet would read as a formula:
-// one that begins with =, +, - or @.
+// one that begins with =, +, - or @; and before one that begins with '
+// itself, so that "one leading ' was added" holds of every cell that
+// begins with ' (a title that really starts with ' is told from a
+// defused formula).
 func defuse(cell string) string {
-	if cell != "" && strings.ContainsRune("=+-@", rune(cell[0])) {
+	if cell != "" && strings.ContainsRune("=+-@'", rune(cell[0])) {
 		return "'" + cell
 	}
 	return cell
