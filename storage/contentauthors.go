@@ -3,7 +3,6 @@ package storage
 import (
 	"bytes"
 	"encoding/binary"
-	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -43,21 +42,4 @@ func addContentAuthors(tx *bolt.Tx, n uint32, authors map[string]bool) error {
 		}
 	}
 	return nil
-}
-
-// sameContent reports whether two records differ only in their stamps and
-// review (version, updated_at, created_at, review_state, review).
-func sameContent(a, b []byte) bool {
-	if _, ok := members(a); !ok {
-		return false
-	}
-	if _, ok := members(b); !ok {
-		return false
-	}
-	for _, f := range changedFields(a, b) {
-		if f != "created_at" && f != "review_state" && f != "review" && !strings.HasPrefix(f, "review.") {
-			return false
-		}
-	}
-	return true
 }

@@ -106,9 +106,13 @@ func purgeContent(tx *bolt.Tx, n uint32, target, upto int, given []int) ([]int, 
 }
 
 // sameContent reports whether two records have the same content: the same
-// IL-JSON but for what a write stamps (version, updated_at, review_state,
-// review.reviewed_at, review.reviewed_by), which a review action or a
-// restore changes without changing the text.
+// IL-JSON but for what a write stamps (version, updated_at, created_at,
+// review_state, review.written_by, review.reviewed_at, review.reviewed_by),
+// which a review action or a restore changes without changing the text.
+// It is the one rule of "the same content": a purge removes every version
+// with the purged one's content and refuses the live content (purge.go),
+// and the four-eyes rule counts the authors of every version with the
+// current content (contentauthors.go).
 func sameContent(a, b []byte) bool {
 	x, ok1 := contentMembers(a)
 	y, ok2 := contentMembers(b)
@@ -134,12 +138,12 @@ func contentMembers(rec []byte) (map[string]string, bool) {
 	out := make(map[string]string, len(ms))
 	for _, m := range ms {
 		switch m.name {
-		case "version", "updated_at", "review_state":
+		case "version", "updated_at", "created_at", "review_state":
 			continue
 		case "review":
 			if rs, ok := members(m.val); ok {
 				for _, r := range rs {
-					if r.name != "reviewed_at" && r.name != "reviewed_by" {
+					if r.name != "reviewed_at" && r.name != "reviewed_by" && r.name != "written_by" {
 						out["review."+r.name] = string(r.val)
 					}
 				}
