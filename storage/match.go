@@ -107,9 +107,10 @@ func (db *DB) match(tx *bolt.Tx, f incidentlib.IncidentFilter) (*matchSet, error
 		}
 		sets = append(sets, bm)
 	} else if len(f.IDs) == 0 {
-		// Withdrawn incidents leave lists unless the filter asks for them.
-		if wd := readPosting(tx, postState(incidentlib.ReviewWithdrawn)); !wd.IsEmpty() {
-			sets = append(sets, roaring.AndNot(all, wd))
+		// The visibility rule (listed.go): unlisted (withdrawn) incidents
+		// leave lists unless the filter names their state.
+		if ls, restricted := listedOf(tx, all); restricted {
+			sets = append(sets, ls)
 		}
 	}
 	flag(f.IsRecurrence, postRecurrence)
@@ -178,7 +179,7 @@ func stateSet(tx *bolt.Tx, all *roaring.Bitmap, ss []incidentlib.ReviewState, re
 		if !*reviewed {
 			r = roaring.AndNot(all, r)
 			if len(ss) == 0 {
-				r.AndNot(of(incidentlib.ReviewWithdrawn))
+				r.AndNot(unlistedSet(tx)) // the visibility rule (listed.go)
 			}
 		}
 		if bm == nil {
