@@ -43,7 +43,8 @@ type IncidentFilter struct {
 	ReviewStates []ReviewState
 	// IsRecurrence: the incident has a recurrence_of link.
 	IsRecurrence *bool
-	// HasRecurrences: some incident is a recurrence of this one.
+	// HasRecurrences: some incident is a recurrence of this one, counting
+	// the listed ones only (visibility.go), as RecurrenceIDs does.
 	HasRecurrences *bool
 	// Verification: the incident's verification is one of these (a record
 	// without one is UNKNOWN).

@@ -3085,7 +3085,7 @@ input IncidentFilter {
   reviewed: Boolean
   "The incident has a recurrenceOf link."
   isRecurrence: Boolean
-  "Some incident is a recurrence of this one."
+  "Some incident is a recurrence of this one (a withdrawn one does not count, as recurrences leaves it out)."
   hasRecurrences: Boolean
   "The incident's verification is one of these (a record that does not say is UNKNOWN)."
   verification: [Verification!]

@@ -138,7 +138,8 @@ var visibilityCases = map[string]visibilityCase{
 // made so that w appears in every incident-returning field unless the
 // field leaves withdrawn incidents out: c and w are alike (same
 // organization, terms and title word), both recurrences of a, both in
-// a's related and naming a in theirs; d is a recurrence of w.
+// a's related and naming a in theirs; d is a recurrence of w; incs[5]
+// (withdrawn after the fields are walked) is incs[4]'s one recurrence.
 func visibilityStore(t *testing.T) (incs []*incidentlib.Incident, a, c, w, d *incidentlib.Incident) {
 	t.Helper()
 	incs = corpus(t, 40, 30)
@@ -154,6 +155,7 @@ func visibilityStore(t *testing.T) (incs []*incidentlib.Incident, a, c, w, d *in
 	c.Related, w.Related = []string{a.ID}, []string{a.ID}
 	c.RecurrenceOf, w.RecurrenceOf = a.ID, a.ID
 	d.RecurrenceOf = w.ID
+	incs[5].RecurrenceOf = incs[4].ID // withdrawn later
 	return incs, a, c, w, d
 }
 
@@ -269,6 +271,24 @@ func TestVisibilityEveryField(t *testing.T) {
 				}
 			})
 		}
+	}
+
+	// A filter on links counts listed incidents only: e's one recurrence
+	// is x, withdrawn, so e has no recurrences a list (or its recurrences
+	// field) shows.
+	e, x := incs[4], incs[5]
+	if _, err := db.WithdrawIncident(context.Background(), x.ID, "a duplicate", incidentlib.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, hs := range executors {
+		t.Run("Filter/hasRecurrences/"+name, func(t *testing.T) {
+			if got := visibleIDs(t, hs, `{ incidents(first: 100, filter: {hasRecurrences: true}) { nodes { id } } }`); slices.Contains(got, e.ID) || !slices.Contains(got, a.ID) {
+				t.Errorf("hasRecurrences: true: ids %v, want %s and not %s (its one recurrence is withdrawn)", got, a.ID, e.ID)
+			}
+			if got := visibleIDs(t, hs, `{ incidents(first: 100, filter: {hasRecurrences: false}) { nodes { id } } }`); !slices.Contains(got, e.ID) {
+				t.Errorf("hasRecurrences: false: ids %v, want %s", got, e.ID)
+			}
+		})
 	}
 
 	// The exports are lists too.

@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"slices"
+
 	"github.com/RoaringBitmap/roaring/v2"
 	bolt "go.etcd.io/bbolt"
 
@@ -37,4 +39,35 @@ func unlistedSet(tx *bolt.Tx) *roaring.Bitmap {
 		return bms[0]
 	}
 	return roaring.FastOr(bms...)
+}
+
+// hasRecurrencesSet is the incidents some listed incident is a recurrence
+// of: the hasRecurrences posting (kept by the writes, counting every
+// recurrence) less the incidents whose recurrences are all unlisted, so
+// that the filter hasRecurrences agrees with recurrences, which shows the
+// listed ones. It reads the record of each unlisted recurrence (few).
+// The bitmap is the caller's own, valid inside tx only.
+func (db *DB) hasRecurrencesSet(tx *bolt.Tx) (*roaring.Bitmap, error) {
+	p := readPosting(tx, postHasRec)
+	un := roaring.And(unlistedSet(tx), readPosting(tx, postRecurrence))
+	if un.IsEmpty() {
+		return p, nil
+	}
+	p = p.Clone() // it points into the file
+	listed := listedSet(tx)
+	links := newLinkReader(tx, bucketRecurrences)
+	for it := un.Iterator(); it.HasNext(); {
+		inc, err := db.getIncident(tx, it.Next())
+		if err != nil {
+			return nil, err
+		}
+		if inc == nil {
+			continue
+		}
+		t, ok := incidentlib.ParseID(inc.RecurrenceOf)
+		if ok && !slices.ContainsFunc(links.sources(t), listed.Contains) {
+			p.Remove(t)
+		}
+	}
+	return p, nil
 }

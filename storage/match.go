@@ -82,15 +82,16 @@ func (db *DB) match(tx *bolt.Tx, f incidentlib.IncidentFilter) (*matchSet, error
 			union(names)
 		}
 	}
-	flag := func(b *bool, name string) {
-		if b == nil {
-			return
-		}
-		p := readPosting(tx, name)
+	flagSet := func(b *bool, p *roaring.Bitmap) {
 		if *b {
 			sets = append(sets, p)
 		} else {
 			sets = append(sets, roaring.AndNot(all, p))
+		}
+	}
+	flag := func(b *bool, name string) {
+		if b != nil {
+			flagSet(b, readPosting(tx, name))
 		}
 	}
 	if len(f.Verification) > 0 {
@@ -114,7 +115,14 @@ func (db *DB) match(tx *bolt.Tx, f incidentlib.IncidentFilter) (*matchSet, error
 		}
 	}
 	flag(f.IsRecurrence, postRecurrence)
-	flag(f.HasRecurrences, postHasRec)
+	if f.HasRecurrences != nil {
+		// Recurrences a list shows (the visibility rule, listed.go).
+		p, err := db.hasRecurrencesSet(tx)
+		if err != nil {
+			return nil, err
+		}
+		flagSet(f.HasRecurrences, p)
+	}
 	ms := &matchSet{}
 	if f.DateFrom != nil || f.DateTo != nil {
 		bm, from, to, err := dateRange(tx, f.DateFrom, f.DateTo)
