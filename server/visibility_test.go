@@ -145,7 +145,7 @@ func visibilityStore(t *testing.T) (incs []*incidentlib.Incident, a, c, w, d *in
 	incs = corpus(t, 40, 30)
 	a, c, w, d = incs[0], incs[1], incs[2], incs[3]
 	for _, x := range []*incidentlib.Incident{a, c, w} {
-		x.Org, x.OrgSlug = "Zeppelin Air", "zeppelin-air"
+		x.Org, x.OrgSlug = "A Zeppelin", "a-zeppelin"
 		x.Domain, x.Symptoms, x.Components = a.Domain, a.Symptoms, a.Components
 		x.RootCause, x.Contributing = a.RootCause, a.Contributing
 	}
@@ -156,6 +156,12 @@ func visibilityStore(t *testing.T) (incs []*incidentlib.Incident, a, c, w, d *in
 	c.RecurrenceOf, w.RecurrenceOf = a.ID, a.ID
 	d.RecurrenceOf = w.ID
 	incs[5].RecurrenceOf = incs[4].ID // withdrawn later
+	// Organizations ordered by their incidents: w is the latest incident,
+	// and b-org's three listed incidents tie a-zeppelin's three with w.
+	a.Date, c.Date, w.Date = "2001-01-01", "2001-01-02", "2026-11-30"
+	for _, x := range incs[6:9] {
+		x.Org, x.OrgSlug = "B Org", "b-org"
+	}
 	return incs, a, c, w, d
 }
 
@@ -185,7 +191,7 @@ func TestVisibilityEveryField(t *testing.T) {
 		}
 	}
 	executors := map[string]*httptest.Server{"fast": fast, "generic": generic}
-	expand := strings.NewReplacer("$W", w.ID, "$C", c.ID, "$A", a.ID, "$D", d.ID, "$ORG", "zeppelin-air", "$TERM", a.Domain[0]).Replace
+	expand := strings.NewReplacer("$W", w.ID, "$C", c.ID, "$A", a.ID, "$D", d.ID, "$ORG", "a-zeppelin", "$TERM", a.Domain[0]).Replace
 
 	// Subscriptions started before the withdrawal: without a filter
 	// (every change, matchesFilter whether lists show it), with one w
@@ -196,7 +202,7 @@ func TestVisibilityEveryField(t *testing.T) {
 		matches bool
 	}{
 		{"NoFilter", nil, false},
-		{"Organization", map[string]any{"organizations": []string{"zeppelin-air"}}, false},
+		{"Organization", map[string]any{"organizations": []string{"a-zeppelin"}}, false},
 		{"AskedWithdrawn", map[string]any{"reviewStates": []string{"WITHDRAWN"}}, true},
 	}
 	streams := make([]*sseStream, len(subs))
@@ -287,6 +293,41 @@ func TestVisibilityEveryField(t *testing.T) {
 			}
 			if got := visibleIDs(t, hs, `{ incidents(first: 100, filter: {hasRecurrences: false}) { nodes { id } } }`); !slices.Contains(got, e.ID) {
 				t.Errorf("hasRecurrences: false: ids %v, want %s", got, e.ID)
+			}
+		})
+	}
+
+	// Organizations ordered by their incidents order by the listed ones,
+	// as incidentCount counts them.
+	for name, hs := range executors {
+		t.Run("OrganizationOrder/"+name, func(t *testing.T) {
+			var r struct {
+				Data struct {
+					ByCount, ByLatest struct {
+						Nodes []struct {
+							Slug          string
+							IncidentCount int
+						}
+					}
+					Latest struct {
+						Nodes []struct{ Organization struct{ Slug string } }
+					}
+				}
+			}
+			b := postRaw(t, hs.URL, `{ byCount: organizations(first: 100, orderBy: {field: INCIDENT_COUNT}) { nodes { slug incidentCount } }
+				byLatest: organizations(first: 1, orderBy: {field: LATEST_INCIDENT}) { nodes { slug incidentCount } }
+				latest: incidents(first: 1, orderBy: {field: DATE, direction: DESC}) { nodes { organization { slug } } } }`, nil, "")
+			if err := json.Unmarshal(b[len("200 "):], &r); err != nil {
+				t.Fatalf("%v: %s", err, b)
+			}
+			ns := r.Data.ByCount.Nodes
+			for i := 1; i < len(ns); i++ {
+				if ns[i].IncidentCount > ns[i-1].IncidentCount {
+					t.Fatalf("INCIDENT_COUNT: %s (%d) after %s (%d)", ns[i].Slug, ns[i].IncidentCount, ns[i-1].Slug, ns[i-1].IncidentCount)
+				}
+			}
+			if l := r.Data.Latest.Nodes; len(l) != 1 || len(r.Data.ByLatest.Nodes) != 1 || r.Data.ByLatest.Nodes[0].Slug != l[0].Organization.Slug {
+				t.Errorf("LATEST_INCIDENT first %+v, want the organization of the latest listed incident %+v", r.Data.ByLatest.Nodes, l)
 			}
 		})
 	}

@@ -41,6 +41,16 @@ func unlistedSet(tx *bolt.Tx) *roaring.Bitmap {
 	return roaring.FastOr(bms...)
 }
 
+// listedCount is how many listed incidents the posting name holds, given
+// unlisted (unlistedSet) and a cursor c on the postings bucket.
+func listedCount(tx *bolt.Tx, c *bolt.Cursor, name string, unlisted *roaring.Bitmap) uint64 {
+	if unlisted.IsEmpty() {
+		return postingCardinality(c, name)
+	}
+	bm := readPosting(tx, name)
+	return bm.GetCardinality() - bm.AndCardinality(unlisted)
+}
+
 // hasRecurrencesSet is the incidents some listed incident is a recurrence
 // of: the hasRecurrences posting (kept by the writes, counting every
 // recurrence) less the incidents whose recurrences are all unlisted, so

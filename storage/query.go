@@ -245,12 +245,7 @@ func (db *DB) CountIncidentsBy(ctx context.Context, keys []incidentlib.CountKey)
 			if k.Kind == incidentlib.CountKindOrganization {
 				name = postOrg(k.Slug)
 			}
-			if unlisted.IsEmpty() {
-				out[i] = int(postingCardinality(c, name))
-			} else {
-				bm := readPosting(tx, name)
-				out[i] = int(bm.GetCardinality() - bm.AndCardinality(unlisted))
-			}
+			out[i] = int(listedCount(tx, c, name, unlisted))
 		}
 		return nil
 	})
