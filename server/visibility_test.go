@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -96,7 +97,10 @@ type visibilityCase struct {
 	// asked, for a field with a filter: the query naming WITHDRAWN in
 	// reviewStates, which must find w.
 	asked string
-	why   string
+	// counted, for a connection: a query of its totalCount and nodes,
+	// whose count must be the nodes' (w left out of both).
+	counted string
+	why     string
 }
 
 // visibilityCases lists every incident-returning field of the schema, with
@@ -104,17 +108,21 @@ type visibilityCase struct {
 // here but not in the schema).
 var visibilityCases = map[string]visibilityCase{
 	"Query.incidents(after,before,filter,first,last,orderBy)": {mode: "listed",
-		query: `{ incidents(first: 100) { nodes { id } edges { node { id } } } }`,
-		asked: `{ incidents(first: 100, filter: {reviewStates: [WITHDRAWN]}) { nodes { id } } }`},
+		query:   `{ incidents(first: 100) { nodes { id } edges { node { id } } } }`,
+		counted: `{ incidents(first: 100) { totalCount nodes { id } } }`,
+		asked:   `{ incidents(first: 100, filter: {reviewStates: [WITHDRAWN]}) { nodes { id } } }`},
 	"Query.search(after,filter,first,lang,query)": {mode: "listed",
-		query: `{ search(query: "zeppelin") { nodes { id } edges { node { id } } } }`,
-		asked: `{ search(query: "zeppelin", filter: {reviewStates: [WITHDRAWN]}) { nodes { id } } }`},
+		query:   `{ search(query: "zeppelin") { nodes { id } edges { node { id } } } }`,
+		counted: `{ search(query: "zeppelin") { totalCount nodes { id } } }`,
+		asked:   `{ search(query: "zeppelin", filter: {reviewStates: [WITHDRAWN]}) { nodes { id } } }`},
 	"Organization.incidents(after,before,filter,first,last,orderBy)": {mode: "listed",
-		query: `{ organization(slug: "$ORG") { incidents(first: 100) { nodes { id } edges { node { id } } } } }`,
-		asked: `{ organization(slug: "$ORG") { incidents(first: 100, filter: {reviewStates: [WITHDRAWN]}) { nodes { id } } } }`},
+		query:   `{ organization(slug: "$ORG") { incidents(first: 100) { nodes { id } edges { node { id } } } } }`,
+		counted: `{ organization(slug: "$ORG") { incidentCount incidents(first: 100) { totalCount nodes { id } } } }`,
+		asked:   `{ organization(slug: "$ORG") { incidents(first: 100, filter: {reviewStates: [WITHDRAWN]}) { nodes { id } } } }`},
 	"TaxonomyTerm.incidents(after,before,filter,first,last,orderBy)": {mode: "listed",
-		query: `{ term(kind: DOMAIN, slug: "$TERM") { incidents(first: 100) { nodes { id } edges { node { id } } } } }`,
-		asked: `{ term(kind: DOMAIN, slug: "$TERM") { incidents(first: 100, filter: {reviewStates: [WITHDRAWN]}) { nodes { id } } } }`},
+		query:   `{ term(kind: DOMAIN, slug: "$TERM") { incidents(first: 100) { nodes { id } edges { node { id } } } } }`,
+		counted: `{ term(kind: DOMAIN, slug: "$TERM") { incidentCount incidents(first: 100) { totalCount nodes { id } } } }`,
+		asked:   `{ term(kind: DOMAIN, slug: "$TERM") { incidents(first: 100, filter: {reviewStates: [WITHDRAWN]}) { nodes { id } } } }`},
 	"Incident.related()":      {mode: "listed", query: `{ incident(id: "$A") { related { id } } }`},
 	"Incident.recurrences()":  {mode: "listed", query: `{ incident(id: "$A") { recurrences { id } } }`},
 	"Incident.relatedBy()":    {mode: "listed", query: `{ incident(id: "$A") { relatedBy { id } } }`},
@@ -270,6 +278,20 @@ func TestVisibilityEveryField(t *testing.T) {
 				default:
 					t.Fatalf("mode %q", vc.mode)
 				}
+				if vc.counted != "" {
+					q := expand(vc.counted)
+					b := postRaw(t, hs.URL, q, nil, "")
+					ids := visibleIDs(t, hs, q)
+					ms := countPattern.FindAllSubmatch(b, -1)
+					if len(ms) == 0 {
+						t.Errorf("no count in %s\n%s", b, q)
+					}
+					for _, m := range ms {
+						if n, _ := strconv.Atoi(string(m[2])); n != len(ids) {
+							t.Errorf("%s %d, want %d (the nodes %v)\n%s", m[1], n, len(ids), ids, q)
+						}
+					}
+				}
 				if vc.asked != "" {
 					if got := visibleIDs(t, hs, expand(vc.asked)); !slices.Contains(got, w.ID) {
 						t.Errorf("asked for WITHDRAWN: ids %v, want %s\n%s", got, w.ID, expand(vc.asked))
@@ -343,6 +365,8 @@ func TestVisibilityEveryField(t *testing.T) {
 		})
 	}
 }
+
+var countPattern = regexp.MustCompile(`"(totalCount|incidentCount)":([0-9]+)`)
 
 var incidentIDPattern = regexp.MustCompile(`"id":"(IL-[0-9]+)"`)
 
