@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -362,6 +363,10 @@ func TestVisibilityEveryField(t *testing.T) {
 			if resp.StatusCode != http.StatusOK || bytes.Contains(b, []byte(w.ID)) || !bytes.Contains(b, []byte(c.ID)) {
 				t.Errorf("%d: want %s and not the withdrawn %s\n%.300s", resp.StatusCode, c.ID, w.ID, b)
 			}
+			req, _ = http.NewRequest(http.MethodGet, fast.URL+path+"?reviewStates=WITHDRAWN", nil)
+			if resp, b := roundTrip(t, req); resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(w.ID)) {
+				t.Errorf("reviewStates=WITHDRAWN: %d: want the withdrawn %s\n%.300s", resp.StatusCode, w.ID, b)
+			}
 		})
 	}
 }
@@ -383,4 +388,45 @@ func visibleIDs(t *testing.T, hs *httptest.Server, q string) []string {
 		ids = append(ids, string(m[1]))
 	}
 	return ids
+}
+
+// exportFilterValues are values of the IncidentFilter fields whose
+// GraphQL type does not say what a valid one is.
+var exportFilterValues = map[string]string{
+	"dateFrom": "2020-01-01", "dateTo": "2020-12-31", "updatedSince": "2020-01-01T00:00:00Z",
+}
+
+// TestExportsTakeEveryFilterField: every field of the schema's
+// IncidentFilter is a parameter of both exports (so that reviewStates, and
+// the next field, can ask for what lists leave out by default).
+func TestExportsTakeEveryFilterField(t *testing.T) {
+	incs, _, _, w, _ := visibilityStore(t)
+	db := testutil.ServerStore(t, incs, storage.Options{})
+	hs, _ := testutil.ServerTest(t, db, server.Config{ResponseCacheBytes: -1}, testutil.ServerParts{})
+	s := graph.NewExecutableSchema(graph.Config{}).Schema()
+	for _, f := range s.Types["IncidentFilter"].Fields {
+		v, ok := exportFilterValues[f.Name]
+		switch named := s.Types[f.Type.Name()]; {
+		case ok:
+		case named.Kind == ast.Enum:
+			v = named.EnumValues[0].Name
+		case f.Type.Name() == "Boolean":
+			v = "true"
+		case f.Type.Name() == "ID":
+			v = w.ID
+		case f.Type.Elem != nil && f.Type.Name() == "String":
+			v = "some-slug"
+		default:
+			t.Errorf("IncidentFilter.%s: add a valid value to exportFilterValues", f.Name)
+			continue
+		}
+		for _, path := range []string{"/api/v1/incidents.csv", "/feed.atom"} {
+			t.Run(f.Name+path, func(t *testing.T) {
+				req, _ := http.NewRequest(http.MethodGet, hs.URL+path+"?"+url.Values{f.Name: {v}}.Encode(), nil)
+				if resp, b := roundTrip(t, req); resp.StatusCode != http.StatusOK {
+					t.Errorf("%s=%s: %d %.300s", f.Name, v, resp.StatusCode, b)
+				}
+			})
+		}
+	}
 }
