@@ -43,7 +43,8 @@ type IncidentFilter struct {
 	ReviewStates []ReviewState
 	// IsRecurrence: the incident has a recurrence_of link.
 	IsRecurrence *bool
-	// HasRecurrences: some incident is a recurrence of this one.
+	// HasRecurrences: some incident is a recurrence of this one, counting
+	// the listed ones only (visibility.go), as RecurrenceIDs does.
 	HasRecurrences *bool
 	// Verification: the incident's verification is one of these (a record
 	// without one is UNKNOWN).
@@ -163,12 +164,13 @@ type IncidentService interface {
 	Years(ctx context.Context, filter IncidentFilter) ([]YearCount, error)
 
 	// RecurrenceIDs returns, for each id, the ids of the incidents that are
-	// recurrences of it (the reverse of recurrence_of), sorted by id.
+	// recurrences of it (the reverse of recurrence_of), sorted by id,
+	// counting only the incidents lists show by default (visibility.go).
 	RecurrenceIDs(ctx context.Context, ids []string) ([][]string, error)
 
 	// RelatedByIDs returns, for each id, the ids of the incidents whose
 	// related names it (the reverse of related), sorted by id, counting
-	// only the incidents lists show by default.
+	// only the incidents lists show by default (visibility.go).
 	RelatedByIDs(ctx context.Context, ids []string) ([][]string, error)
 
 	// CountIncidentsBy returns the number of incidents in each set, in the
@@ -176,8 +178,9 @@ type IncidentService interface {
 	CountIncidentsBy(ctx context.Context, keys []CountKey) ([]int, error)
 
 	// Similar returns up to n incidents that share the most weighted terms
-	// with the incident id, never the incident itself. Returns ENOTFOUND if
-	// the incident does not exist.
+	// with the incident id, never the incident itself, among the incidents
+	// lists show by default (visibility.go). Returns ENOTFOUND if the
+	// incident does not exist.
 	Similar(ctx context.Context, id string, n int) ([]SimilarIncident, error)
 }
 

@@ -3091,7 +3091,7 @@ input IncidentFilter {
   reviewed: Boolean
   "The incident has a recurrenceOf link."
   isRecurrence: Boolean
-  "Some incident is a recurrence of this one."
+  "Some incident is a recurrence of this one (a withdrawn one does not count, as recurrences leaves it out)."
   hasRecurrences: Boolean
   "The incident's verification is one of these (a record that does not say is UNKNOWN)."
   verification: [Verification!]
@@ -3193,13 +3193,13 @@ type Incident implements Node {
   contributing: [TaxonomyTerm!]!
   rootCause: TaxonomyTerm
   severity: TaxonomyTerm
-  "Related incidents in this library."
+  "Related incidents in this library that lists show (withdrawn ones left out; relatedIds has every id)."
   related: [Incident!]!
-  "The incident this one is a recurrence of."
+  "The incident this one is a recurrence of, withdrawn or not: one link by id, like incident(id:)."
   recurrenceOf: Incident
-  "The incidents that are recurrences of this one."
+  "The incidents that are recurrences of this one, withdrawn ones left out."
   recurrences: [Incident!]!
-  "Incidents ranked by the terms they share with this one, rare terms weighing more."
+  "Incidents ranked by the terms they share with this one, rare terms weighing more; withdrawn ones are left out."
   similar(first: Int = 5): [SimilarIncident!]!
 }
 
@@ -3345,7 +3345,8 @@ type TaxonomyTerm implements Node {
   and the field prefixes ` + "`" + `title:` + "`" + `, ` + "`" + `lessons:` + "`" + ` and ` + "`" + `org:` + "`" + ` before a word or a
   phrase. English is case-folded and stemmed (outages finds outage), and
   stop words are ignored; Korean is found inside longer words. The filter
-  means what it means for ` + "`" + `incidents` + "`" + `. ` + "`" + `lang` + "`" + ` limits the search and the
+  means what it means for ` + "`" + `incidents` + "`" + ` (withdrawn incidents are left out
+  unless its reviewStates names WITHDRAWN). ` + "`" + `lang` + "`" + ` limits the search and the
   highlights to one language's text. A malformed query is an error with
   code BAD_QUERY. Pages go forward only (first at most 100, default 20);
   cursors are positions in the ranking, at most 10,000 deep.
@@ -3446,7 +3447,11 @@ type IncidentChange {
   id: ID!
   "The incident as of the change; null for a deletion."
   incident: Incident
-  "Whether the incident matches the subscription's filter after the change (false for a deletion; true without a filter)."
+  """
+  Whether the incident matches the subscription's filter after the change
+  (false for a deletion). Without a filter: whether lists show it (false
+  for a withdrawn incident).
+  """
   matchesFilter: Boolean!
 }
 `, BuiltIn: false},

@@ -80,6 +80,13 @@ func (r *incidentResolver) Related(ctx context.Context, objs []*model.Incident) 
 	if err != nil {
 		return nil, err
 	}
+	// A list: the incidents lists show (visibility.go), read from the
+	// records since a link may resolve to another library's.
+	for i, inc := range incs {
+		if !inc.Listed() {
+			incs[i] = nil
+		}
+	}
 	sizes := make([]int, len(objs))
 	for i, o := range objs {
 		sizes[i] = len(o.Inc.Related)

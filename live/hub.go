@@ -167,12 +167,18 @@ func (h *Hub) Subscribe(ctx context.Context, client string, filter *incidentlib.
 	for {
 		h.mu.Lock()
 		g := h.groups[key]
-		if g != nil || all || member != nil {
+		if g != nil || member != nil {
 			break // with the lock held
 		}
 		h.mu.Unlock()
-		// Read outside the lock; the first subscription of a filter pays it.
-		set, err := h.src.MatchSet(ctx, *filter)
+		// Read outside the lock; the first subscription of a filter pays
+		// it. Without a filter, the empty filter's set: the incidents
+		// lists show, for matchesFilter.
+		var f incidentlib.IncidentFilter
+		if filter != nil {
+			f = *filter
+		}
+		set, err := h.src.MatchSet(ctx, f)
 		if err != nil {
 			return nil, err
 		}
@@ -189,10 +195,9 @@ func (h *Hub) Subscribe(ctx context.Context, client string, filter *incidentlib.
 	}
 	g := h.groups[key]
 	if g == nil {
-		g = &group{key: key, all: all, subs: map[*Subscription]struct{}{}}
+		g = &group{key: key, all: all, member: member, subs: map[*Subscription]struct{}{}}
 		if !all {
 			g.filter = *filter
-			g.member = member
 		}
 		h.groups[key] = g
 	}

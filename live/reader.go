@@ -20,16 +20,20 @@ import (
 // group is the subscriptions of one filter. member holds the incidents
 // that matched the filter as of the last change of each the reader
 // handed out (or as of the group's start), which says whether an incident
-// matched before its next change without keeping any record.
+// matched before its next change without keeping any record. Without a
+// filter, member is the store's set of the empty filter: the incidents
+// lists show (withdrawn ones left out, incidentlib.UnlistedStates), which
+// is what matchesFilter then says.
 type group struct {
 	key    string
-	all    bool // no filter: every incident matches
+	all    bool // no filter: every change is delivered
 	filter incidentlib.IncidentFilter
 	member *roaring.Bitmap
 	subs   map[*Subscription]struct{}
 }
 
-// filterKey names a filter; all says it selects every incident.
+// filterKey names a filter; all says it is no filter (every change is
+// delivered).
 func filterKey(f *incidentlib.IncidentFilter) (key string, all bool) {
 	if f == nil || reflect.ValueOf(*f).IsZero() {
 		return "", true
@@ -118,9 +122,7 @@ func (h *Hub) readLive(ctx context.Context, pos uint64) error {
 	h.mu.Lock()
 	groups := make([]*group, 0, len(h.groups))
 	for _, g := range h.groups {
-		if !g.all {
-			groups = append(groups, g)
-		}
+		groups = append(groups, g)
 	}
 	h.mu.Unlock()
 	after := make(map[*group]*roaring.Bitmap, len(groups))
@@ -140,23 +142,18 @@ func (h *Hub) readLive(ctx context.Context, pos uint64) error {
 		n, _ := incidentlib.ParseID(c.ID)
 		ev := &Event{Change: *c}
 		for _, g := range h.groups {
-			var send, matches bool
-			if g.all {
-				send, matches = true, !c.Deleted
-			} else {
-				set, ok := after[g]
-				if !ok { // a group that started after the read: its set is newer
-					set = g.member
-				}
-				before := g.member.Contains(n)
-				matches = !c.Deleted && set.Contains(n)
-				if matches {
-					g.member.Add(n)
-				} else {
-					g.member.Remove(n)
-				}
-				send = before || matches || c.Deleted
+			set, ok := after[g]
+			if !ok { // a group that started after the read: its set is newer
+				set = g.member
 			}
+			before := g.member.Contains(n)
+			matches := !c.Deleted && set.Contains(n)
+			if matches {
+				g.member.Add(n)
+			} else {
+				g.member.Remove(n)
+			}
+			send := g.all || before || matches || c.Deleted
 			if !send {
 				continue
 			}
@@ -232,11 +229,8 @@ func (h *Hub) replay(ctx context.Context) bool {
 				cursor = pos
 				break
 			}
-			matches := !c.Deleted
-			if !g.all {
-				n, _ := incidentlib.ParseID(c.ID)
-				matches = matches && g.member.Contains(n)
-			}
+			n, _ := incidentlib.ParseID(c.ID)
+			matches := !c.Deleted && g.member.Contains(n)
 			// Whether the incident matched before the replayed change is
 			// not known (the log keeps each incident's latest change), so
 			// a replay hands every change on; matches tells the client

@@ -17,8 +17,9 @@
 // last file and catches up.
 //
 // Filters are the store's own (incidentlib.IncidentSets.MatchSet): a
-// search with a filter keeps the hits whose incident is in the store's
-// set, so a filter means exactly what it means for incidents.
+// search keeps the hits whose incident is in the store's set for its
+// filter (the empty filter too), so a filter means exactly what it means
+// for incidents, withdrawn incidents left out unless it names them.
 package search
 
 import (

@@ -27,7 +27,6 @@ type prepared struct {
 	lang        incidentlib.Lang
 	filter      incidentlib.IncidentFilter
 	filterJSON  string
-	filtered    bool
 	fingerprint uint32
 }
 
@@ -54,14 +53,9 @@ func (x *Index) prepare(q incidentlib.SearchQuery) (*prepared, error) {
 	h.Write([]byte(lang))
 	h.Write([]byte{0})
 	h.Write(filterJSON)
-	return &prepared{clauses: clauses, c: c, lang: lang, filter: q.Filter, filterJSON: string(filterJSON), filtered: string(filterJSON) != emptyFilterJSON,
+	return &prepared{clauses: clauses, c: c, lang: lang, filter: q.Filter, filterJSON: string(filterJSON),
 		fingerprint: h.Sum32()}, nil
 }
-
-var emptyFilterJSON = func() string {
-	b, _ := json.Marshal(incidentlib.IncidentFilter{})
-	return string(b)
-}()
 
 // Cursors are opaque: a version byte, the search's fingerprint and the
 // offset of the hit, base64url without padding.
@@ -260,14 +254,14 @@ func (x *Index) matchSet(ctx context.Context, q incidentlib.SearchQuery) (*roari
 }
 
 // filterBits returns the incidents p's filter selects, as a bitset by
-// incident number (nil without a filter, empty when it selects none). The
-// bitsets of recent filters are kept, keyed by the filter and the store's
-// sequence, so a filter is read from the store once between two writes;
-// they are shared, read only.
+// incident number (empty when it selects none). There is always a filter:
+// without one, the store's set of the empty filter leaves out the
+// incidents lists leave out (withdrawn ones: incidentlib.UnlistedStates),
+// so that a search shows what a list shows. The bitsets of recent
+// filters are kept, keyed by the filter and the store's sequence, so a
+// filter is read from the store once between two writes; they are
+// shared, read only.
 func (x *Index) filterBits(ctx context.Context, p *prepared) ([]uint64, error) {
-	if !p.filtered {
-		return nil, nil
-	}
 	key := strconv.FormatUint(x.db.Seq(), 10) + "/" + p.filterJSON
 	if bits, ok := x.filters.Get(key); ok {
 		return bits, nil

@@ -82,15 +82,16 @@ func (db *DB) match(tx *bolt.Tx, f incidentlib.IncidentFilter) (*matchSet, error
 			union(names)
 		}
 	}
-	flag := func(b *bool, name string) {
-		if b == nil {
-			return
-		}
-		p := readPosting(tx, name)
+	flagSet := func(b *bool, p *roaring.Bitmap) {
 		if *b {
 			sets = append(sets, p)
 		} else {
 			sets = append(sets, roaring.AndNot(all, p))
+		}
+	}
+	flag := func(b *bool, name string) {
+		if b != nil {
+			flagSet(b, readPosting(tx, name))
 		}
 	}
 	if len(f.Verification) > 0 {
@@ -107,13 +108,21 @@ func (db *DB) match(tx *bolt.Tx, f incidentlib.IncidentFilter) (*matchSet, error
 		}
 		sets = append(sets, bm)
 	} else if len(f.IDs) == 0 {
-		// Withdrawn incidents leave lists unless the filter asks for them.
-		if wd := readPosting(tx, postState(incidentlib.ReviewWithdrawn)); !wd.IsEmpty() {
-			sets = append(sets, roaring.AndNot(all, wd))
+		// The visibility rule (listed.go): unlisted (withdrawn) incidents
+		// leave lists unless the filter names their state.
+		if ls, restricted := listedOf(tx, all); restricted {
+			sets = append(sets, ls)
 		}
 	}
 	flag(f.IsRecurrence, postRecurrence)
-	flag(f.HasRecurrences, postHasRec)
+	if f.HasRecurrences != nil {
+		// Recurrences a list shows (the visibility rule, listed.go).
+		p, err := db.hasRecurrencesSet(tx)
+		if err != nil {
+			return nil, err
+		}
+		flagSet(f.HasRecurrences, p)
+	}
 	ms := &matchSet{}
 	if f.DateFrom != nil || f.DateTo != nil {
 		bm, from, to, err := dateRange(tx, f.DateFrom, f.DateTo)
@@ -186,7 +195,7 @@ func stateSet(tx *bolt.Tx, all *roaring.Bitmap, ss []incidentlib.ReviewState, re
 		if !*reviewed {
 			r = roaring.AndNot(all, r)
 			if len(ss) == 0 {
-				r.AndNot(of(incidentlib.ReviewWithdrawn))
+				r.AndNot(unlistedSet(tx)) // the visibility rule (listed.go)
 			}
 		}
 		if bm == nil {

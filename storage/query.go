@@ -209,18 +209,22 @@ func yearsIn(tx *bolt.Tx, count func(posting *roaring.Bitmap) uint64) ([]inciden
 	return out, nil
 }
 
-// RecurrenceIDs returns, for each id, the ids of its recurrences.
+// RecurrenceIDs returns, for each id, the ids of its recurrences that
+// lists show by default (listed.go).
 func (db *DB) RecurrenceIDs(ctx context.Context, ids []string) ([][]string, error) {
 	out := make([][]string, len(ids))
 	err := db.view(ctx, func(tx *bolt.Tx) error {
 		links := newLinkReader(tx, bucketRecurrences)
+		listed := listedSet(tx)
 		for i, id := range ids {
 			n, ok := incidentlib.ParseID(id)
 			if !ok {
 				continue
 			}
 			for _, s := range links.sources(n) {
-				out[i] = append(out[i], incidentlib.FormatID(s))
+				if listed.Contains(s) {
+					out[i] = append(out[i], incidentlib.FormatID(s))
+				}
 			}
 		}
 		return nil
@@ -233,19 +237,15 @@ func (db *DB) CountIncidentsBy(ctx context.Context, keys []incidentlib.CountKey)
 	out := make([]int, len(keys))
 	err := db.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketPostings).Cursor()
-		// Withdrawn incidents leave the counts as they leave lists.
-		withdrawn := readPosting(tx, postState(incidentlib.ReviewWithdrawn))
+		// Unlisted (withdrawn) incidents leave the counts as they leave
+		// lists (listed.go).
+		unlisted := unlistedSet(tx)
 		for i, k := range keys {
 			name := postTerm(incidentlib.TermKind(k.Kind), k.Slug)
 			if k.Kind == incidentlib.CountKindOrganization {
 				name = postOrg(k.Slug)
 			}
-			if withdrawn.IsEmpty() {
-				out[i] = int(postingCardinality(c, name))
-			} else {
-				bm := readPosting(tx, name)
-				out[i] = int(bm.GetCardinality() - bm.AndCardinality(withdrawn))
-			}
+			out[i] = int(listedCount(tx, c, name, unlisted))
 		}
 		return nil
 	})

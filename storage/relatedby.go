@@ -3,7 +3,6 @@ package storage
 import (
 	"context"
 
-	"github.com/RoaringBitmap/roaring/v2"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/incidentlib/incidentlib"
@@ -36,17 +35,6 @@ func (db *DB) RelatedByIDs(ctx context.Context, ids []string) ([][]string, error
 		return nil
 	})
 	return out, err
-}
-
-// listedSet is the set of incidents that lists show by default (the
-// match of an empty filter: every incident but the withdrawn ones), valid
-// inside tx only.
-func listedSet(tx *bolt.Tx) *roaring.Bitmap {
-	all := readPosting(tx, postAll)
-	if wd := readPosting(tx, postState(incidentlib.ReviewWithdrawn)); !wd.IsEmpty() {
-		return roaring.AndNot(all, wd)
-	}
-	return all
 }
 
 func (s *snapshot) RelatedByIDs(_ context.Context, ids []string) ([][]string, error) {

@@ -15,7 +15,9 @@ import (
 // shared term weighted by its rarity (inverse document frequency,
 // ln(1 + N/df)), plus the organization's weight when it is the same one.
 // Severity is not topical and is left out. It reads the postings of the
-// incident's own terms only, never the corpus.
+// incident's own terms only, never the corpus. Unlisted (withdrawn)
+// incidents are neither ranked nor counted (listed.go); a withdrawn
+// incident itself, readable by id, is ranked against the listed ones.
 func (db *DB) Similar(ctx context.Context, id string, n int) ([]incidentlib.SimilarIncident, error) {
 	if n < 0 || n > incidentlib.MaxPageSize {
 		return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"first"}, "first must be between 0 and %d, got %d", incidentlib.MaxPageSize, n)
@@ -33,7 +35,10 @@ func (db *DB) Similar(ctx context.Context, id string, n int) ([]incidentlib.Simi
 		if inc == nil {
 			return incidentlib.Errorf(incidentlib.ENOTFOUND, "incident %s not found", id)
 		}
-		total := float64(readPosting(tx, postAll).GetCardinality())
+		// Only the incidents lists show are ranked, and counted in the
+		// weights (the visibility rule, listed.go).
+		listed, restricted := listedOf(tx, readPosting(tx, postAll))
+		total := float64(listed.GetCardinality())
 		type cand struct {
 			score  float64
 			shared []incidentlib.TermKey
@@ -44,6 +49,10 @@ func (db *DB) Similar(ctx context.Context, id string, n int) ([]incidentlib.Simi
 		// the organization), by its rarity; a posting of one incident
 		// shares nothing.
 		add := func(p *roaring.Bitmap, t *incidentlib.TermKey) {
+			if restricted {
+				p = roaring.And(p, listed) // p points into the file: a new one
+				p.Add(self)                // self's own term counts in its frequency, listed or not
+			}
 			df := float64(p.GetCardinality())
 			if df <= 1 {
 				return

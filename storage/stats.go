@@ -314,6 +314,7 @@ func (db *DB) FindOrganizationsBy(ctx context.Context, q incidentlib.Organizatio
 		}
 		pc := tx.Bucket(bucketPostings).Cursor()
 		sk := tx.Bucket(bucketSortKeys)
+		unlisted := unlistedSet(tx) // counted and dated as incidentCount counts (listed.go)
 		return tx.Bucket(bucketOrgs).ForEach(func(k, v []byte) error {
 			o, err := db.orgs.decode(string(k), v)
 			if err != nil {
@@ -329,13 +330,16 @@ func (db *DB) FindOrganizationsBy(ctx context.Context, q incidentlib.Organizatio
 			case 'n':
 				it.str = strings.ToLower(o.Name)
 			case 'c':
-				it.num = postingCardinality(pc, postOrg(o.Slug))
+				it.num = listedCount(tx, pc, postOrg(o.Slug), unlisted)
 			case 'l':
 				bm := roaring.New()
 				if v := seekGet(pc, []byte(postOrg(o.Slug))); v != nil {
 					if _, err := bm.FromBuffer(v); err != nil {
 						return err
 					}
+				}
+				if !unlisted.IsEmpty() {
+					bm = roaring.AndNot(bm, unlisted)
 				}
 				d, ok := latestDays(years, sk, bm)
 				it.has, it.num = ok, uint64(d)

@@ -76,7 +76,9 @@ type IncidentChange struct {
 	ID string `json:"id"`
 	// The incident as of the change; null for a deletion.
 	Incident *Incident `json:"incident,omitempty"`
-	// Whether the incident matches the subscription's filter after the change (false for a deletion; true without a filter).
+	// Whether the incident matches the subscription's filter after the change
+	// (false for a deletion). Without a filter: whether lists show it (false
+	// for a withdrawn incident).
 	MatchesFilter bool `json:"matchesFilter"`
 }
 

@@ -124,7 +124,7 @@ func ValidatePublicURL(s string) error {
 // filterParams are the query parameters of the exports: IncidentFilter's
 // fields, as GraphQL names them.
 var filterParams = []string{"ids", "organizations", "domains", "symptoms", "components", "rootCauses", "contributing",
-	"severities", "dateFrom", "dateTo", "updatedSince", "reviewed", "isRecurrence", "hasRecurrences", "verification"}
+	"severities", "dateFrom", "dateTo", "updatedSince", "reviewed", "reviewStates", "isRecurrence", "hasRecurrences", "verification"}
 
 // parseFilter reads the filter of an export from q, allowing the extra
 // parameters too (set in extra, which must hold their defaults). It
@@ -217,6 +217,17 @@ func setFilterParam(f *incidentlib.IncidentFilter, name, v string) error {
 		f.UpdatedSince = &v
 	case "reviewed":
 		f.Reviewed, err = boolean()
+	case "reviewStates": // WITHDRAWN brings withdrawn incidents into the export
+		var ss []string
+		if ss, err = list(); err == nil {
+			for _, s := range ss {
+				st := incidentlib.ReviewState(s)
+				if !st.IsValid() {
+					return invalid(name, "%q is not a review state: DRAFT, IN_REVIEW, REVIEWED, DISPUTED or WITHDRAWN", s)
+				}
+				f.ReviewStates = append(f.ReviewStates, st)
+			}
+		}
 	case "isRecurrence":
 		f.IsRecurrence, err = boolean()
 	case "hasRecurrences":
