@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -413,9 +414,6 @@ func (i *Incident) validate(p *problems) {
 		p.es = append(p.es, e)
 		p.rules = append(p.rules, RuleStructure)
 	}
-	for name := range i.Extra {
-		if incidentKnown[name] {
-			bad(name, "extra field %q has the name of a known field", name)
-		}
-	}
+	// Member names at every depth: none reserved, none twice (grammar.go).
+	checkMembers(p, reflect.ValueOf(i).Elem(), nil, true)
 }
