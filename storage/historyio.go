@@ -104,8 +104,12 @@ func (l *historyLine) versionsOf() []incidentlib.IncidentVersion {
 // is replayed as a replica replays its primary's (no version is added).
 // It is an administrator's operation (history import --db). Returns
 // ECONFLICT if the store holds any history of an id of the file, EINVALID
-// for a malformed line, a record that fails validation or a link to an
-// incident the store will not hold. Returns how many incidents it wrote.
+// for a malformed line, a history that breaks the history grammar
+// (incidentlib.ValidateHistory, with the allowances the line states), a
+// member named twice, a record that fails validation or a link to an
+// incident the store will not hold; a grammar error's field is the line
+// (from 0), then ["history", index, member]. Returns how many incidents it
+// wrote.
 func (db *DB) ImportHistory(ctx context.Context, r io.Reader) (int, error) {
 	var lines []historyLine
 	var allowed incidentlib.HistoryAllowances // what the lines needed, for check
@@ -139,6 +143,7 @@ func (db *DB) ImportHistory(ctx context.Context, r io.Reader) (int, error) {
 		if len(es) > 0 {
 			for _, e := range es {
 				e.Message = fmt.Sprintf("line %d: %s", n, e.Message)
+				e.Field = append([]string{strconv.Itoa(n - 1)}, e.Field...) // the line, from 0 (importIncidents' histories index)
 			}
 			return 0, es
 		}
