@@ -247,3 +247,26 @@ func TestCheckHistoryGrammar(t *testing.T) {
 		})
 	}
 }
+
+// TestImportRecordsMemberGrammar: import (the store's, which import --db
+// and the API use) refuses a record whose nested unknown member repeats a
+// known one, naming the record and the path, and writes nothing.
+func TestImportRecordsMemberGrammar(t *testing.T) {
+	db := wrOpen(t, true)
+	ok := wrIncident("IL-0001", "Acme", "acme", "one")
+	bad := wrIncident("IL-0002", "Acme", "acme", "two")
+	bad.Sources = []incidentlib.Source{{URL: "https://a.example/1"}, {URL: "https://a.example/2", Extra: incidentlib.Extra{"url": json.RawMessage(`"javascript:alert(1)"`)}}}
+	_, err := db.ImportIncidents(context.Background(), []*incidentlib.Incident{ok, bad}, incidentlib.ImportOptions{})
+	found := false
+	for _, e := range incidentlib.ErrorList(err) {
+		if e.Code == incidentlib.EINVALID && strings.HasSuffix(strings.Join(e.Field, "."), "sources.1.url") {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no EINVALID on sources.1.url: %v", err)
+	}
+	if wrExport(t, db) != "" {
+		t.Fatal("a refused import wrote")
+	}
+}
