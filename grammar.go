@@ -1,12 +1,15 @@
 package incidentlib
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // The record grammar of member names (docs/editing.md): a record's JSON
@@ -53,9 +56,10 @@ var (
 // holds, in lists too) and adds a problem, naming its path, for each
 // unknown member whose name is reserved at its object, and for each
 // object inside an unknown member's value or a doc that names a member
-// twice. It follows the Go types, so an object type added to the record
-// is walked without a change here (a test checks that every type that
-// carries Extra has its KnownMembers).
+// twice. It follows the Go types (a plan per type, made once), so an
+// object type added to the record is walked without a change here (a
+// test checks that every type that carries Extra has its KnownMembers).
+// path is the caller's buffer: checkMembers leaves it as it found it.
 func checkMembers(p *problems, v reflect.Value, path []string, top bool) {
 	switch v.Kind() {
 	case reflect.Pointer:
@@ -68,25 +72,82 @@ func checkMembers(p *problems, v reflect.Value, path []string, top bool) {
 			return
 		}
 		for k := range v.Len() {
-			checkMembers(p, v.Index(k), append(path[:len(path):len(path)], strconv.Itoa(k)), false)
+			checkMembers(p, v.Index(k), append(path, strconv.Itoa(k)), false)
 		}
 	case reflect.Struct:
-		t := v.Type()
-		for f := range t.Fields() {
-			if !f.IsExported() {
+		plan := memberPlanOf(v.Type())
+		for _, f := range plan.fields {
+			fv := v.Field(f.index)
+			if f.extra {
+				checkExtra(p, fv.Interface().(Extra), plan.known, path, top)
 				continue
 			}
-			fv := v.FieldByIndex(f.Index)
-			if f.Type == extraType {
-				checkExtra(p, fv.Interface().(Extra), KnownMembers(v.Interface()), path, top)
+			if fv.Kind() == reflect.Slice && fv.Len() == 0 {
 				continue
 			}
-			switch f.Type.Kind() {
-			case reflect.Struct, reflect.Slice, reflect.Pointer:
-				checkMembers(p, fv, append(path[:len(path):len(path)], memberName(f)), false)
+			checkMembers(p, fv, append(path, f.name), false)
+		}
+	}
+}
+
+// memberPlan is how checkMembers walks a struct type: its Extra, and the
+// fields that hold objects or raw JSON, by JSON name.
+type memberPlan struct {
+	known  map[string]bool
+	fields []memberField
+}
+
+type memberField struct {
+	index int
+	name  string
+	extra bool
+}
+
+var memberPlans sync.Map // reflect.Type -> *memberPlan
+
+func memberPlanOf(t reflect.Type) *memberPlan {
+	if p, ok := memberPlans.Load(t); ok {
+		return p.(*memberPlan)
+	}
+	p := &memberPlan{known: KnownMembers(reflect.New(t).Interface())}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		if f.Type == extraType {
+			p.fields = append(p.fields, memberField{index: i, extra: true})
+			continue
+		}
+		if holdsMembers(f.Type, map[reflect.Type]bool{}) {
+			p.fields = append(p.fields, memberField{index: i, name: memberName(f)})
+		}
+	}
+	memberPlans.Store(t, p)
+	return p
+}
+
+// holdsMembers reports whether a value of type t may hold an object with
+// unknown members or raw JSON.
+func holdsMembers(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if t == rawType || t == extraType {
+		return true
+	}
+	if seen[t] {
+		return false
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return holdsMembers(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if f := t.Field(i); f.IsExported() && holdsMembers(f.Type, seen) {
+				return true
 			}
 		}
 	}
+	return false
 }
 
 // memberName is the JSON name of a record type's field: its json tag,
@@ -122,6 +183,9 @@ func ReservedMember(name string, known map[string]bool, top bool) string {
 }
 
 func checkExtra(p *problems, extra Extra, known map[string]bool, path []string, top bool) {
+	if len(extra) == 0 {
+		return
+	}
 	for _, name := range extra.Names() {
 		field := append(path[:len(path):len(path)], name)
 		if why := ReservedMember(name, known, top); why != "" {
@@ -135,12 +199,15 @@ func checkExtra(p *problems, extra Extra, known map[string]bool, path []string, 
 // checkRawMembers adds a problem when the JSON value raw, at path, is not
 // JSON or holds an object that names a member twice.
 func checkRawMembers(p *problems, raw []byte, path []string) {
+	if bytes.IndexByte(raw, '{') < 0 && json.Valid(raw) {
+		return // no object to name a member twice
+	}
 	err := CheckDuplicateKeys(raw)
 	if err == nil {
 		return
 	}
 	var de *DuplicateKeyError
-	field := path
+	field := slices.Clone(path)
 	msg := fmt.Sprintf("%s is not JSON: %v", strings.Join(path, "."), err)
 	if errors.As(err, &de) {
 		field = append(path[:len(path):len(path)], splitKeyPath(de.Path)...)
