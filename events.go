@@ -150,11 +150,6 @@ func (i *Incident) validateEvents(p *problems) {
 			}
 		}
 		checkText(p, field+".text", e.Text, MaxItemLen, true)
-		for name := range e.Extra {
-			if eventKnown[name] {
-				p.add(RuleStructure, field+"."+name, "extra field %q has the name of a known field", name)
-			}
-		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -428,9 +429,6 @@ func (i *Incident) validate(p *problems) {
 		p.es = append(p.es, e)
 		p.rules = append(p.rules, RuleStructure)
 	}
-	for name := range i.Extra {
-		if incidentKnown[name] {
-			bad(name, "extra field %q has the name of a known field", name)
-		}
-	}
+	// Member names at every depth: none reserved, none twice (grammar.go).
+	checkMembers(p, reflect.ValueOf(i).Elem(), nil, true)
 }

@@ -2600,8 +2600,12 @@ given (author, action, time of every version), adding no version.
 """
 input HistoryImportInput {
   id: ID!
-  "Its versions in order, the first one 1."
+  "Its versions in order, dense from 1 (an IMPORT may start later) unless gaps."
   history: [HistoryVersionInput!]!
+  "Versions are missing (history compact, or a store that followed a log): they only increase. export --history says it."
+  gaps: Boolean
+  "A version's time may be before the one before it (a cluster's clocks). export --history says it."
+  unordered: Boolean
 }
 
 "One version of a history import: the members of export --history's version."
@@ -14541,7 +14545,7 @@ func (ec *executionContext) unmarshalInputHistoryImportInput(ctx context.Context
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"id", "history"}
+	fieldsInOrder := [...]string{"id", "history", "gaps", "unordered"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14562,6 +14566,20 @@ func (ec *executionContext) unmarshalInputHistoryImportInput(ctx context.Context
 				return it, err
 			}
 			it.History = data
+		case "gaps":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("gaps"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Gaps = data
+		case "unordered":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("unordered"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Unordered = data
 		}
 	}
 	return it, nil

@@ -2,7 +2,6 @@ package importer
 
 import (
 	"bytes"
-	"strings"
 
 	"github.com/incidentlib/incidentlib"
 )
@@ -75,10 +74,8 @@ func maybeDuplicateKeys(data []byte) bool {
 func caseSuspect(inc *incidentlib.Incident) bool {
 	suspect := func(extra incidentlib.Extra, known map[string]bool) bool {
 		for name := range extra {
-			for k := range known {
-				if strings.EqualFold(k, name) {
-					return true
-				}
+			if incidentlib.ReservedMember(name, known, false) != "" {
+				return true
 			}
 		}
 		return false

@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/incidentlib/incidentlib"
 )
@@ -93,10 +92,11 @@ func (s *schema) checkCase(raw json.RawMessage, path string) error {
 	for _, name := range slices.Sorted(maps.Keys(obj)) {
 		val := obj[name]
 		if !s.known[name] {
-			for k := range s.known {
-				if strings.EqualFold(k, name) {
-					return fmt.Errorf("member %q of %s differs from the known field %q only in case", name, pathOr(path), k)
-				}
+			// The record grammar's rule (incidentlib.ReservedMember), on
+			// the text: a decoded record no longer shows a case variant
+			// that encoding/json read into the known field.
+			if why := incidentlib.ReservedMember(name, s.known, false); why != "" {
+				return fmt.Errorf("member %q of %s %s", name, pathOr(path), why)
 			}
 			continue
 		}

@@ -66,6 +66,11 @@ func (db *DB) CheckAll(ctx context.Context) (problems, warnings []string, err er
 				add("incident %s: does not decode: %v", incidentlib.FormatID(n), err)
 				return nil
 			}
+			// Member names the decoded record cannot show: one named
+			// twice (incidentlib.CheckMemberNames).
+			for _, e := range incidentlib.ErrorList(incidentlib.CheckMemberNames(v[8:])) {
+				add("incident %s: %s", incidentlib.FormatID(n), e.Message)
+			}
 			if inc.ID != incidentlib.FormatID(n) {
 				add("incident %s: stored under the key of %s", inc.ID, incidentlib.FormatID(n))
 			}
@@ -144,6 +149,7 @@ func (db *DB) CheckAll(ctx context.Context) (problems, warnings []string, err er
 			}
 		}
 		if !db.noHistory {
+			checkHistoryGrammar(tx, add) // historycheck.go
 			return checkHistory(tx, add)
 		}
 		return nil

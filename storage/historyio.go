@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -29,6 +30,9 @@ import (
 type historyLine struct {
 	ID      string           `json:"id"`
 	History []historyVersion `json:"history"`
+	// What the history needs beyond the strictest grammar ("gaps",
+	// "unordered"): export writes it, import allows it.
+	incidentlib.HistoryAllowances
 }
 
 type historyVersion struct {
@@ -51,6 +55,7 @@ func (db *DB) ExportHistory(ctx context.Context, w io.Writer) error {
 			if cur == nil {
 				return nil
 			}
+			cur.HistoryAllowances = incidentlib.HistoryAllowancesOf(cur.versionsOf())
 			b, err := json.Marshal(cur)
 			if err != nil {
 				return err
@@ -84,15 +89,30 @@ func (db *DB) ExportHistory(ctx context.Context, w io.Writer) error {
 	})
 }
 
+// versionsOf is a line's versions as the history grammar reads them.
+func (l *historyLine) versionsOf() []incidentlib.IncidentVersion {
+	out := make([]incidentlib.IncidentVersion, len(l.History))
+	for k, v := range l.History {
+		out[k] = incidentlib.IncidentVersion{ID: l.ID, Version: v.Version, At: v.At, Author: v.Author, AuthorRole: v.Role,
+			Action: v.Action, ChangedFields: v.Changed, Comment: v.Comment, Record: v.Record, Deleted: v.Deleted, Target: v.Target}
+	}
+	return out
+}
+
 // ImportHistory reads a history export and writes every version as given
 // (author, action, time), in one transaction: the history of an incident
 // is replayed as a replica replays its primary's (no version is added).
 // It is an administrator's operation (history import --db). Returns
 // ECONFLICT if the store holds any history of an id of the file, EINVALID
-// for a malformed line, a record that fails validation or a link to an
-// incident the store will not hold. Returns how many incidents it wrote.
+// for a malformed line, a history that breaks the history grammar
+// (incidentlib.ValidateHistory, with the allowances the line states), a
+// member named twice, a record that fails validation or a link to an
+// incident the store will not hold; a grammar error's field is the line
+// (from 0), then ["history", index, member]. Returns how many incidents it
+// wrote.
 func (db *DB) ImportHistory(ctx context.Context, r io.Reader) (int, error) {
 	var lines []historyLine
+	var allowed incidentlib.HistoryAllowances // what the lines needed, for check
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -106,6 +126,26 @@ func (db *DB) ImportHistory(ctx context.Context, r io.Reader) (int, error) {
 		}
 		if _, ok := incidentlib.ParseID(l.ID); !ok || len(l.History) == 0 {
 			return 0, incidentlib.Errorf(incidentlib.EINVALID, "line %d: no incident id or no history", n)
+		}
+		// The member grammar of the line, records included (they are
+		// stored as given), and the history grammar.
+		es := incidentlib.Errors(incidentlib.ErrorList(incidentlib.CheckMemberNames(b)))
+		for _, e := range es {
+			if len(e.Field) > 1 && e.Field[0] == incidentlib.HistoryMember {
+				if k, err := strconv.Atoi(e.Field[1]); err == nil && k < len(l.History) {
+					e.Message = fmt.Sprintf("incident %s version %d: %s", l.ID, l.History[k].Version, e.Message)
+				}
+			}
+		}
+		es = append(es, incidentlib.ValidateHistory(l.ID, l.versionsOf(), l.HistoryAllowances)...)
+		allowed.Gaps = allowed.Gaps || l.Gaps
+		allowed.Unordered = allowed.Unordered || l.Unordered
+		if len(es) > 0 {
+			for _, e := range es {
+				e.Message = fmt.Sprintf("line %d: %s", n, e.Message)
+				e.Field = append([]string{strconv.Itoa(n - 1)}, e.Field...) // the line, from 0 (importIncidents' histories index)
+			}
+			return 0, es
 		}
 		lines = append(lines, l)
 	}
@@ -122,15 +162,7 @@ func (db *DB) ImportHistory(ctx context.Context, r io.Reader) (int, error) {
 			} else if e != nil || w.tx.Bucket(bucketIncidents).Get(u32key(n)) != nil {
 				return incidentlib.FieldErrorf(incidentlib.ECONFLICT, []string{"id"}, "incident %s already has a history in this store", l.ID)
 			}
-			prev := 0
 			for _, v := range l.History {
-				if v.Version <= prev {
-					return incidentlib.Errorf(incidentlib.EINVALID, "incident %s: version %d after %d", l.ID, v.Version, prev)
-				}
-				prev = v.Version
-				if !v.Action.IsValid() {
-					return incidentlib.Errorf(incidentlib.EINVALID, "incident %s version %d: unknown action %q", l.ID, v.Version, v.Action)
-				}
 				c := incidentlib.Change{ID: l.ID, Version: v.Version, Deleted: v.Deleted, Entry: &incidentlib.IncidentVersion{
 					ID: l.ID, Version: v.Version, At: v.At, Author: v.Author, AuthorRole: v.Role, Action: v.Action,
 					ChangedFields: v.Changed, Comment: v.Comment, Deleted: v.Deleted, Target: v.Target}}
@@ -155,9 +187,7 @@ func (db *DB) ImportHistory(ctx context.Context, r io.Reader) (int, error) {
 				default:
 					inc := new(incidentlib.Incident)
 					if err = json.Unmarshal(v.Record, inc); err == nil {
-						if inc.ID != l.ID || inc.CurrentVersion() != v.Version {
-							return incidentlib.Errorf(incidentlib.EINVALID, "incident %s version %d: its record is %s version %d", l.ID, v.Version, inc.ID, inc.CurrentVersion())
-						}
+						// Its id and version: ValidateHistory.
 						if verr := inc.ValidateIncoming(db.Taxonomy(), db.maxRecord, len(v.Record)); verr != nil {
 							return incidentlib.Errorf(incidentlib.EINVALID, "incident %s version %d: %v", l.ID, v.Version, verr)
 						}
@@ -180,7 +210,10 @@ func (db *DB) ImportHistory(ctx context.Context, r io.Reader) (int, error) {
 				}
 			}
 		}
-		return w.checkLinks(live, func(int) []string { return nil })
+		if err := w.checkLinks(live, func(int) []string { return nil }); err != nil {
+			return err
+		}
+		return allowHistory(w.tx, allowed)
 	})
 	if err != nil {
 		return 0, err

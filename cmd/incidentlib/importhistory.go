@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -102,18 +101,8 @@ func historyFile(in importInput) (bool, error) {
 }
 
 // isHistoryLine: a JSON object on one line with a member "history" at its
-// top.
-func isHistoryLine(b []byte) bool {
-	if b[0] != '{' || !bytes.Contains(b, []byte(`"history"`)) {
-		return false
-	}
-	var top map[string]json.RawMessage
-	if json.Unmarshal(b, &top) != nil {
-		return false
-	}
-	_, ok := top["history"]
-	return ok
-}
+// top (incidentlib.IsHistoryLine; a record may not carry one).
+func isHistoryLine(b []byte) bool { return incidentlib.IsHistoryLine(b) }
 
 // historyReader is the inputs one after another, each ending its line.
 func historyReader(inputs []importInput) (io.Reader, func(), error) {

@@ -13,6 +13,11 @@ import (
 type HistoryImportInput struct {
 	ID      string                 `json:"id"`
 	History []*HistoryVersionInput `json:"history"`
+	// Gaps and Unordered: what the history needs beyond the
+	// strictest grammar (incidentlib.HistoryAllowances), as export
+	// --history says.
+	Gaps      *bool `json:"gaps,omitempty"`
+	Unordered *bool `json:"unordered,omitempty"`
 }
 
 // HistoryVersionInput is one version of a history import.
@@ -36,8 +41,10 @@ type historyLineVersion struct {
 }
 
 type historyLine struct {
-	ID      string               `json:"id"`
-	History []historyLineVersion `json:"history"`
+	ID        string               `json:"id"`
+	History   []historyLineVersion `json:"history"`
+	Gaps      *bool                `json:"gaps,omitempty"`
+	Unordered *bool                `json:"unordered,omitempty"`
 }
 
 // HistoryInputOf reads one line of export --history as the input that
@@ -47,7 +54,7 @@ func HistoryInputOf(line []byte) (*HistoryImportInput, error) {
 	if err := json.Unmarshal(line, &l); err != nil {
 		return nil, err
 	}
-	in := &HistoryImportInput{ID: l.ID, History: make([]*HistoryVersionInput, len(l.History))}
+	in := &HistoryImportInput{ID: l.ID, History: make([]*HistoryVersionInput, len(l.History)), Gaps: l.Gaps, Unordered: l.Unordered}
 	for i, v := range l.History {
 		hv := v.HistoryVersionInput
 		if r := bytes.TrimSpace(v.Record); len(r) > 0 && string(r) != "null" {
@@ -66,7 +73,7 @@ func HistoryInputOf(line []byte) (*HistoryImportInput, error) {
 func HistoryLines(ins []*HistoryImportInput) ([]byte, error) {
 	var buf bytes.Buffer
 	for _, in := range ins {
-		l := historyLine{ID: in.ID, History: make([]historyLineVersion, len(in.History))}
+		l := historyLine{ID: in.ID, History: make([]historyLineVersion, len(in.History)), Gaps: in.Gaps, Unordered: in.Unordered}
 		for i, v := range in.History {
 			l.History[i] = historyLineVersion{HistoryVersionInput: *v}
 			if v.Record != nil {

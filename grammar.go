@@ -1,0 +1,264 @@
+package incidentlib
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// The record grammar of member names (docs/editing.md): a record's JSON
+// names every member once, at every depth, and an object's unknown
+// members (Extra) never take the name of one of its known members, in any
+// case (encoding/json reads "Title" into title), nor, at the top, a name
+// an importer keys on to tell a record from another kind of line
+// (ReservedTopMembers). checkMembers holds the rule; Incident.validate
+// runs it, so every path that runs Validate or ValidateIncoming (GraphQL
+// and REST writes and imports, import, a replica's and a cluster node's
+// apply, history import, check) holds it.
+
+// HistoryMember is the member of a line of export --history that holds the
+// versions: a line with it at its top is an incident with its history
+// (IsHistoryLine), never a record.
+const HistoryMember = "history"
+
+// ReservedTopMembers are the names a record's top-level unknown members
+// may not take, beyond its known ones: the members the readers of export
+// files key on to tell lines apart.
+var ReservedTopMembers = []string{HistoryMember}
+
+// IsHistoryLine reports whether b, one line of a file, is an incident with
+// its history (export --history): a JSON object with a HistoryMember
+// member at its top. A record cannot be one (ReservedTopMembers).
+func IsHistoryLine(b []byte) bool {
+	if len(b) == 0 || b[0] != '{' || !strings.Contains(string(b), `"`+HistoryMember+`"`) {
+		return false
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(b, &top) != nil {
+		return false
+	}
+	_, ok := top[HistoryMember]
+	return ok
+}
+
+var (
+	extraType = reflect.TypeFor[Extra]()
+	rawType   = reflect.TypeFor[json.RawMessage]()
+)
+
+// checkMembers walks the record v (an Incident, then every object it
+// holds, in lists too) and adds a problem, naming its path, for each
+// unknown member whose name is reserved at its object, and for each
+// object inside an unknown member's value or a doc that names a member
+// twice. It follows the Go types (a plan per type, made once), so an
+// object type added to the record is walked without a change here (a
+// test checks that every type that carries Extra has its KnownMembers).
+// path is the caller's buffer: checkMembers leaves it as it found it.
+func checkMembers(p *problems, v reflect.Value, path []string, top bool) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			checkMembers(p, v.Elem(), path, top)
+		}
+	case reflect.Slice:
+		if v.Type() == rawType {
+			checkRawMembers(p, v.Bytes(), path)
+			return
+		}
+		for k := range v.Len() {
+			checkMembers(p, v.Index(k), append(path, strconv.Itoa(k)), false)
+		}
+	case reflect.Struct:
+		plan := memberPlanOf(v.Type())
+		for _, f := range plan.fields {
+			fv := v.Field(f.index)
+			if f.extra {
+				checkExtra(p, fv.Interface().(Extra), plan.known, path, top)
+				continue
+			}
+			if fv.Kind() == reflect.Slice && fv.Len() == 0 {
+				continue
+			}
+			checkMembers(p, fv, append(path, f.name), false)
+		}
+	}
+}
+
+// memberPlan is how checkMembers walks a struct type: its Extra, and the
+// fields that hold objects or raw JSON, by JSON name.
+type memberPlan struct {
+	known  map[string]bool
+	fields []memberField
+}
+
+type memberField struct {
+	index int
+	name  string
+	extra bool
+}
+
+var memberPlans sync.Map // reflect.Type -> *memberPlan
+
+func memberPlanOf(t reflect.Type) *memberPlan {
+	if p, ok := memberPlans.Load(t); ok {
+		return p.(*memberPlan)
+	}
+	p := &memberPlan{known: KnownMembers(reflect.New(t).Interface())}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		if f.Type == extraType {
+			p.fields = append(p.fields, memberField{index: i, extra: true})
+			continue
+		}
+		if holdsMembers(f.Type, map[reflect.Type]bool{}) {
+			p.fields = append(p.fields, memberField{index: i, name: memberName(f)})
+		}
+	}
+	memberPlans.Store(t, p)
+	return p
+}
+
+// holdsMembers reports whether a value of type t may hold an object with
+// unknown members or raw JSON.
+func holdsMembers(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if t == rawType || t == extraType {
+		return true
+	}
+	if seen[t] {
+		return false
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return holdsMembers(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if f := t.Field(i); f.IsExported() && holdsMembers(f.Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// memberName is the JSON name of a record type's field: its json tag,
+// else its name in lower case (Event's fields, written by its wire form).
+func memberName(f reflect.StructField) string {
+	if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+		return name
+	}
+	return strings.ToLower(f.Name)
+}
+
+// ReservedMember says why an unknown member of an object whose known
+// members are known may not be called name ("" if it may): it is a known
+// one in any case, or, at the top of a record (top), one of
+// ReservedTopMembers.
+func ReservedMember(name string, known map[string]bool, top bool) string {
+	for k := range known {
+		if strings.EqualFold(k, name) {
+			if k == name {
+				return fmt.Sprintf("is the name of the known member %q", k)
+			}
+			return fmt.Sprintf("differs from the known member %q only in case", k)
+		}
+	}
+	if top {
+		for _, r := range ReservedTopMembers {
+			if strings.EqualFold(r, name) {
+				return fmt.Sprintf("is reserved: %q at the top of a line marks an incident with its history (export --history)", r)
+			}
+		}
+	}
+	return ""
+}
+
+func checkExtra(p *problems, extra Extra, known map[string]bool, path []string, top bool) {
+	if len(extra) == 0 {
+		return
+	}
+	for _, name := range extra.Names() {
+		field := append(path[:len(path):len(path)], name)
+		if why := ReservedMember(name, known, top); why != "" {
+			p.es = append(p.es, FieldErrorf(EINVALID, field, "unknown member %q of %s %s", name, objectName(path), why))
+			p.rules = append(p.rules, RuleStructure)
+		}
+		checkRawMembers(p, extra[name], field)
+	}
+}
+
+// checkRawMembers adds a problem when the JSON value raw, at path, is not
+// JSON or holds an object that names a member twice.
+func checkRawMembers(p *problems, raw []byte, path []string) {
+	if bytes.IndexByte(raw, '{') < 0 && json.Valid(raw) {
+		return // no object to name a member twice
+	}
+	err := CheckDuplicateKeys(raw)
+	if err == nil {
+		return
+	}
+	var de *DuplicateKeyError
+	field := slices.Clone(path)
+	msg := fmt.Sprintf("%s is not JSON: %v", strings.Join(path, "."), err)
+	if errors.As(err, &de) {
+		field = append(path[:len(path):len(path)], splitKeyPath(de.Path)...)
+		field = append(field, de.Key)
+		msg = fmt.Sprintf("member %q appears twice in %s", de.Key, objectName(field[:len(field)-1]))
+	}
+	p.es = append(p.es, FieldErrorf(EINVALID, field, "%s", msg))
+	p.rules = append(p.rules, RuleStructure)
+}
+
+// splitKeyPath turns a DuplicateKeyError path (".a[2].b") into its steps.
+func splitKeyPath(s string) []string {
+	var out []string
+	for s != "" {
+		switch s[0] {
+		case '.':
+			end := strings.IndexAny(s[1:], ".[")
+			if end < 0 {
+				end = len(s) - 1
+			}
+			out = append(out, s[1:1+end])
+			s = s[1+end:]
+		case '[':
+			end := strings.IndexByte(s, ']')
+			if end < 0 {
+				return append(out, s)
+			}
+			out = append(out, s[1:end])
+			s = s[end+1:]
+		default:
+			return append(out, s)
+		}
+	}
+	return out
+}
+
+func objectName(path []string) string {
+	if len(path) == 0 {
+		return "the record"
+	}
+	return strings.Join(path, ".")
+}
+
+// CheckMemberNames is the member grammar of JSON text as received or
+// stored, for the paths that keep the bytes (history import, check): no
+// object, at any depth, names a member twice, which a decoded record
+// cannot show (the last one wins). It returns nil or a *RecordError whose
+// field is the path of the member named twice (or of the text when it is
+// not JSON).
+func CheckMemberNames(raw []byte) error {
+	var p problems
+	checkRawMembers(&p, raw, nil)
+	return p.err()
+}
