@@ -64,8 +64,8 @@ func Attach(ctx context.Context, node *Node, store Store, reader incidentlib.Inc
 	}
 	app.node = node
 	mb := &Member{Node: node, Applier: app, Writer: NewWriter(node, app, reader, tax, maxRecord), metrics: m, readyC: make(chan struct{})}
-	m.SetQuorum(false)
-	node.WatchQuorum(time.Second, m.SetQuorum)
+	m.watchQuorum(node)
+	node.WatchQuorum(time.Second)
 	fctx, cancel := context.WithCancel(context.Background())
 	mb.cancel = cancel
 	mb.wg.Add(2)
