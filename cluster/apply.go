@@ -41,6 +41,9 @@ type Result struct {
 	// tokenHash is the hash of the token a token_create stored, for the
 	// request that made its secret (Writer.CreateToken).
 	tokenHash []byte
+	// content is the digest of what the message wrote (HeaderContent),
+	// which a retry with its key must match (idempotency.go).
+	content string
 }
 
 // Applier applies the log's messages in order to the node's store, each
@@ -166,6 +169,7 @@ func (a *Applier) Apply(ctx context.Context, m Message) error {
 		a.metrics.rejected()
 	}
 	a.metrics.observeApply(time.Since(start), m.Seq)
+	res.content = m.Header.Get(HeaderContent)
 	a.recent.Add(m.MsgID, res)
 	a.mu.Lock()
 	a.applied.Store(m.Seq)
