@@ -22,6 +22,8 @@ type Store interface {
 	incidentlib.TokenWriter
 	incidentlib.TaxonomyAdmin
 	incidentlib.LogApplier
+	// HistoryService gives a purged version's time (erase.go).
+	incidentlib.HistoryService
 }
 
 // Result is what applying one write gave: the answer of the store's
@@ -208,7 +210,7 @@ func (a *Applier) applyOnce(ctx context.Context, m Message) Result {
 		case OpWithdraw:
 			res.Incident, res.Err = a.store.WithdrawIncident(wctx, w.ID, w.Comment, opts)
 		case OpPurge:
-			res.Purged, res.Err = a.store.PurgeVersion(wctx, w.ID, w.Version, w.Comment)
+			res.Purged, res.Err = a.purge(wctx, m.Seq, &w) // erase.go
 		case OpImport:
 			res.Imported, res.Err = a.store.ImportIncidents(wctx, w.Records, incidentlib.ImportOptions{KeepUpdatedAt: w.KeepUpdatedAt, OnlyIfNew: w.OnlyIfNew, Merges: w.Merges})
 		case OpImportChunk:

@@ -52,8 +52,10 @@ func (n *Node) ensureStream(ctx context.Context) (jetstream.Stream, error) {
 		MaxMsgSize:  MaxMessageBytes,
 		Retention:   jetstream.LimitsPolicy,
 		Discard:     jetstream.DiscardNew,
-		DenyDelete:  true,
-		DenyPurge:   false, // a snapshot's sequence lets an operator purge below it
+		// A purge of a version erases the messages that hold its text
+		// (erase.go); nothing else deletes a message.
+		DenyDelete: false,
+		DenyPurge:  false, // a snapshot's sequence lets an operator purge below it
 	}
 	s, err := n.js.Stream(ctx, n.cfg.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -64,6 +66,7 @@ func (n *Node) ensureStream(ctx context.Context) (jetstream.Stream, error) {
 	}
 	if err == nil && !s.CachedInfo().Config.AllowDirect {
 		// A stream made by an earlier release: direct gets are turned on.
+		// (Its deny_delete stays: NATS refuses to lift it; erase.go.)
 		cfg := s.CachedInfo().Config
 		cfg.AllowDirect = true
 		s, err = n.js.UpdateStream(ctx, cfg)
