@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -104,6 +105,23 @@ func TestPurgeErasesTheLog(t *testing.T) {
 		if len(left) > 0 {
 			t.Fatalf("%s after the purge the text is still in %v", wait.in, left)
 		}
+	}
+	// The next snapshot (a backup of a node's store, as serve makes it)
+	// does not hold it either.
+	ctx := context.Background()
+	m0 := c.members[0]
+	if err := m0.mb.Node.PublishSnapshot(ctx, m0.mb.Applier.Applied(), "", func(w io.Writer) error {
+		_, err := m0.db.Backup(ctx, w)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	snap := filepath.Join(t.TempDir(), "snapshot.db")
+	if _, ok, err := c.members[1].mb.Node.FetchSnapshot(ctx, snap); err != nil || !ok {
+		t.Fatalf("fetch the snapshot: %v %v", ok, err)
+	}
+	if data, err := os.ReadFile(snap); err != nil || bytes.Contains(data, []byte(marker)) || len(data) == 0 {
+		t.Fatalf("the snapshot after the purge holds the text (%d bytes, %v)", len(data), err)
 	}
 	// The log goes on: every node applies a later write and holds the
 	// same.
