@@ -30,12 +30,9 @@ func (wr *Writer) taxonomy() *incidentlib.Taxonomy {
 
 // adminWrite publishes an admin's write on SubjectLibrary, author being
 // the author when ctx carries no identity (write sets the identity's).
-// target names what the write changes (a token, a term, an
-// organization): a client's idempotency key is narrowed to it, so that
-// the admin writes of one request (several mutations of one document)
-// each have their own key, as the incident writes have theirs by id.
-func (wr *Writer) adminWrite(ctx context.Context, author, target string, w *Write) (Result, error) {
-	ctx = narrowKey(ctx, target)
+// The admin writes of one request (several mutations of one document)
+// each have their own key, as every write has (idempotency.go).
+func (wr *Writer) adminWrite(ctx context.Context, author string, w *Write) (Result, error) {
 	w.Author = author
 	res, err := wr.write(ctx, SubjectLibrary, w)
 	if err != nil {
@@ -73,7 +70,7 @@ func (wr *Writer) createToken(ctx context.Context, name string, role incidentlib
 	if !expires.IsZero() {
 		w.Expires = expires.UTC()
 	}
-	return wr.adminWrite(ctx, "", name, w)
+	return wr.adminWrite(ctx, "", w)
 }
 
 // RevokeToken publishes a revocation; see incidentlib.TokenIssuer.
@@ -81,7 +78,7 @@ func (wr *Writer) RevokeToken(ctx context.Context, name string) (*incidentlib.To
 	if incidentlib.ValidTokenName(name) != "" {
 		return nil, incidentlib.FieldErrorf(incidentlib.ENOTFOUND, []string{"name"}, "no token is named %q", name)
 	}
-	res, err := wr.adminWrite(ctx, "", name, &Write{Op: OpTokenRevoke, Name: name})
+	res, err := wr.adminWrite(ctx, "", &Write{Op: OpTokenRevoke, Name: name})
 	return res.Token, err
 }
 
@@ -93,7 +90,7 @@ func (wr *Writer) AddTerm(ctx context.Context, author string, in incidentlib.Ter
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	res, err := wr.adminWrite(ctx, author, t.ID(), &Write{Op: OpTermAdd, Term: &t})
+	res, err := wr.adminWrite(ctx, author, &Write{Op: OpTermAdd, Term: &t})
 	return res.Term, err
 }
 
@@ -103,7 +100,7 @@ func (wr *Writer) UpdateTerm(ctx context.Context, author string, kind incidentli
 	if err := firstError(incidentlib.ValidateTermKind(kind), incidentlib.ValidateTermUpdate(u)); err != nil {
 		return nil, err
 	}
-	res, err := wr.adminWrite(ctx, author, termID(kind, slug), &Write{Op: OpTermUpdate, Kind: kind, Slug: slug, TermUpdate: &u})
+	res, err := wr.adminWrite(ctx, author, &Write{Op: OpTermUpdate, Kind: kind, Slug: slug, TermUpdate: &u})
 	return res.Term, err
 }
 
@@ -113,7 +110,7 @@ func (wr *Writer) AddTermAliases(ctx context.Context, author string, kind incide
 	if err := firstError(incidentlib.ValidateTermKind(kind), incidentlib.ValidateAliases(aliases)); err != nil {
 		return nil, err
 	}
-	res, err := wr.adminWrite(ctx, author, termID(kind, slug), &Write{Op: OpTermAliases, Kind: kind, Slug: slug, Aliases: aliases})
+	res, err := wr.adminWrite(ctx, author, &Write{Op: OpTermAliases, Kind: kind, Slug: slug, Aliases: aliases})
 	return res.Term, err
 }
 
@@ -123,7 +120,7 @@ func (wr *Writer) DeprecateTerm(ctx context.Context, author string, kind inciden
 	if err := incidentlib.ValidateTermKind(kind); err != nil {
 		return nil, err
 	}
-	res, err := wr.adminWrite(ctx, author, termID(kind, slug), &Write{Op: OpTermDeprecate, Kind: kind, Slug: slug, Deprecated: deprecated})
+	res, err := wr.adminWrite(ctx, author, &Write{Op: OpTermDeprecate, Kind: kind, Slug: slug, Deprecated: deprecated})
 	return res.Term, err
 }
 
@@ -133,7 +130,7 @@ func (wr *Writer) AddOrganization(ctx context.Context, author string, o incident
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	res, err := wr.adminWrite(ctx, author, o.ID(), &Write{Op: OpOrgAdd, Organization: &o})
+	res, err := wr.adminWrite(ctx, author, &Write{Op: OpOrgAdd, Organization: &o})
 	return res.Organization, err
 }
 
@@ -143,7 +140,7 @@ func (wr *Writer) RenameOrganization(ctx context.Context, author, slug, name str
 	if err := incidentlib.ValidateOrganizationName(name); err != nil {
 		return nil, nil, err
 	}
-	res, err := wr.adminWrite(ctx, author, "org:"+slug, &Write{Op: OpOrgRename, Slug: slug, Name: name})
+	res, err := wr.adminWrite(ctx, author, &Write{Op: OpOrgRename, Slug: slug, Name: name})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -155,15 +152,10 @@ func (wr *Writer) MergeOrganizations(ctx context.Context, author, from, into str
 	if err := incidentlib.ValidateMerge(from, into); err != nil {
 		return nil, err
 	}
-	res, err := wr.adminWrite(ctx, author, "org:"+from+">"+into, &Write{Op: OpOrgMerge, From: from, Into: into})
+	res, err := wr.adminWrite(ctx, author, &Write{Op: OpOrgMerge, From: from, Into: into})
 	return res.Merged, err
 }
 
-// termID is the id of the term kind/slug (Term.ID).
-func termID(kind incidentlib.TermKind, slug string) string {
-	t := incidentlib.Term{Kind: kind, Slug: slug}
-	return t.ID()
-}
 
 // firstError returns the first error that is not nil.
 func firstError(errs ...error) error {

@@ -131,12 +131,14 @@ func TestAdminWritesThroughTheLog(t *testing.T) {
 
 		// A retry of a creation (the same idempotency key) cannot show the
 		// secret again: CONFLICT, and nothing more is written.
-		keyed := cluster.WithIdempotencyKey(admin("boss"), "make-deploy-bot")
-		if _, _, err := n3.mb.Writer.CreateToken(keyed, "deploy-bot", incidentlib.RoleEditor, n3.mb.Writer.Now().AddDate(0, 1, 0)); err != nil {
+		// (Each request carries its own count of the key's writes.)
+		keyed := func() context.Context { return cluster.WithIdempotencyKey(admin("boss"), "make-deploy-bot") }
+		expires := n3.mb.Writer.Now().AddDate(0, 1, 0)
+		if _, _, err := n3.mb.Writer.CreateToken(keyed(), "deploy-bot", incidentlib.RoleEditor, expires); err != nil {
 			t.Fatal(err)
 		}
 		before = c.levelAll()
-		if _, _, err := n3.mb.Writer.CreateToken(keyed, "deploy-bot", incidentlib.RoleEditor, n3.mb.Writer.Now().AddDate(0, 1, 0)); incidentlib.ErrorCode(err) != incidentlib.ECONFLICT {
+		if _, _, err := n3.mb.Writer.CreateToken(keyed(), "deploy-bot", incidentlib.RoleEditor, expires); incidentlib.ErrorCode(err) != incidentlib.ECONFLICT {
 			t.Fatalf("a retried creation answered %v, want CONFLICT", err)
 		}
 		if last := c.levelAll(); last != before {
@@ -230,9 +232,9 @@ func TestAdminWritesThroughTheLog(t *testing.T) {
 		w := n3.mb.Writer
 		// Two admin writes of one request (one idempotency key) are two
 		// writes; the request retried writes neither again.
-		req := cluster.WithIdempotencyKey(admin("orgs"), "two-desks")
 		var after uint64
 		for try := range 2 {
+			req := cluster.WithIdempotencyKey(admin("orgs"), "two-desks")
 			for _, o := range []incidentlib.Organization{{Slug: "new-desk", Name: "New Desk"}, {Slug: "other-desk", Name: "Other Desk"}} {
 				if got, err := w.AddOrganization(req, "orgs", o); err != nil || got.Slug != o.Slug {
 					t.Fatalf("addOrganization %s answered %+v, %v", o.Slug, got, err)

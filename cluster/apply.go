@@ -24,6 +24,8 @@ type Store interface {
 	incidentlib.TokenWriter
 	incidentlib.TaxonomyWriter
 	incidentlib.LogApplier
+	// HistoryService gives a purged version's time (erase.go).
+	incidentlib.HistoryService
 }
 
 // Result is what applying one write gave: the answer of the store's
@@ -43,6 +45,9 @@ type Result struct {
 	// tokenHash is the hash of the token a token_create stored, for the
 	// request that made its secret (Writer.CreateToken).
 	tokenHash []byte
+	// content is the digest of what the message wrote (HeaderContent),
+	// which a retry with its key must match (idempotency.go).
+	content string
 }
 
 // Applier applies the log's messages in order to the node's store, each
@@ -168,6 +173,7 @@ func (a *Applier) Apply(ctx context.Context, m Message) error {
 		a.metrics.rejected()
 	}
 	a.metrics.observeApply(time.Since(start), m.Seq)
+	res.content = m.Header.Get(HeaderContent)
 	a.recent.Add(m.MsgID, res)
 	a.mu.Lock()
 	a.applied.Store(m.Seq)
@@ -206,7 +212,7 @@ func (a *Applier) applyOnce(ctx context.Context, m Message) Result {
 		case OpWithdraw:
 			res.Incident, res.Err = a.store.WithdrawIncident(wctx, w.ID, w.Comment, opts)
 		case OpPurge:
-			res.Purged, res.Err = a.store.PurgeVersion(wctx, w.ID, w.Version, w.Comment)
+			res.Purged, res.Err = a.purge(wctx, m.Seq, &w) // erase.go
 		case OpImport:
 			res.Imported, res.Err = a.store.ImportIncidents(wctx, w.Records, incidentlib.ImportOptions{KeepUpdatedAt: w.KeepUpdatedAt, OnlyIfNew: w.OnlyIfNew, Merges: w.Merges})
 		case OpImportChunk:

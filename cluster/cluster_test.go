@@ -333,19 +333,21 @@ func TestConcurrentWritesOneWins(t *testing.T) {
 func TestIdempotencyKey(t *testing.T) {
 	c := startCluster(t, 3)
 	inc := incidents(t, 1, 3)[0]
-	ctx := cluster.WithIdempotencyKey(editor("a"), "retry-1")
-	first, err := c.members[0].mb.Writer.UpsertIncident(ctx, inc, incidentlib.WriteOptions{})
+	// Each request carries its own key's count of writes: a retry is a
+	// new request with the same key.
+	ctx := func() context.Context { return cluster.WithIdempotencyKey(editor("a"), "retry-1") }
+	first, err := c.members[0].mb.Writer.UpsertIncident(ctx(), inc, incidentlib.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	seq := c.members[0].mb.Applier.Applied()
-	again, err := c.members[0].mb.Writer.UpsertIncident(ctx, inc, incidentlib.WriteOptions{})
+	again, err := c.members[0].mb.Writer.UpsertIncident(ctx(), inc, incidentlib.WriteOptions{})
 	if err != nil || again.UpdatedAt != first.UpdatedAt {
 		t.Fatalf("the retry answered %v %v, want the first answer %s", again, err, first.UpdatedAt)
 	}
 	// Through another node (which has no result at hand): the stream
 	// knows the key and nothing more is written.
-	_, err = c.members[1].mb.Writer.UpsertIncident(ctx, inc, incidentlib.WriteOptions{})
+	_, err = c.members[1].mb.Writer.UpsertIncident(ctx(), inc, incidentlib.WriteOptions{})
 	if err != nil && incidentlib.ErrorCode(err) != incidentlib.ECONFLICT {
 		t.Fatalf("the retry through another node answered %v", err)
 	}
@@ -356,8 +358,8 @@ func TestIdempotencyKey(t *testing.T) {
 	// Two imports of one request (one key) are two writes; the request
 	// retried writes neither again.
 	two := incidents(t, 4, 5)
-	ictx := cluster.WithIdempotencyKey(editor("a"), "imports-1")
 	for round := range 2 {
+		ictx := cluster.WithIdempotencyKey(editor("a"), "imports-1")
 		for _, part := range [][]*incidentlib.Incident{two[:2], two[2:]} {
 			res, err := c.members[round].mb.Writer.ImportIncidents(ictx, part, incidentlib.ImportOptions{})
 			if round == 0 && (err != nil || res.Created+res.Updated != 2) {

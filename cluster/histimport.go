@@ -3,8 +3,6 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -40,10 +38,9 @@ func (wr *Writer) ImportHistory(ctx context.Context, r io.Reader) (int, error) {
 	if err := checkHistoryLines(lines); err != nil {
 		return 0, err
 	}
-	// One request's imports each have their own key: narrowed to what
-	// they write.
-	sum := sha256.Sum256(lines)
-	ctx = narrowKey(ctx, "history-"+hex.EncodeToString(sum[:8]))
+	// The key is bound to the whole import (a commit names only its
+	// chunks' positions), as ImportIncidents binds its records.
+	whole := digest(lines)
 	w := &Write{Op: OpHistoryImport, History: lines}
 	if len(lines) > historyChunkBytes {
 		chunks, err := wr.publishHistoryChunks(ctx, lines)
@@ -52,7 +49,7 @@ func (wr *Writer) ImportHistory(ctx context.Context, r io.Reader) (int, error) {
 		}
 		w.Op, w.History, w.Chunks = OpHistoryCommit, nil, chunks
 	}
-	res, err := wr.write(ctx, SubjectLibrary, w)
+	res, err := wr.writeBound(ctx, SubjectLibrary, w, whole)
 	if err != nil {
 		return 0, err
 	}
@@ -94,7 +91,7 @@ func checkHistoryLines(lines []byte) error {
 func (wr *Writer) publishHistoryChunks(ctx context.Context, lines []byte) ([]uint64, error) {
 	var seqs []uint64
 	hdr := header(OpHistoryChunk)
-	key := idempotencyKeyOf(ctx, OpHistoryChunk, "")
+	key := idempotencyKeyOf(ctx)
 	for len(lines) > 0 {
 		part := lines[:min(len(lines), historyChunkBytes)]
 		lines = lines[len(part):]

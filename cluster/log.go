@@ -52,8 +52,10 @@ func (n *Node) ensureStream(ctx context.Context) (jetstream.Stream, error) {
 		MaxMsgSize:  MaxMessageBytes,
 		Retention:   jetstream.LimitsPolicy,
 		Discard:     jetstream.DiscardNew,
-		DenyDelete:  true,
-		DenyPurge:   false, // a snapshot's sequence lets an operator purge below it
+		// A purge of a version erases the messages that hold its text
+		// (erase.go); nothing else deletes a message.
+		DenyDelete: false,
+		DenyPurge:  false, // a snapshot's sequence lets an operator purge below it
 	}
 	s, err := n.js.Stream(ctx, n.cfg.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -64,6 +66,7 @@ func (n *Node) ensureStream(ctx context.Context) (jetstream.Stream, error) {
 	}
 	if err == nil && !s.CachedInfo().Config.AllowDirect {
 		// A stream made by an earlier release: direct gets are turned on.
+		// (Its deny_delete stays: NATS refuses to lift it; erase.go.)
 		cfg := s.CachedInfo().Config
 		cfg.AllowDirect = true
 		s, err = n.js.UpdateStream(ctx, cfg)
@@ -227,7 +230,12 @@ func (n *Node) LastSeq(ctx context.Context) (uint64, error) {
 }
 
 // quorum tracks whether the node's last exchange with the stream's leader
-// succeeded, and a watcher asks again every second.
+// succeeded, and a watcher asks again every second. It is the node's one
+// quorum state: the stale mark (Member.Stale), the gauge
+// incidentlib_cluster_quorum (read at scrape time, Metrics) and the
+// readiness report all read it, and nothing copies it: a copy fed by a
+// callback outside the lock once took two changes close together in the
+// opposite order and kept the gauge at 0 on a healthy node.
 type quorum struct {
 	mu      sync.Mutex
 	ok      bool
@@ -235,7 +243,6 @@ type quorum struct {
 	known   bool
 	changed chan struct{}
 	done    chan struct{}
-	onSet   func(bool)
 }
 
 func (q *quorum) init() {
@@ -245,17 +252,13 @@ func (q *quorum) init() {
 
 func (q *quorum) set(ok bool) {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	moved := !q.known || q.ok != ok
 	q.ok, q.known = ok, true
 	q.okNow.Store(ok)
 	if moved {
 		close(q.changed)
 		q.changed = make(chan struct{})
-	}
-	f := q.onSet
-	q.mu.Unlock()
-	if f != nil && moved {
-		f(ok)
 	}
 }
 
@@ -273,11 +276,8 @@ func (q *quorum) stop() {
 func (n *Node) Quorum() bool { return n.quorum.okNow.Load() }
 
 // WatchQuorum asks the stream's leader every interval until the node
-// closes, and calls f when the answer changes.
-func (n *Node) WatchQuorum(interval time.Duration, f func(bool)) {
-	n.quorum.mu.Lock()
-	n.quorum.onSet = f
-	n.quorum.mu.Unlock()
+// closes; Quorum reads the answer.
+func (n *Node) WatchQuorum(interval time.Duration) {
 	go func() {
 		t := time.NewTicker(interval)
 		defer t.Stop()

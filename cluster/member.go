@@ -64,11 +64,19 @@ func Attach(ctx context.Context, node *Node, store Store, reader Reads, tax *inc
 	}
 	app.node = node
 	mb := &Member{Node: node, Applier: app, Writer: NewWriter(node, app, reader, tax, maxRecord), metrics: m, readyC: make(chan struct{})}
-	m.SetQuorum(false)
-	node.WatchQuorum(time.Second, m.SetQuorum)
+	m.watchQuorum(node)
+	node.WatchQuorum(time.Second)
+	if _, err := node.answerApplied(app.Applied); err != nil { // erase.go
+		node.Close()
+		return nil, err
+	}
 	fctx, cancel := context.WithCancel(context.Background())
 	mb.cancel = cancel
-	mb.wg.Add(2)
+	mb.wg.Add(3)
+	go func() {
+		defer mb.wg.Done()
+		node.eraseLoop(fctx)
+	}()
 	go func() {
 		defer mb.wg.Done()
 		if err := node.Follow(fctx, app.Applied(), app.Apply); err != nil {

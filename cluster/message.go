@@ -1,9 +1,6 @@
 package cluster
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"strconv"
 	"time"
@@ -162,37 +159,6 @@ func (w *Write) identity() incidentlib.Identity {
 		role = incidentlib.RoleEditor
 	}
 	return incidentlib.Identity{Name: w.Author, Role: role}
-}
-
-type idempotencyKey struct{}
-
-// WithIdempotencyKey carries the client's idempotency key of a request's
-// write (the Idempotency-Key header): retries of the request with the
-// same key apply at most once (within the stream's dedupe window).
-func WithIdempotencyKey(ctx context.Context, key string) context.Context {
-	return context.WithValue(ctx, idempotencyKey{}, key)
-}
-
-// narrowKey narrows a client's idempotency key in ctx (if any) to target,
-// what one write of the request changes: the writes of one request
-// (several mutations of one document) each have their own key, and a
-// retry of the request applies none of them again.
-func narrowKey(ctx context.Context, target string) context.Context {
-	if k, ok := ctx.Value(idempotencyKey{}).(string); ok && k != "" {
-		return context.WithValue(ctx, idempotencyKey{}, k+":"+target)
-	}
-	return ctx
-}
-
-// idempotencyKeyOf returns the request's key, or a new random one.
-func idempotencyKeyOf(ctx context.Context, op Op, id string) string {
-	if k, ok := ctx.Value(idempotencyKey{}).(string); ok && k != "" {
-		// One request writes once; the key names the write within it.
-		return "c:" + k + ":" + string(op) + ":" + id
-	}
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return "n:" + hex.EncodeToString(b[:])
 }
 
 // ValidIdempotencyKey reports why a client's key is refused, or "".

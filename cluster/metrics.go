@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,11 +11,14 @@ import (
 // nothing.
 type Metrics struct {
 	appliedSeq prometheus.Gauge
-	quorum     prometheus.Gauge
+	quorum     prometheus.GaugeFunc
 	apply      prometheus.Histogram
 	newer      prometheus.Gauge
 	rejects    prometheus.Counter
 	leader     prometheus.Gauge
+	// node is the node whose quorum the gauge reads at scrape time (nil:
+	// none yet, 0).
+	node atomic.Pointer[Node]
 }
 
 // NewMetrics registers the cluster's metrics with reg.
@@ -22,8 +26,6 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		appliedSeq: prometheus.NewGauge(prometheus.GaugeOpts{Name: "incidentlib_cluster_applied_seq",
 			Help: "The log position (stream sequence) this node's store has applied up to."}),
-		quorum: prometheus.NewGauge(prometheus.GaugeOpts{Name: "incidentlib_cluster_quorum",
-			Help: "1 while this node reaches the stream's leader (writes can be acknowledged), else 0: reads are then marked stale."}),
 		apply: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "incidentlib_cluster_apply_seconds",
 			Help: "Time to apply one write of the log to this node's store, in seconds.", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9)}),
 		newer: prometheus.NewGauge(prometheus.GaugeOpts{Name: "incidentlib_cluster_newer_version",
@@ -31,6 +33,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		rejects: prometheus.NewCounter(prometheus.CounterOpts{Name: "incidentlib_cluster_rejected_total",
 			Help: "Writes of the log the store refused at apply (recorded identically on every node)."}),
 	}
+	m.quorum = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "incidentlib_cluster_quorum",
+		Help: "1 while this node reaches the stream's leader (writes can be acknowledged), else 0: reads are then marked stale."},
+		func() float64 {
+			if n := m.node.Load(); n != nil && n.Quorum() {
+				return 1
+			}
+			return 0
+		})
 	m.leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "incidentlib_cluster_stream_leader",
 		Help: "1 while this node's NATS server leads the stream of writes (its loss makes the others elect a new leader)."})
 	for _, c := range []prometheus.Collector{m.appliedSeq, m.quorum, m.apply, m.newer, m.rejects, m.leader} {
@@ -54,14 +64,11 @@ func (m *Metrics) observeApply(d time.Duration, seq uint64) {
 	}
 }
 
-// SetQuorum records whether the node has a quorum.
-func (m *Metrics) SetQuorum(ok bool) {
+// watchQuorum makes the quorum gauge read node's quorum state (the one
+// the stale mark reads) at each scrape: no copy to fall out of step.
+func (m *Metrics) watchQuorum(node *Node) {
 	if m != nil {
-		v := 0.0
-		if ok {
-			v = 1
-		}
-		m.quorum.Set(v)
+		m.node.Store(node)
 	}
 }
 

@@ -184,6 +184,9 @@ type Node struct {
 	// bell wakes the follower (follow.go).
 	want atomic.Uint64
 	bell chan struct{}
+	// erasures are the purges whose messages are still to erase
+	// (erase.go).
+	erasures eraseQueue
 }
 
 // Start starts the node: the embedded server (routes to the peers), the

@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -154,10 +152,9 @@ func (wr *Writer) ImportIncidents(ctx context.Context, incs []*incidentlib.Incid
 	if err != nil {
 		return nil, err
 	}
-	// The imports of one request each have their own key: narrowed to
-	// what they write.
-	sum := sha256.Sum256(data)
-	ctx = narrowKey(ctx, "import-"+hex.EncodeToString(sum[:8]))
+	// The key is bound to the whole import (a commit names only its
+	// chunks' positions).
+	records := digest(data)
 	if len(data) > chunkBytes {
 		chunks, err := wr.publishChunks(ctx, incs)
 		if err != nil {
@@ -165,7 +162,7 @@ func (wr *Writer) ImportIncidents(ctx context.Context, incs []*incidentlib.Incid
 		}
 		w.Op, w.Records, w.Chunks = OpImportCommit, nil, chunks
 	}
-	res, err := wr.write(ctx, SubjectLibrary, w)
+	res, err := wr.writeBound(ctx, SubjectLibrary, w, records)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +178,7 @@ const chunkBytes = MaxMessageBytes / 2
 func (wr *Writer) publishChunks(ctx context.Context, incs []*incidentlib.Incident) ([]uint64, error) {
 	var seqs []uint64
 	hdr := header(OpImportChunk)
-	key := idempotencyKeyOf(ctx, OpImportChunk, "")
+	key := idempotencyKeyOf(ctx)
 	send := func(part []*incidentlib.Incident) error {
 		data, err := (&Write{Op: OpImportChunk, Records: part}).encode()
 		if err != nil {
@@ -224,14 +221,31 @@ func (wr *Writer) publishChunks(ctx context.Context, incs []*incidentlib.Inciden
 // last write, so that two nodes writing one incident at once cannot both
 // win. A write whose condition the node finds broken is not published.
 func (wr *Writer) write(ctx context.Context, subject string, w *Write) (Result, error) {
-	key := idempotencyKeyOf(ctx, w.Op, w.ID)
-	if res, ok := wr.applier.resultOf(key); ok {
-		return res, nil // a retry of a write this node applied
-	}
+	return wr.writeBound(ctx, subject, w, "")
+}
+
+// writeBound is write with more content to bind the write's idempotency
+// key to (an import commit's records), beside the write's own
+// (idempotency.go).
+func (wr *Writer) writeBound(ctx context.Context, subject string, w *Write, more string) (Result, error) {
+	key := idempotencyKeyOf(ctx)
 	if id, ok := incidentlib.IdentityFrom(ctx); ok {
 		w.Author, w.Role = id.Name, id.Role.String()
 	}
+	content := contentOf(w)
+	if more != "" {
+		content = digest([]byte(content + ":" + more))
+	}
+	if res, ok := wr.applier.resultOf(key); ok {
+		// A retry of a write this node applied, or another write with
+		// its key.
+		if err := checkContent(res, key, content); err != nil {
+			return Result{}, err
+		}
+		return res, nil
+	}
 	hdr := header(w.Op)
+	hdr.Set(HeaderContent, content)
 	// A write refused before it is published (no leader during an
 	// election, a node behind) is tried again until the write timeout:
 	// nothing was written.
@@ -277,7 +291,13 @@ func (wr *Writer) write(ctx context.Context, subject string, w *Write) (Result, 
 				return Result{}, outcomeUnknown(err)
 			}
 			if res, ok := wr.applier.resultOf(key); ok {
+				if err := checkContent(res, key, content); err != nil {
+					return Result{}, err
+				}
 				return res, nil
+			}
+			if first, err := wr.node.msgContent(ctx, seq); err == nil && first != "" && first != content {
+				return Result{}, errKeyReused(key)
 			}
 			return Result{}, incidentlib.Errorf(incidentlib.ECONFLICT, "this write was made already (idempotency key %q); read the incident for its result", key)
 		}

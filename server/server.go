@@ -250,6 +250,12 @@ func New(svc Services, res *graph.Resolver, es graphql.ExecutableSchema, m *metr
 			_, _ = w.Write([]byte("store corrupt: restore it from a backup\n"))
 			return
 		}
+		if cfg.Stale != nil && cfg.Stale() {
+			// Ready (it serves its store), and says what the header
+			// StaleHeader says: read from the same state (Config.Stale).
+			_, _ = w.Write([]byte("ready, stale: reads may be behind the library\n"))
+			return
+		}
 		_, _ = w.Write([]byte("ready\n"))
 	})
 	mux.Handle("GET /metrics", m.Handler())
