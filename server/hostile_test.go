@@ -747,7 +747,7 @@ func TestProdMode(t *testing.T) {
 	t.Run("SchemaPublished", func(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodGet, prod.URL+"/schema.graphql", nil)
 		r := prod.do(t, req)
-		for _, want := range []string{"type Query", "type Incident implements Node", "input IncidentFilter", `"An incident by id, such as IL-0213."`} {
+		for _, want := range []string{"type Query", "type Incident implements Node", "input IncidentFilter", "An incident by id, such as IL-0213."} {
 			if !bytes.Contains(r.raw, []byte(want)) {
 				t.Errorf("the SDL lacks %q", want)
 			}

@@ -138,6 +138,10 @@ func TestRolesOnEachMutation(t *testing.T) {
 		{"purgeVersion", incidentlib.RoleAdmin, func(t *testing.T) (string, map[string]any) {
 			id := next()
 			s.put(t, id)
+			// A version 3 with other content: the live content is never purged.
+			if _, err := s.db.UpsertIncident(context.Background(), &incidentlib.Incident{ID: id, Org: "Acme", OrgSlug: "acme", Title: incidentlib.Text{En: "edited " + id}}, incidentlib.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
 			return `mutation($id: ID!) { purgeVersion(id: $id, version: 1, reason: "takedown") { entry { action } userErrors { code } } }`, map[string]any{"id": id}
 		}},
 		{"history", incidentlib.RoleEditor, func(t *testing.T) (string, map[string]any) {

@@ -80,6 +80,8 @@ func TestEveryMutationWritesThroughTheWriter(t *testing.T) {
 		{"reviewIncident", `mutation($id: ID!) { reviewIncident(id: $id, decision: REQUEST_CHANGES, comment: "sources") { userErrors { code } } }`, map[string]any{"id": x}},
 		{"deleteIncident", `mutation($id: ID!) { deleteIncident(id: $id) { userErrors { code } } }`, map[string]any{"id": y}},
 		{"restoreIncident", `mutation($id: ID!) { restoreIncident(id: $id, version: 1) { userErrors { code } } }`, map[string]any{"id": y}},
+		// Content other than version 1's, which the purge then may remove.
+		{"upsertIncident", `mutation($id: ID!) { upsertIncident(input: {id: $id, org: "Writer Test", orgSlug: "writer-test", title: {en: "Edited before the purge"}}) { userErrors { code } } }`, map[string]any{"id": y}},
 		{"purgeVersion", `mutation($id: ID!) { purgeVersion(id: $id, version: 1, reason: "a takedown") { userErrors { code } } }`, map[string]any{"id": y}},
 		{"withdrawIncident", `mutation($id: ID!) { withdrawIncident(id: $id, reason: "a hoax") { userErrors { code } } }`, map[string]any{"id": z}},
 		{"createToken", `mutation { createToken(name: "bot", role: EDITOR) { userErrors { code } } }`, nil},
