@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/tracing"
 )
 
 // Writer is the library's write side (incidentlib.Writer) on a cluster
@@ -232,6 +234,9 @@ func (wr *Writer) write(ctx context.Context, subject string, w *Write) (Result, 
 		w.Author, w.Role = id.Name, id.Role.String()
 	}
 	hdr := header(w.Op)
+	ctx, span := tracing.StartKV(ctx, "cluster publish", "messaging.destination.name", subject)
+	defer span.End()
+	tracing.Inject(ctx, http.Header(hdr)) // the appliers' spans follow this one
 	// A write refused before it is published (no leader during an
 	// election, a node behind) is tried again until the write timeout:
 	// nothing was written.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/incidentlib/incidentlib/tracing"
 )
 
 // Request logging: one JSON line (log/slog) per request with the request
@@ -210,6 +212,9 @@ func (o *Edge) requestLog(next http.Handler) http.Handler {
 		}
 		rec := slog.NewRecord(end, level, "request", 0)
 		rec.AddAttrs(slog.String("request_id", st.id))
+		if tid := tracing.TraceID(ctx); tid != "" {
+			rec.AddAttrs(slog.String("trace_id", tid))
+		}
 		if !fixed {
 			rec.AddAttrs(
 				slog.String("method", truncate(r.Method, 16)),
