@@ -1,0 +1,338 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/incidentlib/incidentlib/internal/testutil"
+	"github.com/incidentlib/incidentlib/tracing"
+)
+
+// otlpSink is a loopback OTLP receiver: what the exporters sent, as the
+// protocol's own messages (go.opentelemetry.io/proto/otlp).
+type otlpSink struct {
+	mu       sync.Mutex
+	spans    []*tracepb.Span
+	services []string
+}
+
+func (s *otlpSink) add(req *coltracepb.ExportTraceServiceRequest) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, rs := range req.GetResourceSpans() {
+		for _, a := range rs.GetResource().GetAttributes() {
+			if a.GetKey() == "service.name" {
+				s.services = append(s.services, a.GetValue().GetStringValue())
+			}
+		}
+		for _, ss := range rs.GetScopeSpans() {
+			s.spans = append(s.spans, ss.GetSpans()...)
+		}
+	}
+}
+
+// of returns the spans of trace tid received so far.
+func (s *otlpSink) of(tid string) []*tracepb.Span {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*tracepb.Span
+	for _, sp := range s.spans {
+		if hex.EncodeToString(sp.GetTraceId()) == tid {
+			out = append(out, sp)
+		}
+	}
+	return out
+}
+
+// httpReceiver is OTLP/HTTP with protobuf: POST /v1/traces.
+func (s *otlpSink) httpReceiver(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/traces" || r.Header.Get("Content-Type") != "application/x-protobuf" {
+			t.Errorf("OTLP receiver: unexpected %s %s (%s)", r.Method, r.URL.Path, r.Header.Get("Content-Type"))
+			http.Error(w, "no", http.StatusNotFound)
+			return
+		}
+		if r.Header.Get("X-Tenant") != "incidents team" {
+			t.Errorf("OTEL_EXPORTER_OTLP_HEADERS not sent: %q", r.Header.Get("X-Tenant"))
+		}
+		body, _ := io.ReadAll(r.Body)
+		var req coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(body, &req); err != nil {
+			t.Errorf("OTLP receiver: %v", err)
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.add(&req)
+		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(out)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+type grpcSink struct {
+	coltracepb.UnimplementedTraceServiceServer
+	s *otlpSink
+}
+
+func (g grpcSink) Export(_ context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	g.s.add(req)
+	return &coltracepb.ExportTraceServiceResponse{}, nil
+}
+
+// grpcReceiver is OTLP over gRPC; it returns its http:// URL.
+func (s *otlpSink) grpcReceiver(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	coltracepb.RegisterTraceServiceServer(srv, grpcSink{s: s})
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(srv.Stop)
+	return "http://" + ln.Addr().String()
+}
+
+func attr(sp *tracepb.Span, key string) string {
+	for _, a := range sp.GetAttributes() {
+		if a.GetKey() == key {
+			return a.GetValue().GetStringValue()
+		}
+	}
+	return ""
+}
+
+// serveTraced runs serve with env and extra args, sends one GraphQL POST
+// with a traceparent of trace tid, stops serve (which flushes the spans)
+// and returns serve's log.
+func serveTraced(t *testing.T, env map[string]string, tid, query string, extra ...string) string {
+	t.Helper()
+	addr := testutil.FreeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	args := append([]string{"serve", "--addr", addr, "--db", filepath.Join(t.TempDir(), "il.db"), "--search-index", "off"}, extra...)
+	go func() {
+		done <- run(ctx, args, func(k string) string { return env[k] }, strings.NewReader(""), &stdout, &stderr)
+	}()
+	waitHealthy(t, "http://"+addr, done)
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/graphql", strings.NewReader(`{"query":`+query+`}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("traceparent", "00-"+tid+"-00f067aa0ba902b7-01")
+	req.Header.Set("tracestate", "vendor=opaque")
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("query: %d %s", resp.StatusCode, body)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve: %v; %s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not shut down")
+	}
+	return stderr.String()
+}
+
+// checkOperation asserts the spans of trace tid: the HTTP server span
+// parented to the caller's span, the operation span per the GraphQL
+// semantic conventions (no document text), and store reads under it.
+func checkOperation(t *testing.T, spans []*tracepb.Span, opName string, childNames ...string) {
+	t.Helper()
+	byID := map[string]*tracepb.Span{}
+	var op *tracepb.Span
+	for _, sp := range spans {
+		byID[hex.EncodeToString(sp.GetSpanId())] = sp
+		if sp.GetName() == "query "+opName {
+			op = sp
+		}
+		for _, a := range sp.GetAttributes() {
+			if strings.Contains(a.GetValue().GetStringValue(), "{") {
+				t.Errorf("span %q carries document text in %s", sp.GetName(), a.GetKey())
+			}
+		}
+	}
+	var names []string
+	for _, sp := range spans {
+		names = append(names, sp.GetName())
+	}
+	if op == nil {
+		t.Fatalf("no operation span %q among %v", "query "+opName, names)
+	}
+	if attr(op, "graphql.operation.name") != opName || attr(op, "graphql.operation.type") != "query" {
+		t.Errorf("operation span attributes: %v", op.GetAttributes())
+	}
+	// The operation span's ancestors reach the caller's span.
+	root := op
+	for {
+		p, ok := byID[hex.EncodeToString(root.GetParentSpanId())]
+		if !ok {
+			break
+		}
+		root = p
+	}
+	if got := hex.EncodeToString(root.GetParentSpanId()); got != "00f067aa0ba902b7" {
+		t.Errorf("the request's spans are not parented to the incoming traceparent: root %q has parent %s", root.GetName(), got)
+	}
+	if root.GetKind() != tracepb.Span_SPAN_KIND_SERVER || root.GetTraceState() != "vendor=opaque" {
+		t.Errorf("server span: kind %v, tracestate %q", root.GetKind(), root.GetTraceState())
+	}
+	for _, want := range childNames {
+		found := false
+		for _, sp := range spans {
+			if sp.GetName() != want {
+				continue
+			}
+			// A descendant of the operation span.
+			for p := sp; p != nil; p = byID[hex.EncodeToString(p.GetParentSpanId())] {
+				if p == op {
+					found = true
+					break
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no %q span under the operation span; spans: %v", want, names)
+		}
+	}
+}
+
+func waitSpans(t *testing.T, s *otlpSink, tid string, want string) []*tracepb.Span {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		spans := s.of(tid)
+		for _, sp := range spans {
+			if sp.GetName() == want {
+				return spans
+			}
+		}
+		if time.Now().After(deadline) {
+			return spans
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestTracingOTLP runs serve with OTEL_EXPORTER_OTLP_ENDPOINT at loopback
+// OTLP receivers, HTTP/protobuf (the default) and gRPC, and checks what
+// they receive for a query sent with a traceparent.
+func TestTracingOTLP(t *testing.T) {
+	t.Run("HTTPProtobuf", func(t *testing.T) {
+		// gqlgen's executor (FastReads off): the operation span, loader
+		// batches and store reads under it. (The outbound client's
+		// traceparent is checked in outbound/trace_test.go.)
+		sink := &otlpSink{}
+		recv := sink.httpReceiver(t)
+		const tid = "4bf92f3577b34da6a3ce929d0e0e4736"
+		env := map[string]string{
+			"OTEL_EXPORTER_OTLP_ENDPOINT": recv.URL,
+			"OTEL_EXPORTER_OTLP_HEADERS":  "X-Tenant=incidents%20team",
+			"OTEL_SERVICE_NAME":           "incidentlib-test",
+		}
+		log := serveTraced(t, env, tid, `"query Page { incidents(first: 3) { nodes { id org } } incident(id: \"IL-0213\") { id } }"`,
+			"--executor", "gqlgen")
+		spans := waitSpans(t, sink, tid, "query Page")
+		checkOperation(t, spans, "Page", "loader batch", "store.FindIncidents", "store.FindIncidentsByIDs")
+		sink.mu.Lock()
+		services := sink.services
+		sink.mu.Unlock()
+		if len(services) == 0 || services[0] != "incidentlib-test" {
+			t.Errorf("service.name: %v", services)
+		}
+		// The request log line carries the trace id.
+		found := false
+		for _, line := range strings.Split(log, "\n") {
+			if strings.Contains(line, `"msg":"request"`) && strings.Contains(line, `"path":"/graphql"`) || strings.Contains(line, `"msg":"request"`) && strings.Contains(line, `"op":"Page"`) {
+				found = found || strings.Contains(line, `"trace_id":"`+tid+`"`)
+			}
+		}
+		if !found {
+			t.Errorf("no request log line with trace_id %s:\n%s", tid, log)
+		}
+	})
+	t.Run("GRPC", func(t *testing.T) {
+		// FastReads answers this query: its operation span and snapshot
+		// reads.
+		sink := &otlpSink{}
+		const tid = "0af7651916cd43dd8448eb211c80319c"
+		env := map[string]string{
+			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": sink.grpcReceiver(t),
+			"OTEL_EXPORTER_OTLP_PROTOCOL":        "grpc",
+		}
+		serveTraced(t, env, tid, `"query Fast { incidents(first: 3) { nodes { id org } } }"`)
+		spans := waitSpans(t, sink, tid, "query Fast")
+		checkOperation(t, spans, "Fast", "store.FindIncidents")
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		if len(sink.services) == 0 || sink.services[0] != tracing.DefaultServiceName {
+			t.Errorf("default service.name: %v", sink.services)
+		}
+	})
+}
+
+// TestTracingOff: without an OTLP endpoint nothing is made (no exporter,
+// no provider) and the hooks pass through; nonsensical values are
+// refused at start-up, naming the variable.
+func TestTracingOff(t *testing.T) {
+	t.Run("NoEndpoint", func(t *testing.T) {
+		c, err := tracing.ConfigFromEnv(func(k string) string {
+			return map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_SERVICE_NAME": "x"}[k]
+		})
+		if err != nil || c.Endpoint != "" {
+			t.Fatalf("config without endpoint: %+v %v", c, err)
+		}
+		if _, err := tracing.Setup(context.Background(), func(string) string { return "" }); err != nil {
+			t.Fatal(err)
+		}
+		if tracing.Enabled() {
+			t.Fatal("tracing on without an endpoint")
+		}
+		h := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+		if got := tracing.HTTP(h); got == nil || func() bool { _, ok := got.(http.HandlerFunc); return !ok }() {
+			t.Fatal("tracing.HTTP wrapped the handler while off")
+		}
+		ctx, span := tracing.Start(context.Background(), "x")
+		if span.IsRecording() || ctx != context.Background() {
+			t.Fatal("a span was made while off")
+		}
+	})
+	for name, env := range map[string]map[string]string{
+		"UnknownProtocol": {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "thrift"},
+		"JSONProtocol":    {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"},
+		"UnknownSampler":  {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_TRACES_SAMPLER": "sometimes"},
+		"BadRatio":        {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "2"},
+		"NotAURL":         {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "127.0.0.1:4318"},
+		"BadHeaders":      {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_HEADERS": "novalue"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, stderr, err := runCmd(t, env, "", "serve", "--addr", testutil.FreeAddr(t), "--db", filepath.Join(t.TempDir(), "il.db"))
+			if err == nil || !strings.Contains(err.Error(), "OTEL_") {
+				t.Fatalf("serve started or the error names no variable: %v %s", err, stderr)
+			}
+		})
+	}
+}
