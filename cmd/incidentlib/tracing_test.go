@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -117,10 +120,9 @@ func attr(sp *tracepb.Span, key string) string {
 	return ""
 }
 
-// serveTraced runs serve with env and extra args, sends one GraphQL POST
-// with a traceparent of trace tid, stops serve (which flushes the spans)
-// and returns serve's log.
-func serveTraced(t *testing.T, env map[string]string, tid, query string, extra ...string) string {
+// serveTraced runs serve with env and extra args, calls send with its
+// base URL, stops serve (which flushes the spans) and returns serve's log.
+func serveTraced(t *testing.T, env map[string]string, send func(base string), extra ...string) string {
 	t.Helper()
 	addr := testutil.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -132,19 +134,7 @@ func serveTraced(t *testing.T, env map[string]string, tid, query string, extra .
 		done <- run(ctx, args, func(k string) string { return env[k] }, strings.NewReader(""), &stdout, &stderr)
 	}()
 	waitHealthy(t, "http://"+addr, done)
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/graphql", strings.NewReader(`{"query":`+query+`}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("traceparent", "00-"+tid+"-00f067aa0ba902b7-01")
-	req.Header.Set("tracestate", "vendor=opaque")
-	resp, err := http.DefaultTransport.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("query: %d %s", resp.StatusCode, body)
-	}
+	send("http://" + addr)
 	cancel()
 	select {
 	case err := <-done:
@@ -155,6 +145,38 @@ func serveTraced(t *testing.T, env map[string]string, tid, query string, extra .
 		t.Fatal("serve did not shut down")
 	}
 	return stderr.String()
+}
+
+// tracedPost sends a GraphQL POST with a traceparent of trace tid (parent
+// span 00f067aa0ba902b7) and a tracestate, and returns the response, whose
+// body the caller closes.
+func tracedPost(t *testing.T, base, tid, query, accept string) *http.Response {
+	t.Helper()
+	b, _ := json.Marshal(map[string]string{"query": query})
+	req, _ := http.NewRequest(http.MethodPost, base+"/graphql", bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", accept)
+	req.Header.Set("traceparent", "00-"+tid+"-00f067aa0ba902b7-01")
+	req.Header.Set("tracestate", "vendor=opaque")
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Fatalf("query: %d %s", resp.StatusCode, body)
+	}
+	return resp
+}
+
+// query sends a traced query and reads its answer.
+func query(t *testing.T, tid, q string) func(base string) {
+	return func(base string) {
+		resp := tracedPost(t, base, tid, q, "application/json")
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
 }
 
 // checkOperation asserts the spans of trace tid: the HTTP server span
@@ -253,7 +275,7 @@ func TestTracingOTLP(t *testing.T) {
 			"OTEL_EXPORTER_OTLP_HEADERS":  "X-Tenant=incidents%20team",
 			"OTEL_SERVICE_NAME":           "incidentlib-test",
 		}
-		log := serveTraced(t, env, tid, `"query Page { incidents(first: 3) { nodes { id org } } incident(id: \"IL-0213\") { id } }"`,
+		log := serveTraced(t, env, query(t, tid, `query Page { incidents(first: 3) { nodes { id org } } incident(id: "IL-0213") { id } }`),
 			"--executor", "gqlgen")
 		spans := waitSpans(t, sink, tid, "query Page")
 		checkOperation(t, spans, "Page", "loader batch", "store.FindIncidents", "store.FindIncidentsByIDs")
@@ -283,7 +305,7 @@ func TestTracingOTLP(t *testing.T) {
 			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": sink.grpcReceiver(t),
 			"OTEL_EXPORTER_OTLP_PROTOCOL":        "grpc",
 		}
-		serveTraced(t, env, tid, `"query Fast { incidents(first: 3) { nodes { id org } } }"`)
+		serveTraced(t, env, query(t, tid, `query Fast { incidents(first: 3) { nodes { id org } } }`))
 		spans := waitSpans(t, sink, tid, "query Fast")
 		checkOperation(t, spans, "Fast", "store.FindIncidents")
 		sink.mu.Lock()
@@ -292,6 +314,61 @@ func TestTracingOTLP(t *testing.T) {
 			t.Errorf("default service.name: %v", sink.services)
 		}
 	})
+}
+
+// descends reports whether sp has an ancestor named name among spans.
+func descends(spans []*tracepb.Span, sp *tracepb.Span, name string) bool {
+	byID := map[string]*tracepb.Span{}
+	for _, s := range spans {
+		byID[hex.EncodeToString(s.GetSpanId())] = s
+	}
+	for p := byID[hex.EncodeToString(sp.GetParentSpanId())]; p != nil; p = byID[hex.EncodeToString(p.GetParentSpanId())] {
+		if p.GetName() == name {
+			return true
+		}
+	}
+	return false
+}
+
+// TestTracingSubscription: a subscription has its operation span, and each
+// event its own span, in the trace of the request that opened the stream.
+func TestTracingSubscription(t *testing.T) {
+	sink := &otlpSink{}
+	recv := sink.httpReceiver(t)
+	const tid = "5bf92f3577b34da6a3ce929d0e0e4737"
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": recv.URL, "OTEL_EXPORTER_OTLP_HEADERS": "X-Tenant=incidents%20team"}
+	serveTraced(t, env, func(base string) {
+		resp := tracedPost(t, base, tid, `subscription Live { incidentChanged(since: "0") { seq incident { id title } } }`, "text/event-stream")
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "data:") && strings.Contains(sc.Text(), `"seq"`) {
+				return // one event
+			}
+		}
+		t.Fatalf("no event: %v", sc.Err())
+	})
+	spans := waitSpans(t, sink, tid, "subscription event")
+	var names []string
+	ok := false
+	for _, sp := range spans {
+		names = append(names, sp.GetName())
+		if sp.GetName() == "subscription event" && descends(spans, sp, "POST") {
+			ok = true
+		}
+	}
+	if !ok {
+		t.Fatalf("no subscription event span under the request's span: %v", names)
+	}
+	op := false
+	for _, sp := range spans {
+		if sp.GetName() == "subscription Live" {
+			op = attr(sp, "graphql.operation.type") == "subscription" && attr(sp, "graphql.operation.name") == "Live"
+		}
+	}
+	if !op {
+		t.Errorf("no subscription operation span with its attributes: %v", names)
+	}
 }
 
 // TestTracingOff: without an OTLP endpoint nothing is made (no exporter,
