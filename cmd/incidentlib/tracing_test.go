@@ -7,118 +7,17 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/tracing"
 )
-
-// otlpSink is a loopback OTLP receiver: what the exporters sent, as the
-// protocol's own messages (go.opentelemetry.io/proto/otlp).
-type otlpSink struct {
-	mu       sync.Mutex
-	spans    []*tracepb.Span
-	services []string
-}
-
-func (s *otlpSink) add(req *coltracepb.ExportTraceServiceRequest) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, rs := range req.GetResourceSpans() {
-		for _, a := range rs.GetResource().GetAttributes() {
-			if a.GetKey() == "service.name" {
-				s.services = append(s.services, a.GetValue().GetStringValue())
-			}
-		}
-		for _, ss := range rs.GetScopeSpans() {
-			s.spans = append(s.spans, ss.GetSpans()...)
-		}
-	}
-}
-
-// of returns the spans of trace tid received so far.
-func (s *otlpSink) of(tid string) []*tracepb.Span {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*tracepb.Span
-	for _, sp := range s.spans {
-		if hex.EncodeToString(sp.GetTraceId()) == tid {
-			out = append(out, sp)
-		}
-	}
-	return out
-}
-
-// httpReceiver is OTLP/HTTP with protobuf: POST /v1/traces.
-func (s *otlpSink) httpReceiver(t *testing.T) *httptest.Server {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.URL.Path != "/v1/traces" || r.Header.Get("Content-Type") != "application/x-protobuf" {
-			t.Errorf("OTLP receiver: unexpected %s %s (%s)", r.Method, r.URL.Path, r.Header.Get("Content-Type"))
-			http.Error(w, "no", http.StatusNotFound)
-			return
-		}
-		if r.Header.Get("X-Tenant") != "incidents team" {
-			t.Errorf("OTEL_EXPORTER_OTLP_HEADERS not sent: %q", r.Header.Get("X-Tenant"))
-		}
-		body, _ := io.ReadAll(r.Body)
-		var req coltracepb.ExportTraceServiceRequest
-		if err := proto.Unmarshal(body, &req); err != nil {
-			t.Errorf("OTLP receiver: %v", err)
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		s.add(&req)
-		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		_, _ = w.Write(out)
-	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
-
-type grpcSink struct {
-	coltracepb.UnimplementedTraceServiceServer
-	s *otlpSink
-}
-
-func (g grpcSink) Export(_ context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
-	g.s.add(req)
-	return &coltracepb.ExportTraceServiceResponse{}, nil
-}
-
-// grpcReceiver is OTLP over gRPC; it returns its http:// URL.
-func (s *otlpSink) grpcReceiver(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	coltracepb.RegisterTraceServiceServer(srv, grpcSink{s: s})
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(srv.Stop)
-	return "http://" + ln.Addr().String()
-}
-
-func attr(sp *tracepb.Span, key string) string {
-	for _, a := range sp.GetAttributes() {
-		if a.GetKey() == key {
-			return a.GetValue().GetStringValue()
-		}
-	}
-	return ""
-}
 
 // serveTraced runs serve with env and extra args, calls send with its
 // base URL, stops serve (which flushes the spans) and returns serve's log.
@@ -204,7 +103,7 @@ func checkOperation(t *testing.T, spans []*tracepb.Span, opName string, childNam
 	if op == nil {
 		t.Fatalf("no operation span %q among %v", "query "+opName, names)
 	}
-	if attr(op, "graphql.operation.name") != opName || attr(op, "graphql.operation.type") != "query" {
+	if testutil.SpanAttr(op, "graphql.operation.name") != opName || testutil.SpanAttr(op, "graphql.operation.type") != "query" {
 		t.Errorf("operation span attributes: %v", op.GetAttributes())
 	}
 	// The operation span's ancestors reach the caller's span.
@@ -242,23 +141,6 @@ func checkOperation(t *testing.T, spans []*tracepb.Span, opName string, childNam
 	}
 }
 
-func waitSpans(t *testing.T, s *otlpSink, tid string, want string) []*tracepb.Span {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		spans := s.of(tid)
-		for _, sp := range spans {
-			if sp.GetName() == want {
-				return spans
-			}
-		}
-		if time.Now().After(deadline) {
-			return spans
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestTracingOTLP runs serve with OTEL_EXPORTER_OTLP_ENDPOINT at loopback
 // OTLP receivers, HTTP/protobuf (the default) and gRPC, and checks what
 // they receive for a query sent with a traceparent.
@@ -267,21 +149,24 @@ func TestTracingOTLP(t *testing.T) {
 		// gqlgen's executor (FastReads off): the operation span, loader
 		// batches and store reads under it. (The outbound client's
 		// traceparent is checked in outbound/trace_test.go.)
-		sink := &otlpSink{}
-		recv := sink.httpReceiver(t)
+		sink := &testutil.OTLPSink{}
+		recv := sink.HTTP(t)
 		const tid = "4bf92f3577b34da6a3ce929d0e0e4736"
 		env := map[string]string{
-			"OTEL_EXPORTER_OTLP_ENDPOINT": recv.URL,
+			"OTEL_EXPORTER_OTLP_ENDPOINT": recv,
 			"OTEL_EXPORTER_OTLP_HEADERS":  "X-Tenant=incidents%20team",
 			"OTEL_SERVICE_NAME":           "incidentlib-test",
 		}
 		log := serveTraced(t, env, query(t, tid, `query Page { incidents(first: 3) { nodes { id org } } incident(id: "IL-0213") { id } }`),
 			"--executor", "gqlgen")
-		spans := waitSpans(t, sink, tid, "query Page")
+		spans := sink.Wait(tid, "query Page")
 		checkOperation(t, spans, "Page", "loader batch", "store.FindIncidents", "store.FindIncidentsByIDs")
-		sink.mu.Lock()
-		services := sink.services
-		sink.mu.Unlock()
+		services := sink.Services()
+		for _, h := range sink.Headers() {
+			if h.Get("X-Tenant") != "incidents team" {
+				t.Errorf("OTEL_EXPORTER_OTLP_HEADERS not sent: %q", h.Get("X-Tenant"))
+			}
+		}
 		if len(services) == 0 || services[0] != "incidentlib-test" {
 			t.Errorf("service.name: %v", services)
 		}
@@ -299,44 +184,28 @@ func TestTracingOTLP(t *testing.T) {
 	t.Run("GRPC", func(t *testing.T) {
 		// FastReads answers this query: its operation span and snapshot
 		// reads.
-		sink := &otlpSink{}
+		sink := &testutil.OTLPSink{}
 		const tid = "0af7651916cd43dd8448eb211c80319c"
 		env := map[string]string{
-			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": sink.grpcReceiver(t),
+			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": sink.GRPC(t),
 			"OTEL_EXPORTER_OTLP_PROTOCOL":        "grpc",
 		}
 		serveTraced(t, env, query(t, tid, `query Fast { incidents(first: 3) { nodes { id org } } }`))
-		spans := waitSpans(t, sink, tid, "query Fast")
+		spans := sink.Wait(tid, "query Fast")
 		checkOperation(t, spans, "Fast", "store.FindIncidents")
-		sink.mu.Lock()
-		defer sink.mu.Unlock()
-		if len(sink.services) == 0 || sink.services[0] != tracing.DefaultServiceName {
-			t.Errorf("default service.name: %v", sink.services)
+		if sv := sink.Services(); len(sv) == 0 || sv[0] != tracing.DefaultServiceName {
+			t.Errorf("default service.name: %v", sv)
 		}
 	})
-}
-
-// descends reports whether sp has an ancestor named name among spans.
-func descends(spans []*tracepb.Span, sp *tracepb.Span, name string) bool {
-	byID := map[string]*tracepb.Span{}
-	for _, s := range spans {
-		byID[hex.EncodeToString(s.GetSpanId())] = s
-	}
-	for p := byID[hex.EncodeToString(sp.GetParentSpanId())]; p != nil; p = byID[hex.EncodeToString(p.GetParentSpanId())] {
-		if p.GetName() == name {
-			return true
-		}
-	}
-	return false
 }
 
 // TestTracingSubscription: a subscription has its operation span, and each
 // event its own span, in the trace of the request that opened the stream.
 func TestTracingSubscription(t *testing.T) {
-	sink := &otlpSink{}
-	recv := sink.httpReceiver(t)
+	sink := &testutil.OTLPSink{}
+	recv := sink.HTTP(t)
 	const tid = "5bf92f3577b34da6a3ce929d0e0e4737"
-	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": recv.URL, "OTEL_EXPORTER_OTLP_HEADERS": "X-Tenant=incidents%20team"}
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": recv, "OTEL_EXPORTER_OTLP_HEADERS": "X-Tenant=incidents%20team"}
 	serveTraced(t, env, func(base string) {
 		resp := tracedPost(t, base, tid, `subscription Live { incidentChanged(since: "0") { seq incident { id title } } }`, "text/event-stream")
 		defer resp.Body.Close()
@@ -348,12 +217,12 @@ func TestTracingSubscription(t *testing.T) {
 		}
 		t.Fatalf("no event: %v", sc.Err())
 	})
-	spans := waitSpans(t, sink, tid, "subscription event")
+	spans := sink.Wait(tid, "subscription event")
 	var names []string
 	ok := false
 	for _, sp := range spans {
 		names = append(names, sp.GetName())
-		if sp.GetName() == "subscription event" && descends(spans, sp, "POST") {
+		if sp.GetName() == "subscription event" && testutil.SpanUnder(spans, sp, "POST") {
 			ok = true
 		}
 	}
@@ -363,7 +232,7 @@ func TestTracingSubscription(t *testing.T) {
 	op := false
 	for _, sp := range spans {
 		if sp.GetName() == "subscription Live" {
-			op = attr(sp, "graphql.operation.type") == "subscription" && attr(sp, "graphql.operation.name") == "Live"
+			op = testutil.SpanAttr(sp, "graphql.operation.type") == "subscription" && testutil.SpanAttr(sp, "graphql.operation.name") == "Live"
 		}
 	}
 	if !op {
