@@ -183,7 +183,9 @@ func New(svc Services, res *graph.Resolver, es graphql.ExecutableSchema, m *metr
 		gql.Use(extension.Introspection{})
 	}
 	gql.Use(m.OperationTracer())
-	gql.Use(tracing.GraphQL{}) // a span per operation, FastReads' too (tracing/graphql.go)
+	if tracing.Enabled() { // off, not even a layer in the chain (it would cost an allocation per operation)
+		gql.Use(tracing.GraphQL{}) // a span per operation, FastReads' too (tracing/graphql.go)
+	}
 	gql.SetRecoverFunc(func(ctx context.Context, v any) error {
 		cfg.Logger.ErrorContext(ctx, "panic in resolver", "panic", v)
 		return errors.New("internal error")
