@@ -16,7 +16,8 @@ import (
 // Request logging: one JSON line (log/slog) per request with the request
 // id (request_id), method, path, status, duration, bytes written, and for GraphQL the
 // operation name, the cost when known, the cache outcome and a short hash
-// of the document. Sizes are bounded: documents and variables are never
+// of the document, and trace_id when tracing is on and the request has a
+// trace (tracing.TraceID, docs/tracing.md). Sizes are bounded: documents and variables are never
 // logged whole; at debug level their first logPrefixBytes bytes are.
 // Health checks and scrapes are logged at debug level, server errors (5xx)
 // at error level, everything else at info.
