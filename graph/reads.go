@@ -6,7 +6,6 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 
 	"github.com/incidentlib/incidentlib"
-	"github.com/incidentlib/incidentlib/tracing"
 )
 
 // What the resolvers read from. A request's loaders read through one
@@ -41,7 +40,7 @@ type loaderReads struct {
 
 func (r *Resolver) reads() *loaderReads {
 	r.readsOnce.Do(func() {
-		r.services = tracing.Reader(&services{IncidentService: r.Incidents, orgs: r.Organizations}) // a span per store read when tracing is on
+		r.services = traceReads(&services{IncidentService: r.Incidents, orgs: r.Organizations}) // a span per store read when tracing is on
 		r.loaderReads = &loaderReads{
 			incidents: findIncidents,
 			recurrences: func(ctx context.Context, src incidentlib.Reader, ids []string) ([][]string, error) {
@@ -95,7 +94,7 @@ func (ls *Loaders) readSnapshot(ctx context.Context, snaps incidentlib.Snapshots
 	if snaps == nil || ls.snapshot != nil {
 		return
 	}
-	ls.snapshot = tracing.Snapshot(snaps.ReadSnapshot(ctx))
+	ls.snapshot = traceSnapshot(snaps.ReadSnapshot(ctx))
 	ls.reader = ls.snapshot
 }
 

@@ -6,7 +6,7 @@
 // (Inject, called by the outbound package's one client), the trace id of
 // the request log line (TraceID), and the child spans of store reads,
 // loader batches, search, cluster publish and apply and subscription events
-// (Start, Reader).
+// (Start, StartKV, EventSpan; graph/tracing.go wraps the store reads).
 //
 // Tracing is on only when OTEL_EXPORTER_OTLP_ENDPOINT or
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set. Off, nothing is created: every
