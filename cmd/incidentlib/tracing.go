@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel"
+
 	"github.com/incidentlib/incidentlib/tracing"
 )
 
@@ -22,6 +24,9 @@ func startTracing(ctx context.Context, getenv func(string) string, logger *slog.
 		return nil, fmt.Errorf("serve: tracing: %w", err)
 	}
 	if tracing.Enabled() {
+		// The SDK's own errors (an export that failed) as log lines of
+		// serve's, not the standard logger's.
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { logger.Warn("tracing", "err", err) }))
 		c, _ := tracing.ConfigFromEnv(getenv)
 		logger.Info("tracing on", "endpoint", c.Endpoint, "protocol", c.Protocol, "service", c.ServiceName)
 	}
