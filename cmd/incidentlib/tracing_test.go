@@ -118,8 +118,14 @@ func checkOperation(t *testing.T, spans []*tracepb.Span, opName string, childNam
 	if got := hex.EncodeToString(root.GetParentSpanId()); got != "00f067aa0ba902b7" {
 		t.Errorf("the request's spans are not parented to the incoming traceparent: root %q has parent %s", root.GetName(), got)
 	}
-	if root.GetKind() != tracepb.Span_SPAN_KIND_SERVER || root.GetTraceState() != "vendor=opaque" {
-		t.Errorf("server span: kind %v, tracestate %q", root.GetKind(), root.GetTraceState())
+	status := int64(0)
+	for _, a := range root.GetAttributes() {
+		if a.GetKey() == "http.response.status_code" {
+			status = a.GetValue().GetIntValue()
+		}
+	}
+	if root.GetKind() != tracepb.Span_SPAN_KIND_SERVER || root.GetTraceState() != "vendor=opaque" || status != http.StatusOK {
+		t.Errorf("server span: kind %v, tracestate %q, status %d", root.GetKind(), root.GetTraceState(), status)
 	}
 	for _, want := range childNames {
 		found := false
