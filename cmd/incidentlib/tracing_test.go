@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/incidentlib/incidentlib/internal/testutil"
@@ -22,6 +23,11 @@ import (
 // serveTraced runs serve with env and extra args, calls send with its
 // base URL, stops serve (which flushes the spans) and returns serve's log.
 func serveTraced(t *testing.T, env map[string]string, send func(base string), extra ...string) string {
+	return serveTracedAll(t, env, []func(string){send}, extra...)
+}
+
+// serveTracedAll is serveTraced with several senders, in turn.
+func serveTracedAll(t *testing.T, env map[string]string, sends []func(base string), extra ...string) string {
 	t.Helper()
 	addr := testutil.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -33,7 +39,9 @@ func serveTraced(t *testing.T, env map[string]string, send func(base string), ex
 		done <- run(ctx, args, func(k string) string { return env[k] }, strings.NewReader(""), &stdout, &stderr)
 	}()
 	waitHealthy(t, "http://"+addr, done)
-	send("http://" + addr)
+	for _, send := range sends {
+		send("http://" + addr)
+	}
 	cancel()
 	select {
 	case err := <-done:
@@ -212,7 +220,7 @@ func TestTracingSubscription(t *testing.T) {
 	recv := sink.HTTP(t)
 	const tid = "5bf92f3577b34da6a3ce929d0e0e4737"
 	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": recv, "OTEL_EXPORTER_OTLP_HEADERS": "X-Tenant=incidents%20team"}
-	serveTraced(t, env, func(base string) {
+	serveTracedAll(t, env, []func(string){func(base string) {
 		resp := tracedPost(t, base, tid, `subscription Live { incidentChanged(since: "0") { seq incident { id title } } }`, "text/event-stream")
 		defer resp.Body.Close()
 		sc := bufio.NewScanner(resp.Body)
@@ -222,7 +230,26 @@ func TestTracingSubscription(t *testing.T) {
 			}
 		}
 		t.Fatalf("no event: %v", sc.Err())
-	})
+	}, func(base string) {
+		// graphql-transport-ws through the server span's writer: the
+		// upgrade hijacks the connection through Unwrap.
+		h := http.Header{}
+		h.Set("traceparent", "00-"+tid+"-00f067aa0ba902b7-01")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/graphql",
+			&websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}, HTTPHeader: h})
+		if err != nil {
+			t.Fatalf("WebSocket upgrade with tracing on: %v", err)
+		}
+		defer c.CloseNow()
+		if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"connection_init"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if _, msg, err := c.Read(ctx); err != nil || !strings.Contains(string(msg), "connection_ack") {
+			t.Fatalf("no connection_ack: %s %v", msg, err)
+		}
+	}})
 	spans := sink.Wait(tid, "subscription event")
 	var names []string
 	ok := false
