@@ -22,7 +22,7 @@ func TestWriteTraced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer shutdown(context.Background())
+	defer func() { _ = shutdown(context.Background()) }()
 	c := startCluster(t, 3)
 	ctx, span := tracing.Start(editor("n1"), "test write")
 	tid := span.SpanContext().TraceID().String()
