@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/tracing"
 )
 
 // Store is what the Applier writes: the library's writes, the imports of
@@ -142,6 +144,8 @@ func (a *Applier) resultOf(key string) (Result, bool) { return a.recent.Get(key)
 // stops applying: Apply returns an error and Follow ends.
 func (a *Applier) Apply(ctx context.Context, m Message) error {
 	start := time.Now()
+	ctx, span := tracing.Start(tracing.Extract(ctx, http.Header(m.Header)), "cluster apply")
+	defer span.End()
 	format, rules := headerInt(m.Header, HeaderFormat), headerInt(m.Header, HeaderRules)
 	if format > FormatVersion || rules > RulesVersion {
 		err := fmt.Errorf("message %d has format %d and rule set %d; this node knows format %d and rule set %d: upgrade it", m.Seq, format, rules, FormatVersion, RulesVersion)

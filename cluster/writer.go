@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/tracing"
 )
 
 // Writer is the library's write side (incidentlib.Writer) on a cluster
@@ -246,6 +248,9 @@ func (wr *Writer) writeBound(ctx context.Context, subject string, w *Write, more
 	}
 	hdr := header(w.Op)
 	hdr.Set(HeaderContent, content)
+	ctx, span := tracing.StartKV(ctx, "cluster publish", "messaging.destination.name", subject)
+	defer span.End()
+	tracing.Inject(ctx, http.Header(hdr)) // the appliers' spans follow this one
 	// A write refused before it is published (no leader during an
 	// election, a node behind) is tried again until the write timeout:
 	// nothing was written.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/graph/model"
+	"github.com/incidentlib/incidentlib/tracing"
 )
 
 // LoaderWait is how long a loader collects keys before it reads them. Keys a
@@ -106,6 +107,8 @@ func (l *Loader[K, V]) fetch(ctx context.Context, keys []K) ([]V, error) {
 	if l.m != nil {
 		l.m.Batch(l.name, len(keys))
 	}
+	ctx, span := tracing.StartKV(ctx, "loader batch", "incidentlib.loader", l.name)
+	defer span.End()
 	return l.read(ctx, *l.src, keys)
 }
 

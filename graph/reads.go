@@ -40,7 +40,7 @@ type loaderReads struct {
 
 func (r *Resolver) reads() *loaderReads {
 	r.readsOnce.Do(func() {
-		r.services = &services{IncidentService: r.Incidents, orgs: r.Organizations}
+		r.services = traceReads(&services{IncidentService: r.Incidents, orgs: r.Organizations}) // a span per store read when tracing is on
 		r.loaderReads = &loaderReads{
 			incidents: findIncidents,
 			recurrences: func(ctx context.Context, src incidentlib.Reader, ids []string) ([][]string, error) {
@@ -94,7 +94,7 @@ func (ls *Loaders) readSnapshot(ctx context.Context, snaps incidentlib.Snapshots
 	if snaps == nil || ls.snapshot != nil {
 		return
 	}
-	ls.snapshot = snaps.ReadSnapshot(ctx)
+	ls.snapshot = traceSnapshot(snaps.ReadSnapshot(ctx))
 	ls.reader = ls.snapshot
 }
 

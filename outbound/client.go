@@ -35,6 +35,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
+
+	"github.com/incidentlib/incidentlib/tracing"
 )
 
 // ErrResponseTooLarge is returned when a response body exceeds
@@ -280,6 +282,7 @@ func (c *Client) send(ctx context.Context, up *upstream, req *http.Request, body
 
 	r := req.Clone(actx)
 	r.Body = body
+	tracing.Inject(actx, r.Header) // traceparent, tracestate: every outbound request
 	if c.cfg.UserAgent != "" && r.Header.Get("User-Agent") == "" {
 		r.Header.Set("User-Agent", c.cfg.UserAgent)
 	}

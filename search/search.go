@@ -13,6 +13,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/tracing"
 )
 
 var _ incidentlib.SearchService = (*Index)(nil)
@@ -114,6 +115,8 @@ func pageArgs(p incidentlib.PageArgs, fp uint32) (offset, size int, err error) {
 // Search returns one page of the incidents that match q, best first. See
 // incidentlib.SearchService.
 func (x *Index) Search(ctx context.Context, q incidentlib.SearchQuery, page incidentlib.PageArgs) (*incidentlib.SearchPage, error) {
+	ctx, span := tracing.Start(ctx, "search")
+	defer span.End()
 	p, err := x.prepare(q)
 	if err != nil {
 		return nil, err

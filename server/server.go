@@ -33,6 +33,7 @@ import (
 	"github.com/incidentlib/incidentlib/server/gqledge"
 	"github.com/incidentlib/incidentlib/server/metrics"
 	"github.com/incidentlib/incidentlib/server/restapi"
+	"github.com/incidentlib/incidentlib/tracing"
 )
 
 // Config configures the handler.
@@ -182,6 +183,9 @@ func New(svc Services, res *graph.Resolver, es graphql.ExecutableSchema, m *metr
 		gql.Use(extension.Introspection{})
 	}
 	gql.Use(m.OperationTracer())
+	if tracing.Enabled() { // off, not even a layer in the chain (it would cost an allocation per operation)
+		gql.Use(tracing.GraphQL{}) // a span per operation, FastReads' too (tracing/graphql.go)
+	}
 	gql.SetRecoverFunc(func(ctx context.Context, v any) error {
 		cfg.Logger.ErrorContext(ctx, "panic in resolver", "panic", v)
 		return errors.New("internal error")
@@ -268,7 +272,7 @@ func New(svc Services, res *graph.Resolver, es graphql.ExecutableSchema, m *metr
 	if !cfg.Prod {
 		mountGraphiQL(mux, "/graphql")
 	}
-	s.handler = edge.Around(mux)
+	s.handler = tracing.HTTP(edge.Around(mux)) // incoming traceparent, server span (tracing/tracing.go)
 	return s, nil
 }
 

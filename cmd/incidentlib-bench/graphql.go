@@ -24,6 +24,7 @@ import (
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/storage"
+	"github.com/incidentlib/incidentlib/tracing"
 )
 
 func init() {
@@ -69,6 +70,13 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 	defer done()
+	// Traces as serve has them: on when OTEL_EXPORTER_OTLP_ENDPOINT is set
+	// (docs/tracing.md), to measure their cost; off otherwise.
+	stopTracing, err := tracing.Setup(ctx, os.Getenv)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = stopTracing(context.WithoutCancel(ctx)) }()
 
 	srv, err := newServer(db, nil, executionConfig, nil)
 	if err != nil {

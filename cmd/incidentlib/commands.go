@@ -159,6 +159,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("--log-level: %v", err)
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	stopTracing, err := startTracing(ctx, getenv, logger) // OTEL_* (tracing.go), flushed last
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	if err := lf.applyMemoryLimit(); err != nil {
 		return err
 	}

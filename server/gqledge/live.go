@@ -21,6 +21,7 @@ import (
 	"github.com/incidentlib/incidentlib/graph"
 	"github.com/incidentlib/incidentlib/graph/model"
 	"github.com/incidentlib/incidentlib/live"
+	"github.com/incidentlib/incidentlib/tracing"
 )
 
 // Subscriptions at the edge: GraphQL over SSE (livesse.go, the
@@ -370,6 +371,8 @@ func (s *stream) encode(it live.Item) ([]byte, error) {
 		timeout := s.l.e.guard.lim.RequestTimeout
 		ctx, release := s.l.opts.EventContext(s.ctx)
 		defer release()
+		ctx, span := tracing.EventSpan(ctx)
+		defer span.End()
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		s.rq.deadline = time.Now().Add(timeout)

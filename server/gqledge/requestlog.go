@@ -9,12 +9,15 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/incidentlib/incidentlib/tracing"
 )
 
 // Request logging: one JSON line (log/slog) per request with the request
 // id (request_id), method, path, status, duration, bytes written, and for GraphQL the
 // operation name, the cost when known, the cache outcome and a short hash
-// of the document. Sizes are bounded: documents and variables are never
+// of the document, and trace_id when tracing is on and the request has a
+// trace (tracing.TraceID, docs/tracing.md). Sizes are bounded: documents and variables are never
 // logged whole; at debug level their first logPrefixBytes bytes are.
 // Health checks and scrapes are logged at debug level, server errors (5xx)
 // at error level, everything else at info.
@@ -210,6 +213,9 @@ func (o *Edge) requestLog(next http.Handler) http.Handler {
 		}
 		rec := slog.NewRecord(end, level, "request", 0)
 		rec.AddAttrs(slog.String("request_id", st.id))
+		if tid := tracing.TraceID(ctx); tid != "" {
+			rec.AddAttrs(slog.String("trace_id", tid))
+		}
 		if !fixed {
 			rec.AddAttrs(
 				slog.String("method", truncate(r.Method, 16)),
