@@ -46,7 +46,7 @@ test: check-generate e2e-deps
 # (cmd/incidentlib, tag clustertest), and serve's handler on three
 # in-process nodes (TestClusterAdminMutationsThroughHTTP, not under -race).
 test-cluster:
-	$(GO) test -count=1 -timeout 6m ./cluster/
+	$(GO) test -count=1 -timeout 12m ./cluster/
 	$(GO) test -count=1 -timeout 8m -tags clustertest -run 'TestCluster' ./cmd/incidentlib/
 
 # The process tests alone.

@@ -28,9 +28,17 @@ import (
 const HistoryMember = "history"
 
 // ReservedTopMembers are the names a record's top-level unknown members
-// may not take, beyond its known ones: the members the readers of export
-// files key on to tell lines apart.
-var ReservedTopMembers = []string{HistoryMember}
+// may not take, beyond its known ones, each with why: the members the
+// readers of export files and of the change feed key on to tell lines
+// apart. A feed line is {"seq":…,"deleted":…,"entry":{…}, then the
+// record's members (WriteChangeLine): a record member of one of those
+// names would be a second one in the line.
+var ReservedTopMembers = map[string]string{
+	HistoryMember: "at the top of a line marks an incident with its history (export --history)",
+	"seq":         "begins every line of the change feed, whose record lines carry the record's members",
+	"deleted":     "says whether a line of the change feed is a tombstone",
+	"entry":       "is the history entry of a line of the history feed",
+}
 
 // IsHistoryLine reports whether b, one line of a file, is an incident with
 // its history (export --history): a JSON object with a HistoryMember
@@ -173,9 +181,9 @@ func ReservedMember(name string, known map[string]bool, top bool) string {
 		}
 	}
 	if top {
-		for _, r := range ReservedTopMembers {
+		for r, why := range ReservedTopMembers {
 			if strings.EqualFold(r, name) {
-				return fmt.Sprintf("is reserved: %q at the top of a line marks an incident with its history (export --history)", r)
+				return fmt.Sprintf("is reserved: %q %s", r, why)
 			}
 		}
 	}

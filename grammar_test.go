@@ -64,6 +64,9 @@ func TestMemberGrammar(t *testing.T) {
 		"TopOrg":               {func(i *incidentlib.Incident) { i.Extra = x("org", `"x"`) }, []string{"org"}},
 		"CaseOnly":             {func(i *incidentlib.Incident) { i.Review.Extra = x("Written_By", `"ceo"`) }, []string{"review", "Written_By"}},
 		"TopHistory":           {func(i *incidentlib.Incident) { i.Extra = x("history", `[]`) }, []string{"history"}},
+		"TopSeq":               {func(i *incidentlib.Incident) { i.Extra = x("seq", `1`) }, []string{"seq"}},
+		"TopDeleted":           {func(i *incidentlib.Incident) { i.Extra = x("Deleted", `true`) }, []string{"Deleted"}},
+		"TopEntry":             {func(i *incidentlib.Incident) { i.Extra = x("entry", `{}`) }, []string{"entry"}},
 		"DuplicateInExtra":     {func(i *incidentlib.Incident) { i.Review.Extra = x("notes", `{"a":{"b":1,"b":2}}`) }, []string{"review", "notes", "a", "b"}},
 		"DuplicateInExtraList": {func(i *incidentlib.Incident) { i.Sources[1].Extra = x("m", `[0,{"k":1,"k":2}]`) }, []string{"sources", "1", "m", "1", "k"}},
 		"DuplicateInDoc": {func(i *incidentlib.Incident) {

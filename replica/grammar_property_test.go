@@ -1,6 +1,7 @@
 package replica_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -20,7 +21,7 @@ import (
 // known member (which the write path refuses).
 var (
 	propNames    = []string{"x_note", "ja", "注記", "emoji😀", "a<b>&c", "sp ace", "", "\u2028", "history_note", "Url2"}
-	propBadNames = []string{"url", "Written_By", "history", "text", "EN", "kind", "scope", "role"}
+	propBadNames = []string{"url", "Written_By", "history", "text", "EN", "kind", "scope", "role", "seq", "deleted", "entry"}
 	propVals     = []string{`"plain"`, `"<script>&amp;</script>"`, `"줄\u2028바꿈 é 😀"`, `1.50`, `-0`, `1e3`, `true`, `null`, `[]`, `{}`,
 		`{"k":[1,{"z":null}],"h":"<>"}`, `[{"a":1},{"a":2}]`, `{"history":[]}`, `"\u003c\u0026"`}
 	propBadVals = []string{`{"d":1,"d":2}`, `[{"a":{"b":1,"b":1}}]`}
@@ -74,8 +75,9 @@ func propRecord(r *rand.Rand, inc *incidentlib.Incident) {
 // TestGrammarRoundTripProperty: random records with unknown members at
 // every depth that the write path accepts export and import into a fresh
 // store byte-identically (through the text reader import uses, which
-// refuses a member named twice), and a replica following the primary
-// holds the same bytes; the ones it refuses are refused with EINVALID.
+// refuses a member named twice), their change feed lines name every
+// member once, and a replica following the primary holds the same bytes;
+// the ones it refuses are refused with EINVALID.
 func TestGrammarRoundTripProperty(t *testing.T) {
 	p := newPrimary(t, 3)
 	editor := incidentlib.WithIdentity(context.Background(), incidentlib.Identity{Name: "kim", Role: incidentlib.RoleEditor})
@@ -111,6 +113,17 @@ func TestGrammarRoundTripProperty(t *testing.T) {
 	incs := make([]*incidentlib.Incident, len(recs))
 	for k, rec := range recs {
 		incs[k] = rec.Incident
+	}
+	// Each record's change feed line names every member once too.
+	for _, inc := range incs {
+		var line bytes.Buffer
+		bw := bufio.NewWriter(&line)
+		if err := incidentlib.WriteChangeLine(bw, 1, false, inc.ID, inc); err != nil || bw.Flush() != nil {
+			t.Fatal(err)
+		}
+		if err := incidentlib.CheckMemberNames(line.Bytes()); err != nil {
+			t.Fatalf("the feed line of %s: %v", inc.ID, err)
+		}
 	}
 	dst := openStore(t, filepath.Join(t.TempDir(), "dst.db"))
 	defer dst.Close()
