@@ -156,7 +156,6 @@ func (wr *Writer) MergeOrganizations(ctx context.Context, author, from, into str
 	return res.Merged, err
 }
 
-
 // firstError returns the first error that is not nil.
 func firstError(errs ...error) error {
 	for _, err := range errs {

@@ -252,27 +252,37 @@ func (a *Applier) applyOnce(ctx context.Context, m Message) Result {
 // chunks reads an import's chunks back from the log, in order: each must
 // be an import chunk before the commit at seq.
 func (a *Applier) chunks(ctx context.Context, seq uint64, seqs []uint64) ([]*incidentlib.Incident, error) {
-	if a.node == nil {
-		return nil, incidentlib.Errorf(incidentlib.EINTERNAL, "the applier reads no log")
-	}
 	var recs []*incidentlib.Incident
+	err := a.eachChunk(ctx, seq, seqs, OpImportChunk, "import", func(w *Write) { recs = append(recs, w.Records...) })
+	return recs, err
+}
+
+// eachChunk reads the chunks seqs of the commit at seq back from the log,
+// in order, and hands each to add: each must be a message of op before
+// the commit (EINVALID otherwise, naming what, the commit's kind). A log
+// that cannot be read now is no refusal: the error is internal, and the
+// message is tried again.
+func (a *Applier) eachChunk(ctx context.Context, seq uint64, seqs []uint64, op Op, what string, add func(*Write)) error {
+	if a.node == nil {
+		return incidentlib.Errorf(incidentlib.EINTERNAL, "the applier reads no log")
+	}
 	for _, s := range seqs {
 		if s >= seq {
-			return nil, incidentlib.Errorf(incidentlib.EINVALID, "import commit %d names chunk %d, not before it", seq, s)
+			return incidentlib.Errorf(incidentlib.EINVALID, "%s commit %d names chunk %d, not before it", what, seq, s)
 		}
 		data, err := a.node.GetMsg(ctx, s)
 		if incidentlib.ErrorCode(err) == incidentlib.EUNAVAILABLE {
 			// Not a refusal: applied by the other nodes, tried again here.
-			return nil, fmt.Errorf("read import chunk %d: %s", s, incidentlib.ErrorMessage(err))
+			return fmt.Errorf("read %s chunk %d: %s", what, s, incidentlib.ErrorMessage(err))
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		var w Write
-		if err := json.Unmarshal(data, &w); err != nil || w.Op != OpImportChunk {
-			return nil, incidentlib.Errorf(incidentlib.EINVALID, "import commit %d names message %d, which is no import chunk", seq, s)
+		if err := json.Unmarshal(data, &w); err != nil || w.Op != op {
+			return incidentlib.Errorf(incidentlib.EINVALID, "%s commit %d names message %d, which is no %s chunk", what, seq, s, what)
 		}
-		recs = append(recs, w.Records...)
+		add(&w)
 	}
-	return recs, nil
+	return nil
 }

@@ -138,27 +138,7 @@ func (a *Applier) applyHistory(ctx, wctx context.Context, seq uint64, w *Write, 
 // order, and joins their bytes: each must be a history chunk before the
 // commit at seq.
 func (a *Applier) historyChunks(ctx context.Context, seq uint64, seqs []uint64) ([]byte, error) {
-	if a.node == nil {
-		return nil, incidentlib.Errorf(incidentlib.EINTERNAL, "the applier reads no log")
-	}
 	var lines []byte
-	for _, s := range seqs {
-		if s >= seq {
-			return nil, incidentlib.Errorf(incidentlib.EINVALID, "history commit %d names chunk %d, not before it", seq, s)
-		}
-		data, err := a.node.GetMsg(ctx, s)
-		if incidentlib.ErrorCode(err) == incidentlib.EUNAVAILABLE {
-			// Not a refusal: applied by the other nodes, tried again here.
-			return nil, fmt.Errorf("read history chunk %d: %s", s, incidentlib.ErrorMessage(err))
-		}
-		if err != nil {
-			return nil, err
-		}
-		var w Write
-		if err := json.Unmarshal(data, &w); err != nil || w.Op != OpHistoryChunk {
-			return nil, incidentlib.Errorf(incidentlib.EINVALID, "history commit %d names message %d, which is no history chunk", seq, s)
-		}
-		lines = append(lines, w.History...)
-	}
-	return lines, nil
+	err := a.eachChunk(ctx, seq, seqs, OpHistoryChunk, "history", func(w *Write) { lines = append(lines, w.History...) })
+	return lines, err
 }
