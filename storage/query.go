@@ -215,14 +215,14 @@ func (db *DB) RecurrenceIDs(ctx context.Context, ids []string) ([][]string, erro
 	out := make([][]string, len(ids))
 	err := db.view(ctx, func(tx *bolt.Tx) error {
 		links := newLinkReader(tx, bucketRecurrences)
-		listed := listedSet(tx)
+		unlisted := unlistedSet(tx) // the visibility rule (listed.go)
 		for i, id := range ids {
 			n, ok := incidentlib.ParseID(id)
 			if !ok {
 				continue
 			}
 			for _, s := range links.sources(n) {
-				if listed.Contains(s) {
+				if !unlisted.Contains(s) {
 					out[i] = append(out[i], incidentlib.FormatID(s))
 				}
 			}

@@ -20,14 +20,14 @@ func (db *DB) RelatedByIDs(ctx context.Context, ids []string) ([][]string, error
 	out := make([][]string, len(ids))
 	err := db.view(ctx, func(tx *bolt.Tx) error {
 		links := newLinkReader(tx, bucketRelatedRev)
-		listed := listedSet(tx)
+		unlisted := unlistedSet(tx) // the visibility rule (listed.go)
 		for i, id := range ids {
 			n, ok := incidentlib.ParseID(id)
 			if !ok {
 				continue
 			}
 			for _, s := range links.sources(n) {
-				if s != n && listed.Contains(s) {
+				if s != n && !unlisted.Contains(s) {
 					out[i] = append(out[i], incidentlib.FormatID(s))
 				}
 			}
