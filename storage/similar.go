@@ -37,8 +37,8 @@ func (db *DB) Similar(ctx context.Context, id string, n int) ([]incidentlib.Simi
 		}
 		// Only the incidents lists show are ranked, and counted in the
 		// weights (the visibility rule, listed.go).
-		listed, restricted := listedOf(tx, readPosting(tx, postAll))
-		total := float64(listed.GetCardinality())
+		unlisted := unlistedSet(tx)
+		total := float64(readPosting(tx, postAll).GetCardinality() - unlisted.GetCardinality())
 		type cand struct {
 			score  float64
 			shared []incidentlib.TermKey
@@ -49,11 +49,12 @@ func (db *DB) Similar(ctx context.Context, id string, n int) ([]incidentlib.Simi
 		// the organization), by its rarity; a posting of one incident
 		// shares nothing.
 		add := func(p *roaring.Bitmap, t *incidentlib.TermKey) {
-			if restricted {
-				p = roaring.And(p, listed) // p points into the file: a new one
-				p.Add(self)                // self's own term counts in its frequency, listed or not
+			// The listed incidents of p, and self, whose own term counts
+			// in its frequency, listed or not; counted without a copy.
+			df := float64(p.GetCardinality() - p.AndCardinality(unlisted))
+			if unlisted.Contains(self) && p.Contains(self) {
+				df++
 			}
-			df := float64(p.GetCardinality())
 			if df <= 1 {
 				return
 			}
@@ -61,7 +62,7 @@ func (db *DB) Similar(ctx context.Context, id string, n int) ([]incidentlib.Simi
 			it := p.Iterator()
 			for it.HasNext() {
 				doc := it.Next()
-				if doc == self {
+				if doc == self || unlisted.Contains(doc) {
 					continue
 				}
 				c := cands[doc]
