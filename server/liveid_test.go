@@ -385,7 +385,7 @@ func TestStreamsPerClient(t *testing.T) {
 // event's size (about n/2 for the frames, deadlines and flushes of 2n
 // streams); a copy per WebSocket subscriber adds n times its size.
 func TestSubscribersShareTheEncoding(t *testing.T) {
-	const n, events = 24, 8
+	const n, events = 24, 24 // enough events that a collection in a round is a small part of each
 	f := newLive(t, 5, server.Config{})
 	pad := strings.Repeat("a long summary ", 1300)
 	size := uint64(len(pad))
