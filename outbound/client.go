@@ -35,8 +35,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
-
-	"github.com/incidentlib/incidentlib/tracing"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // ErrResponseTooLarge is returned when a response body exceeds
@@ -282,7 +282,9 @@ func (c *Client) send(ctx context.Context, up *upstream, req *http.Request, body
 
 	r := req.Clone(actx)
 	r.Body = body
-	tracing.Inject(actx, r.Header) // traceparent, tracestate: every outbound request
+	// traceparent, tracestate: every outbound request, through the OTel
+	// API's global propagator (a no-op until tracing.Setup installs the W3C one).
+	otel.GetTextMapPropagator().Inject(actx, propagation.HeaderCarrier(r.Header))
 	if c.cfg.UserAgent != "" && r.Header.Get("User-Agent") == "" {
 		r.Header.Set("User-Agent", c.cfg.UserAgent)
 	}

@@ -308,8 +308,9 @@ func (c *procCluster) level() {
 	}
 }
 
-// exportOf takes a backup of node n through its API and exports it.
-func (c *procCluster) exportOf(n *clusterNode) []byte {
+// backupOf takes a backup of node n through its API into a file of the
+// test's named after n and what, and returns its path.
+func (c *procCluster) backupOf(n *clusterNode, what string) string {
 	t := c.t
 	req, _ := http.NewRequest(http.MethodGet, n.base+"/admin/backup", nil)
 	req.Header.Set("Authorization", "Bearer "+crashToken)
@@ -321,7 +322,7 @@ func (c *procCluster) exportOf(n *clusterNode) []byte {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("backup of %s: %s", n.name, resp.Status)
 	}
-	path := filepath.Join(t.TempDir(), n.name+".backup.db")
+	path := filepath.Join(t.TempDir(), n.name+"."+what+".db")
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
@@ -329,7 +330,16 @@ func (c *procCluster) exportOf(n *clusterNode) []byte {
 	if _, err := io.Copy(f, resp.Body); err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// exportOf takes a backup of node n through its API and exports it.
+func (c *procCluster) exportOf(n *clusterNode) []byte {
+	t := c.t
+	path := c.backupOf(n, "backup")
 	db, err := storage.Open(path, storage.Options{Taxonomy: seeds.MustTaxonomy(), ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)

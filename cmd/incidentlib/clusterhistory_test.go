@@ -6,8 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,25 +107,7 @@ func writeHistoryFile(t *testing.T, path string, n, first, versions int) []byte 
 // `export --history` on it.
 func (c *procCluster) exportHistoryOf(n *clusterNode) []byte {
 	t := c.t
-	req, _ := http.NewRequest(http.MethodGet, n.base+"/admin/backup", nil)
-	req.Header.Set("Authorization", "Bearer "+crashToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("backup of %s: %s", n.name, resp.Status)
-	}
-	path := filepath.Join(t.TempDir(), n.name+".history.db")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	path := c.backupOf(n, "history")
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(c.bin, "export", "--history", "--db", path)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
