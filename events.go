@@ -3,6 +3,8 @@ package incidentlib
 import (
 	"fmt"
 	"time"
+
+	"github.com/incidentlib/incidentlib/iljson"
 )
 
 // Typed event timelines: an incident's events in order, each at a time
@@ -59,16 +61,16 @@ type eventJSON struct {
 	Text   Text      `json:"text"`
 }
 
-var eventKnown = knownFields(eventJSON{})
+var eventKnown = iljson.KnownFields(eventJSON{})
 
 // MarshalJSON writes the event with null for an unknown time or offset.
 func (e Event) MarshalJSON() ([]byte, error) {
-	return marshalWithExtra(eventJSON{strPtr(e.At), strPtr(e.Offset), e.Kind, e.Text}, e.Extra)
+	return iljson.MarshalWithExtra(eventJSON{strPtr(e.At), strPtr(e.Offset), e.Kind, e.Text}, e.Extra)
 }
 
 // UnmarshalJSON reads an event, keeping unknown fields.
 func (e *Event) UnmarshalJSON(data []byte) error {
-	return unmarshalWithExtra(data, e, eventKnown, nullIsError, func(w eventJSON, extra Extra) Event {
+	return iljson.Unmarshal(data, e, eventKnown, iljson.NullIsError, func(w eventJSON, extra Extra) Event {
 		return Event{At: strVal(w.At), Offset: strVal(w.Offset), Kind: w.Kind, Text: w.Text, Extra: extra}
 	})
 }

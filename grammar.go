@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
+
+	"github.com/incidentlib/incidentlib/iljson"
 )
 
 // The record grammar of member names (docs/editing.md): a record's JSON
@@ -55,116 +54,58 @@ func IsHistoryLine(b []byte) bool {
 	return ok
 }
 
-var (
-	extraType = reflect.TypeFor[Extra]()
-	rawType   = reflect.TypeFor[json.RawMessage]()
-)
+// recordMembers walks a record's objects for checkMembers.
+var recordMembers = iljson.MemberWalk{Known: KnownMembers}
 
-// checkMembers walks the record v (an Incident, then every object it
-// holds, in lists too) and adds a problem, naming its path, for each
-// unknown member whose name is reserved at its object, and for each
-// object inside an unknown member's value or a doc that names a member
-// twice. It follows the Go types (a plan per type, made once), so an
-// object type added to the record is walked without a change here (a
-// test checks that every type that carries Extra has its KnownMembers).
-// path is the caller's buffer: checkMembers leaves it as it found it.
-func checkMembers(p *problems, v reflect.Value, path []string, top bool) {
-	switch v.Kind() {
-	case reflect.Pointer:
-		if !v.IsNil() {
-			checkMembers(p, v.Elem(), path, top)
-		}
-	case reflect.Slice:
-		if v.Type() == rawType {
-			checkRawMembers(p, v.Bytes(), path)
-			return
-		}
-		for k := range v.Len() {
-			checkMembers(p, v.Index(k), append(path, strconv.Itoa(k)), false)
-		}
-	case reflect.Struct:
-		plan := memberPlanOf(v.Type())
-		for _, f := range plan.fields {
-			fv := v.Field(f.index)
-			if f.extra {
-				checkExtra(p, fv.Interface().(Extra), plan.known, path, top)
-				continue
-			}
-			if fv.Kind() == reflect.Slice && fv.Len() == 0 {
-				continue
-			}
-			checkMembers(p, fv, append(path, f.name), false)
-		}
-	}
+// checkMembers walks the record i (then every object it holds, in lists
+// too) and adds a problem, naming its path, for each unknown member whose
+// name is reserved at its object, and for each object inside an unknown
+// member's value or a doc that names a member twice. The walk
+// (iljson.MemberWalk) follows the Go types, so an object type added to
+// the record is walked without a change here (a test checks that every
+// type that carries Extra has its KnownMembers).
+func checkMembers(p *problems, i *Incident) {
+	recordMembers.Walk(i, memberChecker{p})
 }
 
-// memberPlan is how checkMembers walks a struct type: its Extra, and the
-// fields that hold objects or raw JSON, by JSON name.
-type memberPlan struct {
-	known  map[string]bool
-	fields []memberField
+// memberChecker is the record grammar's iljson.MemberVisitor.
+type memberChecker struct{ p *problems }
+
+func (c memberChecker) Extra(path []string, extra Extra, known map[string]bool, top bool) {
+	checkExtra(c.p, extra, known, path, top)
 }
 
-type memberField struct {
-	index int
-	name  string
-	extra bool
-}
+func (c memberChecker) Raw(path []string, raw json.RawMessage) { checkRawMembers(c.p, raw, path) }
 
-var memberPlans sync.Map // reflect.Type -> *memberPlan
-
-func memberPlanOf(t reflect.Type) *memberPlan {
-	if p, ok := memberPlans.Load(t); ok {
-		return p.(*memberPlan)
+// KnownMembers returns the member names IL-JSON defines for an object of
+// v's type (Incident, Text, Impact, Timeline, Item, Source, Review, OrgRole
+// or TextOrigins),
+// which are read into its fields; any other member is kept in its Extra.
+// It returns nil for other types. The map is shared: do not change it.
+func KnownMembers(v any) map[string]bool {
+	switch v.(type) {
+	case Incident, *Incident:
+		return incidentKnown
+	case Text, *Text:
+		return textKnown
+	case Impact, *Impact:
+		return impactKnown
+	case Timeline, *Timeline:
+		return timelineKnown
+	case Item, *Item:
+		return itemKnown
+	case Source, *Source:
+		return sourceKnown
+	case Review, *Review:
+		return reviewKnown
+	case OrgRole, *OrgRole:
+		return orgRoleKnown
+	case TextOrigins, *TextOrigins:
+		return textKnown
+	case Event, *Event:
+		return eventKnown
 	}
-	p := &memberPlan{known: KnownMembers(reflect.New(t).Interface())}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		if f.Type == extraType {
-			p.fields = append(p.fields, memberField{index: i, extra: true})
-			continue
-		}
-		if holdsMembers(f.Type, map[reflect.Type]bool{}) {
-			p.fields = append(p.fields, memberField{index: i, name: memberName(f)})
-		}
-	}
-	memberPlans.Store(t, p)
-	return p
-}
-
-// holdsMembers reports whether a value of type t may hold an object with
-// unknown members or raw JSON.
-func holdsMembers(t reflect.Type, seen map[reflect.Type]bool) bool {
-	if t == rawType || t == extraType {
-		return true
-	}
-	if seen[t] {
-		return false
-	}
-	seen[t] = true
-	switch t.Kind() {
-	case reflect.Pointer, reflect.Slice, reflect.Array:
-		return holdsMembers(t.Elem(), seen)
-	case reflect.Struct:
-		for i := range t.NumField() {
-			if f := t.Field(i); f.IsExported() && holdsMembers(f.Type, seen) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// memberName is the JSON name of a record type's field: its json tag,
-// else its name in lower case (Event's fields, written by its wire form).
-func memberName(f reflect.StructField) string {
-	if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
-		return name
-	}
-	return strings.ToLower(f.Name)
+	return nil
 }
 
 // ReservedMember says why an unknown member of an object whose known
@@ -210,11 +151,11 @@ func checkRawMembers(p *problems, raw []byte, path []string) {
 	if bytes.IndexByte(raw, '{') < 0 && json.Valid(raw) {
 		return // no object to name a member twice
 	}
-	err := CheckDuplicateKeys(raw)
+	err := iljson.CheckDuplicateKeys(raw)
 	if err == nil {
 		return
 	}
-	var de *DuplicateKeyError
+	var de *iljson.DuplicateKeyError
 	field := slices.Clone(path)
 	msg := fmt.Sprintf("%s is not JSON: %v", strings.Join(path, "."), err)
 	if errors.As(err, &de) {

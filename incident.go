@@ -8,6 +8,8 @@ package incidentlib
 
 import (
 	"encoding/json"
+
+	"github.com/incidentlib/incidentlib/iljson"
 )
 
 // Text is a piece of text in English and Korean; either may be empty.
@@ -27,17 +29,17 @@ var textKnown = map[string]bool{"en": true, "ko": true}
 
 // MarshalJSON writes the languages present.
 func (t Text) MarshalJSON() ([]byte, error) {
-	return marshalWire(t)
+	return iljson.Marshal(t)
 }
 
-// wire returns the wire form and the unknown members (wireForm).
-func (t Text) wire() (any, Extra) { return textJSON{t.En, t.Ko}, t.Extra }
+// Wire returns the wire form and the unknown members (iljson.WireForm).
+func (t Text) Wire() (any, Extra) { return textJSON{t.En, t.Ko}, t.Extra }
 
 // UnmarshalJSON reads a text object; null is an empty text.
 //
 //nolint:dupl // see TextOrigins.UnmarshalJSON
 func (t *Text) UnmarshalJSON(data []byte) error {
-	return unmarshalWithExtra(data, t, textKnown, nullIsZero, func(w textJSON, extra Extra) Text {
+	return iljson.Unmarshal(data, t, textKnown, iljson.NullIsZero, func(w textJSON, extra Extra) Text {
 		return Text{En: w.En, Ko: w.Ko, Extra: extra}
 	})
 }
@@ -159,8 +161,8 @@ type Incident struct {
 }
 
 // Extra holds the fields of a JSON object that the program does not know,
-// by name, as raw JSON.
-type Extra map[string]json.RawMessage
+// by name, as raw JSON (the codec's type: iljson.Extra).
+type Extra = iljson.Extra
 
 // incidentJSON is the wire form of Incident: optional scalars are null when
 // empty, lists are [] when empty, so that every record has the same shape.
@@ -204,7 +206,7 @@ type incidentJSON struct {
 	Version           int          `json:"version,omitempty"`
 }
 
-var incidentKnown = knownFields(incidentJSON{})
+var incidentKnown = iljson.KnownFields(incidentJSON{})
 
 func strPtr(s string) *string {
 	if s == "" {
@@ -229,10 +231,10 @@ func nonNil[T any](s []T) []T {
 
 // MarshalJSON writes the canonical IL-JSON form of the record: every known
 // field in a fixed order, then unknown fields in name order.
-func (i Incident) MarshalJSON() ([]byte, error) { return marshalWire(i) }
+func (i Incident) MarshalJSON() ([]byte, error) { return iljson.Marshal(i) }
 
-// wire returns the wire form and the unknown members (wireForm).
-func (i Incident) wire() (any, Extra) {
+// Wire returns the wire form and the unknown members (iljson.WireForm).
+func (i Incident) Wire() (any, Extra) {
 	w := incidentJSON{
 		ID: i.ID, Org: i.Org, OrgSlug: i.OrgSlug,
 		Date: strPtr(i.Date), DateKind: strPtr(i.DateKind),
@@ -257,7 +259,7 @@ func (i Incident) wire() (any, Extra) {
 
 // UnmarshalJSON reads an IL-JSON record, keeping unknown fields in Extra.
 func (i *Incident) UnmarshalJSON(data []byte) error {
-	return unmarshalWithExtra(data, i, incidentKnown, nullIsError, incidentFromWire)
+	return iljson.Unmarshal(data, i, incidentKnown, iljson.NullIsError, incidentFromWire)
 }
 
 func incidentFromWire(w incidentJSON, extra Extra) Incident {
@@ -289,17 +291,17 @@ type impactJSON struct {
 	Region *string `json:"region"`
 }
 
-var impactKnown = knownFields(impactJSON{})
+var impactKnown = iljson.KnownFields(impactJSON{})
 
 // MarshalJSON writes the impact with null for unknown parts.
 //
 //nolint:dupl // Impact and Review are both three optional strings: the same shape of data, each its own fields.
 func (m Impact) MarshalJSON() ([]byte, error) {
-	return marshalWire(m)
+	return iljson.Marshal(m)
 }
 
-// wire returns the wire form and the unknown members (wireForm).
-func (m Impact) wire() (any, Extra) {
+// Wire returns the wire form and the unknown members (iljson.WireForm).
+func (m Impact) Wire() (any, Extra) {
 	return impactJSON{strPtr(m.Scope), strPtr(m.Users), strPtr(m.Region)}, m.Extra
 }
 
@@ -307,7 +309,7 @@ func (m Impact) wire() (any, Extra) {
 //
 //nolint:dupl // as MarshalJSON
 func (m *Impact) UnmarshalJSON(data []byte) error {
-	return unmarshalWithExtra(data, m, impactKnown, nullIsZero, func(w impactJSON, extra Extra) Impact {
+	return iljson.Unmarshal(data, m, impactKnown, iljson.NullIsZero, func(w impactJSON, extra Extra) Impact {
 		return Impact{Scope: strVal(w.Scope), Users: strVal(w.Users), Region: strVal(w.Region), Extra: extra}
 	})
 }
@@ -317,21 +319,21 @@ type timelineJSON struct {
 	ResolvedAfter *string `json:"resolved_after"`
 }
 
-var timelineKnown = knownFields(timelineJSON{})
+var timelineKnown = iljson.KnownFields(timelineJSON{})
 
 // MarshalJSON writes the timeline with null for unknown durations.
 func (t Timeline) MarshalJSON() ([]byte, error) {
-	return marshalWire(t)
+	return iljson.Marshal(t)
 }
 
-// wire returns the wire form and the unknown members (wireForm).
-func (t Timeline) wire() (any, Extra) {
+// Wire returns the wire form and the unknown members (iljson.WireForm).
+func (t Timeline) Wire() (any, Extra) {
 	return timelineJSON{strPtr(t.DetectedAfter), strPtr(t.ResolvedAfter)}, t.Extra
 }
 
 // UnmarshalJSON reads a timeline, keeping unknown fields.
 func (t *Timeline) UnmarshalJSON(data []byte) error {
-	return unmarshalWithExtra(data, t, timelineKnown, nullIsZero, func(w timelineJSON, extra Extra) Timeline {
+	return iljson.Unmarshal(data, t, timelineKnown, iljson.NullIsZero, func(w timelineJSON, extra Extra) Timeline {
 		return Timeline{DetectedAfter: strVal(w.DetectedAfter), ResolvedAfter: strVal(w.ResolvedAfter), Extra: extra}
 	})
 }
@@ -340,19 +342,19 @@ type itemJSON struct {
 	Text Text `json:"text"`
 }
 
-var itemKnown = knownFields(itemJSON{})
+var itemKnown = iljson.KnownFields(itemJSON{})
 
 // MarshalJSON writes the item.
 func (it Item) MarshalJSON() ([]byte, error) {
-	return marshalWire(it)
+	return iljson.Marshal(it)
 }
 
-// wire returns the wire form and the unknown members (wireForm).
-func (it Item) wire() (any, Extra) { return itemJSON{it.Text}, it.Extra }
+// Wire returns the wire form and the unknown members (iljson.WireForm).
+func (it Item) Wire() (any, Extra) { return itemJSON{it.Text}, it.Extra }
 
 // UnmarshalJSON reads an item, keeping unknown fields.
 func (it *Item) UnmarshalJSON(data []byte) error {
-	return unmarshalWithExtra(data, it, itemKnown, nullIsError, func(w itemJSON, extra Extra) Item {
+	return iljson.Unmarshal(data, it, itemKnown, iljson.NullIsError, func(w itemJSON, extra Extra) Item {
 		return Item{Text: w.Text, Extra: extra}
 	})
 }
@@ -363,21 +365,21 @@ type sourceJSON struct {
 	Archived *string `json:"archived"`
 }
 
-var sourceKnown = knownFields(sourceJSON{})
+var sourceKnown = iljson.KnownFields(sourceJSON{})
 
 // MarshalJSON writes the source.
 func (s Source) MarshalJSON() ([]byte, error) {
-	return marshalWire(s)
+	return iljson.Marshal(s)
 }
 
-// wire returns the wire form and the unknown members (wireForm).
-func (s Source) wire() (any, Extra) {
+// Wire returns the wire form and the unknown members (iljson.WireForm).
+func (s Source) Wire() (any, Extra) {
 	return sourceJSON{s.URL, strPtr(s.Kind), strPtr(s.Archived)}, s.Extra
 }
 
 // UnmarshalJSON reads a source, keeping unknown fields.
 func (s *Source) UnmarshalJSON(data []byte) error {
-	return unmarshalWithExtra(data, s, sourceKnown, nullIsError, func(w sourceJSON, extra Extra) Source {
+	return iljson.Unmarshal(data, s, sourceKnown, iljson.NullIsError, func(w sourceJSON, extra Extra) Source {
 		return Source{URL: w.URL, Kind: strVal(w.Kind), Archived: strVal(w.Archived), Extra: extra}
 	})
 }
@@ -388,17 +390,17 @@ type reviewJSON struct {
 	ReviewedBy *string `json:"reviewed_by"`
 }
 
-var reviewKnown = knownFields(reviewJSON{})
+var reviewKnown = iljson.KnownFields(reviewJSON{})
 
 // MarshalJSON writes the review with null for what has not happened.
 //
 //nolint:dupl // Impact and Review are both three optional strings: the same shape of data, each its own fields.
 func (r Review) MarshalJSON() ([]byte, error) {
-	return marshalWire(r)
+	return iljson.Marshal(r)
 }
 
-// wire returns the wire form and the unknown members (wireForm).
-func (r Review) wire() (any, Extra) {
+// Wire returns the wire form and the unknown members (iljson.WireForm).
+func (r Review) Wire() (any, Extra) {
 	return reviewJSON{strPtr(r.WrittenBy), strPtr(r.ReviewedAt), strPtr(r.ReviewedBy)}, r.Extra
 }
 
@@ -406,7 +408,7 @@ func (r Review) wire() (any, Extra) {
 //
 //nolint:dupl // as MarshalJSON
 func (r *Review) UnmarshalJSON(data []byte) error {
-	return unmarshalWithExtra(data, r, reviewKnown, nullIsZero, func(w reviewJSON, extra Extra) Review {
+	return iljson.Unmarshal(data, r, reviewKnown, iljson.NullIsZero, func(w reviewJSON, extra Extra) Review {
 		return Review{WrittenBy: strVal(w.WrittenBy), ReviewedAt: strVal(w.ReviewedAt), ReviewedBy: strVal(w.ReviewedBy), Extra: extra}
 	})
 }

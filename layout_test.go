@@ -25,6 +25,16 @@ type listedPackage struct {
 	Imports    []string
 }
 
+// codecUsers are the packages that may import the codec (iljson), by
+// path in the module ("" is the root package): the domain, the readers
+// and writers of IL-JSON (upstream peeks at a record's id), and the
+// change feed with its reader; the HTTP edge (server/...) writes the feed
+// and checks request bodies' UTF-8 with it too.
+var codecUsers = map[string]bool{
+	"": true, "/storage": true, "/importer": true, "/search": true, "/graph": true, "/graph/model": true,
+	"/upstream": true, "/changefeed": true, "/replica": true,
+}
+
 // importRules returns one line per import of pkgs that breaks an arrow of
 // the design, in the order of pkgs and their imports.
 func importRules(pkgs []listedPackage) []string {
@@ -45,12 +55,18 @@ func importRules(pkgs []listedPackage) []string {
 			}
 			var why string
 			switch {
-			case from == module:
-				why = "the root package imports no package of the module"
+			case from == module && to != module+"/iljson":
+				why = "the root package imports no package of the module but the codec (iljson)"
+			case from == module+"/iljson":
+				why = "the codec (iljson) imports nothing of ours: it is below the root package"
+			case to == module+"/iljson" && !codecUsers[strings.TrimPrefix(from, module)] && !under(from, "/server"):
+				why = "only the root package, storage, importer, search, graph, upstream, changefeed and the feed's users (server/..., replica) may import the codec (iljson)"
+			case from == module+"/changefeed" && to != module && to != module+"/iljson":
+				why = "changefeed imports nothing of ours but the root package and the codec"
 			case to == module+"/storage" && !under(from, "/cmd") && from != module+"/internal/testutil":
 				why = "only cmd/... (and internal/testutil for tests) may import storage"
-			case from == module+"/storage" && to != module:
-				why = "storage imports nothing of ours but the root package"
+			case from == module+"/storage" && to != module && to != module+"/iljson":
+				why = "storage imports nothing of ours but the root package and the codec"
 			case from == module+"/tracing":
 				why = "tracing imports nothing of ours: every package may call its hooks"
 			case from == module+"/outbound":
@@ -59,8 +75,8 @@ func importRules(pkgs []listedPackage) []string {
 				// A leaf, like a third-party API: the one place of the tracing rules.
 			case from == module+"/cluster" && to != module:
 				why = "cluster imports nothing of ours but the root package: cmd hands it the store as the root's interfaces"
-			case (from == module+"/graph" || from == module+"/graph/model") && to != module && to != module+"/graph/model":
-				why = "graph imports nothing of ours but the root package and graph/model"
+			case (from == module+"/graph" || from == module+"/graph/model") && to != module && to != module+"/graph/model" && to != module+"/iljson":
+				why = "graph imports nothing of ours but the root package, graph/model and the codec"
 			case from == module+"/live" && to != module:
 				why = "live imports nothing of ours but the root package"
 			case to == module+"/internal/testutil":
@@ -153,6 +169,23 @@ func TestImportRules(t *testing.T) {
 		{"OutboundImportsTracing", "outbound", "tracing", true},
 		{"ClusterImportsTracing", "cluster", "tracing", false},
 		{"GraphImportsTracing", "graph", "tracing", false},
+		{"RootImportsCodec", "", "iljson", false},
+		{"CodecImportsRoot", "iljson", "", true},
+		{"CodecImportsTracing", "iljson", "tracing", true},
+		{"StorageImportsCodec", "storage", "iljson", false},
+		{"ImporterImportsCodec", "importer", "iljson", false},
+		{"SearchImportsCodec", "search", "iljson", false},
+		{"GraphImportsCodec", "graph", "iljson", false},
+		{"ReplicaImportsCodec", "replica", "iljson", false},
+		{"ServerImportsCodec", "server/gqledge", "iljson", false},
+		{"SeedsImportsCodec", "seeds", "iljson", true},
+		{"LiveImportsCodec", "live", "iljson", true},
+		{"ChangefeedImportsRoot", "changefeed", "", false},
+		{"ChangefeedImportsCodec", "changefeed", "iljson", false},
+		{"ChangefeedImportsStorage", "changefeed", "storage", true},
+		{"ChangefeedImportsServer", "changefeed", "server/restapi", true},
+		{"RestapiImportsChangefeed", "server/restapi", "changefeed", false},
+		{"ReplicaImportsChangefeed", "replica", "changefeed", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := importRules([]listedPackage{{ImportPath: m(c.from), Imports: []string{"fmt", m(c.to)}}})

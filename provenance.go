@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/incidentlib/incidentlib/iljson"
 )
 
 // Structured provenance (issue #22): how far a record can be trusted
@@ -152,16 +154,16 @@ type orgRoleJSON struct {
 	Role    OrganizationRole `json:"role"`
 }
 
-var orgRoleKnown = knownFields(orgRoleJSON{})
+var orgRoleKnown = iljson.KnownFields(orgRoleJSON{})
 
 // MarshalJSON writes the entry.
 func (r OrgRole) MarshalJSON() ([]byte, error) {
-	return marshalWithExtra(orgRoleJSON{r.Org, r.OrgSlug, r.Role}, r.Extra)
+	return iljson.MarshalWithExtra(orgRoleJSON{r.Org, r.OrgSlug, r.Role}, r.Extra)
 }
 
 // UnmarshalJSON reads an entry, keeping unknown fields.
 func (r *OrgRole) UnmarshalJSON(data []byte) error {
-	return unmarshalWithExtra(data, r, orgRoleKnown, nullIsError, func(w orgRoleJSON, extra Extra) OrgRole {
+	return iljson.Unmarshal(data, r, orgRoleKnown, iljson.NullIsError, func(w orgRoleJSON, extra Extra) OrgRole {
 		return OrgRole{Org: w.Org, OrgSlug: w.OrgSlug, Role: w.Role, Extra: extra}
 	})
 }
@@ -182,14 +184,14 @@ type textOriginsJSON struct {
 
 // MarshalJSON writes the entries present.
 func (t TextOrigins) MarshalJSON() ([]byte, error) {
-	return marshalWithExtra(textOriginsJSON{t.En, t.Ko}, t.Extra)
+	return iljson.MarshalWithExtra(textOriginsJSON{t.En, t.Ko}, t.Extra)
 }
 
 // UnmarshalJSON reads text_origin; null is no entries.
 //
-//nolint:dupl // Text and TextOrigins: two per-language objects of different value types; the shared part is unmarshalWithExtra
+//nolint:dupl // Text and TextOrigins: two per-language objects of different value types; the shared part is iljson.Unmarshal
 func (t *TextOrigins) UnmarshalJSON(data []byte) error {
-	return unmarshalWithExtra(data, t, textKnown, nullIsZero, func(w textOriginsJSON, extra Extra) TextOrigins {
+	return iljson.Unmarshal(data, t, textKnown, iljson.NullIsZero, func(w textOriginsJSON, extra Extra) TextOrigins {
 		return TextOrigins{En: w.En, Ko: w.Ko, Extra: extra}
 	})
 }

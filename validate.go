@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net/url"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -430,5 +429,5 @@ func (i *Incident) validate(p *problems) {
 		p.rules = append(p.rules, RuleStructure)
 	}
 	// Member names at every depth: none reserved, none twice (grammar.go).
-	checkMembers(p, reflect.ValueOf(i).Elem(), nil, true)
+	checkMembers(p, i)
 }

@@ -9,16 +9,17 @@ import (
 	"strings"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/iljson"
 )
 
 // parseILJSON reads IL-JSON: one object, an array of objects, or (lines
-// true) one object per line, split by incidentlib.SplitRecords. Records
+// true) one object per line, split by iljson.SplitRecords. Records
 // are kept as written, ids and review included: written_by null stays null,
 // so export, import, export is byte-identical.
 func (l *loader) parseILJSON(f *file, lines bool) ([]Record, []Problem) {
 	var recs []Record
 	var probs []Problem
-	form, err := incidentlib.SplitRecords(f.Data, lines, func(r incidentlib.RawRecord) {
+	form, err := iljson.SplitRecords(f.Data, lines, func(r iljson.RawRecord) {
 		where := fmt.Sprintf("%s:%d", f.Path, r.Line)
 		if r.Index >= 0 {
 			where += fmt.Sprintf(" [%d]", r.Index)
@@ -30,14 +31,14 @@ func (l *loader) parseILJSON(f *file, lines bool) ([]Record, []Problem) {
 		}
 		recs = append(recs, rec)
 	})
-	var se *incidentlib.SplitError
+	var se *iljson.SplitError
 	if errors.As(err, &se) {
 		switch {
-		case se.Err == incidentlib.ErrNoRecords && form == incidentlib.FormArray:
+		case se.Err == iljson.ErrNoRecords && form == iljson.FormArray:
 			probs = append(probs, Problem{Where: f.Path, Reason: "empty array: no records"})
-		case se.Err == incidentlib.ErrNoRecords:
+		case se.Err == iljson.ErrNoRecords:
 			probs = append(probs, Problem{Where: f.Path, Reason: "no records"})
-		case se.Err == incidentlib.ErrTrailingData:
+		case se.Err == iljson.ErrTrailingData:
 			probs = append(probs, Problem{Where: fmt.Sprintf("%s:%d", f.Path, lineOf(f.Data, se.Offset)), Reason: "unexpected data after the JSON array"})
 		default:
 			probs = append(probs, jsonProblem(f, f.Data, 0, se.Err))
@@ -69,7 +70,7 @@ func (l *loader) ilRecord(f *file, raw []byte, where string, start int) (Record,
 			return l.ilResult(f, inc, where), nil
 		}
 	}
-	id := func() string { return incidentlib.PeekID(raw) } // only for problems: it decodes
+	id := func() string { return iljson.PeekID(raw) } // only for problems: it decodes
 	if err := checkJSONDuplicateKeys(raw); err != nil {
 		p := jsonProblem(f, f.Data, start, err)
 		p.ID = id()

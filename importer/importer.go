@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/iljson"
 )
 
 // Format is the format of a source file.
@@ -294,7 +295,7 @@ func detect(name string, data []byte) (Format, string) {
 		}
 		return FormatILJSON, ""
 	case '{':
-		if ext == ".jsonl" || ext == ".ndjson" || incidentlib.IsJSONLines(text) {
+		if ext == ".jsonl" || ext == ".ndjson" || iljson.IsJSONLines(text) {
 			return FormatJSONL, ""
 		}
 		return FormatILJSON, ""
@@ -379,7 +380,7 @@ func (l *loader) loadFile(res *Result, path string, data []byte) {
 	if format != "" {
 		res.Format[path] = format
 	}
-	if off := incidentlib.InvalidUTF8Offset(data); off >= 0 {
+	if off := iljson.InvalidUTF8Offset(data); off >= 0 {
 		line := 1 + bytes.Count(data[:off], []byte("\n"))
 		res.Problems = append(res.Problems, Problem{Where: fmt.Sprintf("%s:%d", path, line), Reason: fmt.Sprintf("not valid UTF-8: invalid byte 0x%02x at byte offset %d", data[off], off)})
 		return

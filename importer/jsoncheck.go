@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/iljson"
 )
 
 // jsonError is a JSON problem at a byte offset of the input.
@@ -24,8 +25,8 @@ func jsonErrorOffset(err error) int64 {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	var je *jsonError
-	var de *incidentlib.DuplicateKeyError
-	var pe *incidentlib.JSONError
+	var de *iljson.DuplicateKeyError
+	var pe *iljson.JSONError
 	switch {
 	case errors.As(err, &je):
 		return je.Offset
@@ -41,13 +42,13 @@ func jsonErrorOffset(err error) int64 {
 	return -1
 }
 
-// checkJSONDuplicateKeys is incidentlib.CheckDuplicateKeys, whose
+// checkJSONDuplicateKeys is iljson.CheckDuplicateKeys, whose
 // *DuplicateKeyError says "duplicate key ..." (jsonProblem keeps such
 // reasons as they are), with an input that ends inside a value said as
 // encoding/json says it.
 func checkJSONDuplicateKeys(data []byte) error {
-	err := incidentlib.CheckDuplicateKeys(data)
-	var pe *incidentlib.JSONError
+	err := iljson.CheckDuplicateKeys(data)
+	var pe *iljson.JSONError
 	if errors.As(err, &pe) && pe.Err == io.EOF {
 		return &jsonError{Offset: pe.Offset, Msg: "unexpected end of JSON input"}
 	}

@@ -13,13 +13,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/iljson"
 )
 
 // Streaming: a bulk import reads IL-JSON one record at a time instead of
 // the whole file, so that its memory does not grow with the file. JSON
 // Lines and arrays stream; one object (possibly over many lines) is read
 // whole, as it is one record. Each record goes through the same checks as
-// Load's (ilRecord, check); framing follows incidentlib.SplitRecords
+// Load's (ilRecord, check); framing follows iljson.SplitRecords
 // (blank lines skipped, a file is JSON Lines when its second line starts
 // an object though its first does not parse).
 
@@ -218,7 +219,7 @@ func (s *Streamer) process(j *streamJob, f file) {
 		return
 	}
 	if !utf8.Valid(raw) {
-		off := incidentlib.InvalidUTF8Offset(raw)
+		off := iljson.InvalidUTF8Offset(raw)
 		j.prob = &Problem{Where: where, Reason: fmt.Sprintf("not valid UTF-8: invalid byte 0x%02x at byte offset %d of the record", raw[off], off)}
 		return
 	}

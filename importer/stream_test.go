@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/iljson"
 )
 
 // streamAll streams one file and returns its records and problems.
@@ -134,7 +135,7 @@ func TestFastChecksAgree(t *testing.T) {
 		`{"a":[1,{"b":[{"c":1,"d":"x,\"c\":"}]}],"e":{}}`,
 	} {
 		fast := maybeDuplicateKeys([]byte(s))
-		full := incidentlib.CheckDuplicateKeys([]byte(s)) != nil
+		full := iljson.CheckDuplicateKeys([]byte(s)) != nil
 		if full && !fast {
 			t.Errorf("%s: the fast scan passes a duplicate key", s)
 		}
@@ -166,7 +167,7 @@ func FuzzFastDuplicateScan(f *testing.F) {
 		if !json.Valid(data) {
 			return
 		}
-		if incidentlib.CheckDuplicateKeys(data) != nil && !maybeDuplicateKeys(data) {
+		if iljson.CheckDuplicateKeys(data) != nil && !maybeDuplicateKeys(data) {
 			t.Fatalf("%s: the fast scan passes a duplicate key", data)
 		}
 	})

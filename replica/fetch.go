@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/changefeed"
 	"github.com/incidentlib/incidentlib/outbound"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -118,7 +119,7 @@ func (f *Follower) fetch(ctx context.Context, since uint64, limit int, wait time
 		case lr.over || (tooLarge && len(pg.changes) == 0):
 			// Too long to read (over the record limit, or larger than a
 			// whole answer may be): skipped by its head.
-			seq, id, err := incidentlib.ParseChangeHead(line)
+			seq, id, err := changefeed.ParseChangeHead(line)
 			if err != nil {
 				return fail(fmt.Errorf("change feed after %d, line %d: %w", since, n, err))
 			}
@@ -183,9 +184,9 @@ func (pg *page) addSized(c incidentlib.Change, size int, why string) {
 // parse reads one whole line of the feed into the page. A record that
 // does not decode is skipped.
 func (pg *page) parse(line []byte) error {
-	c, err := incidentlib.ParseChangeLine(line)
+	c, err := changefeed.ParseChangeLine(line)
 	if err != nil {
-		seq, id, herr := incidentlib.ParseChangeHead(line)
+		seq, id, herr := changefeed.ParseChangeHead(line)
 		if herr != nil || !bytes.Contains(line[:min(len(line), 64)], []byte(`,"deleted":false,`)) {
 			return err // not a change line: the page is broken
 		}
@@ -194,7 +195,7 @@ func (pg *page) parse(line []byte) error {
 	}
 	size := 0
 	if c.Incident != nil {
-		size = incidentlib.ChangeRecordSize(line)
+		size = changefeed.ChangeRecordSize(line)
 	}
 	pg.addSized(c, size, "")
 	return nil

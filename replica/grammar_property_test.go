@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/changefeed"
 	"github.com/incidentlib/incidentlib/gen"
 	"github.com/incidentlib/incidentlib/seeds"
 )
@@ -118,7 +119,7 @@ func TestGrammarRoundTripProperty(t *testing.T) {
 	for _, inc := range incs {
 		var line bytes.Buffer
 		bw := bufio.NewWriter(&line)
-		if err := incidentlib.WriteChangeLine(bw, 1, false, inc.ID, inc); err != nil || bw.Flush() != nil {
+		if err := changefeed.WriteChangeLine(bw, 1, false, inc.ID, inc); err != nil || bw.Flush() != nil {
 			t.Fatal(err)
 		}
 		if err := incidentlib.CheckMemberNames(line.Bytes()); err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/changefeed"
 	"github.com/incidentlib/incidentlib/outbound"
 	"github.com/incidentlib/incidentlib/replica"
 	"github.com/incidentlib/incidentlib/storage"
@@ -36,7 +37,7 @@ func (s *feedServer) add(tb testing.TB, inc *incidentlib.Incident) {
 	defer s.mu.Unlock()
 	var buf bytes.Buffer
 	bw := bufio.NewWriter(&buf)
-	if err := incidentlib.WriteChangeLine(bw, uint64(len(s.lines)+1), false, inc.ID, inc); err != nil {
+	if err := changefeed.WriteChangeLine(bw, uint64(len(s.lines)+1), false, inc.ID, inc); err != nil {
 		tb.Fatal(err)
 	}
 	bw.Flush()

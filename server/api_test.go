@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/changefeed"
 	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/server/restapi"
@@ -82,7 +83,7 @@ func (ts *testServer) feed(tb testing.TB, query string) ([]incidentlib.Change, a
 	sc := bufio.NewScanner(bytes.NewReader(a.body))
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
-		cl, err := incidentlib.ParseChangeLine(sc.Bytes())
+		cl, err := changefeed.ParseChangeLine(sc.Bytes())
 		if err != nil {
 			tb.Fatalf("feed line %q: %v", sc.Text(), err)
 		}
@@ -222,7 +223,7 @@ func TestChangeFeedLongPoll(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cl, err := incidentlib.ParseChangeLine(body)
+		cl, err := changefeed.ParseChangeLine(body)
 		if err != nil || cl.ID != inc.ID || cl.Seq != seq+1 {
 			t.Fatalf("long poll answered %q (%v), want the change of %s", body, err, inc.ID)
 		}

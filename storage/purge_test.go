@@ -16,6 +16,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/changefeed"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/storage"
 )
@@ -303,10 +304,10 @@ func TestPurgeOnAReplica(t *testing.T) {
 		for i, c := range changes { // through the feed's lines, as a replica reads them
 			var buf bytes.Buffer
 			bw := bufio.NewWriter(&buf)
-			if err := incidentlib.WriteVersionLine(bw, c); err != nil || bw.Flush() != nil {
+			if err := changefeed.WriteVersionLine(bw, c); err != nil || bw.Flush() != nil {
 				t.Fatal(err)
 			}
-			if changes[i], err = incidentlib.ParseChangeLine(buf.Bytes()); err != nil {
+			if changes[i], err = changefeed.ParseChangeLine(buf.Bytes()); err != nil {
 				t.Fatal(err)
 			}
 		}

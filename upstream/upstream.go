@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/iljson"
 	"github.com/incidentlib/incidentlib/outbound"
 )
 
@@ -251,7 +252,7 @@ func (u *Reader) ask(ctx context.Context, ids []string, got map[string]*incident
 		}
 		var inc incidentlib.Incident
 		if derr := json.Unmarshal(raw, &inc); derr != nil {
-			if id := incidentlib.PeekID(raw); want[id] {
+			if id := iljson.PeekID(raw); want[id] {
 				u.skip(id, incidentlib.RuleStructure, derr.Error())
 			}
 			continue

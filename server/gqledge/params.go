@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
-	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/iljson"
 )
 
 // The one decoder of a GraphQL request's parameters, for POST bodies and
@@ -239,7 +239,7 @@ func jsonError(err error, what string) *RequestError {
 // nesting deeper than maxRequestNesting (it allows 10,000 levels). One
 // pass over the bytes, strings skipped.
 func checkJSONText(b []byte, what string) *RequestError {
-	if i := incidentlib.InvalidUTF8Offset(b); i >= 0 {
+	if i := iljson.InvalidUTF8Offset(b); i >= 0 {
 		return reqErr(int64(i), "%s is not valid UTF-8", what)
 	}
 	depth, inString := 0, false

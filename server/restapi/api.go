@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/changefeed"
 )
 
 // The REST side of the library, for other programs rather than pages:
@@ -252,7 +253,7 @@ func (a *API) changes(w http.ResponseWriter, r *http.Request) {
 			// sequence it names, and the next page starts there.
 			break
 		}
-		if err := incidentlib.WriteVersionLine(bw, c); err != nil {
+		if err := changefeed.WriteVersionLine(bw, c); err != nil {
 			a.logger.ErrorContext(r.Context(), "change feed write failed", "err", err, "seq", c.Seq)
 			panic(http.ErrAbortHandler)
 		}

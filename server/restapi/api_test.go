@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/changefeed"
 	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/storage"
@@ -46,7 +47,7 @@ func TestFeedSeqBoundsItsPage(t *testing.T) {
 	a.header = resp.Header.Get("Incidentlib-Seq")
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		c, err := incidentlib.ParseChangeLine(sc.Bytes())
+		c, err := changefeed.ParseChangeLine(sc.Bytes())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package incidentlib_test
+package iljson_test
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/gen"
+	"github.com/incidentlib/incidentlib/iljson"
 	"github.com/incidentlib/incidentlib/seeds"
 )
 
@@ -16,7 +17,7 @@ import (
 func checkOnePass(t *testing.T, data []byte) bool {
 	t.Helper()
 	var a, b incidentlib.Incident
-	ok, err := incidentlib.DecodeBothWays(data, &a, &b)
+	ok, err := iljson.DecodeBothWays(data, &a, &b)
 	if !ok {
 		return false
 	}
@@ -78,7 +79,7 @@ func FuzzOnePassDecoder(f *testing.F) {
 // encoding/json.
 func checkEncoders(t *testing.T, v any) {
 	t.Helper()
-	a, b, c, d, err := incidentlib.EncodeBothWays(v)
+	a, b, c, d, err := iljson.EncodeBothWays(v)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package incidentlib_test
+package iljson_test
 
 import (
 	"encoding/json"

@@ -1,4 +1,8 @@
-package incidentlib
+// Package changefeed is the wire format of the change feed (GET
+// /api/v1/changes): its writer is the REST API (server/restapi), its
+// reader a replica (replica/fetch.go). It imports the domain and the
+// codec only.
+package changefeed
 
 import (
 	"bufio"
@@ -7,6 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/iljson"
 )
 
 // The change feed (GET /api/v1/changes) is JSONL: one line per change. A
@@ -32,15 +39,15 @@ import (
 
 // feedEntry is the wire form of a history entry on the feed.
 type feedEntry struct {
-	Version int          `json:"version"`
-	Action  ChangeAction `json:"action"`
-	At      string       `json:"at"`
-	Author  string       `json:"author"`
-	Role    string       `json:"role,omitempty"`
-	Changed []string     `json:"changed,omitempty"`
-	Comment string       `json:"comment,omitempty"`
-	Target  int          `json:"target,omitempty"`
-	Purged  bool         `json:"purged,omitempty"`
+	Version int                      `json:"version"`
+	Action  incidentlib.ChangeAction `json:"action"`
+	At      string                   `json:"at"`
+	Author  string                   `json:"author"`
+	Role    string                   `json:"role,omitempty"`
+	Changed []string                 `json:"changed,omitempty"`
+	Comment string                   `json:"comment,omitempty"`
+	Target  int                      `json:"target,omitempty"`
+	Purged  bool                     `json:"purged,omitempty"`
 	// PurgedVersions are the versions a PURGE removed the content of
 	// (IncidentVersion.Purged): a replica records the same list.
 	PurgedVersions []int `json:"purged_versions,omitempty"`
@@ -49,7 +56,7 @@ type feedEntry struct {
 // WriteVersionLine writes one line of the history feed: c's sequence,
 // its entry (c.Entry) and its record's canonical IL-JSON (c.Record; nil
 // for a tombstone or a purged version).
-func WriteVersionLine(bw *bufio.Writer, c Change) error {
+func WriteVersionLine(bw *bufio.Writer, c incidentlib.Change) error {
 	if c.Entry == nil {
 		return WriteRawChangeLine(bw, c.Seq, c.Deleted, c.ID, c.Record)
 	}
@@ -98,17 +105,17 @@ func cutEntry(rest []byte) (*feedEntry, []byte, error) {
 	return &e, r[1:], nil
 }
 
-func (e *feedEntry) change(c *Change) {
+func (e *feedEntry) change(c *incidentlib.Change) {
 	if e == nil {
 		return
 	}
 	c.Version, c.Action = e.Version, e.Action
-	c.Entry = &IncidentVersion{ID: c.ID, Version: e.Version, At: e.At, Author: e.Author, AuthorRole: e.Role, Action: e.Action,
+	c.Entry = &incidentlib.IncidentVersion{ID: c.ID, Version: e.Version, At: e.At, Author: e.Author, AuthorRole: e.Role, Action: e.Action,
 		ChangedFields: e.Changed, Comment: e.Comment, Deleted: c.Deleted, Target: e.Target, Purged: e.PurgedVersions}
 }
 
 // WriteChangeLine writes one feed line.
-func WriteChangeLine(bw *bufio.Writer, seq uint64, deleted bool, id string, inc *Incident) error {
+func WriteChangeLine(bw *bufio.Writer, seq uint64, deleted bool, id string, inc *incidentlib.Incident) error {
 	bw.WriteString(`{"seq":`)
 	bw.WriteString(strconv.FormatUint(seq, 10))
 	if deleted || inc == nil {
@@ -148,18 +155,18 @@ var (
 
 // ParseChangeLine reads one line of the change feed: a Change with the
 // decoded record (Incident) of a record line, none for a tombstone.
-func ParseChangeLine(line []byte) (Change, error) {
+func ParseChangeLine(line []byte) (incidentlib.Change, error) {
 	rest, ok := bytes.CutPrefix(bytes.TrimSpace(line), feedSeqPrefix)
 	if !ok {
-		return Change{}, errors.New(`a change line starts with {"seq":`)
+		return incidentlib.Change{}, errors.New(`a change line starts with {"seq":`)
 	}
 	end := bytes.IndexByte(rest, ',')
 	if end < 0 {
-		return Change{}, errors.New("a change line has no deleted member")
+		return incidentlib.Change{}, errors.New("a change line has no deleted member")
 	}
 	seq, err := strconv.ParseUint(string(rest[:end]), 10, 64)
 	if err != nil {
-		return Change{}, fmt.Errorf("change line sequence %q is not a whole number", rest[:end])
+		return incidentlib.Change{}, fmt.Errorf("change line sequence %q is not a whole number", rest[:end])
 	}
 	rest = rest[end:]
 	obj := func(members []byte) []byte {
@@ -168,7 +175,7 @@ func ParseChangeLine(line []byte) (Change, error) {
 	}
 	deleted := bytes.HasPrefix(rest, feedDeleted)
 	if !deleted && !bytes.HasPrefix(rest, feedRecord) {
-		return Change{}, fmt.Errorf("change line %d: \"deleted\" must follow \"seq\"", seq)
+		return incidentlib.Change{}, fmt.Errorf("change line %d: \"deleted\" must follow \"seq\"", seq)
 	}
 	members := rest[len(feedRecord):]
 	if deleted {
@@ -176,26 +183,26 @@ func ParseChangeLine(line []byte) (Change, error) {
 	}
 	entry, members, err := cutEntry(members)
 	if err != nil {
-		return Change{}, fmt.Errorf("change line %d: %w", seq, err)
+		return incidentlib.Change{}, fmt.Errorf("change line %d: %w", seq, err)
 	}
 	if deleted || (entry != nil && entry.Purged) {
 		var t struct {
 			ID string `json:"id"`
 		}
 		if err := json.Unmarshal(obj(members), &t); err != nil || t.ID == "" {
-			return Change{}, fmt.Errorf("the tombstone of change %d does not name an incident", seq)
+			return incidentlib.Change{}, fmt.Errorf("the tombstone of change %d does not name an incident", seq)
 		}
-		c := Change{Seq: seq, Deleted: deleted, ID: t.ID}
+		c := incidentlib.Change{Seq: seq, Deleted: deleted, ID: t.ID}
 		entry.change(&c)
 		return c, nil
 	}
 	// The primary wrote canonical IL-JSON: decode it without the
 	// duplicate-member walk of an import.
-	inc := new(Incident)
+	inc := new(incidentlib.Incident)
 	if err := json.Unmarshal(obj(members), inc); err != nil {
-		return Change{}, fmt.Errorf("the record of change %d: %s", seq, jsonErrorWhere(members, err))
+		return incidentlib.Change{}, fmt.Errorf("the record of change %d: %s", seq, iljson.ErrorWhere(members, err))
 	}
-	c := Change{Seq: seq, ID: inc.ID, Incident: inc}
+	c := incidentlib.Change{Seq: seq, ID: inc.ID, Incident: inc}
 	entry.change(&c)
 	return c, nil
 }
@@ -222,7 +229,7 @@ func ParseChangeHead(line []byte) (seq uint64, id string, err error) {
 		if r, ok := bytes.CutPrefix(rest, p); ok {
 			if r, ok = bytes.CutPrefix(r, []byte(`"id":"`)); ok {
 				if q := bytes.IndexByte(r, '"'); q > 0 && q <= 16 {
-					if _, ok := ParseID(string(r[:q])); ok {
+					if _, ok := incidentlib.ParseID(string(r[:q])); ok {
 						id = string(r[:q])
 					}
 				}

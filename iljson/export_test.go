@@ -1,15 +1,26 @@
-package incidentlib
+package iljson
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"reflect"
+)
 
 // DecodeBothWays decodes data into a with the one-pass decoder and into b
 // with encoding/json's path, for tests that compare them: ok says whether
-// the one-pass decoder read it, err is encoding/json's error.
-func DecodeBothWays(data []byte, a, b *Incident) (ok bool, err error) {
-	ok = decodeOnePass(data, a, extraDecoderOf(incidentKnown, nullIsError, incidentFromWire))
+// the one-pass decoder read it, err is encoding/json's error. T is a
+// record type whose UnmarshalJSON is Unmarshal.
+func DecodeBothWays[T any](data []byte, a, b *T) (ok bool, err error) {
+	// The first decode of a T registers its one-pass decoder.
+	var first T
+	_ = any(&first).(json.Unmarshaler).UnmarshalJSON([]byte("{}"))
+	dec, found := extraDecoders.Load(reflect.TypeFor[T]())
+	if !found {
+		panic("no one-pass decoder for " + reflect.TypeFor[T]().String())
+	}
+	ok = decodeOnePass(data, a, dec.(valueDecoder))
 	onePass = false
 	defer func() { onePass = true }()
-	return ok, b.UnmarshalJSON(data)
+	return ok, any(b).(json.Unmarshaler).UnmarshalJSON(data)
 }
 
 // EncodeBothWays writes v with the one-pass encoder and with encoding/json

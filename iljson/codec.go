@@ -1,4 +1,15 @@
-package incidentlib
+// Package iljson is the JSON codec of IL-JSON records: the reflection
+// driven decoder and encoder of the record types that keep the members
+// they do not know (Extra), the one JSON scanner of the program (value
+// ends, strings, UTF-8 offsets, duplicate member names), the splitting of
+// an IL-JSON file into records, and the walk of a record's members that
+// the record grammar runs.
+//
+// It is below the domain (the root package incidentlib), which holds the
+// wire structs and the rules (which names are reserved, what is a
+// duplicate): it knows no record type and imports only the standard
+// library. docs/design.md says who imports it.
+package iljson
 
 import (
 	"bytes"
@@ -15,31 +26,36 @@ import (
 // members without decoding the known ones, and the writer that appends
 // them in name order.
 
+// Extra holds the fields of a JSON object that the program does not know,
+// by name, as raw JSON.
+type Extra map[string]json.RawMessage
+
 // onePass turns the one-pass decoder and encoder on (tests compare it with
 // encoding/json's path).
 var onePass = true
 
-// nullRule says what JSON null decodes to in unmarshalWithExtra.
-type nullRule bool
+// NullRule says what JSON null decodes to in Unmarshal.
+type NullRule bool
 
+// The NullRules.
 const (
-	nullIsZero  nullRule = true  // null is the zero value
-	nullIsError nullRule = false // null is not an object: an error
+	NullIsZero  NullRule = true  // null is the zero value
+	NullIsError NullRule = false // null is not an object: an error
 )
 
-// unmarshalWithExtra is the one UnmarshalJSON of the record types that
-// keep unknown fields: it decodes data into the wire form W, collects the
+// Unmarshal is the one UnmarshalJSON of the record types that keep
+// unknown fields: it decodes data into the wire form W, collects the
 // members not in known as Extra, and stores what fromWire makes of both in
 // *dst. On an error in the unknown fields, *dst still holds the known
-// ones. It reads data in one pass when it can (extra_decode.go), and with
+// ones. It reads data in one pass when it can (decode.go), and with
 // encoding/json otherwise, which then decides and words any error.
-func unmarshalWithExtra[W, T any](data []byte, dst *T, known map[string]bool, null nullRule, fromWire func(W, Extra) T) error {
+func Unmarshal[W, T any](data []byte, dst *T, known map[string]bool, null NullRule, fromWire func(W, Extra) T) error {
 	var fast T
 	if onePass && decodeOnePass(data, &fast, extraDecoderOf(known, null, fromWire)) {
 		*dst = fast
 		return nil
 	}
-	if null == nullIsZero && string(data) == "null" {
+	if null == NullIsZero && string(data) == "null" {
 		var zero T
 		*dst = zero
 		return nil
@@ -53,40 +69,9 @@ func unmarshalWithExtra[W, T any](data []byte, dst *T, known map[string]bool, nu
 	return err
 }
 
-// KnownMembers returns the member names IL-JSON defines for an object of
-// v's type (Incident, Text, Impact, Timeline, Item, Source, Review, OrgRole
-// or TextOrigins),
-// which are read into its fields; any other member is kept in its Extra.
-// It returns nil for other types. The map is shared: do not change it.
-func KnownMembers(v any) map[string]bool {
-	switch v.(type) {
-	case Incident, *Incident:
-		return incidentKnown
-	case Text, *Text:
-		return textKnown
-	case Impact, *Impact:
-		return impactKnown
-	case Timeline, *Timeline:
-		return timelineKnown
-	case Item, *Item:
-		return itemKnown
-	case Source, *Source:
-		return sourceKnown
-	case Review, *Review:
-		return reviewKnown
-	case OrgRole, *OrgRole:
-		return orgRoleKnown
-	case TextOrigins, *TextOrigins:
-		return textKnown
-	case Event, *Event:
-		return eventKnown
-	}
-	return nil
-}
-
-// knownFields lists the JSON names of a wire struct's fields (those left
+// KnownFields lists the JSON names of a wire struct's fields (those left
 // out when empty too).
-func knownFields(v any) map[string]bool {
+func KnownFields(v any) map[string]bool {
 	t := reflect.TypeOf(v)
 	known := make(map[string]bool, t.NumField())
 	for f := range t.Fields() {
@@ -157,87 +142,10 @@ func extraFields(data []byte, known map[string]bool) (Extra, error) {
 	}
 }
 
-var errMalformedObject = errors.New("malformed JSON object")
-
-func skipSpace(data []byte, i int) int {
-	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// endOfString returns the position after the JSON string that starts at
-// i, or -1, and whether its bytes are its value: no escapes, only ASCII.
-func endOfString(data []byte, i int) (end int, plain bool) {
-	if i >= len(data) || data[i] != '"' {
-		return -1, false
-	}
-	plain = true
-	for i++; i < len(data); i++ {
-		switch c := data[i]; {
-		case c == '"':
-			return i + 1, plain
-		case c == '\\':
-			plain = false
-			i++
-		case c >= 0x80:
-			plain = false
-		}
-	}
-	return -1, false
-}
-
-// endOfValue returns the position after the JSON value that starts at i,
-// or -1.
-func endOfValue(data []byte, i int) int {
-	if i >= len(data) {
-		return -1
-	}
-	switch data[i] {
-	case '"':
-		end, _ := endOfString(data, i)
-		return end
-	case '{', '[':
-		depth := 0
-		for i < len(data) {
-			switch data[i] {
-			case '"':
-				end, _ := endOfString(data, i)
-				if end < 0 {
-					return -1
-				}
-				i = end
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return -1
-	}
-	start := i
-	for i < len(data) {
-		switch data[i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return i
-		}
-		i++
-	}
-	if i == start {
-		return -1
-	}
-	return i
-}
-
-// marshalWithExtra writes w as a JSON object followed by the unknown fields
-// in name order: in one pass when it can (extra_encode.go), with
+// MarshalWithExtra writes w as a JSON object followed by the unknown fields
+// in name order: in one pass when it can (encode.go), with
 // encoding/json otherwise, which then decides and words any error.
-func marshalWithExtra(w any, extra Extra) ([]byte, error) {
+func MarshalWithExtra(w any, extra Extra) ([]byte, error) {
 	if onePass {
 		if b, err := appendWire(make([]byte, 0, 1024), reflect.ValueOf(w), extra, false); err == nil {
 			return b, nil

@@ -1,4 +1,4 @@
-package incidentlib
+package iljson
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 )
 
 // The one-pass encoder of the record types that keep unknown members: the
-// other half of extra_decode.go. encoding/json writes a record's wire
+// other half of decode.go. encoding/json writes a record's wire
 // struct, calls the MarshalJSON of each nested record type (Text, Item,
 // ...), which runs encoding/json again, and then scans what each returned
 // to check and compact it. This encoder writes the whole record in one
@@ -23,17 +23,17 @@ import (
 // value. Its output is byte for byte encoding/json's (a test compares
 // them); where it is not sure, the caller takes encoding/json's path.
 
-// wireForm is a record type written as its wire struct followed by its
-// unknown members: its MarshalJSON is marshalWire. The encoder writes one
+// WireForm is a record type written as its wire struct followed by its
+// unknown members: its MarshalJSON is Marshal. The encoder writes one
 // met inside another wire struct in place, without calling MarshalJSON.
-type wireForm interface {
-	wire() (w any, extra Extra)
+type WireForm interface {
+	Wire() (w any, extra Extra)
 }
 
-// marshalWire is the MarshalJSON of a wireForm.
-func marshalWire(v wireForm) ([]byte, error) {
-	w, extra := v.wire()
-	return marshalWithExtra(w, extra)
+// Marshal is the MarshalJSON of a WireForm.
+func Marshal(v WireForm) ([]byte, error) {
+	w, extra := v.Wire()
+	return MarshalWithExtra(w, extra)
 }
 
 var errNotOnePass = errors.New("not for the one-pass encoder")
@@ -135,7 +135,7 @@ func encPlanOf(t reflect.Type) *encPlan {
 }
 
 var (
-	wireFormType      = reflect.TypeFor[wireForm]()
+	wireFormType      = reflect.TypeFor[WireForm]()
 	marshalerType     = reflect.TypeFor[json.Marshaler]()
 	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
 )
@@ -145,7 +145,7 @@ func encoderFor(t reflect.Type) valueEncoder {
 	switch {
 	case t.Kind() != reflect.Pointer && t.Implements(wireFormType):
 		return func(dst []byte, v reflect.Value) ([]byte, error) {
-			w, extra := v.Interface().(wireForm).wire()
+			w, extra := v.Interface().(WireForm).Wire()
 			return appendWire(dst, reflect.ValueOf(w), extra, true)
 		}
 	case t.Implements(marshalerType) || t.Implements(textMarshalerType):

@@ -1,4 +1,4 @@
-package incidentlib
+package iljson
 
 import (
 	"bytes"
@@ -6,67 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 )
-
-// RecordAt is a record read from a file, with where it was found.
-type RecordAt struct {
-	Incident *Incident
-	// Where is "FILE:LINE" for JSONL, "FILE[INDEX]" for an array, "FILE" for
-	// a single object.
-	Where string
-}
-
-// ReadRecords reads IL-JSON records from data: one JSON object, a JSON
-// array of objects, or JSONL (one object per line; blank lines are
-// skipped). name is used in error messages. Every problem is reported as an
-// EINVALID error that names the file and line or index and, when it is
-// known, the record's id.
-func ReadRecords(name string, data []byte) ([]RecordAt, error) {
-	if off := InvalidUTF8Offset(data); off >= 0 {
-		line := 1 + bytes.Count(data[:off], []byte{'\n'})
-		return nil, Errorf(EINVALID, "%s:%d: invalid UTF-8 at byte offset %d", name, line, off)
-	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, Errorf(EINVALID, "%s: the file is empty", name)
-	}
-	var out []RecordAt
-	var es Errors
-	form, err := SplitRecords(data, false, func(r RawRecord) {
-		var where string
-		switch {
-		case r.Index >= 0:
-			where = fmt.Sprintf("%s[%d]", name, r.Index)
-		case r.Form == FormLines:
-			where = fmt.Sprintf("%s:%d", name, r.Line)
-		default:
-			where = name
-		}
-		inc, err := decodeRecord(r.JSON)
-		if err != nil {
-			es = append(es, Errorf(EINVALID, "%s%s: %v", where, idHint(r.JSON), err))
-			return
-		}
-		out = append(out, RecordAt{inc, where})
-	})
-	var se *SplitError
-	switch {
-	case errors.As(err, &se) && se.Err == ErrNoRecords && form == FormArray:
-		// An empty array is an empty import.
-	case se != nil && se.Err == ErrTrailingData:
-		es = append(es, Errorf(EINVALID, "%s:%d: unexpected data after the JSON array", name, 1+bytes.Count(data[:se.Offset], []byte{'\n'})))
-	case se != nil:
-		es = append(es, Errorf(EINVALID, "%s: %s", name, jsonErrorWhere(data, se.Err)))
-	}
-	if len(es) > 0 {
-		return nil, es
-	}
-	if out == nil {
-		out = []RecordAt{}
-	}
-	return out, nil
-}
 
 // RecordsForm is how an IL-JSON file holds its records.
 type RecordsForm int
@@ -238,51 +179,10 @@ func lineAt(data []byte, off int) int {
 	return 1 + bytes.Count(data[:min(off, len(data))], []byte{'\n'})
 }
 
-// ReadRecordsFrom reads all of r and calls ReadRecords.
-func ReadRecordsFrom(name string, r io.Reader) ([]RecordAt, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, err
-	}
-	return ReadRecords(name, data)
-}
-
-func decodeRecord(raw []byte) (*Incident, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil, errors.New("a record must be a JSON object")
-	}
-	if err := checkDuplicateKeys(raw); err != nil {
-		return nil, err
-	}
-	var inc Incident
-	if err := json.Unmarshal(raw, &inc); err != nil {
-		return nil, errors.New(jsonErrorWhere(raw, err))
-	}
-	return &inc, nil
-}
-
-// idHint returns " (id IL-…)" when the raw record has a readable id.
-func idHint(raw []byte) string {
-	var v struct {
-		ID any `json:"id"`
-	}
-	if json.Unmarshal(raw, &v) == nil {
-		if s, ok := v.ID.(string); ok && s != "" {
-			return " (id " + s + ")"
-		}
-		return ""
-	}
-	// Broken JSON: the id may still be readable.
-	if m := idRE.FindSubmatch(raw); m != nil {
-		return " (id " + string(m[1]) + ")"
-	}
-	return ""
-}
-
-var idRE = regexp.MustCompile(`"id"\s*:\s*"(IL-[0-9]{1,12})"`)
-
-func jsonErrorWhere(data []byte, err error) string {
+// ErrorWhere words encoding/json's error err about data, saying where a
+// syntax error is (byte offset and line) and which field a type error is
+// in.
+func ErrorWhere(data []byte, err error) string {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
@@ -292,32 +192,6 @@ func jsonErrorWhere(data []byte, err error) string {
 		return fmt.Sprintf("field %s: expected %s, got JSON %s", te.Field, te.Type, te.Value)
 	}
 	return err.Error()
-}
-
-// checkDuplicateKeys rejects an object that names a member twice, at any
-// depth: encoding/json would silently keep the last one.
-func checkDuplicateKeys(raw []byte) error {
-	err := CheckDuplicateKeys(raw)
-	var de *DuplicateKeyError
-	var je *JSONError
-	switch {
-	case errors.As(err, &de):
-		return fmt.Errorf("member %q appears twice in %s", de.Key, pathOr(de.Path))
-	case errors.As(err, &je):
-		var se *json.SyntaxError
-		if errors.As(je.Err, &se) {
-			return errors.New(jsonErrorWhere(raw, se))
-		}
-		return je.Err
-	}
-	return err
-}
-
-func pathOr(p string) string {
-	if p == "" {
-		return "the record"
-	}
-	return p[1:]
 }
 
 // DuplicateKeyError is a JSON object that names a member twice.

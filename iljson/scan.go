@@ -1,10 +1,94 @@
-package incidentlib
+package iljson
 
 import (
 	"encoding/json"
+	"errors"
 	"unicode/utf16"
 	"unicode/utf8"
 )
+
+// The one JSON scanner of the program: where a value or a string ends
+// (endOfValue, endOfString: loose, for JSON already known to be valid or
+// a quick look), the strict reader of the one-pass decoder (decoder), the
+// first invalid UTF-8 byte, a record's id and duplicate member names
+// (records.go).
+
+var errMalformedObject = errors.New("malformed JSON object")
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// endOfString returns the position after the JSON string that starts at
+// i, or -1, and whether its bytes are its value: no escapes, only ASCII.
+func endOfString(data []byte, i int) (end int, plain bool) {
+	if i >= len(data) || data[i] != '"' {
+		return -1, false
+	}
+	plain = true
+	for i++; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"':
+			return i + 1, plain
+		case c == '\\':
+			plain = false
+			i++
+		case c >= 0x80:
+			plain = false
+		}
+	}
+	return -1, false
+}
+
+// endOfValue returns the position after the JSON value that starts at i,
+// or -1.
+func endOfValue(data []byte, i int) int {
+	if i >= len(data) {
+		return -1
+	}
+	switch data[i] {
+	case '"':
+		end, _ := endOfString(data, i)
+		return end
+	case '{', '[':
+		depth := 0
+		for i < len(data) {
+			switch data[i] {
+			case '"':
+				end, _ := endOfString(data, i)
+				if end < 0 {
+					return -1
+				}
+				i = end
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return -1
+	}
+	start := i
+	for i < len(data) {
+		switch data[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+		i++
+	}
+	if i == start {
+		return -1
+	}
+	return i
+}
 
 // InvalidUTF8Offset returns the byte offset of the first byte of b that
 // does not begin a valid UTF-8 sequence, or -1 if b is valid UTF-8. Readers
@@ -39,8 +123,8 @@ func PeekID(raw []byte) string {
 	return s
 }
 
-// The scanner of the one-pass decoder (extra_decode.go): strict JSON, read
-// in place.
+// The scanner of the one-pass decoder (decode.go): strict JSON, read in
+// place.
 
 // decoder reads JSON text from data at i.
 type decoder struct {

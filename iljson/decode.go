@@ -1,4 +1,4 @@
-package incidentlib
+package iljson
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 )
 
 // The one-pass decoder of the record types that keep unknown members
-// (unmarshalWithExtra). encoding/json decodes a record in several passes: it
+// (Unmarshal). encoding/json decodes a record in several passes: it
 // checks the whole text, then decodes it, and each nested type's
 // UnmarshalJSON (Text, Item, Source, ...) is handed its part to check and
 // decode again, and to walk a third time for the unknown members. This
@@ -31,18 +31,18 @@ import (
 // takes encoding/json's path, which decides and words the error.
 
 // extraDecoderOf returns the one-pass decoder of T, whose wire form is W
-// (see unmarshalWithExtra), and makes it the decoder of every T met
+// (see Unmarshal), and makes it the decoder of every T met
 // inside another wire struct. The first call for a type registers it; an
 // object that holds a T before any T was decoded on its own hands the T to
 // encoding/json, which registers it.
-func extraDecoderOf[W, T any](known map[string]bool, null nullRule, fromWire func(W, Extra) T) valueDecoder {
+func extraDecoderOf[W, T any](known map[string]bool, null NullRule, fromWire func(W, Extra) T) valueDecoder {
 	t := reflect.TypeFor[T]()
 	if f, ok := extraDecoders.Load(t); ok {
 		return f.(valueDecoder)
 	}
 	dec := func(d *decoder, v reflect.Value) bool {
 		if d.literal("null") {
-			if null == nullIsError {
+			if null == NullIsError {
 				return false
 			}
 			v.SetZero()

@@ -1,4 +1,4 @@
-package incidentlib
+package iljson
 
 import (
 	"bytes"
