@@ -136,18 +136,32 @@ func splitArray(data []byte, each func(RawRecord)) error {
 // splitError places a decoder error: at the offset a syntax error names,
 // or at the end of the text when it ends too soon.
 func splitError(data []byte, err error) *SplitError {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	off := -1
-	switch {
-	case errors.As(err, &se):
-		off = int(se.Offset)
-	case errors.As(err, &te):
-		off = int(te.Offset)
-	case errors.Is(err, io.ErrUnexpectedEOF):
+	off := int(ErrorOffset(err))
+	if off < 0 && errors.Is(err, io.ErrUnexpectedEOF) {
 		off = len(bytes.TrimRight(data, " \t\r\n"))
 	}
 	return &SplitError{Offset: off, Err: err}
+}
+
+// ErrorOffset returns the byte offset a JSON error names (a
+// *json.SyntaxError, *json.UnmarshalTypeError, *DuplicateKeyError or
+// *JSONError), or -1.
+func ErrorOffset(err error) int64 {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	var de *DuplicateKeyError
+	var je *JSONError
+	switch {
+	case errors.As(err, &de):
+		return de.Offset
+	case errors.As(err, &je):
+		return je.Offset
+	case errors.As(err, &se):
+		return se.Offset
+	case errors.As(err, &te):
+		return te.Offset
+	}
+	return -1
 }
 
 // IsJSONLines reports whether data, which does not start with an array,

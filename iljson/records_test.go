@@ -2,6 +2,7 @@ package iljson_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -87,4 +88,43 @@ func TestSplitRecords(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMayRepeatKeys: the quick scan never passes what CheckDuplicateKeys
+// refuses.
+func TestMayRepeatKeys(t *testing.T) {
+	for _, s := range []string{
+		`{"a":1,"b":{"a":1,"b":2},"c":[{"a":1},{"a":1}]}`,
+		`{"a":1,"a":2}`,
+		`{"a":{"x":1,"x":2}}`,
+		`{"a":[{"x":1,"x":2}]}`,
+		`{"a":"\"a\":1","b":"}{","c":1}`,
+		`{"t\u0069tle":1,"title":2}`,
+		`{"a":[1,{"b":[{"c":1,"d":"x,\"c\":"}]}],"e":{}}`,
+	} {
+		fast := iljson.MayRepeatKeys([]byte(s))
+		full := iljson.CheckDuplicateKeys([]byte(s)) != nil
+		if full && !fast {
+			t.Errorf("%s: the fast scan passes a duplicate key", s)
+		}
+		if !full && fast && !strings.Contains(s, `\u`) {
+			t.Errorf("%s: the fast scan finds a duplicate that is not there", s)
+		}
+	}
+}
+
+// FuzzFastDuplicateScan: on valid JSON the byte scan finds every
+// duplicate name the full check finds.
+func FuzzFastDuplicateScan(f *testing.F) {
+	f.Add([]byte(`{"a":1,"b":{"a":1,"b":2},"c":[{"a":1},{"a":1}]}`))
+	f.Add([]byte(`{"a":[{"x":1,"x":2}]}`))
+	f.Add([]byte(strings.Repeat(`{"a":`, 40) + "1" + strings.Repeat(`}`, 40)))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		if iljson.CheckDuplicateKeys(data) != nil && !iljson.MayRepeatKeys(data) {
+			t.Fatalf("%s: the fast scan passes a duplicate key", data)
+		}
+	})
 }

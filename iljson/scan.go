@@ -1,6 +1,7 @@
 package iljson
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"unicode/utf16"
@@ -88,6 +89,65 @@ func endOfValue(data []byte, i int) int {
 		return -1
 	}
 	return i
+}
+
+// MayRepeatKeys reports whether valid JSON data may name a member twice
+// in one object: two names with the same bytes, or a name with an
+// escape (which may spell another name differently). It is the quick
+// answer of CheckDuplicateKeys for JSON known to be valid: false means
+// CheckDuplicateKeys finds nothing.
+func MayRepeatKeys(data []byte) bool {
+	// The names of the open objects, one after another (starts: where
+	// each open object's begin), and per open container whether it is an
+	// object; on the stack for records of ordinary depth.
+	var keysBuf [64][]byte
+	var startsBuf [16]int
+	var inObjectBuf [32]bool
+	keys, starts, inObject := keysBuf[:0], startsBuf[:0], inObjectBuf[:0]
+	expectKey := false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; c {
+		case '{':
+			starts = append(starts, len(keys))
+			inObject = append(inObject, true)
+			expectKey = true
+		case '[':
+			inObject = append(inObject, false)
+			expectKey = false
+		case '}':
+			keys = keys[:starts[len(starts)-1]]
+			starts = starts[:len(starts)-1]
+			inObject = inObject[:len(inObject)-1]
+		case ']':
+			inObject = inObject[:len(inObject)-1]
+		case ',':
+			expectKey = len(inObject) > 0 && inObject[len(inObject)-1]
+		case '"':
+			j := i + 1
+			esc := false
+			for ; j < len(data) && data[j] != '"'; j++ {
+				if data[j] == '\\' {
+					esc = true
+					j++
+				}
+			}
+			if expectKey {
+				if esc {
+					return true
+				}
+				key := data[i+1 : j]
+				for _, k := range keys[starts[len(starts)-1]:] {
+					if bytes.Equal(k, key) {
+						return true
+					}
+				}
+				keys = append(keys, key)
+				expectKey = false
+			}
+			i = j
+		}
+	}
+	return false
 }
 
 // InvalidUTF8Offset returns the byte offset of the first byte of b that

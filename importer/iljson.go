@@ -51,7 +51,7 @@ func (l *loader) parseILJSON(f *file, lines bool) ([]Record, []Problem) {
 // the byte offset of the decoded text within data.
 func jsonProblem(f *file, data []byte, base int, err error) Problem {
 	where := f.Path
-	if off := jsonErrorOffset(err); off >= 0 {
+	if off := iljson.ErrorOffset(err); off >= 0 {
 		where = fmt.Sprintf("%s:%d", f.Path, lineOf(data, base+int(off)))
 	} else if errors.Is(err, io.ErrUnexpectedEOF) {
 		where = fmt.Sprintf("%s:%d", f.Path, lineOf(data, len(bytes.TrimRight(data, " \t\r\n"))))
@@ -66,7 +66,7 @@ func jsonProblem(f *file, data []byte, base int, err error) Problem {
 func (l *loader) ilRecord(f *file, raw []byte, where string, start int) (Record, *Problem) {
 	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' {
 		// The fast path (fastcheck.go): the checks below would pass.
-		if inc, err := decodeObject(t); err == nil && !maybeDuplicateKeys(t) && !caseSuspect(inc) {
+		if inc, err := decodeObject(t); err == nil && !iljson.MayRepeatKeys(t) && !caseSuspect(inc) {
 			return l.ilResult(f, inc, where), nil
 		}
 	}

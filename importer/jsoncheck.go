@@ -12,36 +12,6 @@ import (
 	"github.com/incidentlib/incidentlib/iljson"
 )
 
-// jsonError is a JSON problem at a byte offset of the input.
-type jsonError struct {
-	Offset int64
-	Msg    string
-}
-
-func (e *jsonError) Error() string { return e.Msg }
-
-// jsonErrorOffset returns the byte offset a JSON error names, or -1.
-func jsonErrorOffset(err error) int64 {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	var je *jsonError
-	var de *iljson.DuplicateKeyError
-	var pe *iljson.JSONError
-	switch {
-	case errors.As(err, &je):
-		return je.Offset
-	case errors.As(err, &de):
-		return de.Offset
-	case errors.As(err, &pe):
-		return pe.Offset
-	case errors.As(err, &se):
-		return se.Offset
-	case errors.As(err, &te):
-		return te.Offset
-	}
-	return -1
-}
-
 // checkJSONDuplicateKeys is iljson.CheckDuplicateKeys, whose
 // *DuplicateKeyError says "duplicate key ..." (jsonProblem keeps such
 // reasons as they are), with an input that ends inside a value said as
@@ -50,10 +20,12 @@ func checkJSONDuplicateKeys(data []byte) error {
 	err := iljson.CheckDuplicateKeys(data)
 	var pe *iljson.JSONError
 	if errors.As(err, &pe) && pe.Err == io.EOF {
-		return &jsonError{Offset: pe.Offset, Msg: "unexpected end of JSON input"}
+		return &iljson.JSONError{Offset: pe.Offset, Err: errUnexpectedEnd}
 	}
 	return err
 }
+
+var errUnexpectedEnd = errors.New("unexpected end of JSON input")
 
 // schema lists the member names of an IL-JSON object and the schemas of
 // its object and list members, to find names that differ from a known one

@@ -168,6 +168,9 @@ func TestTextsOf(t *testing.T) {
 			t.Fatal(err)
 		}
 		check(in.ID, b)
+		if !scanTexts(b, &incidentlib.Incident{}) {
+			t.Fatalf("%s: the scanner left a record the store writes to the full decoder", in.ID)
+		}
 	}
 	for name, b := range map[string]string{
 		"Escapes":      `{"id":"IL-0001","org":"A \"B\" \u003cC\u003e","title":{"en":"x\\y \ud83d\udd25","ko":"\uD55C"}}`,

@@ -3,9 +3,9 @@ package search
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/iljson"
 )
 
 // textsOf returns an incident holding only the fields the index reads
@@ -27,224 +27,66 @@ func textsOf(b []byte) (*incidentlib.Incident, error) {
 		Trigger: full.Trigger, Detection: full.Detection, SymptomsText: full.SymptomsText}, nil
 }
 
-// scanner reads JSON written by encoding/json.
-type scanner struct {
-	b  []byte
-	i  int
-	ok bool
-}
-
-func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-func (s *scanner) peek() byte {
-	s.ws()
-	if s.i >= len(s.b) {
-		s.ok = false
-		return 0
-	}
-	return s.b[s.i]
-}
-
-func (s *scanner) expect(c byte) {
-	if s.peek() != c {
-		s.ok = false
-		return
-	}
-	s.i++
-}
-
-// str reads a string; escapes are decoded by encoding/json.
-func (s *scanner) str() string {
-	start, escaped := s.strEnd()
-	if !s.ok {
-		return ""
-	}
-	if !escaped {
-		return string(s.b[start+1 : s.i-1])
-	}
-	var v string
-	if err := json.Unmarshal(s.b[start:s.i], &v); err != nil {
-		s.ok = false
-	}
-	return v
-}
-
-// strEnd moves past a string, returning where it started and whether it
-// holds escapes.
-func (s *scanner) strEnd() (start int, escaped bool) {
-	if s.peek() != '"' {
-		s.ok = false
-		return 0, false
-	}
-	start = s.i
-	s.i++
-	q := bytes.IndexByte(s.b[s.i:], '"')
-	if q < 0 {
-		s.ok = false
-		return start, false
-	}
-	if bytes.IndexByte(s.b[s.i:s.i+q], '\\') < 0 {
-		s.i += q + 1
-		return start, false
-	}
-	// Walk the escapes: the quote ends the string unless escaped.
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		if c == '\\' {
-			s.i += 2
-			continue
-		}
-		s.i++
-		if c == '"' {
-			return start, true
-		}
-	}
-	s.ok = false
-	return start, true
-}
-
-// skip passes over one value.
-func (s *scanner) skip() {
-	switch s.peek() {
-	case '"':
-		s.strEnd()
-	case '{', '[':
-		depth := 0
-		for s.i < len(s.b) {
-			switch s.b[s.i] {
-			case '"':
-				s.strEnd()
-				if !s.ok {
-					return
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					s.i++
-					return
-				}
-			}
-			s.i++
-		}
-		s.ok = false
-	default:
-		for s.i < len(s.b) {
-			switch s.b[s.i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return
-			}
-			s.i++
-		}
-	}
-}
-
-func (s *scanner) null() bool {
-	if s.peek() == 'n' && strings.HasPrefix(string(s.b[s.i:min(len(s.b), s.i+4)]), "null") {
-		s.i += 4
-		return true
-	}
-	return false
-}
-
-// object calls fn for each key of an object, with the scanner at its
-// value; fn must read or skip the value.
-func (s *scanner) object(fn func(key string)) {
-	s.expect('{')
-	if s.peek() == '}' {
-		s.i++
-		return
-	}
-	for s.ok {
-		k := s.str()
-		s.expect(':')
-		if !s.ok {
-			return
-		}
-		fn(k)
-		switch s.peek() {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return
-		default:
-			s.ok = false
-		}
-	}
-}
-
-func (s *scanner) text(t *incidentlib.Text) {
+// text reads a text object (or null) into t.
+func text(r *iljson.Reader, t *incidentlib.Text) {
 	*t = incidentlib.Text{}
-	if s.null() {
+	if r.Null() {
 		return
 	}
-	s.object(func(k string) {
-		switch k {
+	r.Object(func(k []byte) {
+		switch string(k) {
 		case "en":
-			if !s.null() {
-				t.En = s.str()
+			if !r.Null() {
+				t.En = r.String()
 			}
 		case "ko":
-			if !s.null() {
-				t.Ko = s.str()
+			if !r.Null() {
+				t.Ko = r.String()
 			}
 		default:
-			if strings.EqualFold(k, "en") || strings.EqualFold(k, "ko") {
-				s.ok = false
+			if bytes.EqualFold(k, []byte("en")) || bytes.EqualFold(k, []byte("ko")) {
+				r.Fail() // a name in another case: the full decoder's
+				return
 			}
-			s.skip()
+			r.Skip()
 		}
 	})
 }
 
-var textKeys = []string{"org", "title", "summary", "lessons", "trigger", "detection", "symptoms_text"}
+var textKeys = [][]byte{[]byte("org"), []byte("title"), []byte("summary"), []byte("lessons"),
+	[]byte("trigger"), []byte("detection"), []byte("symptoms_text")}
 
-// scanTexts fills inc's org and texts from b; false if b is not what it
-// expects.
+// scanTexts fills inc's org and texts from b with the codec's scanner
+// (iljson.Reader); false if b is not what it expects.
 func scanTexts(b []byte, inc *incidentlib.Incident) bool {
-	s := &scanner{b: b, ok: true}
-	s.object(func(k string) {
-		switch k {
+	r := iljson.NewReader(b)
+	r.Object(func(k []byte) {
+		switch string(k) {
 		case "org":
-			if !s.null() {
-				inc.Org = s.str()
+			if !r.Null() {
+				inc.Org = r.String()
 			}
 		case "title":
-			s.text(&inc.Title)
+			text(&r, &inc.Title)
 		case "summary":
-			s.text(&inc.Summary)
+			text(&r, &inc.Summary)
 		case "lessons":
-			s.text(&inc.Lessons)
+			text(&r, &inc.Lessons)
 		case "trigger":
-			s.text(&inc.Trigger)
+			text(&r, &inc.Trigger)
 		case "detection":
-			s.text(&inc.Detection)
+			text(&r, &inc.Detection)
 		case "symptoms_text":
-			s.text(&inc.SymptomsText)
+			text(&r, &inc.SymptomsText)
 		default:
 			for _, t := range textKeys {
-				if strings.EqualFold(k, t) {
-					s.ok = false
+				if bytes.EqualFold(k, t) {
+					r.Fail() // as above
+					return
 				}
 			}
-			s.skip()
+			r.Skip()
 		}
 	})
-	if s.ok {
-		s.ws()
-		s.ok = s.i == len(s.b)
-	}
-	return s.ok
+	return r.End()
 }
