@@ -159,38 +159,12 @@ func checkRawMembers(p *problems, raw []byte, path []string) {
 	field := slices.Clone(path)
 	msg := fmt.Sprintf("%s is not JSON: %v", strings.Join(path, "."), err)
 	if errors.As(err, &de) {
-		field = append(path[:len(path):len(path)], splitKeyPath(de.Path)...)
+		field = append(path[:len(path):len(path)], de.Steps()...)
 		field = append(field, de.Key)
 		msg = fmt.Sprintf("member %q appears twice in %s", de.Key, objectName(field[:len(field)-1]))
 	}
 	p.es = append(p.es, FieldErrorf(EINVALID, field, "%s", msg))
 	p.rules = append(p.rules, RuleStructure)
-}
-
-// splitKeyPath turns a DuplicateKeyError path (".a[2].b") into its steps.
-func splitKeyPath(s string) []string {
-	var out []string
-	for s != "" {
-		switch s[0] {
-		case '.':
-			end := strings.IndexAny(s[1:], ".[")
-			if end < 0 {
-				end = len(s) - 1
-			}
-			out = append(out, s[1:1+end])
-			s = s[1+end:]
-		case '[':
-			end := strings.IndexByte(s, ']')
-			if end < 0 {
-				return append(out, s)
-			}
-			out = append(out, s[1:end])
-			s = s[end+1:]
-		default:
-			return append(out, s)
-		}
-	}
-	return out
 }
 
 func objectName(path []string) string {

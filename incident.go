@@ -28,9 +28,7 @@ type textJSON struct {
 var textKnown = map[string]bool{"en": true, "ko": true}
 
 // MarshalJSON writes the languages present.
-func (t Text) MarshalJSON() ([]byte, error) {
-	return iljson.Marshal(t)
-}
+func (t Text) MarshalJSON() ([]byte, error) { return iljson.Marshal(t) }
 
 // Wire returns the wire form and the unknown members (iljson.WireForm).
 func (t Text) Wire() (any, Extra) { return textJSON{t.En, t.Ko}, t.Extra }
@@ -296,9 +294,7 @@ var impactKnown = iljson.KnownFields(impactJSON{})
 // MarshalJSON writes the impact with null for unknown parts.
 //
 //nolint:dupl // Impact and Review are both three optional strings: the same shape of data, each its own fields.
-func (m Impact) MarshalJSON() ([]byte, error) {
-	return iljson.Marshal(m)
-}
+func (m Impact) MarshalJSON() ([]byte, error) { return iljson.Marshal(m) }
 
 // Wire returns the wire form and the unknown members (iljson.WireForm).
 func (m Impact) Wire() (any, Extra) {
@@ -322,9 +318,7 @@ type timelineJSON struct {
 var timelineKnown = iljson.KnownFields(timelineJSON{})
 
 // MarshalJSON writes the timeline with null for unknown durations.
-func (t Timeline) MarshalJSON() ([]byte, error) {
-	return iljson.Marshal(t)
-}
+func (t Timeline) MarshalJSON() ([]byte, error) { return iljson.Marshal(t) }
 
 // Wire returns the wire form and the unknown members (iljson.WireForm).
 func (t Timeline) Wire() (any, Extra) {
@@ -345,9 +339,7 @@ type itemJSON struct {
 var itemKnown = iljson.KnownFields(itemJSON{})
 
 // MarshalJSON writes the item.
-func (it Item) MarshalJSON() ([]byte, error) {
-	return iljson.Marshal(it)
-}
+func (it Item) MarshalJSON() ([]byte, error) { return iljson.Marshal(it) }
 
 // Wire returns the wire form and the unknown members (iljson.WireForm).
 func (it Item) Wire() (any, Extra) { return itemJSON{it.Text}, it.Extra }
@@ -368,9 +360,7 @@ type sourceJSON struct {
 var sourceKnown = iljson.KnownFields(sourceJSON{})
 
 // MarshalJSON writes the source.
-func (s Source) MarshalJSON() ([]byte, error) {
-	return iljson.Marshal(s)
-}
+func (s Source) MarshalJSON() ([]byte, error) { return iljson.Marshal(s) }
 
 // Wire returns the wire form and the unknown members (iljson.WireForm).
 func (s Source) Wire() (any, Extra) {
@@ -395,9 +385,7 @@ var reviewKnown = iljson.KnownFields(reviewJSON{})
 // MarshalJSON writes the review with null for what has not happened.
 //
 //nolint:dupl // Impact and Review are both three optional strings: the same shape of data, each its own fields.
-func (r Review) MarshalJSON() ([]byte, error) {
-	return iljson.Marshal(r)
-}
+func (r Review) MarshalJSON() ([]byte, error) { return iljson.Marshal(r) }
 
 // Wire returns the wire form and the unknown members (iljson.WireForm).
 func (r Review) Wire() (any, Extra) {

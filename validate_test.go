@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/importer"
 	"github.com/incidentlib/incidentlib/seeds"
 )
 
@@ -130,7 +131,7 @@ func FuzzValidateRecord(f *testing.F) {
 	f.Add([]byte(`{"id":"IL-0003","org":"A","org_slug":"../../x","date":"2026-02-30","title":{"en":"t","ja":"\u0000"},"related":["IL-0003"]}`))
 	f.Add([]byte(`{"id":"IL-0004","org":"A","org_slug":"a","title":{"en":"t"},"summary":{"en":"a\r\nb\tc"},"review":{"written_by":null},"x":{"y":[1,null]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		recs, err := incidentlib.ReadRecords("fuzz", data)
+		recs, err := importer.ReadRecords("fuzz", data)
 		if err != nil {
 			return
 		}
@@ -151,7 +152,7 @@ func FuzzValidateRecord(f *testing.F) {
 			if err != nil {
 				t.Fatalf("a valid record does not encode: %v", err)
 			}
-			again, err := incidentlib.ReadRecords("again", a)
+			again, err := importer.ReadRecords("again", a)
 			if err != nil || len(again) != 1 {
 				t.Fatalf("a valid record's IL-JSON does not read back: %v\n%s", err, a)
 			}
@@ -168,7 +169,7 @@ func FuzzValidateRecord(f *testing.F) {
 // review.written_by null stays null: IL-JSON reads and writes it as null.
 func TestWrittenByNullRoundTrip(t *testing.T) {
 	in := `{"id":"IL-0001","org":"A","org_slug":"a","title":{"en":"t"},"review":{"written_by":null,"reviewed_at":null,"reviewed_by":null}}`
-	recs, err := incidentlib.ReadRecords("f", []byte(in))
+	recs, err := importer.ReadRecords("f", []byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -219,6 +219,33 @@ func (e *DuplicateKeyError) Error() string {
 	return fmt.Sprintf("duplicate key %q in a JSON object", e.Key)
 }
 
+// Steps returns the steps of the object's path (".a[2].b": a, 2, b).
+func (e *DuplicateKeyError) Steps() []string {
+	s := e.Path
+	var out []string
+	for s != "" {
+		switch s[0] {
+		case '.':
+			end := strings.IndexAny(s[1:], ".[")
+			if end < 0 {
+				end = len(s) - 1
+			}
+			out = append(out, s[1:1+end])
+			s = s[1+end:]
+		case '[':
+			end := strings.IndexByte(s, ']')
+			if end < 0 {
+				return append(out, s)
+			}
+			out = append(out, s[1:end])
+			s = s[end+1:]
+		default:
+			return append(out, s)
+		}
+	}
+	return out
+}
+
 // JSONError is JSON that does not parse, at a byte offset of the input.
 type JSONError struct {
 	Offset int64 // where the decoder stopped; the end of the input when it ends inside a value

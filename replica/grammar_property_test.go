@@ -13,6 +13,7 @@ import (
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/changefeed"
 	"github.com/incidentlib/incidentlib/gen"
+	"github.com/incidentlib/incidentlib/importer"
 	"github.com/incidentlib/incidentlib/seeds"
 )
 
@@ -107,7 +108,7 @@ func TestGrammarRoundTripProperty(t *testing.T) {
 		t.Fatalf("accepted %d, refused %d: the generator does not try both", accepted, refused)
 	}
 	a := exportOf(t, p.db)
-	recs, err := incidentlib.ReadRecords("export.jsonl", a)
+	recs, err := importer.ReadRecords("export.jsonl", a)
 	if err != nil {
 		t.Fatalf("the export does not read back: %v", err)
 	}

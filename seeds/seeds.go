@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/importer"
 )
 
 //go:embed taxonomy.json incidents
@@ -51,7 +52,7 @@ func Incidents() ([]*incidentlib.Incident, error) {
 		if err != nil {
 			return nil, err
 		}
-		recs, err := incidentlib.ReadRecords("seeds/"+name, data)
+		recs, err := importer.ReadRecords("seeds/"+name, data)
 		if err != nil {
 			return nil, fmt.Errorf("seed file: %w", err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/changefeed"
+	"github.com/incidentlib/incidentlib/importer"
 	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/server/restapi"
@@ -275,7 +276,7 @@ func TestIncidentsAPI(t *testing.T) {
 		if strings.TrimSpace(string(a.body)) != want {
 			t.Fatalf("got %s", a.body)
 		}
-		recs, err := incidentlib.ReadRecords("answer", a.body)
+		recs, err := importer.ReadRecords("answer", a.body)
 		if err != nil || len(recs) != 2 {
 			t.Fatalf("the answer does not read as IL-JSON: %v", err)
 		}

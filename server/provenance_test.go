@@ -10,6 +10,7 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/graph/model"
+	"github.com/incidentlib/incidentlib/importer"
 	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/storage"
 )
@@ -200,7 +201,7 @@ func TestProvenanceRoundTrip(t *testing.T) {
 	}
 	// export → import → export, byte-identical.
 	db2 := testutil.ServerStore(t, nil, storage.Options{})
-	again, err := incidentlib.ReadRecords("export", []byte(first))
+	again, err := importer.ReadRecords("export", []byte(first))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/importer"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/storage"
 )
@@ -419,7 +420,7 @@ func TestRecordSourceChecks(t *testing.T) {
 		if bytes.Equal(first, before) || !bytes.Contains(first, []byte(`"checked_at":"2026-11-30T12:00:00Z","final_url":"`+url+`/moved","status":200}`)) {
 			t.Fatal("the export does not carry the check as source fields")
 		}
-		recs, err := incidentlib.ReadRecords("export", first)
+		recs, err := importer.ReadRecords("export", first)
 		if err != nil {
 			t.Fatal(err)
 		}

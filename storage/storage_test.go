@@ -18,6 +18,7 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/gen"
+	"github.com/incidentlib/incidentlib/importer"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/storage"
 )
@@ -114,7 +115,7 @@ func TestUnknownFieldsSurvive(t *testing.T) {
 	db := MustOpenDB(t)
 	rec := `{"id":"IL-0001","org":"Example","org_slug":"example","title":{"en":"T","ja":"タイトル"},"x_custom":{"a":[1,2]},` +
 		`"impact":{"scope":"s","extra_impact":true},"sources":[{"url":"https://example.com/a","kind":"blog","checked":"yes"}]}`
-	recs, err := incidentlib.ReadRecords("rec.json", []byte(rec))
+	recs, err := importer.ReadRecords("rec.json", []byte(rec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func TestImportExportRoundTripIsByteIdentical(t *testing.T) {
 	mustImport(t, db, append(incs, seedIncs...))
 	first := export(t, db)
 
-	recs, err := incidentlib.ReadRecords("export.jsonl", first)
+	recs, err := importer.ReadRecords("export.jsonl", first)
 	if err != nil {
 		t.Fatal(err)
 	}
