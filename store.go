@@ -15,7 +15,7 @@ import (
 // Change is one entry of the change log: the latest change of one
 // incident, with the record after it. It is the one change type of the
 // library: the store's log, the change feed (GET /api/v1/changes, read and
-// written by feed.go), replicas and the search index all use it.
+// written by changefeed/), replicas and the search index all use it.
 type Change struct {
 	// Seq is the store sequence of the write that made the change; on a
 	// replica, the primary's sequence.

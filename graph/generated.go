@@ -2591,44 +2591,6 @@ input TimelineEventInput {
   extra: JSON
 }
 `, BuiltIn: false},
-	{Name: "../histimport.graphqls", Input: `# Imports with history (docs/importing.md): an incident with every version,
-# as export --history writes one line.
-
-"""
-An incident with its history, one line of export --history. Written as
-given (author, action, time of every version), adding no version.
-"""
-input HistoryImportInput {
-  id: ID!
-  "Its versions in order, dense from 1 (an IMPORT may start later) unless gaps."
-  history: [HistoryVersionInput!]!
-  "Versions are missing (history compact, or a store that followed a log): they only increase. export --history says it."
-  gaps: Boolean
-  "A version's time may be before the one before it (a cluster's clocks). export --history says it."
-  unordered: Boolean
-}
-
-"One version of a history import: the members of export --history's version."
-input HistoryVersionInput {
-  version: Int!
-  "RFC 3339."
-  at: String!
-  author: String!
-  "reader, editor, reviewer or admin; absent where unknown."
-  role: String
-  "A HistoryAction name (CREATE, UPDATE, …)."
-  action: String!
-  "IL-JSON paths of the fields the version changed."
-  changed: [String!]
-  comment: String
-  "The version is a delete."
-  deleted: Boolean
-  "The version a RESTORE brought back."
-  target: Int
-  "The record of the version as IL-JSON text; null for a delete and for content purged or compacted away."
-  record: String
-}
-`, BuiltIn: false},
 	{Name: "../history.graphqls", Input: `# The history of incidents and the review workflow (docs/editing.md).
 # Every change to an incident is a version: who wrote it (the token's
 # name), when, what it did and which fields it changed. Reading history
@@ -2774,6 +2736,44 @@ type PurgeVersionPayload {
   "The PURGE version written, or the one that already removed the content."
   entry: IncidentVersion
   userErrors: [UserError!]!
+}
+`, BuiltIn: false},
+	{Name: "../historyimport.graphqls", Input: `# Imports with history (docs/importing.md): an incident with every version,
+# as export --history writes one line.
+
+"""
+An incident with its history, one line of export --history. Written as
+given (author, action, time of every version), adding no version.
+"""
+input HistoryImportInput {
+  id: ID!
+  "Its versions in order, dense from 1 (an IMPORT may start later) unless gaps."
+  history: [HistoryVersionInput!]!
+  "Versions are missing (history compact, or a store that followed a log): they only increase. export --history says it."
+  gaps: Boolean
+  "A version's time may be before the one before it (a cluster's clocks). export --history says it."
+  unordered: Boolean
+}
+
+"One version of a history import: the members of export --history's version."
+input HistoryVersionInput {
+  version: Int!
+  "RFC 3339."
+  at: String!
+  author: String!
+  "reader, editor, reviewer or admin; absent where unknown."
+  role: String
+  "A HistoryAction name (CREATE, UPDATE, …)."
+  action: String!
+  "IL-JSON paths of the fields the version changed."
+  changed: [String!]
+  comment: String
+  "The version is a delete."
+  deleted: Boolean
+  "The version a RESTORE brought back."
+  target: Int
+  "The record of the version as IL-JSON text; null for a delete and for content purged or compacted away."
+  record: String
 }
 `, BuiltIn: false},
 	{Name: "../mutation.graphqls", Input: `"""

@@ -62,7 +62,7 @@ func (r *mutationResolver) ImportIncidents(ctx context.Context, records []*model
 		return nil, err
 	}
 	if len(histories) > 0 {
-		return importHistories(ctx, w, records, histories) // histimport.go
+		return importHistories(ctx, w, records, histories) // historyimport.go
 	}
 	by, err := author(ctx, incidentlib.RoleEditor)
 	if err != nil {

@@ -29,7 +29,7 @@ func TestClusterHistoryImportReachesEveryNode(t *testing.T) {
 	dir := t.TempDir()
 	small := writeHistoryFile(t, filepath.Join(dir, "small.jsonl"), 30, 1000, 2)
 	large := writeHistoryFile(t, filepath.Join(dir, "large.jsonl"), 120, 3000, 1)
-	// The large one goes in chunks (cluster/histimport.go: over 256 KiB),
+	// The large one goes in chunks (cluster/historyimport.go: over 256 KiB),
 	// and in one request (the default body limit is 1 MiB).
 	if len(large) <= 256<<10 || len(large) > 900<<10 {
 		t.Fatalf("the large history is %d bytes: it should need chunks and fit one request", len(large))

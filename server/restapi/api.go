@@ -222,7 +222,7 @@ func (a *API) changes(w http.ResponseWriter, r *http.Request) {
 		head = db.Seq()
 	}
 	// A replica's or an admin's token reads the history feed: every
-	// version, with its author (feed.go); without one, current records.
+	// version, with its author (changefeed/feed.go); without one, current records.
 	hist, history := db.(incidentlib.HistoryLog)
 	if id, ok := incidentlib.IdentityFrom(r.Context()); !ok || !id.Role.Allows(incidentlib.RoleAdmin) {
 		history = false
