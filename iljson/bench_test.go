@@ -9,68 +9,58 @@ import (
 	"github.com/incidentlib/incidentlib/seeds"
 )
 
-// BenchmarkUnmarshalIncident decodes canonical IL-JSON records, as the
-// store does on a record cache miss.
-func BenchmarkUnmarshalIncident(b *testing.B) {
+// benchRecords returns the generated records of the benchmarks and their
+// canonical IL-JSON.
+func benchRecords(b *testing.B) ([]*incidentlib.Incident, [][]byte) {
 	incs, err := gen.Generate(gen.Options{Count: 500, Seed: 3, Taxonomy: seeds.MustTaxonomy()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	recs := make([][]byte, len(incs))
-	size := 0
 	for i, inc := range incs {
 		if recs[i], err = json.Marshal(inc); err != nil {
 			b.Fatal(err)
 		}
-		size += len(recs[i])
+	}
+	return incs, recs
+}
+
+// benchDecode decodes the benchmarks' records with decode, round robin.
+func benchDecode(b *testing.B, decode func([]byte, *incidentlib.Incident) error) {
+	_, recs := benchRecords(b)
+	size := 0
+	for _, r := range recs {
+		size += len(r)
 	}
 	b.SetBytes(int64(size / len(recs)))
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
 		var inc incidentlib.Incident
-		if err := json.Unmarshal(recs[i%len(recs)], &inc); err != nil {
+		if err := decode(recs[i%len(recs)], &inc); err != nil {
 			b.Fatal(err)
 		}
 		i++
 	}
+}
+
+// BenchmarkUnmarshalIncident decodes canonical IL-JSON records, as the
+// store does on a record cache miss.
+func BenchmarkUnmarshalIncident(b *testing.B) {
+	benchDecode(b, func(rec []byte, inc *incidentlib.Incident) error { return json.Unmarshal(rec, inc) })
 }
 
 // BenchmarkDecodeRecord decodes canonical IL-JSON records with
 // Incident.UnmarshalJSON itself, as the importer does: the one-pass
 // decoder, without encoding/json's scan before it.
 func BenchmarkDecodeRecord(b *testing.B) {
-	incs, err := gen.Generate(gen.Options{Count: 500, Seed: 3, Taxonomy: seeds.MustTaxonomy()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	recs := make([][]byte, len(incs))
-	size := 0
-	for i, inc := range incs {
-		if recs[i], err = json.Marshal(inc); err != nil {
-			b.Fatal(err)
-		}
-		size += len(recs[i])
-	}
-	b.SetBytes(int64(size / len(recs)))
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		var inc incidentlib.Incident
-		if err := inc.UnmarshalJSON(recs[i%len(recs)]); err != nil {
-			b.Fatal(err)
-		}
-		i++
-	}
+	benchDecode(b, func(rec []byte, inc *incidentlib.Incident) error { return inc.UnmarshalJSON(rec) })
 }
 
 // BenchmarkEncodeRecord writes records in their stored form (the one-pass
 // encoder).
 func BenchmarkEncodeRecord(b *testing.B) {
-	incs, err := gen.Generate(gen.Options{Count: 500, Seed: 3, Taxonomy: seeds.MustTaxonomy()})
-	if err != nil {
-		b.Fatal(err)
-	}
+	incs, _ := benchRecords(b)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
