@@ -1,14 +1,18 @@
 package iljson
 
-import "bytes"
+import (
+	"bytes"
+	"unicode/utf8"
+)
 
 // Reader reads a JSON text in place, member by member, for a caller that
 // wants a few members of a record and passes over the rest (the search
 // index reads a record's org and texts). It is the scanner of the
-// one-pass decoder: member names are plain ASCII only and strings are
-// checked as the decoder checks them (anything else fails, and the caller
-// takes the full decoder's path); a value passed over is not checked
-// (endOfValue): the text is one the program wrote. After a failure every
+// one-pass decoder: member names are plain ASCII only, strings with
+// escapes are checked as the decoder checks them and others for valid
+// UTF-8 (anything else fails, and the caller takes the full decoder's
+// path); a value passed over is not checked (endOfValue): the text is one
+// the program wrote. After a failure every
 // method does nothing and OK is false.
 type Reader struct {
 	d  decoder
@@ -68,21 +72,28 @@ func (r *Reader) Null() bool {
 	return r.ok && r.d.literal("null")
 }
 
-// String reads a string (a copy).
+// String reads a string (a copy). A string without escapes is checked
+// for valid UTF-8 only, found with the loose scan (stringEnd); one with
+// escapes is read strictly.
 func (r *Reader) String() string {
 	d := &r.d
 	d.space()
-	if !r.ok || d.i >= len(d.data) || d.data[d.i] != '"' {
-		r.Fail()
+	if !r.ok {
 		return ""
 	}
 	start := d.i
-	if !d.skipString() {
+	end := stringEnd(d.data, start)
+	if end < 0 {
 		r.Fail()
 		return ""
 	}
-	if raw := d.data[start+1 : d.i-1]; bytes.IndexByte(raw, '\\') < 0 {
+	if raw := d.data[start+1 : end-1]; bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		d.i = end
 		return string(raw)
+	}
+	if !d.skipString() {
+		r.Fail()
+		return ""
 	}
 	s, ok := d.unescape(start + 1)
 	if !ok {

@@ -26,22 +26,37 @@ func skipSpace(data []byte, i int) int {
 // endOfString returns the position after the JSON string that starts at
 // i, or -1, and whether its bytes are its value: no escapes, only ASCII.
 func endOfString(data []byte, i int) (end int, plain bool) {
-	if i >= len(data) || data[i] != '"' {
+	end = stringEnd(data, i)
+	if end < 0 {
 		return -1, false
 	}
-	plain = true
-	for i++; i < len(data); i++ {
-		switch c := data[i]; {
-		case c == '"':
-			return i + 1, plain
-		case c == '\\':
-			plain = false
-			i++
-		case c >= 0x80:
-			plain = false
+	for _, c := range data[i+1 : end-1] {
+		if c == '\\' || c >= 0x80 {
+			return end, false
 		}
 	}
-	return -1, false
+	return end, true
+}
+
+// stringEnd returns the position after the JSON string that starts at i,
+// or -1: the first quote not escaped, found a stretch at a time.
+func stringEnd(data []byte, i int) int {
+	if i >= len(data) || data[i] != '"' {
+		return -1
+	}
+	for j := i + 1; j <= len(data); {
+		q := bytes.IndexByte(data[j:], '"')
+		if q < 0 {
+			return -1
+		}
+		q += j
+		e := bytes.IndexByte(data[j:q], '\\')
+		if e < 0 {
+			return q + 1
+		}
+		j += e + 2 // past the escape and the byte it escapes
+	}
+	return -1
 }
 
 // endOfValue returns the position after the JSON value that starts at i,
@@ -52,14 +67,13 @@ func endOfValue(data []byte, i int) int {
 	}
 	switch data[i] {
 	case '"':
-		end, _ := endOfString(data, i)
-		return end
+		return stringEnd(data, i)
 	case '{', '[':
 		depth := 0
 		for i < len(data) {
 			switch data[i] {
 			case '"':
-				end, _ := endOfString(data, i)
+				end := stringEnd(data, i)
 				if end < 0 {
 					return -1
 				}
