@@ -105,23 +105,30 @@ func planOf(t reflect.Type) *structPlan {
 	p := &structPlan{fields: map[string]planField{}, lower: map[string]bool{}}
 	for i := range t.NumField() {
 		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		name, opts, _ := strings.Cut(tag, ",")
-		if f.Anonymous || strings.Contains(","+opts+",", ",string,") {
+		name, opts, skip := jsonField(f)
+		if f.Anonymous || strings.Contains(opts, ",string,") {
 			p = nil
 			break
 		}
-		if name == "-" && opts == "" || !f.IsExported() {
+		if skip {
 			continue
-		}
-		if name == "" {
-			name = f.Name
 		}
 		p.fields[name] = planField{index: i, dec: decoderFor(f.Type)}
 		p.lower[strings.ToLower(name)] = true
 	}
 	plans.Store(t, p)
 	return p
+}
+
+// jsonField is encoding/json's name of a struct field and its tag's
+// options (",opt,...,"); skip says encoding/json leaves the field out.
+func jsonField(f reflect.StructField) (name, opts string, skip bool) {
+	name, opts, _ = strings.Cut(f.Tag.Get("json"), ",")
+	skip = name == "-" && opts == "" || !f.IsExported()
+	if name == "" {
+		name = f.Name
+	}
+	return name, "," + opts + ",", skip
 }
 
 var (

@@ -115,17 +115,13 @@ func encPlanOf(t reflect.Type) *encPlan {
 	p := &encPlan{}
 	for i := range t.NumField() {
 		f := t.Field(i)
-		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-		o := "," + opts + ","
+		name, o, skip := jsonField(f)
 		if f.Anonymous || strings.Contains(o, ",string,") || strings.Contains(o, ",omitzero,") {
 			p = nil
 			break
 		}
-		if name == "-" && opts == "" || !f.IsExported() {
+		if skip {
 			continue
-		}
-		if name == "" {
-			name = f.Name
 		}
 		p.fields = append(p.fields, encField{index: i, name: string(appendString(nil, name)) + ":",
 			omitEmpty: strings.Contains(o, ",omitempty,"), enc: encoderFor(f.Type)})
