@@ -16,9 +16,9 @@ import (
 // RelatedByIDs returns, for each id, the ids of the incidents whose
 // related names it, in id order, counting only the incidents lists show by
 // default. Unknown or malformed ids get none. It reads in one transaction.
-func (db *DB) RelatedByIDs(ctx context.Context, ids []string) ([][]string, error) {
+func (st Incidents) RelatedByIDs(ctx context.Context, ids []string) ([][]string, error) {
 	out := make([][]string, len(ids))
-	err := db.view(ctx, func(tx *bolt.Tx) error {
+	err := st.db.view(ctx, func(tx *bolt.Tx) error {
 		links := newLinkReader(tx, bucketRelatedRev)
 		unlisted := unlistedSet(tx) // the visibility rule (listed.go)
 		for i, id := range ids {
@@ -38,5 +38,5 @@ func (db *DB) RelatedByIDs(ctx context.Context, ids []string) ([][]string, error
 }
 
 func (s *snapshot) RelatedByIDs(_ context.Context, ids []string) ([][]string, error) {
-	return s.db.RelatedByIDs(s, ids)
+	return s.db.Incidents().RelatedByIDs(s, ids)
 }

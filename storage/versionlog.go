@@ -22,15 +22,15 @@ var metaHistoryCompacted = []byte("history_compacted_seq")
 // VersionsSince returns, oldest first, up to limit versions written after
 // seq, each with its history entry and its record's bytes
 // (Change.Record); see incidentlib.HistoryLog.
-func (db *DB) VersionsSince(ctx context.Context, seq uint64, limit int) ([]incidentlib.Change, error) {
+func (st Versions) VersionsSince(ctx context.Context, seq uint64, limit int) ([]incidentlib.Change, error) {
 	if err := checkLimit(limit); err != nil {
 		return nil, err
 	}
-	if db.noHistory {
+	if st.db.noHistory {
 		return nil, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the store has no history until it is opened for writing once (upgraded)")
 	}
 	var out []incidentlib.Change
-	err := db.viewLatest(ctx, func(tx *bolt.Tx) error {
+	err := st.db.viewLatest(ctx, func(tx *bolt.Tx) error {
 		if c := getU64(tx.Bucket(bucketMeta).Get(metaHistoryCompacted)); seq < c {
 			return incidentlib.Errorf(incidentlib.ESEQUENCECOMPACTED,
 				"history up to sequence %d was compacted away; start again from a snapshot (position %d)", c, seq)
@@ -67,9 +67,9 @@ func (db *DB) VersionsSince(ctx context.Context, seq uint64, limit int) ([]incid
 // explicit administrator's command (incidentlib history compact), never
 // automatic. The history feed then refuses positions below the highest
 // sequence removed. Returns how many versions it removed.
-func (db *DB) CompactHistory(ctx context.Context, before time.Time) (int, error) {
+func (st Maintenance) CompactHistory(ctx context.Context, before time.Time) (int, error) {
 	removed := 0
-	err := db.update(ctx, func(w *writeTx) error {
+	err := st.db.update(ctx, func(w *writeTx) error {
 		removed = 0
 		hb, vb, lb := w.tx.Bucket(bucketHistory), w.tx.Bucket(bucketVersions), w.tx.Bucket(bucketVersionLog)
 		meta := w.tx.Bucket(bucketMeta)
