@@ -221,16 +221,26 @@ func (db *DB) checkUnlogged(ctx context.Context, tx *bolt.Tx) error {
 }
 
 // writeMethod returns the name of the outermost exported method of the
-// store on the stack ("DB.UpsertIncident"), "" when there is none.
+// store on the stack ("DB.UpsertIncident", "BatchedImport.Write"), "" when
+// there is none. A method of a room, or of a value that forwards to the
+// rooms, is named as the store's (DB.), as it was before the rooms: the
+// refusal's message and log line stay the same.
 func writeMethod() string {
 	pcs := make([]uintptr, 64)
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
-	const prefix = "github.com/incidentlib/incidentlib/storage.(*"
+	const prefix = "github.com/incidentlib/incidentlib/storage."
 	found := ""
 	for {
 		f, more := frames.Next()
 		if rest, ok := strings.CutPrefix(f.Function, prefix); ok {
-			typ, method, _ := strings.Cut(rest, ").")
+			var typ, method string
+			if ptr, ok := strings.CutPrefix(rest, "(*"); ok {
+				typ, method, _ = strings.Cut(ptr, ").")
+			} else if typ, method, _ = strings.Cut(rest, "."); storeValues[typ] {
+				typ = "DB"
+			} else {
+				method = ""
+			}
 			method, _, _ = strings.Cut(method, ".")
 			if method != "" && unicode.IsUpper(rune(method[0])) {
 				found = typ + "." + method

@@ -212,24 +212,7 @@ func yearsIn(tx *bolt.Tx, count func(posting *roaring.Bitmap) uint64) ([]inciden
 // RecurrenceIDs returns, for each id, the ids of its recurrences that
 // lists show by default (listed.go).
 func (st Incidents) RecurrenceIDs(ctx context.Context, ids []string) ([][]string, error) {
-	out := make([][]string, len(ids))
-	err := st.db.view(ctx, func(tx *bolt.Tx) error {
-		links := newLinkReader(tx, bucketRecurrences)
-		unlisted := unlistedSet(tx) // the visibility rule (listed.go)
-		for i, id := range ids {
-			n, ok := incidentlib.ParseID(id)
-			if !ok {
-				continue
-			}
-			for _, s := range links.sources(n) {
-				if !unlisted.Contains(s) {
-					out[i] = append(out[i], incidentlib.FormatID(s))
-				}
-			}
-		}
-		return nil
-	})
-	return out, err
+	return st.db.listedSources(ctx, ids, bucketRecurrences, false)
 }
 
 // CountIncidentsBy counts the incidents of each term or organization.

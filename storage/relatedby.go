@@ -17,9 +17,18 @@ import (
 // related names it, in id order, counting only the incidents lists show by
 // default. Unknown or malformed ids get none. It reads in one transaction.
 func (st Incidents) RelatedByIDs(ctx context.Context, ids []string) ([][]string, error) {
+	return st.db.listedSources(ctx, ids, bucketRelatedRev, true)
+}
+
+// listedSources returns, for each id, the ids of the incidents that link
+// to it in bucket (target + source keys: recurrences, relatedrev), in id
+// order, counting only the incidents lists show by default and, with
+// skipSelf, not the incident itself. Unknown or malformed ids get none.
+// It reads in one transaction.
+func (db *DB) listedSources(ctx context.Context, ids []string, bucket []byte, skipSelf bool) ([][]string, error) {
 	out := make([][]string, len(ids))
-	err := st.db.view(ctx, func(tx *bolt.Tx) error {
-		links := newLinkReader(tx, bucketRelatedRev)
+	err := db.view(ctx, func(tx *bolt.Tx) error {
+		links := newLinkReader(tx, bucket)
 		unlisted := unlistedSet(tx) // the visibility rule (listed.go)
 		for i, id := range ids {
 			n, ok := incidentlib.ParseID(id)
@@ -27,7 +36,7 @@ func (st Incidents) RelatedByIDs(ctx context.Context, ids []string) ([][]string,
 				continue
 			}
 			for _, s := range links.sources(n) {
-				if s != n && !unlisted.Contains(s) {
+				if (!skipSelf || s != n) && !unlisted.Contains(s) {
 					out[i] = append(out[i], incidentlib.FormatID(s))
 				}
 			}

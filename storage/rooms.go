@@ -43,3 +43,10 @@ func (db *DB) ClusterLog() ClusterLog { return ClusterLog{db: db} }
 
 // Maintenance is the room of the operator's work on the file.
 func (db *DB) Maintenance() Maintenance { return Maintenance{db: db} }
+
+// storeValues are the rooms and the values that forward to them, whose
+// methods a refused write names as the store's (writeMethod).
+var storeValues = map[string]bool{
+	"Incidents": true, "Versions": true, "Tokens": true, "Taxonomies": true, "ClusterLog": true, "Maintenance": true,
+	"Writer": true, "Reads": true, "Follower": true,
+}
