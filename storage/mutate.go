@@ -384,32 +384,3 @@ func (st Incidents) DeleteIncident(ctx context.Context, id string, opts incident
 	}
 	return res, nil
 }
-
-// LiveSize is how much live data the store holds.
-type LiveSize struct {
-	Incidents int
-	// RecordBytes is the size of the stored IL-JSON records.
-	RecordBytes int64
-	// KeyValueBytes is the size of every key and value in every bucket:
-	// records, indexes, reverse links, change log and taxonomy.
-	KeyValueBytes int64
-}
-
-// Live measures the live data from one read transaction, for comparison
-// with the file size (see Compact).
-func (st Maintenance) Live(ctx context.Context) (LiveSize, error) {
-	var s LiveSize
-	err := st.db.view(ctx, func(tx *bolt.Tx) error {
-		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-			return b.ForEach(func(k, v []byte) error {
-				s.KeyValueBytes += int64(len(k) + len(v))
-				if string(name) == string(bucketIncidents) {
-					s.Incidents++
-					s.RecordBytes += int64(len(v))
-				}
-				return nil
-			})
-		})
-	})
-	return s, err
-}

@@ -17,7 +17,7 @@ package storage
 //	Tokens        tokens.go        tokens.go
 //	Taxonomies    taxonomies.go    taxonomy.go taxadmin.go taxreplay.go orgs.go orgadmin.go
 //	ClusterLog    clusterlog.go    cluster.go
-//	Maintenance   maintenance.go   check.go walk.go cold.go purge.go migrate.go fault*.go
+//	Maintenance   maintenance.go   check.go compact.go walk.go cold.go purge.go migrate.go fault*.go
 //
 // db.go opens the file (Options, Open, Close) and holds what every room
 // shares: the bucket names, the read and write transactions (view,
