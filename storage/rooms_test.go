@@ -105,20 +105,8 @@ func TestEveryRootInterfaceHasOneRoom(t *testing.T) {
 // rootInterfaces lists the root package's exported interfaces.
 func rootInterfaces(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob("../*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	fset := token.NewFileSet()
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		af, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, af := range parseFiles(t, "..") {
 		for _, d := range af.Decls {
 			gd, ok := d.(*ast.GenDecl)
 			if !ok || gd.Tok != token.TYPE {
@@ -144,10 +132,6 @@ func rootInterfaces(t *testing.T) []string {
 // (var _ incidentlib.X = Room{}) in the file that declares the room.
 func roomAssertions(t *testing.T) (decls map[string]string, asserted map[string][]string) {
 	t.Helper()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	decls, asserted = map[string]string{}, map[string][]string{}
 	isRoom := map[string]bool{}
 	for _, r := range rooms {
@@ -155,15 +139,7 @@ func roomAssertions(t *testing.T) (decls map[string]string, asserted map[string]
 	}
 	type assertion struct{ file, iface, room string }
 	var all []assertion
-	fset := token.NewFileSet()
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		af, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for f, af := range parseFiles(t, ".") {
 		for _, d := range af.Decls {
 			gd, ok := d.(*ast.GenDecl)
 			if !ok {
@@ -198,4 +174,26 @@ func roomAssertions(t *testing.T) (decls map[string]string, asserted map[string]
 		}
 	}
 	return decls, asserted
+}
+
+// parseFiles parses the non-test Go files of dir, by file name.
+func parseFiles(t *testing.T, dir string) map[string]*ast.File {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*ast.File{}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[f] = af
+	}
+	return out
 }

@@ -16,7 +16,7 @@ import (
 // startLogged). It is also what a cluster node's Applier writes
 // (cluster.Store, asserted in cmd/internal/clusternode): besides the
 // library's writes, the tokens by their hash, the log position, and the
-// history a purge reads.
+// version a purge reads.
 type Writer struct {
 	incidents  Incidents
 	versions   Versions
@@ -94,8 +94,9 @@ func (x Writer) MergeOrganizations(ctx context.Context, author, from, into strin
 	return x.taxonomies.MergeOrganizations(ctx, author, from, into)
 }
 
-// incidentlib.TokenWriter, incidentlib.LogApplier and incidentlib.HistoryService:
-// the rest of cluster.Store, the tokens', cluster log's and history's rooms.
+// The rest of cluster.Store: incidentlib.TokenWriter (the tokens' room),
+// incidentlib.LogApplier (the cluster log's) and a purged version's time
+// (the history's).
 func (x Writer) CreateTokenHash(ctx context.Context, name string, role incidentlib.Role, hash []byte, expires time.Time) (*incidentlib.TokenInfo, error) {
 	return x.tokens.CreateTokenHash(ctx, name, role, hash, expires)
 }
@@ -108,12 +109,6 @@ func (x Writer) SkipLogged(ctx context.Context, seq uint64, rejected error) erro
 func (x Writer) Rejections(ctx context.Context) ([]incidentlib.LogRejection, error) {
 	return x.clusterLog.Rejections(ctx)
 }
-func (x Writer) History(ctx context.Context, id string, first, after int) (*incidentlib.VersionPage, error) {
-	return x.versions.History(ctx, id, first, after)
-}
 func (x Writer) IncidentVersion(ctx context.Context, id string, version int) (*incidentlib.IncidentVersion, error) {
 	return x.versions.IncidentVersion(ctx, id, version)
-}
-func (x Writer) DeletedIncident(ctx context.Context, id string) (*incidentlib.Incident, *incidentlib.IncidentVersion, error) {
-	return x.versions.DeletedIncident(ctx, id)
 }
