@@ -16,6 +16,14 @@ type Incidents struct {
 // records it (search.Store).
 func (st Incidents) Path() string { return st.db.Path() }
 
+// StoreID is the store's identity (DB.StoreID): a search index built from
+// the incidents records it, so that an index is never shared by two
+// stores (search.Open finds it on its store).
+func (st Incidents) StoreID() string { return st.db.StoreID() }
+
+// search.Open's type assertion on its store.
+var _ interface{ StoreID() string } = Incidents{}
+
 var (
 	_ incidentlib.IncidentService    = Incidents{}
 	_ incidentlib.IncidentSets       = Incidents{}

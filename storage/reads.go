@@ -12,7 +12,10 @@ import (
 // Reads is every read of the store the server takes (server.Reads, which
 // it satisfies: cmd/internal/clusternode asserts it) as one value: each
 // read forwarded by name to the room that holds it, never by embedding.
-// DB.Reads returns it. The writes are not here: they are Writer.
+// DB.Reads returns it. The writes are not here: they are Writer. It is
+// also a TaxonomyLog and a HistoryLog, as the store was: the REST API
+// finds those on the change log it is given (server/restapi: taxfeed.go's
+// and api.go's type assertions), so each must stay here while it does.
 type Reads struct {
 	incidents   Incidents
 	versions    Versions
@@ -20,6 +23,12 @@ type Reads struct {
 	taxonomies  Taxonomies
 	maintenance Maintenance
 }
+
+// The REST API's type assertions on its change log (see Reads).
+var (
+	_ incidentlib.TaxonomyLog = Reads{}
+	_ incidentlib.HistoryLog  = Reads{}
+)
 
 // Reads is the store's reads for the server.
 func (db *DB) Reads() Reads {
@@ -96,7 +105,9 @@ func (x Reads) RawChangesSince(ctx context.Context, seq uint64, limit int) ([]in
 	return x.incidents.RawChangesSince(ctx, seq, limit)
 }
 
-// incidentlib.OrganizationService, incidentlib.TaxonomyService and incidentlib.TaxonomyHistoryReader: the taxonomy's room.
+// incidentlib.OrganizationService, incidentlib.TaxonomyService,
+// incidentlib.TaxonomyLog and incidentlib.TaxonomyHistoryReader: the
+// taxonomy's room.
 func (x Reads) FindOrganizationsBySlugs(ctx context.Context, slugs []string) ([]*incidentlib.Organization, error) {
 	return x.taxonomies.FindOrganizationsBySlugs(ctx, slugs)
 }
@@ -104,6 +115,9 @@ func (x Reads) FindOrganizations(ctx context.Context, p incidentlib.PageArgs) (*
 	return x.taxonomies.FindOrganizations(ctx, p)
 }
 func (x Reads) Taxonomy() *incidentlib.Taxonomy { return x.taxonomies.Taxonomy() }
+func (x Reads) TaxonomyChangesAfter(ctx context.Context, after uint64, limit int) ([]*incidentlib.TaxonomyChange, error) {
+	return x.taxonomies.TaxonomyChangesAfter(ctx, after, limit)
+}
 func (x Reads) TaxonomyHistory(ctx context.Context, p incidentlib.PageArgs) (*incidentlib.TaxonomyChangePage, error) {
 	return x.taxonomies.TaxonomyHistory(ctx, p)
 }
