@@ -21,10 +21,11 @@ package storage
 //
 // db.go opens the file (Options, Open, Close) and holds what every room
 // shares: the bucket names, the read and write transactions (view,
-// update) and the record cache. Two values stand for the whole store:
-// Writer, the library's write side (incidentlib.Writer), and Reads, every
-// read the server takes (server.Reads): each forwards every method to its
-// room by name.
+// update) and the record cache. Three values stand for more than one
+// room, each forwarding every method to its room by name (writer.go,
+// reads.go, follower.go): Writer, the library's write side
+// (incidentlib.Writer); Reads, every read the server takes (server.Reads);
+// Follower, what a replica's follower writes (replica.Store).
 
 // Incidents is the room of the incidents, their indexes and change log.
 func (db *DB) Incidents() Incidents { return Incidents{db: db} }
