@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -99,6 +100,40 @@ func TestEveryRootInterfaceHasOneRoom(t *testing.T) {
 		if decls[r.Name()] == "" {
 			t.Errorf("room %s: no declaration found", r.Name())
 		}
+	}
+}
+
+// *DB opens and closes the file and returns its rooms and the values
+// that forward to them: a method added to it instead of to a room fails
+// here. Every room and forwarding value is named as the store in a
+// refused write (storage.StoreValues, writeMethod).
+func TestDBHoldsOnlyItsRooms(t *testing.T) {
+	own := map[string]bool{"Close": true, "Path": true, "StoreID": true, "Bolt": true,
+		"Batch": true} // Batch: fault_export_test.go's, for tests only
+	forwarders := []reflect.Type{reflect.TypeFor[storage.Writer](), reflect.TypeFor[storage.Reads](), reflect.TypeFor[storage.Follower]()}
+	returned := map[reflect.Type]bool{}
+	db := reflect.TypeFor[*storage.DB]()
+	for i := range db.NumMethod() {
+		m := db.Method(i)
+		if own[m.Name] {
+			continue
+		}
+		if m.Type.NumIn() != 1 || m.Type.NumOut() != 1 || m.Type.Out(0).Name() != m.Name {
+			t.Errorf("DB.%s is neither the file's nor a room's accessor: put it on the room that holds what it reads or writes", m.Name)
+			continue
+		}
+		returned[m.Type.Out(0)] = true
+	}
+	for _, r := range append(slices.Clone(rooms), forwarders...) {
+		if !returned[r] {
+			t.Errorf("no accessor of DB returns %s", r.Name())
+		}
+		if !storage.StoreValues[r.Name()] {
+			t.Errorf("%s is not in storeValues: a write it refuses would not name the store's method", r.Name())
+		}
+	}
+	if len(returned) != len(rooms)+len(forwarders) {
+		t.Errorf("DB returns %d values, want the %d rooms and the %d forwarding values: add a new one to this test's lists", len(returned), len(rooms), len(forwarders))
 	}
 }
 
