@@ -8,9 +8,10 @@ import (
 )
 
 // The capabilities of the store that consumers other than the GraphQL
-// resolvers use. Each is named for what it does; storage.DB implements
-// all of them, and each consumer (search, replica, linkcheck, the HTTP
-// edge) takes only the ones it needs, never the concrete store.
+// resolvers use. Each is named for what it does; one of storage's rooms
+// implements each (storage.Incidents, storage.Maintenance), and each
+// consumer (search, replica, linkcheck, the HTTP edge) takes only the ones
+// it needs, never the concrete store.
 
 // Change is one entry of the change log: the latest change of one
 // incident, with the record after it. It is the one change type of the

@@ -7,7 +7,8 @@ package incidentlib
 // resolver take it as one value beside the reads, never a union filled
 // with one store, never a capability found by type assertion. Two types
 // implement it, each asserted at compile time beside its declaration:
-// storage.DB (a store alone writes its own file) and cluster.Writer (a
+// storage.Writer (a store alone writes its own file: each write forwarded
+// to the store's room that holds it) and cluster.Writer (a
 // cluster node writes through the cluster's log, and every node's store
 // applies the write). A write added to the library is added here, so
 // that both must carry it (docs/design.md, "The write side").

@@ -52,7 +52,7 @@ func (c *testCluster) refusedEverywhere(m *member, code string) {
 	seq := m.mb.Applier.Applied()
 	c.level(seq)
 	for _, o := range c.members {
-		rej, err := o.db.Rejections(context.Background())
+		rej, err := o.db.ClusterLog().Rejections(context.Background())
 		if err != nil {
 			c.t.Fatal(err)
 		}
@@ -82,11 +82,11 @@ func TestAdminWritesThroughTheLog(t *testing.T) {
 		c.level(n1.mb.Applier.Applied())
 		var created []string
 		for _, m := range c.members {
-			id, err := m.db.Authenticate(context.Background(), secret)
+			id, err := m.db.Tokens().Authenticate(context.Background(), secret)
 			if err != nil || id.Name != "ci-bot" || id.Role != incidentlib.RoleEditor {
 				t.Errorf("%s: the token made through n1 authenticated as %+v, %v", m.name, id, err)
 			}
-			toks, err := m.db.ListTokens(context.Background())
+			toks, err := m.db.Tokens().ListTokens(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,7 +151,7 @@ func TestAdminWritesThroughTheLog(t *testing.T) {
 		}
 		c.level(n3.mb.Applier.Applied())
 		for _, m := range c.members {
-			if _, err := m.db.Authenticate(context.Background(), secret); incidentlib.ErrorCode(err) != incidentlib.EUNAUTHENTICATED {
+			if _, err := m.db.Tokens().Authenticate(context.Background(), secret); incidentlib.ErrorCode(err) != incidentlib.EUNAUTHENTICATED {
 				t.Errorf("%s: the revoked token answered %v, want UNAUTHENTICATED", m.name, err)
 			}
 		}
@@ -190,12 +190,12 @@ func TestAdminWritesThroughTheLog(t *testing.T) {
 		c.refusedEverywhere(n2, incidentlib.ENOTFOUND)
 		var histories []string
 		for _, m := range c.members {
-			tt := m.db.Taxonomy().Term(incidentlib.KindComponent, "edge-cache")
+			tt := m.db.Taxonomies().Taxonomy().Term(incidentlib.KindComponent, "edge-cache")
 			if tt == nil || !tt.Deprecated || !slices.Contains(tt.Aliases, "cdn-cache") || tt.Description.En != "Caches at the edge." {
 				t.Errorf("%s holds the term as %+v", m.name, tt)
 			}
 			first := 100
-			page, err := m.db.TaxonomyHistory(context.Background(), incidentlib.PageArgs{First: &first})
+			page, err := m.db.Taxonomies().TaxonomyHistory(context.Background(), incidentlib.PageArgs{First: &first})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -247,7 +247,7 @@ func TestAdminWritesThroughTheLog(t *testing.T) {
 			}
 		}
 		for _, m := range c.members {
-			got, err := m.db.FindOrganizationsBySlugs(context.Background(), []string{"new-desk", "other-desk"})
+			got, err := m.db.Taxonomies().FindOrganizationsBySlugs(context.Background(), []string{"new-desk", "other-desk"})
 			if err != nil || len(got) != 2 || got[0] == nil || got[1] == nil {
 				t.Errorf("%s holds the request's organizations as %v, %v", m.name, got, err)
 			}
@@ -266,7 +266,7 @@ func TestAdminWritesThroughTheLog(t *testing.T) {
 		c.refusedEverywhere(n3, incidentlib.ENOTFOUND)
 		c.levelAll()
 		for _, m := range c.members {
-			got, err := m.db.FindIncidentsByIDs(context.Background(), merged.Incidents)
+			got, err := m.db.Incidents().FindIncidentsByIDs(context.Background(), merged.Incidents)
 			if err != nil {
 				t.Fatal(err)
 			}

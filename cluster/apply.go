@@ -26,8 +26,9 @@ type Store interface {
 	incidentlib.TokenWriter
 	incidentlib.TaxonomyWriter
 	incidentlib.LogApplier
-	// HistoryService gives a purged version's time (erase.go).
-	incidentlib.HistoryService
+	// IncidentVersion (incidentlib.HistoryService's) gives a purged
+	// version's time (erase.go).
+	IncidentVersion(ctx context.Context, id string, version int) (*incidentlib.IncidentVersion, error)
 }
 
 // Result is what applying one write gave: the answer of the store's

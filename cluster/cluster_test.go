@@ -104,8 +104,8 @@ func (c *testCluster) start(m *member) {
 		}
 		m.db = db
 	}
-	tax, maxRecord := m.db.RecordRules()
-	mb, err := cluster.Join(context.Background(), c.config(m), m.db, m.db, tax, maxRecord, nil)
+	tax, maxRecord := m.db.Incidents().RecordRules()
+	mb, err := cluster.Join(context.Background(), c.config(m), m.db.Writer(), m.db.Reads(), tax, maxRecord, nil)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -153,11 +153,11 @@ func (c *testCluster) startFromSnapshot(m *member) {
 		c.t.Fatal(err)
 	}
 	m.db = db
-	if at, _, _ := db.LogSeq(ctx); at != seq {
+	if at, _, _ := db.ClusterLog().LogSeq(ctx); at != seq {
 		c.t.Errorf("the snapshot holds log position %d, its metadata says %d", at, seq)
 	}
-	tax, maxRecord := db.RecordRules()
-	if m.mb, err = cluster.Attach(ctx, node, db, db, tax, maxRecord, nil); err != nil {
+	tax, maxRecord := db.Incidents().RecordRules()
+	if m.mb, err = cluster.Attach(ctx, node, db.Writer(), db.Reads(), tax, maxRecord, nil); err != nil {
 		c.t.Fatal(err)
 	}
 	c.waitReady(m)
@@ -191,17 +191,17 @@ func (c *testCluster) same() {
 			continue
 		}
 		var buf bytes.Buffer
-		if err := m.db.Export(context.Background(), &buf); err != nil {
+		if err := m.db.Maintenance().Export(context.Background(), &buf); err != nil {
 			c.t.Fatal(err)
 		}
-		if err := m.db.ExportHistory(context.Background(), &buf); err != nil { // every version, author and time
+		if err := m.db.Versions().ExportHistory(context.Background(), &buf); err != nil { // every version, author and time
 			c.t.Fatal(err)
 		}
-		rej, err := m.db.Rejections(context.Background())
+		rej, err := m.db.ClusterLog().Rejections(context.Background())
 		if err != nil {
 			c.t.Fatal(err)
 		}
-		problems, err := m.db.Check(context.Background())
+		problems, err := m.db.Maintenance().Check(context.Background())
 		if err != nil {
 			c.t.Fatal(err)
 		}
@@ -209,13 +209,13 @@ func (c *testCluster) same() {
 			c.t.Errorf("check of %s: %v", m.name, problems)
 		}
 		if first == nil {
-			first, firstName, firstRej, firstSeq = buf.Bytes(), m.name, rej, m.db.Seq()
+			first, firstName, firstRej, firstSeq = buf.Bytes(), m.name, rej, m.db.Incidents().Seq()
 			continue
 		}
 		// The store's change sequence is the same at the same log
 		// position: a change-feed or subscription position read on one
 		// node means the same on another.
-		if seq := m.db.Seq(); seq != firstSeq {
+		if seq := m.db.Incidents().Seq(); seq != firstSeq {
 			c.t.Errorf("the change sequences of %s and %s differ: %d and %d", firstName, m.name, firstSeq, seq)
 		}
 		if !bytes.Equal(first, buf.Bytes()) {
@@ -260,7 +260,7 @@ func TestWritesReachEveryNode(t *testing.T) {
 			t.Fatalf("upsert answered %+v", stored)
 		}
 		// The receiving node applied it before answering: it reads its own write.
-		got, err := m.db.FindIncidentsByIDs(context.Background(), []string{inc.ID})
+		got, err := m.db.Incidents().FindIncidentsByIDs(context.Background(), []string{inc.ID})
 		if err != nil || got[0] == nil || got[0].UpdatedAt != stored.UpdatedAt {
 			t.Fatalf("%s does not read its own write of %s: %v %v", m.name, inc.ID, got, err)
 		}
@@ -278,7 +278,7 @@ func TestWritesReachEveryNode(t *testing.T) {
 	c.level(last)
 	c.same()
 	for _, m := range c.members {
-		got, _ := m.db.FindIncidentsByIDs(context.Background(), []string{incs[0].ID, incs[8].ID})
+		got, _ := m.db.Incidents().FindIncidentsByIDs(context.Background(), []string{incs[0].ID, incs[8].ID})
 		if got[0] != nil || got[1] == nil {
 			t.Errorf("%s holds %v", m.name, got)
 		}
@@ -378,7 +378,7 @@ func TestIdempotencyKey(t *testing.T) {
 	}
 	c.level(seq) // each member applies the imports in its own time
 	for _, m := range c.members {
-		got, err := m.db.FindIncidentsByIDs(context.Background(), []string{two[0].ID, two[3].ID})
+		got, err := m.db.Incidents().FindIncidentsByIDs(context.Background(), []string{two[0].ID, two[3].ID})
 		if err != nil || len(got) != 2 || got[0] == nil || got[1] == nil {
 			t.Errorf("%s does not hold both imports' incidents: %v %v", m.name, got, err)
 		}
@@ -410,7 +410,7 @@ func TestPublishOrderAndExpectedSequence(t *testing.T) {
 	// Unknown writes are refused at apply, identically on every node.
 	c.level(s2)
 	c.same()
-	rej, _ := c.members[2].db.Rejections(ctx)
+	rej, _ := c.members[2].db.ClusterLog().Rejections(ctx)
 	if len(rej) != 2 || rej[0].Seq != s1 || rej[1].Seq != s2 || rej[0].Code != incidentlib.EINVALID {
 		t.Fatalf("refusals %v", rej)
 	}
@@ -541,7 +541,7 @@ func TestWipedNodeStartsFromSnapshot(t *testing.T) {
 	src := c.members[0]
 	ctx := context.Background()
 	if err := src.mb.Node.PublishSnapshot(ctx, src.mb.Applier.Applied(), "", func(w io.Writer) error {
-		_, err := src.db.Backup(ctx, w)
+		_, err := src.db.Maintenance().Backup(ctx, w)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -583,7 +583,7 @@ func TestImportInChunks(t *testing.T) {
 	c.level(last)
 	c.same()
 	for _, m := range c.members {
-		if n, _ := m.db.CountIncidents(context.Background(), incidentlib.IncidentFilter{}); n != len(incs) {
+		if n, _ := m.db.Incidents().CountIncidents(context.Background(), incidentlib.IncidentFilter{}); n != len(incs) {
 			t.Errorf("%s holds %d incidents, want %d", m.name, n, len(incs))
 		}
 	}

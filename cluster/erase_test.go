@@ -111,7 +111,7 @@ func TestPurgeErasesTheLog(t *testing.T) {
 	ctx := context.Background()
 	m0 := c.members[0]
 	if err := m0.mb.Node.PublishSnapshot(ctx, m0.mb.Applier.Applied(), "", func(w io.Writer) error {
-		_, err := m0.db.Backup(ctx, w)
+		_, err := m0.db.Maintenance().Backup(ctx, w)
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -63,7 +63,7 @@ func TestExternalNATS(t *testing.T) {
 		if err != nil {
 			t.Fatalf("upsert %s through %s: %v\n%s", inc.ID, m.name, err, ext.Violations())
 		}
-		got, err := m.db.FindIncidentsByIDs(ctx, []string{inc.ID})
+		got, err := m.db.Incidents().FindIncidentsByIDs(ctx, []string{inc.ID})
 		if err != nil || got[0] == nil || got[0].UpdatedAt != stored.UpdatedAt {
 			t.Fatalf("%s does not read its own write of %s: %v %v", m.name, inc.ID, got, err)
 		}
@@ -98,7 +98,7 @@ func TestExternalNATS(t *testing.T) {
 	// Snapshots: stored, replaced by a later one (the earlier one's
 	// chunks purged), fetched by a member whose store is wiped.
 	src := c.members[0]
-	backup := func(w io.Writer) error { _, err := src.db.Backup(ctx, w); return err }
+	backup := func(w io.Writer) error { _, err := src.db.Maintenance().Backup(ctx, w); return err }
 	if err := src.mb.Node.PublishSnapshot(ctx, src.mb.Applier.Applied(), "", backup); err != nil {
 		t.Fatalf("the first snapshot: %v\n%s", err, ext.Violations())
 	}

@@ -23,11 +23,11 @@ func TestHistoryImportThroughTheLog(t *testing.T) {
 	}
 	defer src.Close()
 	incs := incidents(t, 300, 11)
-	if _, err := src.ImportIncidents(editor("ed"), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+	if _, err := src.Incidents().ImportIncidents(editor("ed"), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 		t.Fatal(err)
 	}
 	var hist bytes.Buffer
-	if err := src.ExportHistory(context.Background(), &hist); err != nil {
+	if err := src.Versions().ExportHistory(context.Background(), &hist); err != nil {
 		t.Fatal(err)
 	}
 	if hist.Len() <= 256<<10 {
@@ -48,7 +48,7 @@ func TestHistoryImportThroughTheLog(t *testing.T) {
 	c.same()
 	for _, m := range c.members {
 		var got bytes.Buffer
-		if err := m.db.ExportHistory(context.Background(), &got); err != nil {
+		if err := m.db.Versions().ExportHistory(context.Background(), &got); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got.Bytes(), hist.Bytes()) {
@@ -79,7 +79,7 @@ func TestHistoryImportThroughTheLog(t *testing.T) {
 		}
 		c.level(last)
 		c.same()
-		rej, err := c.members[0].db.Rejections(context.Background())
+		rej, err := c.members[0].db.ClusterLog().Rejections(context.Background())
 		if err != nil || len(rej) != 1 || rej[0].Code != incidentlib.ECONFLICT {
 			t.Fatalf("the refusals are %v (%v), want the import's CONFLICT", rej, err)
 		}

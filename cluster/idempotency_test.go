@@ -87,7 +87,7 @@ func TestIdempotencyKeyBoundToContent(t *testing.T) {
 		t.Fatalf("the stream's last sequence is %d (%v), want %d: a write with a reused key was published", got, err, last)
 	}
 	for _, m := range c.members {
-		got, err := m.db.FindIncidentsByIDs(bg, []string{inc.ID, other.ID, imp[1].ID})
+		got, err := m.db.Incidents().FindIncidentsByIDs(bg, []string{inc.ID, other.ID, imp[1].ID})
 		if err != nil || len(got) != 3 || got[0] == nil || got[0].Title.En != inc.Title.En || got[1] != nil || got[2] != nil {
 			t.Errorf("%s holds %v %v: a write with a reused key was applied", m.name, got, err)
 		}

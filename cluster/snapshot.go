@@ -48,7 +48,7 @@ func (n *Node) objects(ctx context.Context, create bool) (jetstream.ObjectStore,
 
 // PublishSnapshot stores a snapshot of a store at log position seq,
 // written by backup, as the latest; library is the store's library id
-// (storage.DB.ClusterLibrary, "" for none). A snapshot no newer than the
+// (storage.ClusterLog.ClusterLibrary, "" for none). A snapshot no newer than the
 // latest is not stored.
 func (n *Node) PublishSnapshot(ctx context.Context, seq uint64, library string, backup func(io.Writer) error) error {
 	obs, err := n.objects(ctx, true)

@@ -37,17 +37,17 @@ func liveServer(t *testing.T) (*httptest.Server, *storage.DB, *server.Server) {
 // retitle writes a new title to the seed incident id and
 // returns the store's sequence after it.
 func retitle(t testing.TB, db *storage.DB, id, title string) uint64 {
-	recs, err := db.FindIncidentsByIDs(context.Background(), []string{id})
+	recs, err := db.Incidents().FindIncidentsByIDs(context.Background(), []string{id})
 	if err != nil || len(recs) != 1 || recs[0] == nil {
 		t.Errorf("read %s: %v", id, err)
 		return 0
 	}
 	inc := *recs[0]
 	inc.Title.En, inc.UpdatedAt, inc.Review = title, "", incidentlib.Review{}
-	if _, err := db.UpsertIncident(context.Background(), &inc, incidentlib.WriteOptions{}); err != nil {
+	if _, err := db.Incidents().UpsertIncident(context.Background(), &inc, incidentlib.WriteOptions{}); err != nil {
 		t.Errorf("write %s: %v", id, err)
 	}
-	return db.Seq()
+	return db.Incidents().Seq()
 }
 
 type clientLine struct {
@@ -114,7 +114,7 @@ func runClient(t *testing.T, write func(i int), args ...string) []clientLine {
 
 func TestSubscriptionJSClients(t *testing.T) {
 	ts, db, _ := liveServer(t)
-	secret, _, err := db.CreateToken(context.Background(), "js-client", incidentlib.RoleEditor, time.Time{})
+	secret, _, err := db.Tokens().CreateToken(context.Background(), "js-client", incidentlib.RoleEditor, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestSubscriptionJSClients(t *testing.T) {
 				last = seq
 			}
 			// Resume: after a seq, the changes since then, each once.
-			from := db.Seq()
+			from := db.Incidents().Seq()
 			s1 := retitle(t, db, "IL-0214", transport+" resumed one")
 			s2 := retitle(t, db, "IL-0215", transport+" resumed two")
 			lines = runClient(t, nil, ts.URL, transport, "2", strconv.FormatUint(from, 10))
@@ -148,7 +148,7 @@ func TestSubscriptionJSClients(t *testing.T) {
 				t.Fatalf("%+v", lines)
 			}
 			// A since above the head is refused before any event.
-			lines = runClient(t, nil, ts.URL, transport, "1", strconv.FormatUint(db.Seq()+1000, 10))
+			lines = runClient(t, nil, ts.URL, transport, "1", strconv.FormatUint(db.Incidents().Seq()+1000, 10))
 			if len(lines) != 1 || !strings.Contains(string(lines[0].Error), incidentlib.ESEQUENCEAHEAD) {
 				t.Fatalf("%+v", lines)
 			}

@@ -40,13 +40,13 @@ func newSearchServer(tb testing.TB, withIndex bool) *searchServer {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := db.ImportIncidents(ctx, incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+	if _, err := db.Incidents().ImportIncidents(ctx, incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 		tb.Fatal(err)
 	}
 	ss := &searchServer{db: db}
 	var parts testutil.ServerParts
 	if withIndex {
-		ss.idx, err = search.Open(ctx, db, filepath.Join(dir, "test.db.search"), search.Options{})
+		ss.idx, err = search.Open(ctx, db.Incidents(), filepath.Join(dir, "test.db.search"), search.Options{})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -233,7 +233,7 @@ func TestSearchOverGraphQL(t *testing.T) {
 			t.Fatalf("found %d before the write", s.TotalCount)
 		}
 		rec := &incidentlib.Incident{ID: "IL-9000", Org: "Acme", OrgSlug: "acme", Title: incidentlib.Text{En: "ZooKeeper sessions expired"}}
-		if _, err := ss.db.ImportIncidents(context.Background(), []*incidentlib.Incident{rec}, incidentlib.ImportOptions{}); err != nil {
+		if _, err := ss.db.Incidents().ImportIncidents(context.Background(), []*incidentlib.Incident{rec}, incidentlib.ImportOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if s := ss.search(t, map[string]any{"q": "zookeeper"}).Search; len(s.Edges) != 1 || s.Edges[0].Node.ID != "IL-9000" {

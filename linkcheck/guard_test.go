@@ -278,7 +278,7 @@ func TestInternalAddressesRefused(t *testing.T) {
 	}
 	c := newChecker(t, cfg)
 	ctx := context.Background()
-	sum, err := c.Run(ctx, db)
+	sum, err := c.Run(ctx, db.Incidents())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestInternalAddressesRefused(t *testing.T) {
 	}
 
 	// What the store holds.
-	found, err := db.FindIncidentsByIDs(ctx, idsOf(incs))
+	found, err := db.Incidents().FindIncidentsByIDs(ctx, idsOf(incs))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -192,7 +192,7 @@ func TestRunRecordsEverySource(t *testing.T) {
 	}
 	t.Cleanup(func() { db.Close() })
 	ctx := context.Background()
-	if _, err := db.ImportIncidents(ctx, incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+	if _, err := db.Incidents().ImportIncidents(ctx, incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -201,14 +201,14 @@ func TestRunRecordsEverySource(t *testing.T) {
 	cfg.Now = func() time.Time { return now }
 	cfg.AllowPrivate = true
 	c := newChecker(t, cfg)
-	sum, err := c.Run(ctx, db)
+	sum, err := c.Run(ctx, db.Incidents())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sum.URLs != len(want) || sum.OK != 4 || sum.Redirected != 1 || sum.ClientErrors != 1 || sum.ServerErrors != 1 || sum.NoResponse != 2 || sum.IncidentsWritten < len(incs) {
 		t.Fatalf("summary %s", sum)
 	}
-	found, err := db.FindIncidentsByIDs(ctx, idsOf(incs))
+	found, err := db.Incidents().FindIncidentsByIDs(ctx, idsOf(incs))
 	if err != nil {
 		t.Fatal(err)
 	}

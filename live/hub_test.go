@@ -18,14 +18,14 @@ import (
 
 func TestHub(t *testing.T) {
 	db := testutil.OpenSeeded(t, storage.Options{})
-	hub, err := live.New(db, live.Options{MaxPerClient: 2, MaxTotal: 3})
+	hub, err := live.New(db.Incidents(), live.Options{MaxPerClient: 2, MaxTotal: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	t.Run("Refusals", func(t *testing.T) {
 		for since, code := range map[string]string{"x": incidentlib.EBADREQUEST, "-1": incidentlib.EBADREQUEST,
-			strconv.FormatUint(db.Seq()+1, 10): incidentlib.ESEQUENCEAHEAD} {
+			strconv.FormatUint(db.Incidents().Seq()+1, 10): incidentlib.ESEQUENCEAHEAD} {
 			if _, err := hub.Subscribe(ctx, "c", nil, &since); incidentlib.ErrorCode(err) != code {
 				t.Errorf("since %q: %v, want %s", since, err, code)
 			}

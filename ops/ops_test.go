@@ -68,7 +68,7 @@ func scrape(t *testing.T) map[string]*dto.MetricFamily {
 		t.Fatal(err)
 	}
 	t.Cleanup(client.Close)
-	follower, err := replica.New(ctx, replicaDB, client, replica.DefaultConfig(pts.URL), reg)
+	follower, err := replica.New(ctx, replicaDB.Follower(), client, replica.DefaultConfig(pts.URL), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func scrape(t *testing.T) map[string]*dto.MetricFamily {
 		t.Fatal(err)
 	}
 	srv, err := testutil.ServerOn(replicaDB, server.Config{Primary: pts.URL, Upstream: true, ResponseMaxAge: time.Minute},
-		testutil.ServerParts{Registry: reg, Incidents: upstream.LocalFirst(replicaDB, up)})
+		testutil.ServerParts{Registry: reg, Incidents: upstream.LocalFirst(replicaDB.Incidents(), up)})
 	if err != nil {
 		t.Fatal(err)
 	}

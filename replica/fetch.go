@@ -202,7 +202,7 @@ func (pg *page) parse(line []byte) error {
 }
 
 // validate holds each record of the page to the rules of the store as
-// they are now (storage.DB.RecordRules: its taxonomy after the primary's
+// they are now (storage.Incidents.RecordRules: its taxonomy after the primary's
 // entries read with the page): one that breaks a rule a replica skips for
 // (SkipRule) becomes a Skipped change.
 func (pg *page) validate(tax *incidentlib.Taxonomy, maxRecord int) {

@@ -93,7 +93,7 @@ func TestGrammarRoundTripProperty(t *testing.T) {
 		for _, inc := range incs {
 			inc.Related, inc.RecurrenceOf = nil, ""
 			propRecord(r, inc)
-			if _, err := p.db.UpsertIncident(editor, inc, incidentlib.WriteOptions{}); err != nil {
+			if _, err := p.db.Incidents().UpsertIncident(editor, inc, incidentlib.WriteOptions{}); err != nil {
 				if incidentlib.ErrorCode(err) != incidentlib.EINVALID {
 					t.Fatalf("%s: %v", inc.ID, err)
 				}
@@ -129,7 +129,7 @@ func TestGrammarRoundTripProperty(t *testing.T) {
 	}
 	dst := openStore(t, filepath.Join(t.TempDir(), "dst.db"))
 	defer dst.Close()
-	if _, err := dst.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+	if _, err := dst.Incidents().ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 		t.Fatalf("the export does not import: %v", err)
 	}
 	if b := exportOf(t, dst); !bytes.Equal(a, b) {
@@ -141,14 +141,14 @@ func TestGrammarRoundTripProperty(t *testing.T) {
 		}
 		t.Fatalf("export, import, export differs: %d and %d bytes", len(a), len(b))
 	}
-	if problems, err := dst.Check(context.Background()); err != nil || len(problems) > 0 {
+	if problems, err := dst.Maintenance().Check(context.Background()); err != nil || len(problems) > 0 {
 		t.Fatal(err, problems)
 	}
 	rdb := openStore(t, filepath.Join(t.TempDir(), "replica.db"))
 	defer rdb.Close()
 	ts := newCountingServer(t, p.srv)
 	f := startFollower(t, rdb, ts.URL, nil)
-	f.waitSeq(t, p.db.Seq())
+	f.waitSeq(t, p.db.Incidents().Seq())
 	f.stop()
 	sameLibrary(t, p.db, rdb)
 }

@@ -19,7 +19,7 @@ func historyOf(tb testing.TB, db *storage.DB, n int) string {
 	var out []any
 	for i := 1; i <= n; i++ {
 		id := incidentlib.FormatID(uint32(i))
-		p, err := db.History(context.Background(), id, incidentlib.MaxPageSize, 0)
+		p, err := db.Versions().History(context.Background(), id, incidentlib.MaxPageSize, 0)
 		if incidentlib.ErrorCode(err) == incidentlib.ENOTFOUND {
 			continue
 		}
@@ -39,7 +39,7 @@ func historyOf(tb testing.TB, db *storage.DB, n int) string {
 func TestReplicaHoldsTheHistory(t *testing.T) {
 	const n = 40
 	p := newPrimary(t, n)
-	secret, _, err := p.db.CreateToken(context.Background(), "replica", incidentlib.RoleAdmin, time.Time{})
+	secret, _, err := p.db.Tokens().CreateToken(context.Background(), "replica", incidentlib.RoleAdmin, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,14 +50,14 @@ func TestReplicaHoldsTheHistory(t *testing.T) {
 	kim, lee := as("kim", incidentlib.RoleEditor), as("lee", incidentlib.RoleReviewer)
 	edit := func(i int, title string) {
 		t.Helper()
-		incs, err := p.db.FindIncidentsByIDs(kim, []string{incidentlib.FormatID(uint32(i))})
+		incs, err := p.db.Incidents().FindIncidentsByIDs(kim, []string{incidentlib.FormatID(uint32(i))})
 		if err != nil || incs[0] == nil {
 			t.Fatal(err)
 		}
 		c := *incs[0]
 		c.Title.En = title
 		c.Review = incidentlib.Review{}
-		if _, err := p.db.UpsertIncident(kim, &c, incidentlib.WriteOptions{}); err != nil {
+		if _, err := p.db.Incidents().UpsertIncident(kim, &c, incidentlib.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -65,22 +65,22 @@ func TestReplicaHoldsTheHistory(t *testing.T) {
 		edit(i, fmt.Sprint("edited ", i))
 		edit(i, fmt.Sprint("edited again ", i))
 	}
-	if _, err := p.db.SubmitForReview(kim, "IL-0001", incidentlib.WriteOptions{}); err != nil {
+	if _, err := p.db.Incidents().SubmitForReview(kim, "IL-0001", incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.db.DecideReview(lee, "IL-0001", incidentlib.DecisionApprove, "fine", incidentlib.WriteOptions{}); err != nil {
+	if _, err := p.db.Incidents().DecideReview(lee, "IL-0001", incidentlib.DecisionApprove, "fine", incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.db.DeleteIncident(kim, "IL-0002", incidentlib.WriteOptions{}); err != nil {
+	if _, err := p.db.Incidents().DeleteIncident(kim, "IL-0002", incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.db.PurgeVersion(as("root", incidentlib.RoleAdmin), "IL-0003", 1, "takedown"); err != nil {
+	if _, err := p.db.Incidents().PurgeVersion(as("root", incidentlib.RoleAdmin), "IL-0003", 1, "takedown"); err != nil {
 		t.Fatal(err)
 	}
 	rdb := openStore(t, filepath.Join(t.TempDir(), "replica.db"))
 	defer rdb.Close()
 	f := startFollower(t, rdb, ts.URL, func(c *replica.Config) { c.Token, c.PageSize = secret, 7 })
-	f.waitSeq(t, p.db.Seq())
+	f.waitSeq(t, p.db.Incidents().Seq())
 	sameLibrary(t, p.db, rdb)
 	if a, b := historyOf(t, p.db, n), historyOf(t, rdb, n); a != b {
 		t.Fatalf("the replica's history differs:\n%s\n%s", b, a)
@@ -89,17 +89,17 @@ func TestReplicaHoldsTheHistory(t *testing.T) {
 
 	// Compaction past the replica's position: 410, then a catch-up.
 	edit(4, "after the stop")
-	if _, err := p.db.CompactHistory(context.Background(), time.Now().Add(time.Hour)); err != nil {
+	if _, err := p.db.Maintenance().CompactHistory(context.Background(), time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	edit(5, "after the compaction")
 	f = startFollower(t, rdb, ts.URL, func(c *replica.Config) { c.Token = secret })
-	f.waitSeq(t, p.db.Seq())
+	f.waitSeq(t, p.db.Incidents().Seq())
 	sameLibrary(t, p.db, rdb)
 	edit(6, "history again")
-	f.waitSeq(t, p.db.Seq())
+	f.waitSeq(t, p.db.Incidents().Seq())
 	sameLibrary(t, p.db, rdb)
-	h, err := rdb.History(context.Background(), "IL-0006", 5, 0)
+	h, err := rdb.Versions().History(context.Background(), "IL-0006", 5, 0)
 	if err != nil || h.Versions[0].Author != "kim" || h.Versions[0].Action != incidentlib.ActionUpdate {
 		t.Fatalf("%+v %v", h, err)
 	}

@@ -138,7 +138,7 @@ func TestFollowerSkipsHostileRecords(t *testing.T) {
 	for n := 1; n <= 10; n++ {
 		ids = append(ids, incidentlib.FormatID(uint32(n)))
 	}
-	incs, err := db.FindIncidentsByIDs(ctx, ids)
+	incs, err := db.Incidents().FindIncidentsByIDs(ctx, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestFollowerSkipsHostileRecords(t *testing.T) {
 	if st := f.Status(); st.Skipped != 7 || st.Seq != 10 {
 		t.Fatalf("status %+v", st)
 	}
-	problems, err := db.Check(ctx)
+	problems, err := db.Maintenance().Check(ctx)
 	if err != nil || len(problems) > 0 {
 		t.Fatalf("check of the replica: %v %v", err, problems)
 	}
@@ -162,7 +162,7 @@ func TestFollowerSkipsHostileRecords(t *testing.T) {
 	// It goes on following.
 	fs.add(t, hostileRecord("IL-0011", nil))
 	f.waitSeq(t, 11)
-	if incs, _ := db.FindIncidentsByIDs(ctx, []string{"IL-0011"}); incs[0] == nil {
+	if incs, _ := db.Incidents().FindIncidentsByIDs(ctx, []string{"IL-0011"}); incs[0] == nil {
 		t.Fatal("a later good record was not applied")
 	}
 }
@@ -203,22 +203,22 @@ func TestFollowerRefusesAChangeAboveThePagesSeq(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	hostile.Store(false)
-	if pos, _, _ := db.AppliedSeq(context.Background()); pos > p.db.Seq() {
-		t.Fatalf("the replica applied a change above the primary's sequence: position %d, primary %d", pos, p.db.Seq())
+	if pos, _, _ := db.Incidents().AppliedSeq(context.Background()); pos > p.db.Incidents().Seq() {
+		t.Fatalf("the replica applied a change above the primary's sequence: position %d, primary %d", pos, p.db.Incidents().Seq())
 	}
 	if got := f.metric(t, "incidentlib_follow_errors_total"); got == 0 {
 		t.Fatal("the refused pages were not counted as errors")
 	}
-	f.waitSeq(t, p.db.Seq())
+	f.waitSeq(t, p.db.Incidents().Seq())
 	sameLibrary(t, p.db, db)
 	// And it follows later writes.
 	e := *getInc(t, p.db, "IL-0002")
 	e.Title.En = "Edited after the hostile pages"
 	e.Review.ReviewedAt, e.Review.ReviewedBy = "", ""
-	if _, err := p.db.UpsertIncident(context.Background(), &e, incidentlib.WriteOptions{}); err != nil {
+	if _, err := p.db.Incidents().UpsertIncident(context.Background(), &e, incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.waitSeq(t, p.db.Seq())
+	f.waitSeq(t, p.db.Incidents().Seq())
 	sameLibrary(t, p.db, db)
 }
 
@@ -280,7 +280,7 @@ func TestFollowerLagCountsAStuckPoll(t *testing.T) {
 	db := openStore(t, filepath.Join(t.TempDir(), "replica.db"))
 	t.Cleanup(func() { db.Close() })
 	f := startFollower(t, db, ts.URL, func(c *replica.Config) { c.Wait, c.Now = 0, clock.Now })
-	f.waitSeq(t, p.db.Seq())
+	f.waitSeq(t, p.db.Incidents().Seq())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := f.WaitLevel(ctx); err != nil {
@@ -294,7 +294,7 @@ func TestFollowerLagCountsAStuckPoll(t *testing.T) {
 	e := *getInc(t, p.db, "IL-0003")
 	e.Title.En = "A change the primary trickles"
 	e.Review.ReviewedAt, e.Review.ReviewedBy = "", ""
-	if _, err := p.db.UpsertIncident(context.Background(), &e, incidentlib.WriteOptions{}); err != nil {
+	if _, err := p.db.Incidents().UpsertIncident(context.Background(), &e, incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -319,7 +319,7 @@ func TestFollowerLagCountsAStuckPoll(t *testing.T) {
 
 func getInc(tb testing.TB, db *storage.DB, id string) *incidentlib.Incident {
 	tb.Helper()
-	incs, err := db.FindIncidentsByIDs(context.Background(), []string{id})
+	incs, err := db.Incidents().FindIncidentsByIDs(context.Background(), []string{id})
 	if err != nil || incs[0] == nil {
 		tb.Fatalf("%s: %v", id, err)
 	}

@@ -26,7 +26,7 @@ func TestReplicaSubscriptions(t *testing.T) {
 	db := openStore(t, filepath.Join(t.TempDir(), "replica.db"))
 	t.Cleanup(func() { db.Close() })
 	f := startFollower(t, db, ps.URL, nil)
-	f.waitSeq(t, p.db.Seq())
+	f.waitSeq(t, p.db.Incidents().Seq())
 	rs, rsrv := testutil.ServerTest(t, db, server.Config{Primary: ps.URL}, testutil.ServerParts{})
 	t.Cleanup(rsrv.StopSubscriptions)
 
@@ -70,16 +70,16 @@ func TestReplicaSubscriptions(t *testing.T) {
 		return ev{}
 	}
 	write := func(id, title string) uint64 {
-		recs, err := p.db.FindIncidentsByIDs(context.Background(), []string{id})
+		recs, err := p.db.Incidents().FindIncidentsByIDs(context.Background(), []string{id})
 		if err != nil || len(recs) != 1 {
 			t.Fatal(err)
 		}
 		inc := *recs[0]
 		inc.Title.En, inc.UpdatedAt, inc.Review = title, "", incidentlib.Review{}
-		if _, err := p.db.UpsertIncident(context.Background(), &inc, incidentlib.WriteOptions{}); err != nil {
+		if _, err := p.db.Incidents().UpsertIncident(context.Background(), &inc, incidentlib.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		return p.db.Seq()
+		return p.db.Incidents().Seq()
 	}
 	sc, cancel := sub("")
 	s1 := write("IL-0003", "on the primary")

@@ -27,7 +27,7 @@ import (
 
 // Store is what a follower needs of the replica's store: applying the
 // primary's changes, and counting its incidents to refuse a store that
-// holds incidents of its own. storage.DB implements it.
+// holds incidents of its own. storage.Follower implements it.
 type Store interface {
 	incidentlib.ChangeApplier
 	TaxonomyStore

@@ -83,7 +83,7 @@ func newPrimary(tb testing.TB, n int) *primary {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := db.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+	if _, err := db.Incidents().ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 		tb.Fatal(err)
 	}
 	srv, err := testutil.ServerOn(db, server.Config{}, testutil.ServerParts{})
@@ -131,7 +131,7 @@ func startFollowerClient(tb testing.TB, db *storage.DB, url string, ccfg outboun
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	f, err := replica.New(context.Background(), db, client, cfg, reg)
+	f, err := replica.New(context.Background(), db.Follower(), client, cfg, reg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func valueOf(m *dto.Metric) float64 {
 func exportOf(tb testing.TB, db *storage.DB) []byte {
 	tb.Helper()
 	var buf bytes.Buffer
-	if err := db.Export(context.Background(), &buf); err != nil {
+	if err := db.Maintenance().Export(context.Background(), &buf); err != nil {
 		tb.Fatal(err)
 	}
 	return buf.Bytes()
@@ -200,7 +200,7 @@ func sameLibrary(tb testing.TB, p, r *storage.DB) {
 	if !bytes.Equal(a, b) {
 		tb.Fatalf("the replica's export (%d bytes) differs from the primary's (%d bytes)", len(b), len(a))
 	}
-	problems, err := r.Check(context.Background())
+	problems, err := r.Maintenance().Check(context.Background())
 	if err != nil || len(problems) > 0 {
 		tb.Fatalf("check of the replica: %v %v", err, problems)
 	}
@@ -242,7 +242,7 @@ func TestFollowerReplicatesOverAHandfulOfConnections(t *testing.T) {
 	db := openStore(t, filepath.Join(t.TempDir(), "replica.db"))
 	t.Cleanup(func() { db.Close() })
 	f := startFollower(t, db, ts.URL, func(c *replica.Config) { c.Wait = 10 * time.Second })
-	f.waitSeq(t, p.db.Seq())
+	f.waitSeq(t, p.db.Incidents().Seq())
 	sameLibrary(t, p.db, db)
 	pages := int64(n/replica.MaxPageSize + 1)
 	if got := ts.accepted.Load(); got > 2 {
@@ -256,27 +256,27 @@ func TestFollowerReplicatesOverAHandfulOfConnections(t *testing.T) {
 	// connection.
 	ctx := context.Background()
 	for i := range 5 {
-		recs, err := p.db.FindIncidentsByIDs(ctx, []string{incidentlib.FormatID(uint32(100 + i))})
+		recs, err := p.db.Incidents().FindIncidentsByIDs(ctx, []string{incidentlib.FormatID(uint32(100 + i))})
 		if err != nil {
 			t.Fatal(err)
 		}
 		e := *recs[0]
 		e.Title.En = "Edited " + strconv.Itoa(i)
 		e.Review.ReviewedAt, e.Review.ReviewedBy = "", ""
-		if _, err := p.db.UpsertIncident(ctx, &e, incidentlib.WriteOptions{}); err != nil {
+		if _, err := p.db.Incidents().UpsertIncident(ctx, &e, incidentlib.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := p.db.DeleteIncident(ctx, "IL-0007", incidentlib.WriteOptions{}); err != nil {
+	if _, err := p.db.Incidents().DeleteIncident(ctx, "IL-0007", incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.waitSeq(t, p.db.Seq())
+	f.waitSeq(t, p.db.Incidents().Seq())
 	sameLibrary(t, p.db, db)
 	if got := ts.accepted.Load(); got > 2 {
 		t.Fatalf("following live changes opened %d connections in all", got)
 	}
-	if got := f.metric(t, "incidentlib_follow_seq"); got != float64(p.db.Seq()) {
-		t.Fatalf("incidentlib_follow_seq %v, want %d", got, p.db.Seq())
+	if got := f.metric(t, "incidentlib_follow_seq"); got != float64(p.db.Incidents().Seq()) {
+		t.Fatalf("incidentlib_follow_seq %v, want %d", got, p.db.Incidents().Seq())
 	}
 	if got := f.metric(t, "incidentlib_follow_lag_seconds"); got != 0 {
 		t.Fatalf("incidentlib_follow_lag_seconds %v while level", got)
@@ -368,19 +368,19 @@ func TestFollowerResumesWithoutGapsOrDuplicates(t *testing.T) {
 	f2.stop()
 	// Read once the follower has stopped: it may have been applying the
 	// page before the held one when the held request went out.
-	pos, _, _ := db.AppliedSeq(context.Background())
+	pos, _, _ := db.Incidents().AppliedSeq(context.Background())
 	close(c.hold)
 	db.Close()
 
 	// Restart on the same file: it resumes from the saved position.
 	db = openStore(t, path)
 	t.Cleanup(func() { db.Close() })
-	if got, _, _ := db.AppliedSeq(context.Background()); got != pos {
+	if got, _, _ := db.Incidents().AppliedSeq(context.Background()); got != pos {
 		t.Fatalf("position after restart %d, want %d", got, pos)
 	}
 	before := len(c.requests())
 	f3 := startFollower(t, db, ts.URL, page)
-	f3.waitSeq(t, p.db.Seq())
+	f3.waitSeq(t, p.db.Incidents().Seq())
 	if first := c.requests()[before]; first != pos {
 		t.Fatalf("the restarted follower asked for changes after %d, not its saved position %d", first, pos)
 	}
@@ -472,7 +472,7 @@ func TestFollowerSurvivesAFailingPrimary(t *testing.T) {
 			}
 			// The primary recovers; the follower catches up.
 			failing.Store(false)
-			f.waitSeq(t, p.db.Seq())
+			f.waitSeq(t, p.db.Incidents().Seq())
 			sameLibrary(t, p.db, db)
 			f.stop()
 		})
@@ -488,7 +488,7 @@ func TestNewRefuses(t *testing.T) {
 	t.Cleanup(func() { empty.Close() })
 	t.Run("ErrStoreOfItsOwn", func(t *testing.T) {
 		p := newPrimary(t, 3)
-		_, err := replica.New(context.Background(), p.db, client, replica.DefaultConfig("http://127.0.0.1:1"), nil)
+		_, err := replica.New(context.Background(), p.db.Follower(), client, replica.DefaultConfig("http://127.0.0.1:1"), nil)
 		if !errors.Is(err, replica.ErrNotReplica) {
 			t.Fatalf("a store with incidents of its own was accepted: %v", err)
 		}
@@ -507,7 +507,7 @@ func TestNewRefuses(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := replica.DefaultConfig("http://primary:8080/")
 			tweak(&cfg)
-			if _, err := replica.New(context.Background(), empty, client, cfg, nil); err == nil {
+			if _, err := replica.New(context.Background(), empty.Follower(), client, cfg, nil); err == nil {
 				t.Fatalf("config %+v was accepted", cfg)
 			}
 		})

@@ -23,7 +23,7 @@ import (
 func taxonomyOf(tb testing.TB, db *storage.DB) string {
 	tb.Helper()
 	var b strings.Builder
-	tax := db.Taxonomy()
+	tax := db.Taxonomies().Taxonomy()
 	for _, k := range incidentlib.TermKinds {
 		for _, t := range tax.Kind(k) {
 			j, _ := json.Marshal(t)
@@ -31,7 +31,7 @@ func taxonomyOf(tb testing.TB, db *storage.DB) string {
 			b.WriteByte('\n')
 		}
 	}
-	entries, err := db.TaxonomyChangesAfter(context.Background(), 0, 1000)
+	entries, err := db.Taxonomies().TaxonomyChangesAfter(context.Background(), 0, 1000)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -49,40 +49,40 @@ func adminChanges(tb testing.TB, p *primary) (term, mergedAway string) {
 	ctx := context.Background()
 	boss := incidentlib.WithIdentity(ctx, incidentlib.Identity{Name: "boss", Role: incidentlib.RoleAdmin})
 	term = "clock-skew-storm"
-	if _, err := p.db.AddTerm(ctx, "boss", incidentlib.Term{Kind: incidentlib.KindSymptom, Slug: term,
+	if _, err := p.db.Taxonomies().AddTerm(ctx, "boss", incidentlib.Term{Kind: incidentlib.KindSymptom, Slug: term,
 		Label: incidentlib.Text{En: "Clock skew storm", Ko: "시계 어긋남 폭주"}}); err != nil {
 		tb.Fatal(err)
 	}
-	incs, err := p.db.FindIncidentsByIDs(ctx, []string{"IL-0001"})
+	incs, err := p.db.Incidents().FindIncidentsByIDs(ctx, []string{"IL-0001"})
 	if err != nil || incs[0] == nil {
 		tb.Fatal(err)
 	}
 	c := *incs[0]
 	c.Symptoms = append([]string{term}, c.Symptoms...)
 	c.Review = incidentlib.Review{}
-	if _, err := p.db.UpsertIncident(boss, &c, incidentlib.WriteOptions{}); err != nil {
+	if _, err := p.db.Incidents().UpsertIncident(boss, &c, incidentlib.WriteOptions{}); err != nil {
 		tb.Fatal(err)
 	}
 	relabel := incidentlib.Text{En: "Clock skew cascade"}
-	if _, err := p.db.UpdateTerm(ctx, "boss", incidentlib.KindSymptom, term, incidentlib.TermUpdate{Label: &relabel}); err != nil {
+	if _, err := p.db.Taxonomies().UpdateTerm(ctx, "boss", incidentlib.KindSymptom, term, incidentlib.TermUpdate{Label: &relabel}); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := p.db.AddTermAliases(ctx, "boss", incidentlib.KindSymptom, term, []string{"ntp-storm"}); err != nil {
+	if _, err := p.db.Taxonomies().AddTermAliases(ctx, "boss", incidentlib.KindSymptom, term, []string{"ntp-storm"}); err != nil {
 		tb.Fatal(err)
 	}
 	first := 2
-	orgs, err := p.db.FindOrganizations(ctx, incidentlib.PageArgs{First: &first})
+	orgs, err := p.db.Taxonomies().FindOrganizations(ctx, incidentlib.PageArgs{First: &first})
 	if err != nil || len(orgs.Organizations) < 2 {
 		tb.Fatalf("%v %v", orgs, err)
 	}
 	mergedAway = orgs.Organizations[0].Slug
-	if _, err := p.db.MergeOrganizations(ctx, "boss", mergedAway, orgs.Organizations[1].Slug); err != nil {
+	if _, err := p.db.Taxonomies().MergeOrganizations(ctx, "boss", mergedAway, orgs.Organizations[1].Slug); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := p.db.AddOrganization(ctx, "boss", incidentlib.Organization{Slug: "quiet-newcomer", Name: "Quiet Newcomer"}); err != nil {
+	if _, err := p.db.Taxonomies().AddOrganization(ctx, "boss", incidentlib.Organization{Slug: "quiet-newcomer", Name: "Quiet Newcomer"}); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := p.db.DeprecateTerm(ctx, "boss", incidentlib.KindSymptom, term, true); err != nil {
+	if _, err := p.db.Taxonomies().DeprecateTerm(ctx, "boss", incidentlib.KindSymptom, term, true); err != nil {
 		tb.Fatal(err)
 	}
 	return term, mergedAway
@@ -97,21 +97,21 @@ func checkReplicaTaxonomy(tb testing.TB, p *primary, rdb *storage.DB, term, merg
 	if a, b := taxonomyOf(tb, p.db), taxonomyOf(tb, rdb); a != b {
 		tb.Fatalf("the replica's taxonomy differs:\nprimary:\n%s\nreplica:\n%s", a, b)
 	}
-	tm := rdb.Taxonomy().Term(incidentlib.KindSymptom, term)
-	if tm == nil || tm.Label.En != "Clock skew cascade" || !tm.Deprecated || rdb.Taxonomy().Canonical(incidentlib.KindSymptom, "ntp-storm") != term {
+	tm := rdb.Taxonomies().Taxonomy().Term(incidentlib.KindSymptom, term)
+	if tm == nil || tm.Label.En != "Clock skew cascade" || !tm.Deprecated || rdb.Taxonomies().Taxonomy().Canonical(incidentlib.KindSymptom, "ntp-storm") != term {
 		tb.Fatalf("the replica's term: %+v", tm)
 	}
-	incs, err := rdb.FindIncidentsByIDs(ctx, []string{"IL-0001"})
+	incs, err := rdb.Incidents().FindIncidentsByIDs(ctx, []string{"IL-0001"})
 	if err != nil || incs[0] == nil || incs[0].Symptoms[0] != term {
 		tb.Fatalf("the record with the new term on the replica: %+v %v", incs[0], err)
 	}
 	for _, db := range []*storage.DB{p.db, rdb} {
-		n, err := db.CountIncidents(ctx, incidentlib.IncidentFilter{Organizations: []string{mergedAway}})
+		n, err := db.Incidents().CountIncidents(ctx, incidentlib.IncidentFilter{Organizations: []string{mergedAway}})
 		if err != nil || n == 0 {
 			tb.Fatalf("the merged organization's slug resolves to no incident: %d %v", n, err)
 		}
 	}
-	if o, err := rdb.FindOrganizationsBySlugs(ctx, []string{"quiet-newcomer"}); err != nil || o[0] == nil {
+	if o, err := rdb.Taxonomies().FindOrganizationsBySlugs(ctx, []string{"quiet-newcomer"}); err != nil || o[0] == nil {
 		tb.Fatalf("the added organization on the replica: %v %v", o, err)
 	}
 	sameLibrary(tb, p.db, rdb)
@@ -130,27 +130,27 @@ func TestFollowerTakesTheTaxonomy(t *testing.T) {
 	rdb := openStore(t, filepath.Join(t.TempDir(), "replica.db"))
 	t.Cleanup(func() { rdb.Close() })
 	f := startFollower(t, rdb, ts.URL, func(c *replica.Config) { c.Wait = 200 * time.Millisecond })
-	f.waitSeq(t, p.db.Seq())
+	f.waitSeq(t, p.db.Incidents().Seq())
 
 	term, mergedAway := adminChanges(t, p)
-	f.waitSeq(t, p.db.Seq())
+	f.waitSeq(t, p.db.Incidents().Seq())
 	checkReplicaTaxonomy(t, p, rdb, term, mergedAway)
 	st := f.Status()
 	if st.Skipped != 0 || st.TaxonomySkipped != 0 || st.TaxonomyApplied != 6 {
 		t.Fatalf("status %+v", st)
 	}
-	if got := f.metric(t, "incidentlib_follow_seq"); got != float64(p.db.Seq()) {
-		t.Fatalf("incidentlib_follow_seq %v, primary at %d", got, p.db.Seq())
+	if got := f.metric(t, "incidentlib_follow_seq"); got != float64(p.db.Incidents().Seq()) {
+		t.Fatalf("incidentlib_follow_seq %v, primary at %d", got, p.db.Incidents().Seq())
 	}
 
 	// A change of the taxonomy alone, once the replica is level: its
 	// position follows the primary's sequence.
 	ctx := context.Background()
-	if _, err := p.db.DeprecateTerm(ctx, "boss", incidentlib.KindSymptom, term, false); err != nil {
+	if _, err := p.db.Taxonomies().DeprecateTerm(ctx, "boss", incidentlib.KindSymptom, term, false); err != nil {
 		t.Fatal(err)
 	}
-	f.waitSeq(t, p.db.Seq())
-	if rdb.Taxonomy().Deprecated(incidentlib.KindSymptom, term) {
+	f.waitSeq(t, p.db.Incidents().Seq())
+	if rdb.Taxonomies().Taxonomy().Deprecated(incidentlib.KindSymptom, term) {
 		t.Fatal("the replica did not take the deprecation back")
 	}
 	f.stop()
@@ -158,18 +158,18 @@ func TestFollowerTakesTheTaxonomy(t *testing.T) {
 	// A replica started after the changes.
 	late := openStore(t, filepath.Join(t.TempDir(), "late.db"))
 	t.Cleanup(func() { late.Close() })
-	if _, err := p.db.DeprecateTerm(ctx, "boss", incidentlib.KindSymptom, term, true); err != nil {
+	if _, err := p.db.Taxonomies().DeprecateTerm(ctx, "boss", incidentlib.KindSymptom, term, true); err != nil {
 		t.Fatal(err)
 	}
 	// With a replica's token, the authors come too.
-	secret, _, err := p.db.CreateToken(ctx, "replica", incidentlib.RoleAdmin, time.Time{})
+	secret, _, err := p.db.Tokens().CreateToken(ctx, "replica", incidentlib.RoleAdmin, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := startFollower(t, late, ts.URL, func(c *replica.Config) { c.PageSize, c.Token = 7, secret })
-	g.waitSeq(t, p.db.Seq())
+	g.waitSeq(t, p.db.Incidents().Seq())
 	checkReplicaTaxonomy(t, p, late, term, mergedAway)
-	entries, err := late.TaxonomyChangesAfter(ctx, 0, 100)
+	entries, err := late.Taxonomies().TaxonomyChangesAfter(ctx, 0, 100)
 	if err != nil || len(entries) != 8 {
 		t.Fatalf("the late replica's history: %d entries, %v", len(entries), err)
 	}
@@ -187,10 +187,10 @@ func TestTaxonomyFeedAuthors(t *testing.T) {
 	ts := httptest.NewServer(p.srv)
 	t.Cleanup(ts.Close)
 	ctx := context.Background()
-	if _, err := p.db.AddTerm(ctx, "boss", incidentlib.Term{Kind: incidentlib.KindDomain, Slug: "ledgers", Label: incidentlib.Text{En: "Ledgers"}}); err != nil {
+	if _, err := p.db.Taxonomies().AddTerm(ctx, "boss", incidentlib.Term{Kind: incidentlib.KindDomain, Slug: "ledgers", Label: incidentlib.Text{En: "Ledgers"}}); err != nil {
 		t.Fatal(err)
 	}
-	secret, _, err := p.db.CreateToken(ctx, "replica", incidentlib.RoleAdmin, time.Time{})
+	secret, _, err := p.db.Tokens().CreateToken(ctx, "replica", incidentlib.RoleAdmin, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestTaxonomyFeedAuthors(t *testing.T) {
 		return resp.StatusCode, resp.Header, out
 	}
 	code, h, anon := get("", "")
-	if code != http.StatusOK || len(anon) != 1 || anon[0].Author != "" || anon[0].Subject != "term:domain:ledgers" || h.Get("Incidentlib-Seq") != fmt.Sprint(p.db.Seq()) {
+	if code != http.StatusOK || len(anon) != 1 || anon[0].Author != "" || anon[0].Subject != "term:domain:ledgers" || h.Get("Incidentlib-Seq") != fmt.Sprint(p.db.Incidents().Seq()) {
 		t.Fatalf("anonymous: %d %v %+v", code, h, anon)
 	}
 	if code, _, admin := get(secret, "?after=0&limit=5"); code != http.StatusOK || len(admin) != 1 || admin[0].Author != "boss" {
@@ -269,11 +269,11 @@ func TestFollowerRefusesHostileTaxonomyEntries(t *testing.T) {
 	f := startFollower(t, db, ts.URL, func(c *replica.Config) { c.Wait = 0 })
 	f.waitSeq(t, 2)
 	ctx := context.Background()
-	incs, err := db.FindIncidentsByIDs(ctx, []string{"IL-0001", "IL-0002"})
+	incs, err := db.Incidents().FindIncidentsByIDs(ctx, []string{"IL-0001", "IL-0002"})
 	if err != nil || incs[0] == nil || incs[1] != nil {
 		t.Fatalf("stored: %v %v", incs, err)
 	}
-	tax := db.Taxonomy()
+	tax := db.Taxonomies().Taxonomy()
 	for slug, want := range map[string]bool{"good-one": true, "good-three": true, "bell": false, "../x": false, "other-one": false, "innocent": false, "good-two": false} {
 		if (tax.Term(incidentlib.KindSymptom, slug) != nil) != want {
 			t.Errorf("term %s on the replica: %v, want %v", slug, !want, want)
@@ -298,7 +298,7 @@ func TestFollowerRefusesHostileTaxonomyEntries(t *testing.T) {
 	if got["structure"] != 5 {
 		t.Fatalf("taxonomy entries skipped by rule %v, want structure 5", got)
 	}
-	if n, err := db.AppliedTaxonomy(ctx); err != nil || n != 7 {
+	if n, err := db.Taxonomies().AppliedTaxonomy(ctx); err != nil || n != 7 {
 		t.Fatalf("applied taxonomy %d %v", n, err)
 	}
 
@@ -308,7 +308,7 @@ func TestFollowerRefusesHostileTaxonomyEntries(t *testing.T) {
 	fs.mu.Unlock()
 	fs.add(t, hostileRecord("IL-0003", func(i *incidentlib.Incident) { i.Symptoms = []string{"good-four"} }))
 	f.waitSeq(t, 3)
-	if incs, _ := db.FindIncidentsByIDs(ctx, []string{"IL-0003"}); incs[0] == nil {
+	if incs, _ := db.Incidents().FindIncidentsByIDs(ctx, []string{"IL-0003"}); incs[0] == nil {
 		t.Fatal("a later record with a later term was not applied")
 	}
 }

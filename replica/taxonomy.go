@@ -26,7 +26,7 @@ import (
 // committed before the page was read is among them.
 
 // TaxonomyStore is what the follower needs of the store to take the
-// primary's taxonomy. storage.DB implements it.
+// primary's taxonomy. storage.Follower implements it.
 type TaxonomyStore interface {
 	incidentlib.TaxonomyApplier
 	// ApplyTaxonomyChangesThrough applies entries as ApplyTaxonomyChanges

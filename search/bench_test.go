@@ -20,7 +20,7 @@ func BenchmarkSearch(b *testing.B) {
 	for i, inc := range incs {
 		ids[i] = inc.ID
 	}
-	if _, err := db.FindIncidentsByIDs(ctx, ids); err != nil { // the record cache, as a server's
+	if _, err := db.Incidents().FindIncidentsByIDs(ctx, ids); err != nil { // the record cache, as a server's
 		b.Fatal(err)
 	}
 	x := mustOpen(b, db)

@@ -34,24 +34,24 @@ func TestOneDirectoryTwoStores(t *testing.T) {
 		t.Fatalf("store ids %q and %q", a.StoreID(), b.StoreID())
 	}
 
-	xa, err := Open(ctx, a, dir, Options{Follow: true})
+	xa, err := Open(ctx, a.Incidents(), dir, Options{Follow: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A second server on the same directory is refused, naming it and the holder.
-	if xb, err := Open(ctx, b, dir, Options{}); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), dir) ||
+	if xb, err := Open(ctx, b.Incidents(), dir, Options{}); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), dir) ||
 		!strings.Contains(err.Error(), a.Path()) {
 		if xb != nil {
 			xb.Close()
 		}
 		t.Fatalf("a second index on a held directory: %v", err)
 	}
-	if _, err := Rebuild(ctx, b, dir, Options{}); !errors.Is(err, ErrLocked) {
+	if _, err := Rebuild(ctx, b.Incidents(), dir, Options{}); !errors.Is(err, ErrLocked) {
 		t.Fatalf("a rebuild of a held directory: %v", err)
 	}
 	extra := *incsA[0]
 	extra.ID, extra.Title = "IL-0900", incidentlib.Text{En: "Quetzal frobnication outage"}
-	if _, err := a.UpsertIncident(ctx, &extra, incidentlib.WriteOptions{}); err != nil {
+	if _, err := a.Incidents().UpsertIncident(ctx, &extra, incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := xa.Close(); err != nil {
@@ -59,10 +59,10 @@ func TestOneDirectoryTwoStores(t *testing.T) {
 	}
 
 	// B takes the directory over: the index of A is not B's, and is rebuilt.
-	if _, err := Open(ctx, b, dir, Options{}); !errors.Is(err, ErrRebuild) {
+	if _, err := Open(ctx, b.Incidents(), dir, Options{}); !errors.Is(err, ErrRebuild) {
 		t.Fatalf("B opened A's index: %v", err)
 	}
-	xb, err := Rebuild(ctx, b, dir, Options{})
+	xb, err := Rebuild(ctx, b.Incidents(), dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,18 +75,18 @@ func TestOneDirectoryTwoStores(t *testing.T) {
 	if err := xb.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := Check(ctx, b, dir); err != nil || len(rep.Problems) > 0 || rep.Pending > 0 {
+	if rep, err := Check(ctx, b.Incidents(), dir); err != nil || len(rep.Problems) > 0 || rep.Pending > 0 {
 		t.Fatalf("check of B's index: %+v %v", rep, err)
 	}
-	if rep, err := Check(ctx, a, dir); err != nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "another store") {
+	if rep, err := Check(ctx, a.Incidents(), dir); err != nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "another store") {
 		t.Fatalf("check of A against B's index: %+v %v", rep, err)
 	}
 
 	// A again: rebuilt from A, all of it, the write made before included.
-	if _, err := Open(ctx, a, dir, Options{}); !errors.Is(err, ErrRebuild) {
+	if _, err := Open(ctx, a.Incidents(), dir, Options{}); !errors.Is(err, ErrRebuild) {
 		t.Fatalf("A opened B's index: %v", err)
 	}
-	xa, err = Rebuild(ctx, a, dir, Options{})
+	xa, err = Rebuild(ctx, a.Incidents(), dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

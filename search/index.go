@@ -41,7 +41,7 @@ import (
 
 // Store is what the index reads of the store: the change log it follows,
 // the incident sets that filter, facet and count its matches, and the
-// records it cuts highlights from. storage.DB implements it.
+// records it cuts highlights from. storage.Incidents implements it.
 type Store interface {
 	incidentlib.ChangeLog
 	incidentlib.IncidentSets

@@ -25,7 +25,7 @@ func TestReopenAfterUpdates(t *testing.T) {
 				t.Fatal(err)
 			}
 			db := searchStore(t, incs)
-			x, err := Open(ctx, db, indexPath(db), Options{BatchSize: 64})
+			x, err := Open(ctx, db.Incidents(), indexPath(db), Options{BatchSize: 64})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -35,10 +35,10 @@ func TestReopenAfterUpdates(t *testing.T) {
 				in.Title = incidentlib.Text{En: "Zanzibar quorum lost " + in.ID}
 				changed = append(changed, &in)
 			}
-			if _, err := db.ImportIncidents(ctx, changed, incidentlib.ImportOptions{}); err != nil {
+			if _, err := db.Incidents().ImportIncidents(ctx, changed, incidentlib.ImportOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := db.DeleteIncident(ctx, incs[len(incs)-1].ID, incidentlib.WriteOptions{}); err != nil {
+			if _, err := db.Incidents().DeleteIncident(ctx, incs[len(incs)-1].ID, incidentlib.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			before := ids(t, x, "zanzibar")
@@ -48,7 +48,7 @@ func TestReopenAfterUpdates(t *testing.T) {
 			if err := x.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if rep, err := Check(ctx, db, indexPath(db)); err != nil || len(rep.Problems) > 0 || rep.Pending > 0 {
+			if rep, err := Check(ctx, db.Incidents(), indexPath(db)); err != nil || len(rep.Problems) > 0 || rep.Pending > 0 {
 				t.Fatalf("check after close: %+v, %v", rep, err)
 			}
 			x = mustOpen(t, db)

@@ -31,7 +31,7 @@ func searchStore(tb testing.TB, incs []*incidentlib.Incident) *storage.DB {
 	}
 	tb.Cleanup(func() { db.Close() })
 	if len(incs) > 0 {
-		if _, err := db.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+		if _, err := db.Incidents().ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -59,7 +59,7 @@ func indexPath(db *storage.DB) string { return db.Path() + ".search" }
 // end of the test.
 func mustOpen(tb testing.TB, db *storage.DB) *Index {
 	tb.Helper()
-	x, err := Open(context.Background(), db, indexPath(db), Options{BatchSize: 64})
+	x, err := Open(context.Background(), db.Incidents(), indexPath(db), Options{BatchSize: 64})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -497,7 +497,7 @@ func TestFilterWithQuery(t *testing.T) {
 		}
 		for name, f := range filters {
 			t.Run(name+"/"+q, func(t *testing.T) {
-				set, err := db.MatchSet(ctx, f)
+				set, err := db.Incidents().MatchSet(ctx, f)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -582,13 +582,13 @@ func TestFilterWithQuery(t *testing.T) {
 		moved := *out
 		moved.Severity = "sev1"
 		moved.Review.ReviewedAt, moved.Review.ReviewedBy = "", "" // set by reviewing only
-		if _, err := db.UpsertIncident(ctx, &moved, incidentlib.WriteOptions{}); err != nil {
+		if _, err := db.Incidents().UpsertIncident(ctx, &moved, incidentlib.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if got := count(); got != before+1 {
 			t.Errorf("after %s became sev1, the filtered search counts %d, want %d", out.ID, got, before+1)
 		}
-		if _, err := db.DeleteIncident(ctx, in.ID, incidentlib.WriteOptions{}); err != nil {
+		if _, err := db.Incidents().DeleteIncident(ctx, in.ID, incidentlib.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if got := count(); got != before {
@@ -662,14 +662,14 @@ func TestConsistency(t *testing.T) {
 		if got := ids(t, x, "kubernetes"); len(got) != 0 {
 			t.Fatalf("found %v before the write", got)
 		}
-		if _, err := db.ImportIncidents(ctx, []*incidentlib.Incident{inc("IL-0100", "Acme", "Kubernetes upgrade drained every node", "", "")}, incidentlib.ImportOptions{}); err != nil {
+		if _, err := db.Incidents().ImportIncidents(ctx, []*incidentlib.Incident{inc("IL-0100", "Acme", "Kubernetes upgrade drained every node", "", "")}, incidentlib.ImportOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if got := ids(t, x, "kubernetes"); !slices.Equal(got, []string{"IL-0100"}) {
 			t.Errorf("after the write found %v", got)
 		}
 		// A change to an incident replaces what the index knew of it.
-		if _, err := db.ImportIncidents(ctx, []*incidentlib.Incident{inc("IL-0100", "Acme", "Nomad upgrade drained every node", "", "")}, incidentlib.ImportOptions{}); err != nil {
+		if _, err := db.Incidents().ImportIncidents(ctx, []*incidentlib.Incident{inc("IL-0100", "Acme", "Nomad upgrade drained every node", "", "")}, incidentlib.ImportOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if got := ids(t, x, "kubernetes"); len(got) != 0 {
@@ -680,10 +680,10 @@ func TestConsistency(t *testing.T) {
 		}
 		// Highlights are cut from the text stored now, also when the
 		// record cache held the earlier version.
-		if _, err := db.FindIncidentsByIDs(ctx, []string{"IL-0100"}); err != nil {
+		if _, err := db.Incidents().FindIncidentsByIDs(ctx, []string{"IL-0100"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.ImportIncidents(ctx, []*incidentlib.Incident{inc("IL-0100", "Acme", "Nomad upgrade drained every rack", "", "")}, incidentlib.ImportOptions{}); err != nil {
+		if _, err := db.Incidents().ImportIncidents(ctx, []*incidentlib.Incident{inc("IL-0100", "Acme", "Nomad upgrade drained every rack", "", "")}, incidentlib.ImportOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		p := run(t, x, "nomad")
@@ -697,7 +697,7 @@ func TestConsistency(t *testing.T) {
 		if got := ids(t, x, "certificate"); !slices.Equal(got, []string{"IL-0004"}) {
 			t.Fatalf("before the delete found %v", got)
 		}
-		if _, err := db.DeleteIncident(ctx, "IL-0004", incidentlib.WriteOptions{}); err != nil {
+		if _, err := db.Incidents().DeleteIncident(ctx, "IL-0004", incidentlib.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		p := run(t, x, "certificate")
@@ -712,20 +712,20 @@ func TestConsistency(t *testing.T) {
 		// The store commits while the index is closed: as if the process
 		// died between the commit and the index update.
 		db := searchStore(t, handMade())
-		x, err := Open(ctx, db, indexPath(db), Options{})
+		x, err := Open(ctx, db.Incidents(), indexPath(db), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := x.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.ImportIncidents(ctx, []*incidentlib.Incident{inc("IL-0100", "Acme", "Kubernetes upgrade drained every node", "", "")}, incidentlib.ImportOptions{}); err != nil {
+		if _, err := db.Incidents().ImportIncidents(ctx, []*incidentlib.Incident{inc("IL-0100", "Acme", "Kubernetes upgrade drained every node", "", "")}, incidentlib.ImportOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.DeleteIncident(ctx, "IL-0004", incidentlib.WriteOptions{}); err != nil {
+		if _, err := db.Incidents().DeleteIncident(ctx, "IL-0004", incidentlib.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		rep, err := Check(ctx, db, indexPath(db))
+		rep, err := Check(ctx, db.Incidents(), indexPath(db))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -733,8 +733,8 @@ func TestConsistency(t *testing.T) {
 			t.Errorf("check of the closed index: %+v, want 2 pending and no problems", rep)
 		}
 		x = mustOpen(t, db)
-		if x.Seq() != db.Seq() {
-			t.Errorf("reopened at sequence %d, the store is at %d", x.Seq(), db.Seq())
+		if x.Seq() != db.Incidents().Seq() {
+			t.Errorf("reopened at sequence %d, the store is at %d", x.Seq(), db.Incidents().Seq())
 		}
 		if got := ids(t, x, "kubernetes"); !slices.Equal(got, []string{"IL-0100"}) {
 			t.Errorf("the write made while closed: found %v", got)
@@ -745,18 +745,18 @@ func TestConsistency(t *testing.T) {
 	})
 	t.Run("Follow", func(t *testing.T) {
 		db := searchStore(t, handMade())
-		x, err := Open(ctx, db, indexPath(db), Options{Follow: true})
+		x, err := Open(ctx, db.Incidents(), indexPath(db), Options{Follow: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.ImportIncidents(ctx, []*incidentlib.Incident{inc("IL-0100", "Acme", "Kubernetes", "", "")}, incidentlib.ImportOptions{}); err != nil {
+		if _, err := db.Incidents().ImportIncidents(ctx, []*incidentlib.Incident{inc("IL-0100", "Acme", "Kubernetes", "", "")}, incidentlib.ImportOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		// No search runs: Follow alone must bring the index level.
-		for x.Seq() < db.Seq() {
+		for x.Seq() < db.Incidents().Seq() {
 			select {
 			case <-time.After(30 * time.Second):
-				t.Fatalf("Follow left the index at %d, the store is at %d", x.Seq(), db.Seq())
+				t.Fatalf("Follow left the index at %d, the store is at %d", x.Seq(), db.Incidents().Seq())
 			case <-time.After(time.Millisecond):
 			}
 		}
@@ -775,10 +775,10 @@ func TestConsistency(t *testing.T) {
 func TestSearchTurns(t *testing.T) {
 	ctx := context.Background()
 	db := searchStore(t, handMade())
-	if _, err := Open(ctx, db, indexPath(db), Options{Concurrency: -1}); err == nil {
+	if _, err := Open(ctx, db.Incidents(), indexPath(db), Options{Concurrency: -1}); err == nil {
 		t.Fatal("a negative concurrency was accepted")
 	}
-	x, err := Open(ctx, db, indexPath(db), Options{Concurrency: 1})
+	x, err := Open(ctx, db.Incidents(), indexPath(db), Options{Concurrency: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -839,7 +839,7 @@ func TestCheck(t *testing.T) {
 	t.Run("Consistent", func(t *testing.T) {
 		db := searchStore(t, handMade())
 		mustOpen(t, db).Close()
-		rep, err := Check(ctx, db, indexPath(db))
+		rep, err := Check(ctx, db.Incidents(), indexPath(db))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -849,7 +849,7 @@ func TestCheck(t *testing.T) {
 	})
 	t.Run("Missing", func(t *testing.T) {
 		db := searchStore(t, handMade())
-		rep, err := Check(ctx, db, indexPath(db))
+		rep, err := Check(ctx, db.Incidents(), indexPath(db))
 		if err != nil || !rep.Missing {
 			t.Errorf("report %+v, %v", rep, err)
 		}
@@ -868,7 +868,7 @@ func TestCheck(t *testing.T) {
 	for name, tamper := range disagree {
 		t.Run(name, func(t *testing.T) {
 			db := searchStore(t, handMade())
-			x, err := Open(ctx, db, indexPath(db), Options{})
+			x, err := Open(ctx, db.Incidents(), indexPath(db), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -876,7 +876,7 @@ func TestCheck(t *testing.T) {
 				t.Fatal(err)
 			}
 			x.Close()
-			rep, err := Check(ctx, db, indexPath(db))
+			rep, err := Check(ctx, db.Incidents(), indexPath(db))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -884,12 +884,12 @@ func TestCheck(t *testing.T) {
 				t.Errorf("problems %q, want one", rep.Problems)
 			}
 			// Rebuild repairs it.
-			x, err = Rebuild(ctx, db, indexPath(db), Options{})
+			x, err = Rebuild(ctx, db.Incidents(), indexPath(db), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			x.Close()
-			if rep, err := Check(ctx, db, indexPath(db)); err != nil || len(rep.Problems) > 0 {
+			if rep, err := Check(ctx, db.Incidents(), indexPath(db)); err != nil || len(rep.Problems) > 0 {
 				t.Errorf("after rebuild: %+v, %v", rep, err)
 			}
 		})
@@ -913,13 +913,13 @@ func TestCheck(t *testing.T) {
 		if err := os.WriteFile(file, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Open(ctx, db, indexPath(db), Options{}); !errors.Is(err, ErrRebuild) || !strings.Contains(err.Error(), "incidentlib-search-2") {
+		if _, err := Open(ctx, db.Incidents(), indexPath(db), Options{}); !errors.Is(err, ErrRebuild) || !strings.Contains(err.Error(), "incidentlib-search-2") {
 			t.Fatalf("open: %v, want ErrRebuild naming the old format", err)
 		}
-		if rep, err := Check(ctx, db, indexPath(db)); err != nil || len(rep.Problems) != 1 {
+		if rep, err := Check(ctx, db.Incidents(), indexPath(db)); err != nil || len(rep.Problems) != 1 {
 			t.Errorf("check: %+v, %v", rep, err)
 		}
-		x, err := Rebuild(ctx, db, indexPath(db), Options{})
+		x, err := Rebuild(ctx, db.Incidents(), indexPath(db), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -930,17 +930,17 @@ func TestCheck(t *testing.T) {
 	})
 	t.Run("IndexOfAnotherStore", func(t *testing.T) {
 		big := searchStore(t, handMade())
-		x, err := Open(ctx, big, indexPath(big), Options{})
+		x, err := Open(ctx, big.Incidents(), indexPath(big), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		x.Close()
 		small := searchStore(t, handMade()[:2])
-		_, err = Open(ctx, small, indexPath(big), Options{})
+		_, err = Open(ctx, small.Incidents(), indexPath(big), Options{})
 		if !errors.Is(err, ErrRebuild) {
 			t.Errorf("open: %v, want ErrRebuild", err)
 		}
-		rep, err := Check(ctx, small, indexPath(big))
+		rep, err := Check(ctx, small.Incidents(), indexPath(big))
 		if err != nil || len(rep.Problems) == 0 {
 			t.Errorf("check: %+v, %v", rep, err)
 		}

@@ -36,11 +36,11 @@ func TestTopKMatchesExhaustive(t *testing.T) {
 		c.Title, c.Summary = b.Title, b.Summary
 		changed = append(changed, &c)
 	}
-	if _, err := db.ImportIncidents(ctx, changed, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+	if _, err := db.Incidents().ImportIncidents(ctx, changed, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 20; i++ {
-		db.DeleteIncident(ctx, incs[r.IntN(len(incs))].ID, incidentlib.WriteOptions{})
+		db.Incidents().DeleteIncident(ctx, incs[r.IntN(len(incs))].ID, incidentlib.WriteOptions{})
 	}
 	if err := x.CatchUp(ctx); err != nil {
 		t.Fatal(err)

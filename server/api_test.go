@@ -102,12 +102,12 @@ func TestChangeFeed(t *testing.T) {
 	if len(all) != restapi.DefaultFeedLimit && len(all) != 60 {
 		t.Fatalf("default page: %d lines", len(all))
 	}
-	if a.header.Get(restapi.SeqHeader) != strconv.FormatUint(ts.DB.Seq(), 10) {
-		t.Fatalf("%s header %q, store at %d", restapi.SeqHeader, a.header.Get(restapi.SeqHeader), ts.DB.Seq())
+	if a.header.Get(restapi.SeqHeader) != strconv.FormatUint(ts.DB.Incidents().Seq(), 10) {
+		t.Fatalf("%s header %q, store at %d", restapi.SeqHeader, a.header.Get(restapi.SeqHeader), ts.DB.Incidents().Seq())
 	}
 	t.Run("RecordsAreTheStoredIL-JSON", func(t *testing.T) {
 		var exp bytes.Buffer
-		if err := ts.DB.Export(ctx, &exp); err != nil {
+		if err := ts.DB.Maintenance().Export(ctx, &exp); err != nil {
 			t.Fatal(err)
 		}
 		stored := map[string]string{}
@@ -139,13 +139,13 @@ func TestChangeFeed(t *testing.T) {
 			}
 			since = page[len(page)-1].Seq
 		}
-		if len(got) != 60 || got[59].Seq != ts.DB.Seq() {
-			t.Fatalf("paged through %d changes, want 60 up to %d", len(got), ts.DB.Seq())
+		if len(got) != 60 || got[59].Seq != ts.DB.Incidents().Seq() {
+			t.Fatalf("paged through %d changes, want 60 up to %d", len(got), ts.DB.Incidents().Seq())
 		}
 	})
 	t.Run("Tombstone", func(t *testing.T) {
-		seq := ts.DB.Seq()
-		res, err := ts.DB.DeleteIncident(ctx, incs[5].ID, incidentlib.WriteOptions{})
+		seq := ts.DB.Incidents().Seq()
+		res, err := ts.DB.Incidents().DeleteIncident(ctx, incs[5].ID, incidentlib.WriteOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,12 +168,12 @@ func TestChangeFeed(t *testing.T) {
 			inc.ID = "IL-0900"
 			inc.Related, inc.RecurrenceOf = nil, ""
 			inc.Extra = incidentlib.Extra{name: json.RawMessage(`"a field of the record"`)}
-			seq := ts.DB.Seq()
-			_, err := ts.DB.ImportIncidents(ctx, []*incidentlib.Incident{&inc}, incidentlib.ImportOptions{KeepUpdatedAt: true})
+			seq := ts.DB.Incidents().Seq()
+			_, err := ts.DB.Incidents().ImportIncidents(ctx, []*incidentlib.Incident{&inc}, incidentlib.ImportOptions{KeepUpdatedAt: true})
 			if incidentlib.ErrorCode(err) != incidentlib.EINVALID {
 				t.Fatalf("%s: %v, want INVALID", name, err)
 			}
-			if ts.DB.Seq() != seq {
+			if ts.DB.Incidents().Seq() != seq {
 				t.Fatalf("%s: the refused import wrote", name)
 			}
 		}
@@ -194,7 +194,7 @@ func TestChangeFeed(t *testing.T) {
 	bad("ErrWaitWithoutUnit", "wait=5", 400, incidentlib.EINVALID)
 	bad("ErrWaitTooLong", "wait=61s", 400, incidentlib.EINVALID)
 	bad("ErrWaitNegative", "wait=-1s", 400, incidentlib.EINVALID)
-	bad("ErrSinceAboveTheStore", fmt.Sprintf("since=%d", ts.DB.Seq()+1), 409, incidentlib.ECONFLICT)
+	bad("ErrSinceAboveTheStore", fmt.Sprintf("since=%d", ts.DB.Incidents().Seq()+1), 409, incidentlib.ECONFLICT)
 }
 
 func TestChangeFeedLongPoll(t *testing.T) {
@@ -203,7 +203,7 @@ func TestChangeFeedLongPoll(t *testing.T) {
 	t.Run("WakesOnCommit", func(t *testing.T) {
 		// The headers come at once; the change written afterwards is in
 		// the body: the held request woke up on the commit.
-		seq := ts.DB.Seq()
+		seq := ts.DB.Incidents().Seq()
 		rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
 		req, _ := http.NewRequestWithContext(rctx, http.MethodGet, fmt.Sprintf("%s/api/v1/changes?since=%d&wait=10s", ts.URL, seq), nil)
@@ -217,7 +217,7 @@ func TestChangeFeedLongPoll(t *testing.T) {
 		}
 		inc := corpus(t, 4, 12)[3]
 		inc.Related, inc.RecurrenceOf = nil, ""
-		if _, err := ts.DB.ImportIncidents(ctx, []*incidentlib.Incident{inc}, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+		if _, err := ts.DB.Incidents().ImportIncidents(ctx, []*incidentlib.Incident{inc}, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 			t.Fatal(err)
 		}
 		body, err := io.ReadAll(resp.Body)
@@ -238,7 +238,7 @@ func TestChangeFeedLongPoll(t *testing.T) {
 	t.Run("StopLongPollsEndsHeldRequests", func(t *testing.T) {
 		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		req, _ := http.NewRequestWithContext(rctx, http.MethodGet, fmt.Sprintf("%s/api/v1/changes?since=%d&wait=60s", ts.URL, ts.DB.Seq()), nil)
+		req, _ := http.NewRequestWithContext(rctx, http.MethodGet, fmt.Sprintf("%s/api/v1/changes?since=%d&wait=60s", ts.URL, ts.DB.Incidents().Seq()), nil)
 		resp, err := ts.Client().Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -256,7 +256,7 @@ func TestIncidentsAPI(t *testing.T) {
 	incs := corpus(t, 10, 13)
 	ts := apiServer(t, server.Config{}, incs)
 	var exp bytes.Buffer
-	if err := ts.DB.Export(context.Background(), &exp); err != nil {
+	if err := ts.DB.Maintenance().Export(context.Background(), &exp); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(exp.String()), "\n")
@@ -318,8 +318,8 @@ func TestReplicaRefusesMutations(t *testing.T) {
 	if r.code() != incidentlib.EREADONLY || r.Errors[0].Extensions["primary"] != primary || !strings.Contains(r.Errors[0].Message, primary) {
 		t.Fatalf("a replica answered a mutation with %+v", r.Errors)
 	}
-	if ts.DB.Seq() != 3 {
-		t.Fatalf("the store changed: sequence %d", ts.DB.Seq())
+	if ts.DB.Incidents().Seq() != 3 {
+		t.Fatalf("the store changed: sequence %d", ts.DB.Incidents().Seq())
 	}
 	var data struct{ Incident struct{ ID string } }
 	ts.data(t, `{ incident(id: "IL-1000") { id } }`, nil, &data)

@@ -10,7 +10,8 @@ import (
 // incidents, organizations and taxonomy (and FastReads' snapshots of
 // them), the change log, backups, the store's figures, the API tokens'
 // reads, the taxonomy's history, the aggregates, the history and the
-// incident sets. storage.DB implements it. The writes are not here: they
+// incident sets. storage.Reads implements it (DB.Reads: each read
+// forwarded to the store's room that holds it). The writes are not here: they
 // are the one incidentlib.Writer, the second value Assemble takes.
 type Reads interface {
 	incidentlib.IncidentService

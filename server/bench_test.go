@@ -62,7 +62,7 @@ func benchServer(b *testing.B) (*server.Server, string) {
 			f.err = err
 			return
 		}
-		if _, err := db.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+		if _, err := db.Incidents().ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 			f.err = err
 			return
 		}
@@ -74,7 +74,7 @@ func benchServer(b *testing.B) (*server.Server, string) {
 		for i, inc := range incs {
 			ids[i] = inc.ID
 		}
-		if _, err := db.FindIncidentsByIDs(context.Background(), ids); err != nil {
+		if _, err := db.Incidents().FindIncidentsByIDs(context.Background(), ids); err != nil {
 			f.err = err
 			return
 		}

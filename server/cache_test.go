@@ -144,7 +144,7 @@ func (c *counters) get(tb testing.TB, name string) float64 {
 
 // readTx is the store's count of read transactions: a response served
 // from the cache reads nothing.
-func (ts *testServer) readTx() int { return ts.DB.StoreStats().ReadTxTotal }
+func (ts *testServer) readTx() int { return ts.DB.Maintenance().StoreStats().ReadTxTotal }
 
 func hashOf(doc string) string {
 	s := sha256.Sum256([]byte(doc))
@@ -215,7 +215,7 @@ func TestResponseCache(t *testing.T) {
 		}
 		changed := *incs[0]
 		changed.Title.En = "A changed title"
-		if _, err := ts.DB.ImportIncidents(context.Background(), []*incidentlib.Incident{&changed}, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+		if _, err := ts.DB.Incidents().ImportIncidents(context.Background(), []*incidentlib.Incident{&changed}, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 			t.Fatal(err)
 		}
 		second := ts.post(t, map[string]any{"query": q})
@@ -274,7 +274,7 @@ func TestResponseCache(t *testing.T) {
 		for v := int64(1); v <= 10; v++ {
 			changed := *incs[0]
 			changed.Title.En = "version " + strconv.FormatInt(v, 10)
-			if _, err := ts.DB.ImportIncidents(context.Background(), []*incidentlib.Incident{&changed}, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+			if _, err := ts.DB.Incidents().ImportIncidents(context.Background(), []*incidentlib.Incident{&changed}, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 				t.Fatal(err)
 			}
 			committed.Store(v)
@@ -493,7 +493,7 @@ func TestHTTPCaching(t *testing.T) {
 		}
 		changed := *incs[0]
 		changed.Title.En = "Changed"
-		if _, err := ts.DB.ImportIncidents(context.Background(), []*incidentlib.Incident{&changed}, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+		if _, err := ts.DB.Incidents().ImportIncidents(context.Background(), []*incidentlib.Incident{&changed}, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 			t.Fatal(err)
 		}
 		after := ts.get(t, url.Values{"query": {q}}, "If-None-Match", etag)

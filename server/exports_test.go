@@ -275,7 +275,7 @@ func TestExportsETag(t *testing.T) {
 			if resp, _ := httpGet(t, ts.URL+reordered, map[string]string{"If-None-Match": etag}); resp.StatusCode != http.StatusNotModified {
 				t.Fatalf("the same filter written otherwise: %d", resp.StatusCode)
 			}
-			if _, err := db.UpsertIncident(context.Background(), changed(t, db), incidentlib.WriteOptions{}); err != nil {
+			if _, err := db.Incidents().UpsertIncident(context.Background(), changed(t, db), incidentlib.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			resp2, _ := httpGet(t, ts.URL+path, map[string]string{"If-None-Match": etag})
@@ -313,7 +313,7 @@ func TestExportsETag(t *testing.T) {
 
 // changed returns a seed incident with a new title, to write.
 func changed(t *testing.T, db *storage.DB) *incidentlib.Incident {
-	incs, err := db.FindIncidentsByIDs(context.Background(), []string{"IL-0213"})
+	incs, err := db.Incidents().FindIncidentsByIDs(context.Background(), []string{"IL-0213"})
 	if err != nil || incs[0] == nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func newFastPair(t *testing.T, incs []*incidentlib.Incident) *fastPair {
 	t.Helper()
 	ts := newTestServer(t, incs)
 	p := &fastPair{db: ts}
-	idx, err := search.Open(context.Background(), ts.DB, filepath.Join(t.TempDir(), "search"), search.Options{})
+	idx, err := search.Open(context.Background(), ts.DB.Incidents(), filepath.Join(t.TempDir(), "search"), search.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestFastReadsSearchOutsideSnapshot(t *testing.T) {
 	added.ID = "IL-9991"
 	added.Title.En = "Zyxwvutsrq, a word no other incident has"
 	added.Review = incidentlib.Review{} // set by reviewing, not by an upsert
-	if _, err := p.db.DB.UpsertIncident(context.Background(), &added, incidentlib.WriteOptions{}); err != nil {
+	if _, err := p.db.DB.Incidents().UpsertIncident(context.Background(), &added, incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	before := executorCount(t, p.fast, "fast")
@@ -607,7 +607,7 @@ func TestFastReadsCoversSchema(t *testing.T) {
 	full.Date = "2026-11-30"
 	p := newFastPair(t, append(incs, full))
 	check := map[string]incidentlib.SourceCheck{full.Sources[0].URL: {Status: 200, CheckedAt: "2026-11-30T12:00:00Z", FinalURL: full.Sources[0].URL + "/moved"}}
-	if _, err := p.db.DB.RecordSourceChecks(context.Background(), []string{full.ID}, check); err != nil {
+	if _, err := p.db.DB.Incidents().RecordSourceChecks(context.Background(), []string{full.ID}, check); err != nil {
 		t.Fatal(err)
 	}
 	checkCoverage(t, graph.NewExecutableSchema(graph.Config{}).Schema(), func(q string) (answered bool, body []byte) {
@@ -773,4 +773,4 @@ var sampleArgValues = map[string]string{
 // readTxTotal is how many read transactions the store has begun. (The one
 // line to change when the store's figures become incidentlib.StoreStats:
 // db.StoreStats().ReadTxTotal.)
-func readTxTotal(db *storage.DB) int { return db.StoreStats().ReadTxTotal }
+func readTxTotal(db *storage.DB) int { return db.Maintenance().StoreStats().ReadTxTotal }

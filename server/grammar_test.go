@@ -111,7 +111,7 @@ func TestHistoryGrammarAPI(t *testing.T) {
 				t.Fatalf("no INVALID on %v: %+v", want, p.UserErrors)
 			}
 			var buf bytes.Buffer
-			if err := s.DB.ExportHistory(context.Background(), &buf); err != nil || strings.Contains(buf.String(), h.ID) {
+			if err := s.DB.Versions().ExportHistory(context.Background(), &buf); err != nil || strings.Contains(buf.String(), h.ID) {
 				t.Fatalf("a refused history import wrote: %v", err)
 			}
 		})

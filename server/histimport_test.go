@@ -26,14 +26,14 @@ func historyExport(t *testing.T) ([]byte, []*model.HistoryImportInput) {
 	ctx := incidentlib.WithIdentity(context.Background(), incidentlib.Identity{Name: "kim", Role: incidentlib.RoleEditor})
 	edited := *incs[0]
 	edited.Title.En += " (edited)"
-	if _, err := src.UpsertIncident(ctx, &edited, incidentlib.WriteOptions{}); err != nil {
+	if _, err := src.Incidents().UpsertIncident(ctx, &edited, incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.DeleteIncident(ctx, incs[len(incs)-1].ID, incidentlib.WriteOptions{}); err != nil {
+	if _, err := src.Incidents().DeleteIncident(ctx, incs[len(incs)-1].ID, incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := src.ExportHistory(context.Background(), &buf); err != nil {
+	if err := src.Versions().ExportHistory(context.Background(), &buf); err != nil {
 		t.Fatal(err)
 	}
 	var ins []*model.HistoryImportInput
@@ -50,7 +50,7 @@ func historyExport(t *testing.T) ([]byte, []*model.HistoryImportInput) {
 func exportHistory(t *testing.T, db *storage.DB) string {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := db.ExportHistory(context.Background(), &buf); err != nil {
+	if err := db.Versions().ExportHistory(context.Background(), &buf); err != nil {
 		t.Fatal(err)
 	}
 	return buf.String()
@@ -90,7 +90,7 @@ func TestImportHistoryAPI(t *testing.T) {
 		if got := exportHistory(t, s.db); got != string(want) {
 			t.Fatalf("export --history after the import differs:\n%s\nwant\n%s", got, want)
 		}
-		if problems, err := s.db.Check(context.Background()); err != nil || len(problems) > 0 {
+		if problems, err := s.db.Maintenance().Check(context.Background()); err != nil || len(problems) > 0 {
 			t.Fatal(err, problems)
 		}
 	})

@@ -78,7 +78,7 @@ func newHostileServer(tb testing.TB, incs []*incidentlib.Incident, cfg server.Co
 type work struct{ fields, tx int64 }
 
 func (hs *hostileServer) work() work {
-	return work{hs.fields.n.Load(), int64(hs.ts.DB.StoreStats().ReadTxTotal)}
+	return work{hs.fields.n.Load(), int64(hs.ts.DB.Maintenance().StoreStats().ReadTxTotal)}
 }
 
 // response is one HTTP answer, decoded when it is JSON.

@@ -20,7 +20,7 @@ import (
 // apiToken makes an API token in db and returns its secret.
 func apiToken(tb testing.TB, db *storage.DB, name string, role incidentlib.Role) string {
 	tb.Helper()
-	secret, _, err := db.CreateToken(context.Background(), name, role, time.Time{})
+	secret, _, err := db.Tokens().CreateToken(context.Background(), name, role, time.Time{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -54,10 +54,10 @@ func (s *idServer) send(tb testing.TB, auth, query string, vars map[string]any) 
 func (s *idServer) state(tb testing.TB) string {
 	tb.Helper()
 	var buf bytes.Buffer
-	if err := s.db.Export(context.Background(), &buf); err != nil {
+	if err := s.db.Maintenance().Export(context.Background(), &buf); err != nil {
 		tb.Fatal(err)
 	}
-	toks, err := s.db.ListTokens(context.Background())
+	toks, err := s.db.Tokens().ListTokens(context.Background())
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -71,11 +71,11 @@ func (s *idServer) put(tb testing.TB, ids ...string) {
 	tb.Helper()
 	for _, id := range ids {
 		inc := &incidentlib.Incident{ID: id, Org: "Acme", OrgSlug: "acme", Title: incidentlib.Text{En: "t " + id}}
-		if _, err := s.db.UpsertIncident(context.Background(), inc, incidentlib.WriteOptions{}); err != nil {
+		if _, err := s.db.Incidents().UpsertIncident(context.Background(), inc, incidentlib.WriteOptions{}); err != nil {
 			tb.Fatal(err)
 		}
 		// In review, so that a reviewer's decision is allowed.
-		if _, err := s.db.SubmitForReview(context.Background(), id, incidentlib.WriteOptions{}); err != nil {
+		if _, err := s.db.Incidents().SubmitForReview(context.Background(), id, incidentlib.WriteOptions{}); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -125,7 +125,7 @@ func TestRolesOnEachMutation(t *testing.T) {
 		}},
 		{"submitForReview", incidentlib.RoleEditor, func(t *testing.T) (string, map[string]any) {
 			id := next()
-			if _, err := s.db.UpsertIncident(context.Background(), &incidentlib.Incident{ID: id, Org: "Acme", OrgSlug: "acme", Title: incidentlib.Text{En: "t"}}, incidentlib.WriteOptions{}); err != nil {
+			if _, err := s.db.Incidents().UpsertIncident(context.Background(), &incidentlib.Incident{ID: id, Org: "Acme", OrgSlug: "acme", Title: incidentlib.Text{En: "t"}}, incidentlib.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			return `mutation($id: ID!) { submitForReview(id: $id, expectedVersion: 1) { incident { reviewState } userErrors { code } } }`, map[string]any{"id": id}
@@ -139,7 +139,7 @@ func TestRolesOnEachMutation(t *testing.T) {
 			id := next()
 			s.put(t, id)
 			// A version 3 with other content: the live content is never purged.
-			if _, err := s.db.UpsertIncident(context.Background(), &incidentlib.Incident{ID: id, Org: "Acme", OrgSlug: "acme", Title: incidentlib.Text{En: "edited " + id}}, incidentlib.WriteOptions{}); err != nil {
+			if _, err := s.db.Incidents().UpsertIncident(context.Background(), &incidentlib.Incident{ID: id, Org: "Acme", OrgSlug: "acme", Title: incidentlib.Text{En: "edited " + id}}, incidentlib.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			return `mutation($id: ID!) { purgeVersion(id: $id, version: 1, reason: "takedown") { entry { action } userErrors { code } } }`, map[string]any{"id": id}
@@ -176,7 +176,7 @@ func TestRolesOnEachMutation(t *testing.T) {
 				if role != incidentlib.RoleReader {
 					auth = "Bearer " + secrets[role]
 				}
-				before, seq, w := s.state(t), s.db.Seq(), s.work()
+				before, seq, w := s.state(t), s.db.Incidents().Seq(), s.work()
 				r := s.send(t, auth, q, vars)
 				if role.Allows(op.need) {
 					if r.status != http.StatusOK || len(r.Errors) > 0 || strings.Contains(string(r.raw), `"code"`) {
@@ -197,7 +197,7 @@ func TestRolesOnEachMutation(t *testing.T) {
 				if got := s.work(); got != w {
 					t.Fatalf("a refused request ran resolvers or read the store: %+v, then %+v", w, got)
 				}
-				if s.db.Seq() != seq || s.state(t) != before {
+				if s.db.Incidents().Seq() != seq || s.state(t) != before {
 					t.Fatal("a refused request changed the store")
 				}
 			})
@@ -250,7 +250,7 @@ func TestBadTokensAre401(t *testing.T) {
 		refused(t, "Bearer "+editor)
 	})
 	t.Run("Expired", func(t *testing.T) {
-		secret, _, err := s.db.CreateToken(context.Background(), "shortlived", incidentlib.RoleEditor, time.Now().Add(time.Hour))
+		secret, _, err := s.db.Tokens().CreateToken(context.Background(), "shortlived", incidentlib.RoleEditor, time.Now().Add(time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,7 +284,7 @@ func TestAuthorIsTheToken(t *testing.T) {
 	reviewer := apiToken(t, s.db, "rita", incidentlib.RoleReviewer)
 	stored := func(t *testing.T, id string) incidentlib.Review {
 		t.Helper()
-		incs, err := s.db.FindIncidentsByIDs(context.Background(), []string{id})
+		incs, err := s.db.Incidents().FindIncidentsByIDs(context.Background(), []string{id})
 		if err != nil || len(incs) != 1 || incs[0] == nil {
 			t.Fatal(id, err)
 		}
@@ -314,10 +314,10 @@ func TestAuthorIsTheToken(t *testing.T) {
 		t.Fatalf("import: %s, written_by %q", r.raw, stored(t, "IL-0002").WrittenBy)
 	}
 	t.Run("EditorImportCannotCarryAReview", func(t *testing.T) {
-		seq := s.db.Seq()
+		seq := s.db.Incidents().Seq()
 		r := s.send(t, "Bearer "+editor, imp, map[string]any{"r": []any{map[string]any{"id": "IL-0003", "org": "Acme", "orgSlug": "acme",
 			"title": map[string]any{"en": "x"}, "review": map[string]any{"reviewedBy": "mallory", "reviewedAt": "2024-01-01T00:00:00Z"}}}})
-		if !strings.Contains(string(r.raw), `"field":["records","0","review"],"code":"INVALID"`) || s.db.Seq() != seq {
+		if !strings.Contains(string(r.raw), `"field":["records","0","review"],"code":"INVALID"`) || s.db.Incidents().Seq() != seq {
 			t.Fatalf("%s", r.raw)
 		}
 	})
@@ -342,7 +342,7 @@ func TestAuthorIsTheToken(t *testing.T) {
 // writes leave the store's change sequence alone.
 func TestTokenMutations(t *testing.T) {
 	s := newIDServer(t, server.Config{AdminToken: wrToken})
-	seq := s.db.Seq()
+	seq := s.db.Incidents().Seq()
 	r := s.send(t, "Bearer "+wrToken, `mutation { createToken(name: "kim", role: REVIEWER, expiresAt: "2999-01-01") {
 		token info { name role expiresAt active } userErrors { code } } }`, nil)
 	var p struct {
@@ -365,7 +365,7 @@ func TestTokenMutations(t *testing.T) {
 	if cc := r.header.Get("Cache-Control"); cc != "no-store" {
 		t.Fatalf("Cache-Control %q", cc)
 	}
-	if s.db.Seq() != seq {
+	if s.db.Incidents().Seq() != seq {
 		t.Fatal("a token write advanced the change sequence")
 	}
 	if r := s.send(t, "Bearer "+secret, `mutation { reviewIncident(id: "IL-0404", decision: APPROVE) { userErrors { code } } }`, nil); r.status != http.StatusOK ||
@@ -409,7 +409,7 @@ func TestTokenMutations(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		toks, err := db.ListTokens(context.Background())
+		toks, err := db.Tokens().ListTokens(context.Background())
 		if err != nil || len(toks) != 1 || toks[0].LastUsed.IsZero() {
 			t.Fatalf("%+v %v", toks, err)
 		}

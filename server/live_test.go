@@ -82,10 +82,10 @@ func (f *liveFixture) write(t testing.TB, i int, title, sev string) uint64 {
 	}
 	inc.UpdatedAt = ""
 	inc.Review = incidentlib.Review{}
-	if _, err := f.db.UpsertIncident(context.Background(), &inc, incidentlib.WriteOptions{}); err != nil {
+	if _, err := f.db.Incidents().UpsertIncident(context.Background(), &inc, incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return f.db.Seq()
+	return f.db.Incidents().Seq()
 }
 
 // sseStream is a Go client of GraphQL over SSE.
@@ -252,7 +252,7 @@ func TestSubscriptionSSE(t *testing.T) {
 	t.Run("Delete", func(t *testing.T) {
 		s := mustSSE(t, f.hs.URL, map[string]any{"f": map[string]any{"severities": []string{"sev1"}}})
 		defer s.Close()
-		if _, err := f.db.DeleteIncident(context.Background(), f.incs[19].ID, incidentlib.WriteOptions{}); err != nil {
+		if _, err := f.db.Incidents().DeleteIncident(context.Background(), f.incs[19].ID, incidentlib.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		ev, code := s.event(t)
@@ -261,7 +261,7 @@ func TestSubscriptionSSE(t *testing.T) {
 		}
 	})
 	t.Run("Refusals", func(t *testing.T) {
-		head := f.db.Seq()
+		head := f.db.Incidents().Seq()
 		for name, c := range map[string]struct {
 			vars   map[string]any
 			status int
@@ -364,12 +364,12 @@ func testResume(t *testing.T, writes int) {
 			final[f.incs[(i*7)%len(f.incs)].ID] = title
 			mu.Unlock()
 		}
-		headAfter = f.db.Seq()
+		headAfter = f.db.Incidents().Seq()
 	}()
 	seen := map[string]string{}
 	var last uint64
 	var lastSeen atomic.Uint64 // last, for the watcher below
-	since := strconv.FormatUint(f.db.Seq(), 10)
+	since := strconv.FormatUint(f.db.Incidents().Seq(), 10)
 	reconnects, behind := 0, 0
 	rng := rand.New(rand.NewPCG(uint64(writes), 24))
 	finished := func() bool {
@@ -495,12 +495,12 @@ func TestSubscriptionSlow(t *testing.T) {
 		inc := *f.incs[i%len(f.incs)]
 		inc.Summary.En = fmt.Sprintf("%d %s", i, pad)
 		inc.UpdatedAt, inc.Review = "", incidentlib.Review{}
-		if _, err := f.db.UpsertIncident(context.Background(), &inc, incidentlib.WriteOptions{}); err != nil {
+		if _, err := f.db.Incidents().UpsertIncident(context.Background(), &inc, incidentlib.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Every write went through, and the other subscriber reaches the last.
-	head := f.db.Seq()
+	head := f.db.Incidents().Seq()
 	for i := 0; fastLast.Load() != head; i++ {
 		if i > 6000 {
 			t.Fatalf("the fast subscriber is at %d, the store at %d", fastLast.Load(), head)
@@ -758,7 +758,7 @@ func waitMetric(t testing.TB, f *liveFixture, name string, want float64) {
 
 func createToken(t testing.TB, f *liveFixture, name string) string {
 	t.Helper()
-	tok, _, err := f.db.CreateToken(context.Background(), name, incidentlib.RoleEditor, time.Time{})
+	tok, _, err := f.db.Tokens().CreateToken(context.Background(), name, incidentlib.RoleEditor, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

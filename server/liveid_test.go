@@ -131,7 +131,7 @@ func TestTokenJudgedPerOperation(t *testing.T) {
 			ws := dialWS(t, f.hs.URL, nil)
 			ws.init(t, map[string]any{"Authorization": "Bearer " + tok})
 			return ws, func() {
-				if _, err := f.db.RevokeToken(context.Background(), "rev-init"); err != nil {
+				if _, err := f.db.Tokens().RevokeToken(context.Background(), "rev-init"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -141,14 +141,14 @@ func TestTokenJudgedPerOperation(t *testing.T) {
 			ws := dialWS(t, f.hs.URL, http.Header{"Authorization": {"Bearer " + tok}})
 			ws.init(t, nil)
 			return ws, func() {
-				if _, err := f.db.RevokeToken(context.Background(), "rev-header"); err != nil {
+				if _, err := f.db.Tokens().RevokeToken(context.Background(), "rev-header"); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}},
 		{"ExpiredHeader", func(t *testing.T) (*wsClient, func()) {
 			expires := time.Now().Add(1500 * time.Millisecond)
-			tok, _, err := f.db.CreateToken(context.Background(), "exp-header", incidentlib.RoleEditor, expires)
+			tok, _, err := f.db.Tokens().CreateToken(context.Background(), "exp-header", incidentlib.RoleEditor, expires)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -158,7 +158,7 @@ func TestTokenJudgedPerOperation(t *testing.T) {
 		}},
 		{"ExpiredInit", func(t *testing.T) (*wsClient, func()) {
 			expires := time.Now().Add(1500 * time.Millisecond)
-			tok, _, err := f.db.CreateToken(context.Background(), "exp-init", incidentlib.RoleEditor, expires)
+			tok, _, err := f.db.Tokens().CreateToken(context.Background(), "exp-init", incidentlib.RoleEditor, expires)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -179,10 +179,10 @@ func TestTokenJudgedPerOperation(t *testing.T) {
 				t.Fatalf("%+v", m)
 			}
 			end()
-			seq := f.db.Seq()
+			seq := f.db.Incidents().Seq()
 			wsOp(t, ws, "w2", upsertDoc, upsertVars("IL-"+c.name+"-2"))
 			wsUnauthorized(t, ws, "w2")
-			if f.db.Seq() != seq {
+			if f.db.Incidents().Seq() != seq {
 				t.Fatal("a mutation of a revoked or expired token wrote")
 			}
 		})
@@ -234,7 +234,7 @@ func TestRevokeEndsOpenStreams(t *testing.T) {
 	})
 	t.Run("Expired", func(t *testing.T) {
 		f := newLive(t, 5, server.Config{Subscriptions: gqledge.LiveOptions{TokenRecheck: 100 * time.Millisecond}})
-		tok, _, err := f.db.CreateToken(context.Background(), "soon", incidentlib.RoleEditor, time.Now().Add(1500*time.Millisecond))
+		tok, _, err := f.db.Tokens().CreateToken(context.Background(), "soon", incidentlib.RoleEditor, time.Now().Add(1500*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -399,7 +399,7 @@ func TestSubscribersShareTheEncoding(t *testing.T) {
 			inc := *f.incs[i%len(f.incs)]
 			inc.Summary.En = fmt.Sprintf("%d %d %s", round, i, pad)
 			inc.UpdatedAt, inc.Review = "", incidentlib.Review{}
-			if _, err := f.db.UpsertIncident(context.Background(), &inc, incidentlib.WriteOptions{}); err != nil {
+			if _, err := f.db.Incidents().UpsertIncident(context.Background(), &inc, incidentlib.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -479,7 +479,7 @@ func TestRevokedTokenOnEveryStreamPath(t *testing.T) {
 	open := dialWS(t, f.hs.URL, nil)
 	defer open.Close(websocket.StatusNormalClosure, "")
 	open.init(t, map[string]any{"Authorization": "Bearer " + tok})
-	if _, err := f.db.RevokeToken(context.Background(), "gone"); err != nil {
+	if _, err := f.db.Tokens().RevokeToken(context.Background(), "gone"); err != nil {
 		t.Fatal(err)
 	}
 	bearer := http.Header{"Authorization": {"Bearer " + tok}}

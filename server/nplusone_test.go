@@ -164,16 +164,16 @@ func TestNoNPlusOne(t *testing.T) {
 func checkAgainstLookups(t *testing.T, ts *testServer, nodes []listNode) {
 	t.Helper()
 	ctx := context.Background()
-	tax := ts.DB.Taxonomy()
+	tax := ts.DB.Taxonomies().Taxonomy()
 	one := func(id string) *incidentlib.Incident {
-		got, err := ts.DB.FindIncidentsByIDs(ctx, []string{id})
+		got, err := ts.DB.Incidents().FindIncidentsByIDs(ctx, []string{id})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return got[0]
 	}
 	count := func(slug string) int {
-		n, err := ts.DB.CountIncidents(ctx, incidentlib.IncidentFilter{Organizations: []string{slug}})
+		n, err := ts.DB.Incidents().CountIncidents(ctx, incidentlib.IncidentFilter{Organizations: []string{slug}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,7 +208,7 @@ func checkAgainstLookups(t *testing.T, ts *testServer, nodes []listNode) {
 			ro := one(inc.RecurrenceOf)
 			want.RecurrenceOf = &struct{ ID, Title string }{ro.ID, ro.Title.In(incidentlib.LangEn)}
 		}
-		recs, err := ts.DB.RecurrenceIDs(ctx, []string{inc.ID})
+		recs, err := ts.DB.Incidents().RecurrenceIDs(ctx, []string{inc.ID})
 		if err != nil {
 			t.Fatal(err)
 		}

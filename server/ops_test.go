@@ -269,7 +269,7 @@ func sri(b []byte) string {
 
 func TestGraphiQLExamplesRun(t *testing.T) {
 	db := testutil.ServerStore(t, seedIncidents(t), storage.Options{RecordCache: 20000})
-	idx, err := search.Open(context.Background(), db, filepath.Join(t.TempDir(), "search"), search.Options{})
+	idx, err := search.Open(context.Background(), db.Incidents(), filepath.Join(t.TempDir(), "search"), search.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestGraphiQLExamplesRun(t *testing.T) {
 		t.Fatalf("%d example tabs", len(tabs))
 	}
 	// The write example runs with a real token in place of the placeholder.
-	secret, _, err := db.CreateToken(context.Background(), "example-editor", incidentlib.RoleEditor, time.Time{})
+	secret, _, err := db.Tokens().CreateToken(context.Background(), "example-editor", incidentlib.RoleEditor, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -209,11 +209,11 @@ func TestProvenanceRoundTrip(t *testing.T) {
 	for _, r := range again {
 		incs = append(incs, r.Incident)
 	}
-	if _, err := db2.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+	if _, err := db2.Incidents().ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 		t.Fatal(err)
 	}
 	var buf strings.Builder
-	if err := db2.Export(context.Background(), &buf); err != nil {
+	if err := db2.Maintenance().Export(context.Background(), &buf); err != nil {
 		t.Fatal(err)
 	}
 	if buf.String() != first {

@@ -91,10 +91,10 @@ func TestPurgeThroughTheAPI(t *testing.T) {
 		v3: incidentVersion(id: "IL-0901", version: 3) { record } v4: incidentVersion(id: "IL-0901", version: 4) { record } }`
 
 	t.Run("ErrLiveContent", func(t *testing.T) {
-		seq := s.db.Seq()
+		seq := s.db.Incidents().Seq()
 		for _, v := range []int{1, 2, 3} {
 			r := s.send(t, admin, `mutation($v: Int!) { purgeVersion(id: "IL-0901", version: $v, reason: "takedown") { entry { version } userErrors { code } } }`, map[string]any{"v": v})
-			if !strings.Contains(string(r.raw), `"code":"INVALID"`) || s.db.Seq() != seq {
+			if !strings.Contains(string(r.raw), `"code":"INVALID"`) || s.db.Incidents().Seq() != seq {
 				t.Fatalf("purge of version %d, the live content: %s", v, r.raw)
 			}
 		}
@@ -190,10 +190,10 @@ func TestPurgeThroughTheAPI(t *testing.T) {
 	})
 
 	t.Run("Twice", func(t *testing.T) {
-		seq := s.db.Seq()
+		seq := s.db.Incidents().Seq()
 		for _, v := range []int{1, 2, 3} {
 			got := must(t, admin, `mutation($v: Int!) { purgeVersion(id: "IL-0901", version: $v, reason: "again") { entry { version action } userErrors { code } } }`, map[string]any{"v": v})
-			if !strings.Contains(got, `"entry":{"version":5,"action":"PURGE"}`) || s.db.Seq() != seq {
+			if !strings.Contains(got, `"entry":{"version":5,"action":"PURGE"}`) || s.db.Incidents().Seq() != seq {
 				t.Fatalf("a second purge of version %d: %s", v, got)
 			}
 		}

@@ -23,7 +23,7 @@ import (
 // incident: for each id, the ids naming it, sorted.
 func reverseRelated(t *testing.T, db *storage.DB) (map[string][]string, []string) {
 	t.Helper()
-	all, err := db.AllIncidents(context.Background())
+	all, err := db.Incidents().AllIncidents(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,18 +117,18 @@ func TestRelatedByIsReverseOfRelated(t *testing.T) {
 	ctx := context.Background()
 	var from uint64
 	for {
-		changes, err := db.ChangesSince(ctx, from, 300)
+		changes, err := db.Incidents().ChangesSince(ctx, from, 300)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(changes) == 0 {
 			break
 		}
-		if from, err = replica.ApplyChanges(ctx, from, changes); err != nil {
+		if from, err = replica.Incidents().ApplyChanges(ctx, from, changes); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rev, err := replica.RelatedByIDs(ctx, ids)
+	rev, err := replica.Incidents().RelatedByIDs(ctx, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestRelatedByIsReverseOfRelated(t *testing.T) {
 		}
 	}
 	for _, s := range []*storage.DB{db, replica} {
-		if problems, err := s.Check(ctx); err != nil || len(problems) > 0 {
+		if problems, err := s.Maintenance().Check(ctx); err != nil || len(problems) > 0 {
 			t.Fatalf("check: %v %v", err, problems)
 		}
 	}

@@ -218,7 +218,7 @@ func TestStatsEqualBruteForce(t *testing.T) {
 	ts := newTestServer(t, corpus(t, n, 25))
 	rng := rand.New(rand.NewPCG(25, 2))
 	scramble(t, ts.DB, 60, rng)
-	incs, err := ts.DB.AllIncidents(context.Background())
+	incs, err := ts.DB.Incidents().AllIncidents(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,18 +228,18 @@ func TestStatsEqualBruteForce(t *testing.T) {
 	for i := range filters {
 		if i == filters/2 { // more writes, of terms and dates too: the counts follow them
 			scramble(t, ts.DB, 30, rng)
-			if incs, err = ts.DB.AllIncidents(context.Background()); err != nil {
+			if incs, err = ts.DB.Incidents().AllIncidents(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			for range 40 {
 				c, from := *incs[rng.IntN(len(incs))], incs[rng.IntN(len(incs))]
 				c.Date, c.RootCause, c.Components, c.Domain, c.Timeline = from.Date, from.RootCause, from.Components, from.Domain, from.Timeline
 				c.Review.ReviewedAt, c.Review.ReviewedBy = "", ""
-				if _, err := ts.DB.UpsertIncident(context.Background(), &c, incidentlib.WriteOptions{}); err != nil {
+				if _, err := ts.DB.Incidents().UpsertIncident(context.Background(), &c, incidentlib.WriteOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if incs, err = ts.DB.AllIncidents(context.Background()); err != nil {
+			if incs, err = ts.DB.Incidents().AllIncidents(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -267,7 +267,7 @@ func TestStatsEqualBruteForce(t *testing.T) {
 // by a name prefix, paged forward and backward, equal a brute-force sort.
 func TestOrganizationsOrderAndPrefix(t *testing.T) {
 	ts := newTestServer(t, corpus(t, 800, 26))
-	incs, err := ts.DB.AllIncidents(context.Background())
+	incs, err := ts.DB.Incidents().AllIncidents(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +475,7 @@ func TestSeedEvents(t *testing.T) {
 	if evs[9].OffsetSeconds == nil || *evs[9].OffsetSeconds != 75*3600+8*60 || evs[9].T == evs[9].Text || evs[0].At == nil {
 		t.Errorf("resolution %+v, trigger %+v", evs[9], evs[0])
 	}
-	_, warnings, err := p.db.DB.CheckAll(context.Background())
+	_, warnings, err := p.db.DB.Maintenance().CheckAll(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,7 +491,7 @@ func scramble(t *testing.T, db *storage.DB, ops int, rng *rand.Rand) {
 	t.Helper()
 	ctx := context.Background()
 	for range ops {
-		all, err := db.AllIncidents(ctx)
+		all, err := db.Incidents().AllIncidents(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -506,11 +506,11 @@ func scramble(t *testing.T, db *storage.DB, ops int, rng *rand.Rand) {
 				}
 			}
 			c.Review.ReviewedAt, c.Review.ReviewedBy = "", ""
-			if _, err := db.UpsertIncident(ctx, &c, incidentlib.WriteOptions{}); err != nil {
+			if _, err := db.Incidents().UpsertIncident(ctx, &c, incidentlib.WriteOptions{}); err != nil {
 				t.Fatalf("upsert %s: %v", c.ID, err)
 			}
 		case op < 8:
-			if _, err := db.DeleteIncident(ctx, pick().ID, incidentlib.WriteOptions{}); err != nil {
+			if _, err := db.Incidents().DeleteIncident(ctx, pick().ID, incidentlib.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		default: // merge one incident into another
@@ -519,7 +519,7 @@ func scramble(t *testing.T, db *storage.DB, ops int, rng *rand.Rand) {
 				continue
 			}
 			c := *keep
-			if _, err := db.ImportIncidents(ctx, []*incidentlib.Incident{&c}, incidentlib.ImportOptions{
+			if _, err := db.Incidents().ImportIncidents(ctx, []*incidentlib.Incident{&c}, incidentlib.ImportOptions{
 				KeepUpdatedAt: true, Merges: map[string]string{drop.ID: keep.ID}}); err != nil {
 				t.Fatalf("merge %s into %s: %v", drop.ID, keep.ID, err)
 			}

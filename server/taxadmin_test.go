@@ -22,14 +22,14 @@ import (
 func (s *idServer) taxState(tb testing.TB) string {
 	tb.Helper()
 	ctx := context.Background()
-	terms, _ := json.Marshal(s.db.Taxonomy().Terms)
+	terms, _ := json.Marshal(s.db.Taxonomies().Taxonomy().Terms)
 	first := 100
-	orgs, err := s.db.FindOrganizations(ctx, incidentlib.PageArgs{First: &first})
+	orgs, err := s.db.Taxonomies().FindOrganizations(ctx, incidentlib.PageArgs{First: &first})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	o, _ := json.Marshal(orgs.Organizations)
-	h, err := s.db.TaxonomyHistory(ctx, incidentlib.PageArgs{})
+	h, err := s.db.Taxonomies().TaxonomyHistory(ctx, incidentlib.PageArgs{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestTaxonomyMutationsNeedAdmin(t *testing.T) {
 	next := func() string { n++; return fmt.Sprintf("t%d", n) }
 	org := func() string {
 		slug := "org-" + next()
-		if _, err := s.db.AddOrganization(context.Background(), "setup", incidentlib.Organization{Slug: slug, Name: "Name " + slug}); err != nil {
+		if _, err := s.db.Taxonomies().AddOrganization(context.Background(), "setup", incidentlib.Organization{Slug: slug, Name: "Name " + slug}); err != nil {
 			t.Fatal(err)
 		}
 		return slug
@@ -74,7 +74,7 @@ func TestTaxonomyMutationsNeedAdmin(t *testing.T) {
 		}},
 		{"deprecateTerm", func(t *testing.T) (string, map[string]any) {
 			slug := "dep-" + next()
-			if _, err := s.db.AddTerm(context.Background(), "setup", incidentlib.Term{Kind: incidentlib.KindSymptom, Slug: slug, Label: incidentlib.Text{En: "D"}}); err != nil {
+			if _, err := s.db.Taxonomies().AddTerm(context.Background(), "setup", incidentlib.Term{Kind: incidentlib.KindSymptom, Slug: slug, Label: incidentlib.Text{En: "D"}}); err != nil {
 				t.Fatal(err)
 			}
 			return `mutation($s: String!) { deprecateTerm(kind: SYMPTOM, slug: $s) { term { deprecated } userErrors { code } } }`, map[string]any{"s": slug}
@@ -105,13 +105,13 @@ func TestTaxonomyMutationsNeedAdmin(t *testing.T) {
 				if role != incidentlib.RoleReader {
 					auth = "Bearer " + secrets[role]
 				}
-				before, seq, w := s.taxState(t), s.db.Seq(), s.work()
+				before, seq, w := s.taxState(t), s.db.Incidents().Seq(), s.work()
 				r := s.send(t, auth, q, vars)
 				if role == incidentlib.RoleAdmin {
 					if r.status != http.StatusOK || len(r.Errors) > 0 || strings.Contains(string(r.raw), `"code"`) {
 						t.Fatalf("allowed: status %d %s", r.status, r.raw)
 					}
-					if op.name != "taxonomyHistory" && (s.db.Seq() == seq || s.taxState(t) == before) {
+					if op.name != "taxonomyHistory" && (s.db.Incidents().Seq() == seq || s.taxState(t) == before) {
 						t.Fatalf("the admin's %s changed nothing: %s", op.name, r.raw)
 					}
 					return
@@ -126,7 +126,7 @@ func TestTaxonomyMutationsNeedAdmin(t *testing.T) {
 				if got := s.work(); got != w {
 					t.Fatalf("a refused request ran resolvers or read the store: %+v, then %+v", w, got)
 				}
-				if s.db.Seq() != seq || s.taxState(t) != before {
+				if s.db.Incidents().Seq() != seq || s.taxState(t) != before {
 					t.Fatal("a refused request changed the store")
 				}
 			})
@@ -305,7 +305,7 @@ func TestTermChangesLive(t *testing.T) {
 
 	// Client mistakes are userErrors with the field, never INTERNAL, and
 	// write nothing.
-	seq := s.db.Seq()
+	seq := s.db.Incidents().Seq()
 	for _, q := range []string{
 		`mutation { addTerm(input: {kind: SYMPTOM, slug: "Not A Slug", label: {en: ""}}) { userErrors { code field } } }`,
 		`mutation { addTerm(input: {kind: SYMPTOM, slug: "high-latency", label: {en: "dup"}}) { userErrors { code field } } }`,
@@ -319,7 +319,7 @@ func TestTermChangesLive(t *testing.T) {
 			t.Fatalf("%s: %d %s", q, r.status, r.raw)
 		}
 	}
-	if s.db.Seq() != seq {
+	if s.db.Incidents().Seq() != seq {
 		t.Fatal("a refused change wrote")
 	}
 }
@@ -342,12 +342,12 @@ func TestDeprecatedTerm(t *testing.T) {
 	if !dep.DeprecateTerm.Term.Deprecated {
 		t.Fatalf("%+v", dep)
 	}
-	seq := s.db.Seq()
+	seq := s.db.Incidents().Seq()
 	editor.do(t, upsertQ, map[string]any{"i": upsertInput("IL-0002", "partial-outage", "high-latency")}, &up)
 	if ue := up.UpsertIncident.UserErrors; len(ue) != 1 || ue[0].Code != "INVALID" || !slices.Equal(ue[0].Field, []string{"input", "symptoms", "1"}) {
 		t.Fatalf("a deprecated term added: %+v", up)
 	}
-	if s.db.Seq() != seq {
+	if s.db.Incidents().Seq() != seq {
 		t.Fatal("the refused upsert wrote")
 	}
 	in := upsertInput("IL-0001", "high-latency", "partial-outage")
@@ -383,7 +383,7 @@ func TestOrganizationMerge(t *testing.T) {
 	ctx := context.Background()
 	put := func(id, org, slug string, roles ...incidentlib.OrgRole) {
 		inc := &incidentlib.Incident{ID: id, Org: org, OrgSlug: slug, Title: incidentlib.Text{En: id}, OrganizationRoles: roles}
-		if _, err := db.UpsertIncident(ctx, inc, incidentlib.WriteOptions{}); err != nil {
+		if _, err := db.Incidents().UpsertIncident(ctx, inc, incidentlib.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -391,7 +391,7 @@ func TestOrganizationMerge(t *testing.T) {
 	put("IL-0002", "Acme Inc.", "acme-inc")
 	put("IL-0003", "Acme Inc.", "acme-inc")
 	put("IL-0004", "Other", "other", incidentlib.OrgRole{Org: "Acme Inc.", OrgSlug: "acme-inc", Role: incidentlib.RoleVendor})
-	before := db.Seq()
+	before := db.Incidents().Seq()
 	hs, _ := testutil.ServerTest(t, db, server.Config{}, testutil.ServerParts{})
 	s := &idServer{hostileServer: &hostileServer{Server: hs, fields: &fieldCounter{}}, db: db}
 	admin := taxGQL{s, apiToken(t, db, "boss", incidentlib.RoleAdmin)}
@@ -439,12 +439,12 @@ func TestOrganizationMerge(t *testing.T) {
 		if len(o.Incident.Organizations) != 2 || o.Incident.Organizations[1].Organization.Slug != "acme" {
 			t.Fatalf("a vendor role re-pointed: %+v", o.Incident)
 		}
-		if problems, err := db.Check(context.Background()); err != nil || len(problems) > 0 {
+		if problems, err := db.Maintenance().Check(context.Background()); err != nil || len(problems) > 0 {
 			t.Fatalf("check: %v %v", problems, err)
 		}
 	}
 	check(t, reader, db)
-	changes, err := db.ChangesSince(ctx, before, 100)
+	changes, err := db.Incidents().ChangesSince(ctx, before, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +523,7 @@ func TestOrganizationRenameAndAdd(t *testing.T) {
 	if o.Organization.Name != "Globex" || o.Organization.IncidentCount != 0 {
 		t.Fatalf("%+v", o)
 	}
-	if problems, err := s.db.Check(context.Background()); err != nil || len(problems) > 0 {
+	if problems, err := s.db.Maintenance().Check(context.Background()); err != nil || len(problems) > 0 {
 		t.Fatalf("check: %v %v", problems, err)
 	}
 }

@@ -84,7 +84,7 @@ func newUpstreamPair(t *testing.T, timeout time.Duration, fault func(w http.Resp
 	// The store with the upstream composed behind it, as serve
 	// --upstream composes it (server.Assemble).
 	db := testutil.ServerStore(t, local, storage.Options{RecordCache: 20000, NoSync: true, UpstreamLinks: true})
-	p.local = serveStore(t, db, server.Config{Upstream: true}, testutil.ServerParts{Incidents: upstream.LocalFirst(db, up)})
+	p.local = serveStore(t, db, server.Config{Upstream: true}, testutil.ServerParts{Incidents: upstream.LocalFirst(db.Incidents(), up)})
 	return p
 }
 

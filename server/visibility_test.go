@@ -184,7 +184,7 @@ func visibilityStore(t *testing.T) (incs []*incidentlib.Incident, a, c, w, d *in
 func TestVisibilityEveryField(t *testing.T) {
 	incs, a, c, w, d := visibilityStore(t)
 	db := testutil.ServerStore(t, incs, storage.Options{})
-	idx, err := search.Open(context.Background(), db, filepath.Join(t.TempDir(), "search"), search.Options{})
+	idx, err := search.Open(context.Background(), db.Incidents(), filepath.Join(t.TempDir(), "search"), search.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestVisibilityEveryField(t *testing.T) {
 	}
 
 	// The withdrawal, through the handler: its payload shows w (by id).
-	tok, _, err := db.CreateToken(context.Background(), "editor", incidentlib.RoleEditor, time.Time{})
+	tok, _, err := db.Tokens().CreateToken(context.Background(), "editor", incidentlib.RoleEditor, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestVisibilityEveryField(t *testing.T) {
 	// is x, withdrawn, so e has no recurrences a list (or its recurrences
 	// field) shows.
 	e, x := incs[4], incs[5]
-	if _, err := db.WithdrawIncident(context.Background(), x.ID, "a duplicate", incidentlib.WriteOptions{}); err != nil {
+	if _, err := db.Incidents().WithdrawIncident(context.Background(), x.ID, "a duplicate", incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for name, hs := range executors {

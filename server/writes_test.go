@@ -99,7 +99,7 @@ func (s *wrServer) mutate(tb testing.TB, query string, vars map[string]any, fiel
 func (s *wrServer) export(tb testing.TB) string {
 	tb.Helper()
 	var buf bytes.Buffer
-	if err := s.DB.Export(context.Background(), &buf); err != nil {
+	if err := s.DB.Maintenance().Export(context.Background(), &buf); err != nil {
 		tb.Fatal(err)
 	}
 	return buf.String()
@@ -107,7 +107,7 @@ func (s *wrServer) export(tb testing.TB) string {
 
 func (s *wrServer) clean(tb testing.TB) {
 	tb.Helper()
-	problems, err := s.DB.Check(context.Background())
+	problems, err := s.DB.Maintenance().Check(context.Background())
 	if err != nil || len(problems) > 0 {
 		tb.Fatalf("check: %v %v", problems, err)
 	}
@@ -176,7 +176,7 @@ func TestMutationsNeedTheAdminToken(t *testing.T) {
 		{"TokenPrefix", rw, "Bearer " + wrToken[:len(wrToken)-1], incidentlib.EUNAUTHENTICATED},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			before, seq := c.srv.export(t), c.srv.DB.Seq()
+			before, seq := c.srv.export(t), c.srv.DB.Incidents().Seq()
 			for _, op := range []struct {
 				q    string
 				vars map[string]any
@@ -191,7 +191,7 @@ func TestMutationsNeedTheAdminToken(t *testing.T) {
 					t.Fatalf("%s: code %q, want %s (%+v)", op.q, r.code(), c.code, r.Errors)
 				}
 			}
-			if c.srv.DB.Seq() != seq || c.srv.export(t) != before {
+			if c.srv.DB.Incidents().Seq() != seq || c.srv.export(t) != before {
 				t.Fatal("a refused mutation changed the store")
 			}
 		})
@@ -353,10 +353,10 @@ func TestDeleteAndReviewMutations(t *testing.T) {
 	}
 	// The reviewer is the token's name (the bootstrap admin's), who wrote
 	// the incident: four eyes refuse it, and nothing is written.
-	seq := s.DB.Seq()
+	seq := s.DB.Incidents().Seq()
 	s.mutate(t, `mutation { reviewIncident(id: "IL-0002", decision: APPROVE) {
 		incident { id review { reviewedAt reviewedBy } } userErrors { field code } } }`, nil, "reviewIncident", &rev)
-	if rev.Incident != nil || len(rev.UserErrors) != 1 || rev.UserErrors[0].Code != incidentlib.ESELFREVIEW || s.DB.Seq() != seq {
+	if rev.Incident != nil || len(rev.UserErrors) != 1 || rev.UserErrors[0].Code != incidentlib.ESELFREVIEW || s.DB.Incidents().Seq() != seq {
 		t.Fatalf("%+v", rev)
 	}
 	r := s.do(t, "", `{ incidents(filter: {reviewStates: [IN_REVIEW]}) { totalCount } }`, nil)
@@ -520,10 +520,10 @@ func TestBackupEndpoint(t *testing.T) {
 		}
 		defer restored.Close()
 		var got bytes.Buffer
-		if err := restored.Export(context.Background(), &got); err != nil {
+		if err := restored.Maintenance().Export(context.Background(), &got); err != nil {
 			t.Fatal(err)
 		}
-		if got.String() != s.export(t) || restored.Seq() != s.DB.Seq() {
+		if got.String() != s.export(t) || restored.Incidents().Seq() != s.DB.Incidents().Seq() {
 			t.Fatal("the copy differs from the store")
 		}
 	})
@@ -575,12 +575,12 @@ func TestBackupEndpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer restored.Close()
-		problems, err := restored.Check(context.Background())
+		problems, err := restored.Maintenance().Check(context.Background())
 		if err != nil || len(problems) > 0 {
 			t.Fatalf("check of the restored copy: %v %v", problems, err)
 		}
 		var got bytes.Buffer
-		if err := restored.Export(context.Background(), &got); err != nil {
+		if err := restored.Maintenance().Export(context.Background(), &got); err != nil {
 			t.Fatal(err)
 		}
 		// The first 30 records were there before the backup and never changed.

@@ -36,14 +36,14 @@ func TestEveryMutationWritesThroughTheWriter(t *testing.T) {
 	incs := seedIncidents(t)
 	reads := testutil.ServerStore(t, incs, storage.Options{})
 	writes := testutil.ServerStore(t, incs, storage.Options{})
-	if err := reads.MarkLogged(ctx); err != nil {
+	if err := reads.ClusterLog().MarkLogged(ctx); err != nil {
 		t.Fatal(err)
 	}
 	m, err := metrics.New(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, _, err := server.Assemble(reads, writes, nil, nil, m, server.Config{AdminToken: token, BackupDir: t.TempDir()})
+	srv, _, err := server.Assemble(reads.Reads(), writes.Writer(), nil, nil, m, server.Config{AdminToken: token, BackupDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestEveryMutationWritesThroughTheWriter(t *testing.T) {
 	}
 	src := testutil.ServerStore(t, hinc, storage.Options{})
 	var hist bytes.Buffer
-	if err := src.ExportHistory(ctx, &hist); err != nil {
+	if err := src.Versions().ExportHistory(ctx, &hist); err != nil {
 		t.Fatal(err)
 	}
 	hin, err := model.HistoryInputOf(bytes.TrimSpace(hist.Bytes()))
@@ -132,17 +132,17 @@ func fingerprint(t *testing.T, db *storage.DB) string {
 	t.Helper()
 	ctx := context.Background()
 	var buf bytes.Buffer
-	if err := db.Export(ctx, &buf); err != nil {
+	if err := db.Maintenance().Export(ctx, &buf); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.ExportHistory(ctx, &buf); err != nil {
+	if err := db.Versions().ExportHistory(ctx, &buf); err != nil {
 		t.Fatal(err)
 	}
-	toks, err := db.ListTokens(ctx)
+	toks, err := db.Tokens().ListTokens(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tax, err := db.TaxonomyHistory(ctx, incidentlib.PageArgs{})
+	tax, err := db.Taxonomies().TaxonomyHistory(ctx, incidentlib.PageArgs{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,18 +27,18 @@ var metaFollowSeq = []byte("follow_seq")
 // (Options.MaxRecordBytes, else incidentlib.DefaultMaxRecordBytes) that
 // the store holds records to, for a reader of another library's records
 // that validates them as the store will (replica.Store).
-func (db *DB) RecordRules() (*incidentlib.Taxonomy, int) {
-	if db.maxRecord <= 0 {
-		return db.Taxonomy(), incidentlib.DefaultMaxRecordBytes
+func (st Incidents) RecordRules() (*incidentlib.Taxonomy, int) {
+	if st.db.maxRecord <= 0 {
+		return st.db.Taxonomies().Taxonomy(), incidentlib.DefaultMaxRecordBytes
 	}
-	return db.Taxonomy(), db.maxRecord
+	return st.db.Taxonomies().Taxonomy(), st.db.maxRecord
 }
 
 // AppliedSeq returns the primary sequence this store has applied up to,
 // and whether the store follows a primary at all (it applied a page
 // before).
-func (db *DB) AppliedSeq(ctx context.Context) (seq uint64, following bool, err error) {
-	return db.metaPosition(ctx, metaFollowSeq)
+func (st Incidents) AppliedSeq(ctx context.Context) (seq uint64, following bool, err error) {
+	return st.db.metaPosition(ctx, metaFollowSeq)
 }
 
 // metaPosition reads a position kept in the meta bucket under key, and
@@ -82,7 +82,7 @@ func (db *DB) metaValue(ctx context.Context, key []byte) ([]byte, error) {
 // from a log that keeps only each incident's latest change may hold
 // records whose links are completed by later pages. Returns the new
 // position. If ctx ends during the transaction, nothing is written.
-func (db *DB) ApplyChanges(ctx context.Context, from uint64, changes []incidentlib.Change) (uint64, error) {
+func (st Incidents) ApplyChanges(ctx context.Context, from uint64, changes []incidentlib.Change) (uint64, error) {
 	if len(changes) == 0 {
 		return from, nil
 	}
@@ -124,7 +124,7 @@ func (db *DB) ApplyChanges(ctx context.Context, from uint64, changes []incidentl
 			return from, err
 		}
 		encoded[i] = data
-		err = c.Incident.ValidateIncoming(db.Taxonomy(), db.maxRecord, len(data))
+		err = c.Incident.ValidateIncoming(st.db.Taxonomies().Taxonomy(), st.db.maxRecord, len(data))
 		if incidentlib.SkipRule(err) == "" {
 			continue
 		}
@@ -137,7 +137,7 @@ func (db *DB) ApplyChanges(ctx context.Context, from uint64, changes []incidentl
 		return from, es
 	}
 	last := changes[len(changes)-1].Seq
-	err := db.update(ctx, func(w *writeTx) error {
+	err := st.db.update(ctx, func(w *writeTx) error {
 		meta := w.tx.Bucket(bucketMeta)
 		if cur := getU64(meta.Get(metaFollowSeq)); cur != from {
 			return incidentlib.Errorf(incidentlib.ECONFLICT,

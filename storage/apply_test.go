@@ -21,7 +21,7 @@ func changesOf(tb testing.TB, db *storage.DB, since uint64, limit int) []inciden
 	tb.Helper()
 	var out []incidentlib.Change
 	for {
-		page, err := db.ChangesSince(context.Background(), since, limit)
+		page, err := db.Incidents().ChangesSince(context.Background(), since, limit)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -39,15 +39,15 @@ func rpFollow(tb testing.TB, src, dst *storage.DB, size int) {
 	tb.Helper()
 	ctx := context.Background()
 	for {
-		pos, _, err := dst.AppliedSeq(ctx)
+		pos, _, err := dst.Incidents().AppliedSeq(ctx)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		page, err := src.ChangesSince(ctx, pos, size)
+		page, err := src.Incidents().ChangesSince(ctx, pos, size)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		to, err := dst.ApplyChanges(ctx, pos, page)
+		to, err := dst.Incidents().ApplyChanges(ctx, pos, page)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -78,7 +78,7 @@ func rpIncident(id, org, slug, title string) *incidentlib.Incident {
 
 func rpUpsert(tb testing.TB, db *storage.DB, inc *incidentlib.Incident) {
 	tb.Helper()
-	if _, err := db.UpsertIncident(context.Background(), inc, incidentlib.WriteOptions{}); err != nil {
+	if _, err := db.Incidents().UpsertIncident(context.Background(), inc, incidentlib.WriteOptions{}); err != nil {
 		tb.Fatalf("upsert %s: %v", inc.ID, err)
 	}
 }
@@ -86,7 +86,7 @@ func rpUpsert(tb testing.TB, db *storage.DB, inc *incidentlib.Incident) {
 // rpGet reads one incident (a shared record: do not change it).
 func rpGet(tb testing.TB, db *storage.DB, id string) *incidentlib.Incident {
 	tb.Helper()
-	incs, err := db.FindIncidentsByIDs(context.Background(), []string{id})
+	incs, err := db.Incidents().FindIncidentsByIDs(context.Background(), []string{id})
 	if err != nil || incs[0] == nil {
 		tb.Fatalf("incident %s: %v", id, err)
 	}
@@ -100,16 +100,16 @@ func rpSame(tb testing.TB, src, dst *storage.DB) {
 		tb.Fatalf("the replica's export differs from the primary's (%d and %d bytes)", len(a), len(b))
 	}
 	mustCheck(tb, dst)
-	pos, following, err := dst.AppliedSeq(context.Background())
-	if err != nil || !following || pos != src.Seq() {
-		tb.Fatalf("replica position %d (following %v, err %v), want the primary's sequence %d", pos, following, err, src.Seq())
+	pos, following, err := dst.Incidents().AppliedSeq(context.Background())
+	if err != nil || !following || pos != src.Incidents().Seq() {
+		tb.Fatalf("replica position %d (following %v, err %v), want the primary's sequence %d", pos, following, err, src.Incidents().Seq())
 	}
 }
 
 func TestApplyChangesCopiesAStore(t *testing.T) {
 	ctx := context.Background()
 	src, dst := rpOpen(t), rpOpen(t)
-	if _, following, _ := dst.AppliedSeq(ctx); following {
+	if _, following, _ := dst.Incidents().AppliedSeq(ctx); following {
 		t.Fatal("a new store follows nothing")
 	}
 	mustImport(t, src, corpus(t, 300, 3))
@@ -121,7 +121,7 @@ func TestApplyChangesCopiesAStore(t *testing.T) {
 	edited := *incs[10]
 	edited.Title.En = "An edited title"
 	edited.UpdatedAt, edited.Review.ReviewedAt, edited.Review.ReviewedBy = "", "", ""
-	if _, err := src.UpsertIncident(ctx, &edited, incidentlib.WriteOptions{}); err != nil {
+	if _, err := src.Incidents().UpsertIncident(ctx, &edited, incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var linked string
@@ -131,24 +131,24 @@ func TestApplyChangesCopiesAStore(t *testing.T) {
 			break
 		}
 	}
-	if _, err := src.DeleteIncident(ctx, linked, incidentlib.WriteOptions{}); err != nil {
+	if _, err := src.Incidents().DeleteIncident(ctx, linked, incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.WithdrawIncident(ctx, incs[20].ID, "a test", incidentlib.WriteOptions{}); err != nil {
+	if _, err := src.Incidents().WithdrawIncident(ctx, incs[20].ID, "a test", incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	before := dst.Seq()
+	before := dst.Incidents().Seq()
 	rpFollow(t, src, dst, 1000)
 	rpSame(t, src, dst)
-	if dst.Seq() == before {
+	if dst.Incidents().Seq() == before {
 		t.Fatal("applying changes did not move the replica's own sequence")
 	}
 
 	t.Run("NothingNew", func(t *testing.T) {
-		seq := dst.Seq()
+		seq := dst.Incidents().Seq()
 		rpFollow(t, src, dst, 10)
-		if dst.Seq() != seq {
-			t.Fatalf("an empty page wrote: sequence %d -> %d", seq, dst.Seq())
+		if dst.Incidents().Seq() != seq {
+			t.Fatalf("an empty page wrote: sequence %d -> %d", seq, dst.Incidents().Seq())
 		}
 	})
 }
@@ -158,21 +158,21 @@ func TestApplyChangesRefusesPagesThatDoNotFollowOn(t *testing.T) {
 	src, dst := rpOpen(t), rpOpen(t)
 	mustImport(t, src, corpus(t, 50, 4))
 	all := changesOf(t, src, 0, 100)
-	if _, err := dst.ApplyChanges(ctx, 0, all[:20]); err != nil {
+	if _, err := dst.Incidents().ApplyChanges(ctx, 0, all[:20]); err != nil {
 		t.Fatal(err)
 	}
 	want := export(t, dst)
 	pos := all[19].Seq
 	bad := func(name, code string, from uint64, page []incidentlib.Change) {
 		t.Run(name, func(t *testing.T) {
-			to, err := dst.ApplyChanges(ctx, from, page)
+			to, err := dst.Incidents().ApplyChanges(ctx, from, page)
 			if got := incidentlib.ErrorCode(err); got != code {
 				t.Fatalf("code %q (%v), want %s", got, err, code)
 			}
 			if to != from {
 				t.Fatalf("returned position %d after an error, want %d", to, from)
 			}
-			if got, _, _ := dst.AppliedSeq(ctx); got != pos {
+			if got, _, _ := dst.Incidents().AppliedSeq(ctx); got != pos {
 				t.Fatalf("position moved to %d", got)
 			}
 			if !bytes.Equal(export(t, dst), want) {
@@ -193,10 +193,10 @@ func TestApplyChangesRefusesPagesThatDoNotFollowOn(t *testing.T) {
 	t.Run("ErrContextDone", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		if _, err := dst.ApplyChanges(cctx, pos, all[20:]); err == nil {
+		if _, err := dst.Incidents().ApplyChanges(cctx, pos, all[20:]); err == nil {
 			t.Fatal("applied with a cancelled context")
 		}
-		if got, _, _ := dst.AppliedSeq(ctx); got != pos {
+		if got, _, _ := dst.Incidents().AppliedSeq(ctx); got != pos {
 			t.Fatalf("position moved to %d", got)
 		}
 	})
@@ -215,17 +215,17 @@ func TestFollowPositionSurvivesReopen(t *testing.T) {
 		return db
 	}
 	dst := open()
-	page, err := src.ChangesSince(ctx, 0, 50)
+	page, err := src.Incidents().ChangesSince(ctx, 0, 50)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dst.ApplyChanges(ctx, 0, page); err != nil {
+	if _, err := dst.Incidents().ApplyChanges(ctx, 0, page); err != nil {
 		t.Fatal(err)
 	}
 	dst.Close()
 	dst = open()
 	defer dst.Close()
-	pos, following, err := dst.AppliedSeq(ctx)
+	pos, following, err := dst.Incidents().AppliedSeq(ctx)
 	if err != nil || !following || pos != page[49].Seq {
 		t.Fatalf("after reopening: position %d following %v err %v, want %d", pos, following, err, page[49].Seq)
 	}
@@ -259,13 +259,13 @@ func TestApplyChangesCancelledMidPageWritesNothing(t *testing.T) {
 	// Asked once before the transaction, once at change 0, then at 128.
 	cctx := &errAfter{Context: ctx}
 	cctx.n.Store(2)
-	if _, err := dst.ApplyChanges(cctx, 0, all); err == nil {
+	if _, err := dst.Incidents().ApplyChanges(cctx, 0, all); err == nil {
 		t.Fatal("the page was applied although its context ended midway")
 	}
 	if cctx.n.Load() >= 0 {
 		t.Fatal("the context was not asked midway through the page")
 	}
-	if pos, following, _ := dst.AppliedSeq(ctx); pos != 0 || following {
+	if pos, following, _ := dst.Incidents().AppliedSeq(ctx); pos != 0 || following {
 		t.Fatalf("the cancelled page moved the position to %d", pos)
 	}
 	if !bytes.Equal(export(t, dst), empty) {
@@ -290,12 +290,12 @@ func TestApplyChangesTakesTransientStates(t *testing.T) {
 	rpUpsert(t, src, rpIncident("IL-0002", "Bar", "bar", "Y"))
 	rpUpsert(t, src, rpIncident("IL-0001", "Foo Inc", "foo", "X"))
 	rpUpsert(t, src, rpIncident("IL-0002", "Foo Inc", "foo", "Y"))
-	pos, _, _ := dst.AppliedSeq(ctx)
+	pos, _, _ := dst.Incidents().AppliedSeq(ctx)
 	page := changesOf(t, src, pos, 100)
 	if len(page) != 2 || page[0].ID != "IL-0001" {
 		t.Fatalf("the log should hold X then Y, got %+v", page)
 	}
-	if _, err := dst.ApplyChanges(ctx, pos, page[:1]); err != nil {
+	if _, err := dst.Incidents().ApplyChanges(ctx, pos, page[:1]); err != nil {
 		t.Fatalf("the transient page was refused: %v", err)
 	}
 	rpFollow(t, src, dst, 100)
@@ -319,32 +319,32 @@ func TestUpstreamLinks(t *testing.T) {
 	t.Run("ErrWithoutUpstream", func(t *testing.T) {
 		db := open(false)
 		defer db.Close()
-		_, err := db.ImportIncidents(ctx, []*incidentlib.Incident{inc}, incidentlib.ImportOptions{KeepUpdatedAt: true})
+		_, err := db.Incidents().ImportIncidents(ctx, []*incidentlib.Incident{inc}, incidentlib.ImportOptions{KeepUpdatedAt: true})
 		if incidentlib.ErrorCode(err) != incidentlib.EINVALID {
 			t.Fatalf("a link to an unknown incident was accepted: %v", err)
 		}
-		if _, err := db.UpsertIncident(ctx, inc, incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
+		if _, err := db.Incidents().UpsertIncident(ctx, inc, incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
 			t.Fatalf("upsert: a link to an unknown incident was accepted: %v", err)
 		}
 	})
 	t.Run("UpstreamLinksAccepted", func(t *testing.T) {
 		db := open(true)
 		defer db.Close()
-		if _, err := db.ImportIncidents(ctx, []*incidentlib.Incident{inc}, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+		if _, err := db.Incidents().ImportIncidents(ctx, []*incidentlib.Incident{inc}, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 			t.Fatal(err)
 		}
 		other := rpIncident("IL-0002", "Foo", "foo", "Y")
 		other.Related = []string{"IL-9003"}
-		if _, err := db.UpsertIncident(ctx, other, incidentlib.WriteOptions{}); err != nil {
+		if _, err := db.Incidents().UpsertIncident(ctx, other, incidentlib.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		self := rpIncident("IL-0003", "Foo", "foo", "Z")
 		self.RecurrenceOf = "IL-0003"
-		if _, err := db.UpsertIncident(ctx, self, incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
+		if _, err := db.Incidents().UpsertIncident(ctx, self, incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
 			t.Fatalf("a link to the record itself was accepted: %v", err)
 		}
 		mustCheck(t, db)
-		links, err := db.UpstreamLinks(ctx)
+		links, err := db.Incidents().UpstreamLinks(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -361,7 +361,7 @@ func TestUpstreamLinks(t *testing.T) {
 	t.Run("DanglingWithoutUpstream", func(t *testing.T) {
 		db := open(false)
 		defer db.Close()
-		problems, err := db.Check(ctx)
+		problems, err := db.Maintenance().Check(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -389,8 +389,8 @@ func TestRecordSourceChecks(t *testing.T) {
 		}
 	}
 	check := incidentlib.SourceCheck{Status: 200, CheckedAt: "2026-11-30T12:00:00Z", FinalURL: url + "/moved"}
-	seq := db.Seq()
-	n, err := db.RecordSourceChecks(ctx, []string{target.ID, "IL-0001", "IL-99999"}, map[string]incidentlib.SourceCheck{url: check})
+	seq := db.Incidents().Seq()
+	n, err := db.Incidents().RecordSourceChecks(ctx, []string{target.ID, "IL-0001", "IL-99999"}, map[string]incidentlib.SourceCheck{url: check})
 	if err != nil || n != 1 {
 		t.Fatalf("RecordSourceChecks wrote %d incidents (err %v), want 1", n, err)
 	}
@@ -407,7 +407,7 @@ func TestRecordSourceChecks(t *testing.T) {
 			t.Fatalf("source %d was not checked but records a check", i)
 		}
 	}
-	if db.Seq() == seq {
+	if db.Incidents().Seq() == seq {
 		t.Fatal("the check was not logged as a change")
 	}
 	if page := changesOf(t, db, seq, 10); len(page) != 1 || page[0].ID != target.ID {
@@ -436,7 +436,7 @@ func TestRecordSourceChecks(t *testing.T) {
 	})
 	t.Run("NoResponseDropsFinalURL", func(t *testing.T) {
 		nc := incidentlib.SourceCheck{Status: 0, CheckedAt: "2026-12-01T00:00:00Z"}
-		if _, err := db.RecordSourceChecks(ctx, []string{target.ID}, map[string]incidentlib.SourceCheck{url: nc}); err != nil {
+		if _, err := db.Incidents().RecordSourceChecks(ctx, []string{target.ID}, map[string]incidentlib.SourceCheck{url: nc}); err != nil {
 			t.Fatal(err)
 		}
 		c, ok := rpGet(t, db, target.ID).Sources[0].Check()
@@ -445,7 +445,7 @@ func TestRecordSourceChecks(t *testing.T) {
 		}
 	})
 	t.Run("SourceURLs", func(t *testing.T) {
-		urls, err := db.SourceURLs(ctx)
+		urls, err := db.Incidents().SourceURLs(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -457,7 +457,7 @@ func TestRecordSourceChecks(t *testing.T) {
 
 func TestSeqAbove(t *testing.T) {
 	db := rpOpen(t)
-	ch := db.SeqAbove(db.Seq())
+	ch := db.Incidents().SeqAbove(db.Incidents().Seq())
 	select {
 	case <-ch:
 		t.Fatal("closed before any write")
@@ -466,7 +466,7 @@ func TestSeqAbove(t *testing.T) {
 	rpUpsert(t, db, rpIncident("IL-0001", "Foo", "foo", "X"))
 	<-ch // closed by the commit; a hang fails the test by its timeout
 	select {
-	case <-db.SeqAbove(0):
+	case <-db.Incidents().SeqAbove(0):
 	default:
 		t.Fatal("SeqAbove of a sequence already passed is not closed")
 	}

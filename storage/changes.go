@@ -25,15 +25,15 @@ import (
 // level with the store as of the last change returned. Fewer than limit
 // changes means none are left at the time of the read. limit must be
 // positive.
-func (db *DB) ChangesSince(ctx context.Context, seq uint64, limit int) ([]incidentlib.Change, error) {
+func (st Incidents) ChangesSince(ctx context.Context, seq uint64, limit int) ([]incidentlib.Change, error) {
 	if err := checkLimit(limit); err != nil {
 		return nil, err
 	}
 	var out []incidentlib.Change
-	err := db.view(ctx, func(tx *bolt.Tx) error {
+	err := st.db.view(ctx, func(tx *bolt.Tx) error {
 		return walkChanges(tx, seq, limit, func(c incidentlib.Change, n uint32, rec []byte) error {
 			if !c.Deleted {
-				inc, err := db.decodeIncident(tx, n, rec, 0)
+				inc, err := st.db.decodeIncident(tx, n, rec, 0)
 				if err != nil {
 					return err
 				}
@@ -54,12 +54,12 @@ func (db *DB) ChangesSince(ctx context.Context, seq uint64, limit int) ([]incide
 // Export writes, the caller's own copy): the change feed serves them as
 // they are, without decoding and encoding every record again. It reads in
 // a transaction of its own, outside any snapshot of ctx (Snapshot).
-func (db *DB) RawChangesSince(ctx context.Context, seq uint64, limit int) ([]incidentlib.Change, error) {
+func (st Incidents) RawChangesSince(ctx context.Context, seq uint64, limit int) ([]incidentlib.Change, error) {
 	if err := checkLimit(limit); err != nil {
 		return nil, err
 	}
 	var out []incidentlib.Change
-	err := db.viewLatest(ctx, func(tx *bolt.Tx) error { // every committed change, snapshot or not
+	err := st.db.viewLatest(ctx, func(tx *bolt.Tx) error { // every committed change, snapshot or not
 		return walkChanges(tx, seq, limit, func(c incidentlib.Change, _ uint32, rec []byte) error {
 			if !c.Deleted {
 				c.Record = append([]byte(nil), rec[8:]...)
@@ -106,12 +106,16 @@ func walkChanges(tx *bolt.Tx, seq uint64, limit int, fn func(c incidentlib.Chang
 	return nil
 }
 
+// Seq returns the store's change sequence: it grows with every committed
+// write. It does not touch the file.
+func (st Incidents) Seq() uint64 { return st.db.seq.Load() }
+
 // SeqAbove returns a channel that is closed once the store's sequence is
 // above seq: at once if it already is, else at the first commit that
 // raises it. Long polls of the change feed wait on it.
-func (db *DB) SeqAbove(seq uint64) <-chan struct{} {
-	ch := db.watch.wait()
-	if db.Seq() > seq {
+func (st Incidents) SeqAbove(seq uint64) <-chan struct{} {
+	ch := st.db.watch.wait()
+	if st.Seq() > seq {
 		return closedChan
 	}
 	return ch

@@ -23,7 +23,7 @@ func changesStore(tb testing.TB, n int) (*storage.DB, []*incidentlib.Incident) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := db.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+	if _, err := db.Incidents().ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 		tb.Fatal(err)
 	}
 	return db, incs
@@ -35,18 +35,18 @@ func TestChangesSince(t *testing.T) {
 	// Change one incident, delete another: each keeps one entry, its latest.
 	changed := *incs[3]
 	changed.Title.En = "A changed title"
-	if _, err := db.ImportIncidents(ctx, []*incidentlib.Incident{&changed}, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+	if _, err := db.Incidents().ImportIncidents(ctx, []*incidentlib.Incident{&changed}, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 		t.Fatal(err)
 	}
 	// Deleting also changes the incidents that linked to it.
 	victim := incs[len(incs)-1].ID
-	if _, err := db.DeleteIncident(ctx, victim, incidentlib.WriteOptions{}); err != nil {
+	if _, err := db.Incidents().DeleteIncident(ctx, victim, incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var all []incidentlib.Change
 	var from uint64
 	for {
-		page, err := db.ChangesSince(ctx, from, 7)
+		page, err := db.Incidents().ChangesSince(ctx, from, 7)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,13 +76,13 @@ func TestChangesSince(t *testing.T) {
 			t.Errorf("%s: title %q, want the changed one", c.ID, c.Incident.Title.En)
 		}
 	}
-	if len(all) != len(incs) || all[len(all)-1].Seq != db.Seq() {
-		t.Errorf("%d changes up to %d, want %d up to %d", len(all), all[len(all)-1].Seq, len(incs), db.Seq())
+	if len(all) != len(incs) || all[len(all)-1].Seq != db.Incidents().Seq() {
+		t.Errorf("%d changes up to %d, want %d up to %d", len(all), all[len(all)-1].Seq, len(incs), db.Incidents().Seq())
 	}
-	if rest, err := db.ChangesSince(ctx, db.Seq(), 10); err != nil || len(rest) != 0 {
+	if rest, err := db.Incidents().ChangesSince(ctx, db.Incidents().Seq(), 10); err != nil || len(rest) != 0 {
 		t.Errorf("changes after the last: %v, %v", rest, err)
 	}
-	if _, err := db.ChangesSince(ctx, 0, 0); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
+	if _, err := db.Incidents().ChangesSince(ctx, 0, 0); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
 		t.Errorf("limit 0: %v, want %s", err, incidentlib.EINVALID)
 	}
 }
@@ -100,33 +100,33 @@ func TestSetsMatchFilters(t *testing.T) {
 	}
 	for name, f := range filters {
 		t.Run(name, func(t *testing.T) {
-			set, err := db.MatchSet(ctx, f)
+			set, err := db.Incidents().MatchSet(ctx, f)
 			if err != nil {
 				t.Fatal(err)
 			}
-			n, err := db.CountIncidents(ctx, f)
+			n, err := db.Incidents().CountIncidents(ctx, f)
 			if err != nil || int(set.GetCardinality()) != n {
 				t.Errorf("set of %d, count %d (%v)", set.GetCardinality(), n, err)
 			}
-			want, err := db.Facets(ctx, f, nil)
+			want, err := db.Incidents().Facets(ctx, f, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := db.FacetsOf(ctx, set, nil)
+			got, err := db.Incidents().FacetsOf(ctx, set, nil)
 			if err != nil || !reflect.DeepEqual(got, want) {
 				t.Errorf("FacetsOf differs from Facets (%v)", err)
 			}
-			wantY, err := db.Years(ctx, f)
+			wantY, err := db.Incidents().Years(ctx, f)
 			if err != nil {
 				t.Fatal(err)
 			}
-			gotY, err := db.YearsOf(ctx, set)
+			gotY, err := db.Incidents().YearsOf(ctx, set)
 			if err != nil || !reflect.DeepEqual(gotY, wantY) {
 				t.Errorf("YearsOf %v, Years %v (%v)", gotY, wantY, err)
 			}
 		})
 	}
-	if _, err := db.MatchSet(ctx, incidentlib.IncidentFilter{DateFrom: changesStr("someday")}); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
+	if _, err := db.Incidents().MatchSet(ctx, incidentlib.IncidentFilter{DateFrom: changesStr("someday")}); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
 		t.Errorf("bad filter: %v", err)
 	}
 }

@@ -23,8 +23,8 @@ import (
 // every secondary index and reverse link against the records, and that no
 // link dangles. It returns one line per problem; none means the store is
 // consistent.
-func (db *DB) Check(ctx context.Context) ([]string, error) {
-	problems, _, err := db.CheckAll(ctx)
+func (st Maintenance) Check(ctx context.Context) ([]string, error) {
+	problems, _, err := st.CheckAll(ctx)
 	return problems, err
 }
 
@@ -35,9 +35,9 @@ func (db *DB) Check(ctx context.Context) ([]string, error) {
 // IL-JSON). They are not corruption: such records stay readable,
 // exportable and replicable, and a write of them is refused until they
 // are fixed. Every record is read and validated once for both lists.
-func (db *DB) CheckAll(ctx context.Context) (problems, warnings []string, err error) {
+func (st Maintenance) CheckAll(ctx context.Context) (problems, warnings []string, err error) {
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	err = db.view(ctx, func(tx *bolt.Tx) error {
+	err = st.db.view(ctx, func(tx *bolt.Tx) error {
 		for err := range tx.Check() {
 			add("bbolt: %v", err)
 		}
@@ -77,7 +77,7 @@ func (db *DB) CheckAll(ctx context.Context) (problems, warnings []string, err er
 			// The rules of a record's structure are problems; those a
 			// stored record may break from before they were made (text,
 			// size) are warnings.
-			if re := storedRuleErrors(&inc, db.Taxonomy(), db.maxRecord, len(v)-8); re != nil {
+			if re := storedRuleErrors(&inc, st.db.Taxonomies().Taxonomy(), st.db.maxRecord, len(v)-8); re != nil {
 				if p := re.Only(incidentlib.RuleStructure, incidentlib.RuleURLScheme); p != nil {
 					add("incident %s: %v", inc.ID, p.Errors)
 				}
@@ -101,12 +101,12 @@ func (db *DB) CheckAll(ctx context.Context) (problems, warnings []string, err er
 		}
 		for _, inc := range incs {
 			for _, r := range inc.Related {
-				if m, _ := incidentlib.ParseID(r); !ids[m] && !db.upstreamLinks { // else an upstream link (UpstreamLinks)
+				if m, _ := incidentlib.ParseID(r); !ids[m] && !st.db.upstreamLinks { // else an upstream link (UpstreamLinks)
 					add("incident %s: related %s is not in the library (dangling link)", inc.ID, r)
 				}
 			}
 			if inc.RecurrenceOf != "" {
-				if m, _ := incidentlib.ParseID(inc.RecurrenceOf); !ids[m] && !db.upstreamLinks {
+				if m, _ := incidentlib.ParseID(inc.RecurrenceOf); !ids[m] && !st.db.upstreamLinks {
 					add("incident %s: recurrence_of %s is not in the library (dangling link)", inc.ID, inc.RecurrenceOf)
 				}
 			}
@@ -148,7 +148,7 @@ func (db *DB) CheckAll(ctx context.Context) (problems, warnings []string, err er
 				add("changes: %s has no change entry", incidentlib.FormatID(n))
 			}
 		}
-		if !db.noHistory {
+		if !st.db.noHistory {
 			checkHistoryGrammar(tx, add) // historycheck.go
 			return checkHistory(tx, add)
 		}
@@ -332,8 +332,8 @@ func printable(name string) string {
 // Export writes every record as JSONL in id order (by number), the
 // canonical IL-JSON the store holds, so export, import, export is
 // byte-identical.
-func (db *DB) Export(ctx context.Context, w io.Writer) error {
-	return db.view(ctx, func(tx *bolt.Tx) error {
+func (st Maintenance) Export(ctx context.Context, w io.Writer) error {
+	return st.db.view(ctx, func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketIncidents).ForEach(func(_, v []byte) error {
 			if _, err := w.Write(v[8:]); err != nil {
 				return err
@@ -346,16 +346,16 @@ func (db *DB) Export(ctx context.Context, w io.Writer) error {
 
 // Backup writes a consistent copy of the whole file from one read
 // transaction; writers go on meanwhile.
-func (db *DB) Backup(ctx context.Context, w io.Writer) (int64, error) {
+func (st Maintenance) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	// After a purge the file's free pages may hold the purged content: the
 	// copy is then a compacted one (purge.go).
-	if purged, err := db.purgedPages(ctx); err != nil {
+	if purged, err := st.db.purgedPages(ctx); err != nil {
 		return 0, err
 	} else if purged {
-		return db.compactedBackup(ctx, w)
+		return st.db.compactedBackup(ctx, w)
 	}
 	var n int64
-	err := db.view(ctx, func(tx *bolt.Tx) error {
+	err := st.db.view(ctx, func(tx *bolt.Tx) error {
 		var err error
 		n, err = tx.WriteTo(w)
 		return err
@@ -366,15 +366,15 @@ func (db *DB) Backup(ctx context.Context, w io.Writer) (int64, error) {
 // StoreStats reads bbolt's statistics, the file size and the writes in
 // flight (incidentlib.StoreMonitor). It takes no transaction and never
 // waits on writers.
-func (db *DB) StoreStats() incidentlib.StoreStats {
-	bs := db.bolt.Stats()
+func (st Maintenance) StoreStats() incidentlib.StoreStats {
+	bs := st.db.bolt.Stats()
 	s := incidentlib.StoreStats{
 		ReadTxTotal: bs.TxN, OpenReadTx: bs.OpenTxN,
 		FreePages: bs.FreePageN, PendingPages: bs.PendingPageN, FreeAllocBytes: bs.FreeAlloc, FreelistBytes: bs.FreelistInuse,
-		PageBytes: db.bolt.Info().PageSize, Seq: db.Seq(), WritesInFlight: int(db.mut.inflight.Load()),
-		Corrupt: db.fault.corrupt.Load() != nil, FullErrors: db.fault.full.Load(),
+		PageBytes: st.db.bolt.Info().PageSize, Seq: st.db.Incidents().Seq(), WritesInFlight: int(st.db.mut.inflight.Load()),
+		Corrupt: st.db.fault.corrupt.Load() != nil, FullErrors: st.db.fault.full.Load(),
 	}
-	if fi, err := os.Stat(db.path); err == nil {
+	if fi, err := os.Stat(st.db.path); err == nil {
 		s.FileBytes = fi.Size()
 	}
 	return s

@@ -78,34 +78,34 @@ func putLogged(tx *bolt.Tx, seq uint64, refused error) error {
 
 // LogSeq returns the log position the store applied up to, and whether
 // the store is a cluster node's; see incidentlib.LogApplier.
-func (db *DB) LogSeq(ctx context.Context) (seq uint64, logged bool, err error) {
-	return db.metaPosition(ctx, metaLogSeq)
+func (st ClusterLog) LogSeq(ctx context.Context) (seq uint64, logged bool, err error) {
+	return st.db.metaPosition(ctx, metaLogSeq)
 }
 
 // SkipLogged stores seq as the log position, with the refusal of the
 // write at seq; see incidentlib.LogApplier.
-func (db *DB) SkipLogged(ctx context.Context, seq uint64, rejected error) error {
-	if err := db.refuseWrite(); err != nil {
+func (st ClusterLog) SkipLogged(ctx context.Context, seq uint64, rejected error) error {
+	if err := st.db.refuseWrite(); err != nil {
 		return err
 	}
-	err := db.updateGuarded(func(tx *bolt.Tx) error {
+	err := st.db.updateGuarded(func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bucketMeta).Get(metaLogSeq); v != nil && seq <= getU64(v) {
 			cur := getU64(v)
 			return incidentlib.Errorf(incidentlib.ECONFLICT, "the store has applied the log up to %d: write %d is applied already", cur, seq)
 		}
 		return putLogged(tx, seq, rejected)
 	})
-	return db.writeError(err)
+	return st.db.writeError(err)
 }
 
 // MarkLogged makes the store a cluster node's at log position 0 (a new
 // node before its first write), so that offline writers refuse it.
-func (db *DB) MarkLogged(ctx context.Context) error {
-	_, logged, err := db.LogSeq(ctx)
+func (st ClusterLog) MarkLogged(ctx context.Context) error {
+	_, logged, err := st.LogSeq(ctx)
 	if err != nil || logged {
 		return err
 	}
-	return db.SkipLogged(ctx, 0, nil)
+	return st.SkipLogged(ctx, 0, nil)
 }
 
 // metaLibrary names the library a cluster began from: a random id that
@@ -118,11 +118,11 @@ var metaLibrary = []byte("cluster_library")
 // InitClusterLibrary makes the store a cluster node's at log position 0
 // (MarkLogged) and names its library with a new random id, which it
 // returns; a store that has one keeps it.
-func (db *DB) InitClusterLibrary(ctx context.Context) (string, error) {
-	if err := db.MarkLogged(ctx); err != nil {
+func (st ClusterLog) InitClusterLibrary(ctx context.Context) (string, error) {
+	if err := st.MarkLogged(ctx); err != nil {
 		return "", err
 	}
-	if id, err := db.ClusterLibrary(ctx); err != nil || id != "" {
+	if id, err := st.ClusterLibrary(ctx); err != nil || id != "" {
 		return id, err
 	}
 	var raw [16]byte
@@ -130,8 +130,8 @@ func (db *DB) InitClusterLibrary(ctx context.Context) (string, error) {
 		return "", err
 	}
 	id := hex.EncodeToString(raw[:])
-	err := db.updateGuarded(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(metaLibrary, []byte(id)) })
-	if err := db.writeError(err); err != nil {
+	err := st.db.updateGuarded(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(metaLibrary, []byte(id)) })
+	if err := st.db.writeError(err); err != nil {
 		return "", err
 	}
 	return id, nil
@@ -139,16 +139,16 @@ func (db *DB) InitClusterLibrary(ctx context.Context) (string, error) {
 
 // ClusterLibrary returns the store's library id (InitClusterLibrary), ""
 // when it has none.
-func (db *DB) ClusterLibrary(ctx context.Context) (string, error) {
-	v, err := db.metaValue(ctx, metaLibrary)
+func (st ClusterLog) ClusterLibrary(ctx context.Context) (string, error) {
+	v, err := st.db.metaValue(ctx, metaLibrary)
 	return string(v), err
 }
 
 // Rejections returns the log's writes the store refused; see
 // incidentlib.LogApplier.
-func (db *DB) Rejections(ctx context.Context) ([]incidentlib.LogRejection, error) {
+func (st ClusterLog) Rejections(ctx context.Context) ([]incidentlib.LogRejection, error) {
 	var out []incidentlib.LogRejection
-	err := db.view(ctx, func(tx *bolt.Tx) error {
+	err := st.db.view(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketLogRejects)
 		if b == nil {
 			return nil
@@ -173,15 +173,13 @@ func cutSpace(s string) (string, string, bool) {
 
 // RefuseIfLogged refuses an offline write to a cluster node's store: its
 // writes come from the cluster's log only.
-func (db *DB) RefuseIfLogged(ctx context.Context, what string) error {
-	seq, logged, err := db.LogSeq(ctx)
+func (st ClusterLog) RefuseIfLogged(ctx context.Context, what string) error {
+	seq, logged, err := st.LogSeq(ctx)
 	if err != nil || !logged {
 		return err
 	}
-	return fmt.Errorf("%s: %s is a cluster node's store (log position %d): write through a running node with --server", what, db.Path(), seq)
+	return fmt.Errorf("%s: %s is a cluster node's store (log position %d): write through a running node with --server", what, st.db.Path(), seq)
 }
-
-var _ incidentlib.LogApplier = (*DB)(nil)
 
 // The one rule of a cluster node's store: every write of the library's
 // data carries a log position (incidentlib.WithLogPosition), given by the
@@ -223,16 +221,26 @@ func (db *DB) checkUnlogged(ctx context.Context, tx *bolt.Tx) error {
 }
 
 // writeMethod returns the name of the outermost exported method of the
-// store on the stack ("DB.UpsertIncident"), "" when there is none.
+// store on the stack ("DB.UpsertIncident", "BatchedImport.Write"), "" when
+// there is none. A method of a room, or of a value that forwards to the
+// rooms, is named as the store's (DB.), as it was before the rooms: the
+// refusal's message and log line stay the same.
 func writeMethod() string {
 	pcs := make([]uintptr, 64)
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
-	const prefix = "github.com/incidentlib/incidentlib/storage.(*"
+	const prefix = "github.com/incidentlib/incidentlib/storage."
 	found := ""
 	for {
 		f, more := frames.Next()
 		if rest, ok := strings.CutPrefix(f.Function, prefix); ok {
-			typ, method, _ := strings.Cut(rest, ").")
+			var typ, method string
+			if ptr, ok := strings.CutPrefix(rest, "(*"); ok {
+				typ, method, _ = strings.Cut(ptr, ").")
+			} else if typ, method, _ = strings.Cut(rest, "."); storeValues[typ] {
+				typ = "DB"
+			} else {
+				method = ""
+			}
 			method, _, _ = strings.Cut(method, ".")
 			if method != "" && unicode.IsUpper(rune(method[0])) {
 				found = typ + "." + method

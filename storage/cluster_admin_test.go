@@ -14,7 +14,7 @@ import (
 // logSeq returns the log position the store applied up to.
 func logSeq(t *testing.T, db *storage.DB) uint64 {
 	t.Helper()
-	seq, _, err := db.LogSeq(context.Background())
+	seq, _, err := db.ClusterLog().LogSeq(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func logSeq(t *testing.T, db *storage.DB) uint64 {
 // position applied already is refused.
 func TestAdminWritesUnderLogPosition(t *testing.T) {
 	db := MustOpenDB(t)
-	if err := db.MarkLogged(context.Background()); err != nil {
+	if err := db.ClusterLog().MarkLogged(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	// Far from the store's clock, so a time read from the clock shows.
@@ -39,23 +39,23 @@ func TestAdminWritesUnderLogPosition(t *testing.T) {
 
 	t.Run("Tokens", func(t *testing.T) {
 		// An expiry after the clock but before the log's time is in the past.
-		if _, err := db.CreateTokenHash(at(1, 0), "bot", incidentlib.RoleEditor, hash[:], t0.Add(-time.Hour)); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
+		if _, err := db.Tokens().CreateTokenHash(at(1, 0), "bot", incidentlib.RoleEditor, hash[:], t0.Add(-time.Hour)); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
 			t.Fatalf("an expiry before the log's time answered %v, want INVALID", err)
 		}
-		info, err := db.CreateTokenHash(at(1, 0), "bot", incidentlib.RoleEditor, hash[:], t0.Add(48*time.Hour))
+		info, err := db.Tokens().CreateTokenHash(at(1, 0), "bot", incidentlib.RoleEditor, hash[:], t0.Add(48*time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !info.Created.Equal(t0.Truncate(time.Second)) || logSeq(t, db) != 1 {
 			t.Fatalf("created %v at log position %d, want %v at 1", info.Created, logSeq(t, db), t0.Truncate(time.Second))
 		}
-		if _, err := db.CreateTokenHash(at(1, 0), "bot2", incidentlib.RoleEditor, hash[:], time.Time{}); incidentlib.ErrorCode(err) != incidentlib.ECONFLICT {
+		if _, err := db.Tokens().CreateTokenHash(at(1, 0), "bot2", incidentlib.RoleEditor, hash[:], time.Time{}); incidentlib.ErrorCode(err) != incidentlib.ECONFLICT {
 			t.Fatalf("a position applied already answered %v, want CONFLICT", err)
 		}
-		if _, err := db.CreateTokenHash(at(2, 0), "bot3", incidentlib.RoleEditor, hash[:16], time.Time{}); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
+		if _, err := db.Tokens().CreateTokenHash(at(2, 0), "bot3", incidentlib.RoleEditor, hash[:16], time.Time{}); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
 			t.Fatalf("a short hash answered %v, want INVALID", err)
 		}
-		rev, err := db.RevokeToken(at(2, time.Minute), "bot")
+		rev, err := db.Tokens().RevokeToken(at(2, time.Minute), "bot")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,21 +63,21 @@ func TestAdminWritesUnderLogPosition(t *testing.T) {
 			t.Fatalf("revoked %v at log position %d", rev.Revoked, logSeq(t, db))
 		}
 		// The name is free again at the log's time.
-		if _, err := db.CreateTokenHash(at(3, 2*time.Minute), "bot", incidentlib.RoleAdmin, hash[:], time.Time{}); err != nil {
+		if _, err := db.Tokens().CreateTokenHash(at(3, 2*time.Minute), "bot", incidentlib.RoleAdmin, hash[:], time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 	})
 
 	t.Run("Taxonomy", func(t *testing.T) {
 		term := incidentlib.Term{Kind: incidentlib.KindComponent, Slug: "edge-cache", Label: incidentlib.Text{En: "Edge cache"}}
-		if _, err := db.AddTerm(at(4, time.Hour), "tax", term); err != nil {
+		if _, err := db.Taxonomies().AddTerm(at(4, time.Hour), "tax", term); err != nil {
 			t.Fatal(err)
 		}
 		if logSeq(t, db) != 4 {
 			t.Fatalf("log position %d after the term, want 4", logSeq(t, db))
 		}
 		first := 1
-		page, err := db.TaxonomyHistory(context.Background(), incidentlib.PageArgs{First: &first})
+		page, err := db.Taxonomies().TaxonomyHistory(context.Background(), incidentlib.PageArgs{First: &first})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,16 +86,16 @@ func TestAdminWritesUnderLogPosition(t *testing.T) {
 			t.Fatalf("the history entry is %s, want at %s", b, want)
 		}
 		// A change that changes nothing still moves the position.
-		if _, err := db.DeprecateTerm(at(5, time.Hour), "tax", incidentlib.KindComponent, "edge-cache", false); err != nil {
+		if _, err := db.Taxonomies().DeprecateTerm(at(5, time.Hour), "tax", incidentlib.KindComponent, "edge-cache", false); err != nil {
 			t.Fatal(err)
 		}
 		if logSeq(t, db) != 5 {
 			t.Fatalf("log position %d after a change of nothing, want 5", logSeq(t, db))
 		}
-		if _, err := db.AddTerm(at(5, time.Hour), "tax", incidentlib.Term{Kind: incidentlib.KindComponent, Slug: "other", Label: incidentlib.Text{En: "Other"}}); incidentlib.ErrorCode(err) != incidentlib.ECONFLICT {
+		if _, err := db.Taxonomies().AddTerm(at(5, time.Hour), "tax", incidentlib.Term{Kind: incidentlib.KindComponent, Slug: "other", Label: incidentlib.Text{En: "Other"}}); incidentlib.ErrorCode(err) != incidentlib.ECONFLICT {
 			t.Fatalf("a position applied already answered %v, want CONFLICT", err)
 		}
-		if db.Taxonomy().Term(incidentlib.KindComponent, "other") != nil {
+		if db.Taxonomies().Taxonomy().Term(incidentlib.KindComponent, "other") != nil {
 			t.Fatal("a refused position wrote its term")
 		}
 	})
@@ -105,13 +105,13 @@ func TestAdminWritesUnderLogPosition(t *testing.T) {
 		// node's clock ahead): its updated_at still grows.
 		inc := corpus(t, 1, 31)[0]
 		inc.UpdatedAt = t0.Add(24 * time.Hour).Format(time.RFC3339Nano)
-		if _, err := db.ImportIncidents(at(6, 24*time.Hour), []*incidentlib.Incident{inc}, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+		if _, err := db.Incidents().ImportIncidents(at(6, 24*time.Hour), []*incidentlib.Incident{inc}, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := db.RenameOrganization(at(7, 2*time.Hour), "orgs", inc.OrgSlug, "A New Name"); err != nil {
+		if _, _, err := db.Taxonomies().RenameOrganization(at(7, 2*time.Hour), "orgs", inc.OrgSlug, "A New Name"); err != nil {
 			t.Fatal(err)
 		}
-		got, err := db.FindIncidentsByIDs(context.Background(), []string{inc.ID})
+		got, err := db.Incidents().FindIncidentsByIDs(context.Background(), []string{inc.ID})
 		if err != nil || len(got) != 1 {
 			t.Fatal(got, err)
 		}

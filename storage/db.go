@@ -109,11 +109,6 @@ type Options struct {
 	AllowSelfReview bool
 }
 
-// DB is the incident store. Its writes are the library's whole write side
-// (incidentlib.Writer); a cluster node's store takes them only under a
-// log position (cluster.go, startLogged).
-var _ incidentlib.Writer = (*DB)(nil)
-
 // DB is the incident store.
 type DB struct {
 	bolt  *bolt.DB
@@ -375,10 +370,6 @@ func (db *DB) Path() string { return db.path }
 // stores. "" for a store made by an older version and opened read-only
 // since.
 func (db *DB) StoreID() string { return db.storeID }
-
-// Seq returns the store's change sequence: it grows with every committed
-// write. It does not touch the file.
-func (db *DB) Seq() uint64 { return db.seq.Load() }
 
 // Bolt exposes the bbolt handle for statistics and backups.
 func (db *DB) Bolt() *bolt.DB { return db.bolt }

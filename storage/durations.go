@@ -99,12 +99,7 @@ func indexDurationsOnce(tx *bolt.Tx) error {
 	}
 	pb := tx.Bucket(bucketPostings)
 	for name, bm := range postings {
-		bm.RunOptimize()
-		v, err := bm.ToBytes()
-		if err != nil {
-			return err
-		}
-		if err := pb.Put([]byte(name), v); err != nil {
+		if err := putPosting(pb, name, bm); err != nil {
 			return err
 		}
 	}

@@ -18,11 +18,11 @@ func TestDurationIndexRebuiltAtOpen(t *testing.T) {
 	ctx := context.Background()
 	db := MustOpenDB(t)
 	mustImport(t, db, corpus(t, 400, 7))
-	all, err := db.MatchSet(ctx, incidentlib.IncidentFilter{})
+	all, err := db.Incidents().MatchSet(ctx, incidentlib.IncidentFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, err := db.DurationsOf(ctx, all)
+	before, err := db.Incidents().DurationsOf(ctx, all)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestDurationIndexRebuiltAtOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	problems, warnings, err := ro.CheckAll(ctx)
+	problems, warnings, err := ro.Maintenance().CheckAll(ctx)
 	ro.Close()
 	if err != nil || len(problems) > 0 || len(warnings) != 1 || !strings.Contains(warnings[0], "durations") {
 		t.Fatalf("read-only check of a store without the index: %v %v %v", err, problems, warnings)
@@ -51,7 +51,7 @@ func TestDurationIndexRebuiltAtOpen(t *testing.T) {
 	}
 	defer db.Close()
 	mustCheck(t, db)
-	after, err := db.DurationsOf(ctx, all)
+	after, err := db.Incidents().DurationsOf(ctx, all)
 	if err != nil {
 		t.Fatal(err)
 	}

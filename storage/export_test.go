@@ -7,3 +7,6 @@ func SetSmallSet(n int) func() {
 	smallSet = n
 	return func() { smallSet = old }
 }
+
+// StoreValues is storeValues, for the rooms test.
+var StoreValues = storeValues

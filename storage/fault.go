@@ -116,8 +116,8 @@ func (db *DB) markCorrupt(ce *CorruptError) *CorruptError {
 
 // Corrupt returns the first corruption a transaction of the store found
 // since open, or nil.
-func (db *DB) Corrupt() error {
-	if ce := db.fault.corrupt.Load(); ce != nil {
+func (st Maintenance) Corrupt() error {
+	if ce := st.db.fault.corrupt.Load(); ce != nil {
 		return ce
 	}
 	return nil

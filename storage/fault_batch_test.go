@@ -45,13 +45,13 @@ func TestDamageFirstMetInABatchCommit(t *testing.T) {
 	if ce.Page != layout.Leaf {
 		t.Errorf("the error names page %d, the damaged page is %d", ce.Page, layout.Leaf)
 	}
-	if db.Corrupt() == nil {
+	if db.Maintenance().Corrupt() == nil {
 		t.Error("the store does not report itself corrupt")
 	}
 	// The store writes nothing more.
 	inc := *incs[len(incs)-1]
 	inc.Title.En += " (changed)"
-	_, err = db.UpsertIncident(context.Background(), &inc, incidentlib.WriteOptions{})
+	_, err = db.Incidents().UpsertIncident(context.Background(), &inc, incidentlib.WriteOptions{})
 	if incidentlib.ErrorCode(err) != incidentlib.ESTORECORRUPT {
 		t.Errorf("a write after the damage: %v, want STORE_CORRUPT", err)
 	}

@@ -52,9 +52,9 @@ func TestFullDiskRefusalsDoNotWalkTheFile(t *testing.T) {
 		inc.ID = incidentlib.FormatID(uint32(9000 + n))
 		inc.Summary = incidentlib.Text{En: long}
 		inc.Related, inc.RecurrenceOf = nil, ""
-		before := db.StoreStats().ReadTxTotal
-		_, err = db.UpsertIncident(ctx, &inc, incidentlib.WriteOptions{})
-		return db.StoreStats().ReadTxTotal - before, err
+		before := db.Maintenance().StoreStats().ReadTxTotal
+		_, err = db.Incidents().UpsertIncident(ctx, &inc, incidentlib.WriteOptions{})
+		return db.Maintenance().StoreStats().ReadTxTotal - before, err
 	}
 	first := -1
 	for range 400 {
@@ -80,7 +80,7 @@ func TestFullDiskRefusalsDoNotWalkTheFile(t *testing.T) {
 			t.Fatalf("a write refused on a disk still full started %d read transactions, as many as the first (%d, bbolt's walk of the file included)", tx, first)
 		}
 	}
-	if got := db.StoreStats().FullErrors; got != 4 {
+	if got := db.Maintenance().StoreStats().FullErrors; got != 4 {
 		t.Errorf("%d writes counted as refused for a full disk, want 4", got)
 	}
 	// Room again: writes go through.
@@ -91,7 +91,7 @@ func TestFullDiskRefusalsDoNotWalkTheFile(t *testing.T) {
 	if _, err := write(); err != nil {
 		t.Fatalf("a write once there is room again: %v", err)
 	}
-	if problems, err := db.Check(ctx); err != nil || len(problems) != 0 {
+	if problems, err := db.Maintenance().Check(ctx); err != nil || len(problems) != 0 {
 		t.Fatalf("check after the full disk: %v %v", err, problems)
 	}
 }

@@ -92,23 +92,23 @@ func TestDamageUnderOpenStore(t *testing.T) {
 	page := testutil.BreakAt(t, path, layout, testutil.ZeroedPage)
 	ctx := context.Background()
 	for range 3 {
-		_, err = db.FindIncidentsByIDs(ctx, []string{incs[0].ID})
+		_, err = db.Incidents().FindIncidentsByIDs(ctx, []string{incs[0].ID})
 		if incidentlib.ErrorCode(err) != incidentlib.ESTORECORRUPT {
 			t.Fatalf("read of a damaged page: %v", err)
 		}
 	}
-	snap := db.ReadSnapshot(ctx)
+	snap := db.Incidents().ReadSnapshot(ctx)
 	_, err = snap.FindIncidentsByIDs(ctx, []string{incs[0].ID})
 	snap.Release()
 	if incidentlib.ErrorCode(err) != incidentlib.ESTORECORRUPT {
 		t.Fatalf("snapshot read of a damaged page: %v", err)
 	}
-	if db.Corrupt() == nil || !db.StoreStats().Corrupt {
+	if db.Maintenance().Corrupt() == nil || !db.Maintenance().StoreStats().Corrupt {
 		t.Fatal("the store does not report its corruption")
 	}
 	inc := *incs[1]
 	inc.Title.En = "after the damage"
-	if _, err := db.UpsertIncident(ctx, &inc, incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) != incidentlib.ESTORECORRUPT {
+	if _, err := db.Incidents().UpsertIncident(ctx, &inc, incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) != incidentlib.ESTORECORRUPT {
 		t.Fatalf("a write to a corrupt store: %v", err)
 	}
 	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
@@ -133,10 +133,10 @@ func TestCheckFindsRecurrenceCycles(t *testing.T) {
 	for i, inc := range []*incidentlib.Incident{a, b, c, d, e, f} {
 		changes = append(changes, incidentlib.Change{Seq: uint64(i + 1), ID: inc.ID, Incident: inc})
 	}
-	if _, err := dst.ApplyChanges(ctx, 0, changes); err != nil {
+	if _, err := dst.Incidents().ApplyChanges(ctx, 0, changes); err != nil {
 		t.Fatal(err)
 	}
-	problems, err := dst.Check(ctx)
+	problems, err := dst.Maintenance().Check(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,10 +188,10 @@ func TestFlippedBytesNeverEndTheProcess(t *testing.T) {
 			continue // such as a bucket whose name no longer reads
 		}
 		ctx := context.Background()
-		_, _ = db.Check(ctx)
-		_, _ = db.FindIncidents(ctx, incidentlib.IncidentFilter{}, incidentlib.IncidentOrder{}, incidentlib.PageArgs{First: ptr(100)})
+		_, _ = db.Maintenance().Check(ctx)
+		_, _ = db.Incidents().FindIncidents(ctx, incidentlib.IncidentFilter{}, incidentlib.IncidentOrder{}, incidentlib.PageArgs{First: ptr(100)})
 		for _, inc := range incs[:50] {
-			_, _ = db.FindIncidentsByIDs(ctx, []string{inc.ID})
+			_, _ = db.Incidents().FindIncidentsByIDs(ctx, []string{inc.ID})
 		}
 		db.Close()
 	}

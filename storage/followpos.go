@@ -13,14 +13,14 @@ import (
 // to held nothing after from. from must be the stored position (AppliedSeq),
 // else ECONFLICT and nothing is written; to below from is EINVALID.
 // Returns the new position.
-func (db *DB) AdvanceAppliedSeq(ctx context.Context, from, to uint64) (uint64, error) {
+func (st Incidents) AdvanceAppliedSeq(ctx context.Context, from, to uint64) (uint64, error) {
 	switch {
 	case to < from:
 		return from, incidentlib.Errorf(incidentlib.EINVALID, "the position %d is below the stored position %d", to, from)
 	case to == from:
 		return from, nil
 	}
-	err := db.update(ctx, func(w *writeTx) error {
+	err := st.db.update(ctx, func(w *writeTx) error {
 		meta := w.tx.Bucket(bucketMeta)
 		if cur := getU64(meta.Get(metaFollowSeq)); cur != from {
 			return incidentlib.Errorf(incidentlib.ECONFLICT,

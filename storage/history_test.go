@@ -23,14 +23,14 @@ import (
 // is a DRAFT (opts checked on the first write).
 func wrReview(ctx context.Context, db *storage.DB, id, reviewer string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
 	ctx = incidentlib.WithIdentity(ctx, incidentlib.Identity{Name: reviewer, Role: incidentlib.RoleReviewer})
-	incs, err := db.FindIncidentsByIDs(ctx, []string{id})
+	incs, err := db.Incidents().FindIncidentsByIDs(ctx, []string{id})
 	if err == nil && incs[0] != nil && incs[0].State() == incidentlib.ReviewDraft {
-		if _, err := db.SubmitForReview(ctx, id, opts); err != nil {
+		if _, err := db.Incidents().SubmitForReview(ctx, id, opts); err != nil {
 			return nil, err
 		}
 		opts = incidentlib.WriteOptions{}
 	}
-	return db.DecideReview(ctx, id, incidentlib.DecisionApprove, "", opts)
+	return db.Incidents().DecideReview(ctx, id, incidentlib.DecisionApprove, "", opts)
 }
 
 func asUser(name string, role incidentlib.Role) context.Context {
@@ -39,7 +39,7 @@ func asUser(name string, role incidentlib.Role) context.Context {
 
 func hsHistory(tb testing.TB, db *storage.DB, id string) []*incidentlib.IncidentVersion {
 	tb.Helper()
-	p, err := db.History(context.Background(), id, incidentlib.MaxPageSize, 0)
+	p, err := db.Versions().History(context.Background(), id, incidentlib.MaxPageSize, 0)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestHistoryVersions(t *testing.T) {
 	lee := asUser("lee", incidentlib.RoleEditor)
 	in := wrIncident("IL-0001", "Acme", "acme", "first")
 	in.Review.WrittenBy = "someone else"
-	v1, err := db.UpsertIncident(kim, in, incidentlib.WriteOptions{})
+	v1, err := db.Incidents().UpsertIncident(kim, in, incidentlib.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestHistoryVersions(t *testing.T) {
 	}
 	in2 := wrIncident("IL-0001", "Acme", "acme", "second")
 	in2.Lessons.Ko = "교훈"
-	v2, err := db.UpsertIncident(lee, in2, incidentlib.WriteOptions{ExpectedVersion: wrPtr(1)})
+	v2, err := db.Incidents().UpsertIncident(lee, in2, incidentlib.WriteOptions{ExpectedVersion: wrPtr(1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,10 +85,10 @@ func TestHistoryVersions(t *testing.T) {
 		t.Fatalf("second version: %+v", v2)
 	}
 	t.Run("StaleVersionConflicts", func(t *testing.T) {
-		seq := db.Seq()
-		_, err := db.UpsertIncident(lee, wrIncident("IL-0001", "Acme", "acme", "third"), incidentlib.WriteOptions{ExpectedVersion: wrPtr(1)})
-		if incidentlib.ErrorCode(err) != incidentlib.ECONFLICT || db.Seq() != seq {
-			t.Fatalf("%v; seq %d -> %d", err, seq, db.Seq())
+		seq := db.Incidents().Seq()
+		_, err := db.Incidents().UpsertIncident(lee, wrIncident("IL-0001", "Acme", "acme", "third"), incidentlib.WriteOptions{ExpectedVersion: wrPtr(1)})
+		if incidentlib.ErrorCode(err) != incidentlib.ECONFLICT || db.Incidents().Seq() != seq {
+			t.Fatalf("%v; seq %d -> %d", err, seq, db.Incidents().Seq())
 		}
 	})
 	h := hsHistory(t, db, "IL-0001")
@@ -103,7 +103,7 @@ func TestHistoryVersions(t *testing.T) {
 	}
 	for _, v := range []*incidentlib.Incident{v1, v2} {
 		want, _ := json.Marshal(v)
-		got, err := db.IncidentVersion(context.Background(), "IL-0001", v.CurrentVersion())
+		got, err := db.Versions().IncidentVersion(context.Background(), "IL-0001", v.CurrentVersion())
 		if err != nil || got == nil || string(got.Record) != string(want) {
 			t.Fatalf("version %d: %s, want %s (%v)", v.CurrentVersion(), got.Record, want, err)
 		}
@@ -119,8 +119,8 @@ func TestDeleteRestore(t *testing.T) {
 	src.Related = []string{"IL-0001"}
 	src.RecurrenceOf = "IL-0001"
 	wrUpsert(t, db, src)
-	before, _ := db.IncidentVersion(ctx, "IL-0001", 1)
-	res, err := db.DeleteIncident(ctx, "IL-0001", incidentlib.WriteOptions{ExpectedVersion: wrPtr(1)})
+	before, _ := db.Versions().IncidentVersion(ctx, "IL-0001", 1)
+	res, err := db.Incidents().DeleteIncident(ctx, "IL-0001", incidentlib.WriteOptions{ExpectedVersion: wrPtr(1)})
 	if err != nil || !slices.Equal(res.Unlinked, []string{"IL-0002"}) {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -130,18 +130,18 @@ func TestDeleteRestore(t *testing.T) {
 	if n := wrCount(t, db, incidentlib.IncidentFilter{}); n != 1 {
 		t.Fatalf("%d incidents listed", n)
 	}
-	gone, tomb, err := db.DeletedIncident(ctx, "IL-0001")
+	gone, tomb, err := db.Versions().DeletedIncident(ctx, "IL-0001")
 	if err != nil || tomb == nil || tomb.Version != 2 || tomb.Author != "kim" || gone.Title.En != "target" {
 		t.Fatalf("deleted: %+v %+v %v", gone, tomb, err)
 	}
 	t.Run("UpsertOfDeletedConflicts", func(t *testing.T) {
-		seq := db.Seq()
-		_, err := db.UpsertIncident(ctx, wrIncident("IL-0001", "Acme", "acme", "again"), incidentlib.WriteOptions{})
-		if incidentlib.ErrorCode(err) != incidentlib.ECONFLICT || db.Seq() != seq {
+		seq := db.Incidents().Seq()
+		_, err := db.Incidents().UpsertIncident(ctx, wrIncident("IL-0001", "Acme", "acme", "again"), incidentlib.WriteOptions{})
+		if incidentlib.ErrorCode(err) != incidentlib.ECONFLICT || db.Incidents().Seq() != seq {
 			t.Fatalf("%v", err)
 		}
 	})
-	got, err := db.RestoreIncident(ctx, "IL-0001", 1, "wrongly deleted", incidentlib.WriteOptions{ExpectedVersion: wrPtr(2)})
+	got, err := db.Incidents().RestoreIncident(ctx, "IL-0001", 1, "wrongly deleted", incidentlib.WriteOptions{ExpectedVersion: wrPtr(2)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestDeleteRestore(t *testing.T) {
 	}
 	t.Run("RestoreOldVersion", func(t *testing.T) {
 		wrUpsert(t, db, wrIncident("IL-0001", "Acme", "acme", "changed"))
-		got, err := db.RestoreIncident(ctx, "IL-0001", 1, "", incidentlib.WriteOptions{})
+		got, err := db.Incidents().RestoreIncident(ctx, "IL-0001", 1, "", incidentlib.WriteOptions{})
 		if err != nil || got.Title.En != "target" || got.Version != 5 {
 			t.Fatalf("%+v %v", got, err)
 		}
@@ -174,31 +174,31 @@ func TestReviewWorkflow(t *testing.T) {
 	db := wrOpen(t, true)
 	kim := asUser("kim", incidentlib.RoleReviewer)
 	lee := asUser("lee", incidentlib.RoleReviewer)
-	if _, err := db.UpsertIncident(kim, wrIncident("IL-0001", "Acme", "acme", "t"), incidentlib.WriteOptions{}); err != nil {
+	if _, err := db.Incidents().UpsertIncident(kim, wrIncident("IL-0001", "Acme", "acme", "t"), incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	refused := func(t *testing.T, code string, fn func() error) {
 		t.Helper()
-		seq := db.Seq()
-		if err := fn(); incidentlib.ErrorCode(err) != code || db.Seq() != seq {
+		seq := db.Incidents().Seq()
+		if err := fn(); incidentlib.ErrorCode(err) != code || db.Incidents().Seq() != seq {
 			t.Fatalf("%v, want %s and nothing written", err, code)
 		}
 	}
 	refused(t, incidentlib.EINVALIDSTATE, func() error {
-		_, err := db.DecideReview(lee, "IL-0001", incidentlib.DecisionApprove, "", incidentlib.WriteOptions{})
+		_, err := db.Incidents().DecideReview(lee, "IL-0001", incidentlib.DecisionApprove, "", incidentlib.WriteOptions{})
 		return err
 	})
-	if _, err := db.SubmitForReview(kim, "IL-0001", incidentlib.WriteOptions{ExpectedVersion: wrPtr(1)}); err != nil {
+	if _, err := db.Incidents().SubmitForReview(kim, "IL-0001", incidentlib.WriteOptions{ExpectedVersion: wrPtr(1)}); err != nil {
 		t.Fatal(err)
 	}
 	refused(t, incidentlib.ESELFREVIEW, func() error {
-		_, err := db.DecideReview(kim, "IL-0001", incidentlib.DecisionApprove, "", incidentlib.WriteOptions{})
+		_, err := db.Incidents().DecideReview(kim, "IL-0001", incidentlib.DecisionApprove, "", incidentlib.WriteOptions{})
 		return err
 	})
 	if n := wrCount(t, db, incidentlib.IncidentFilter{ReviewStates: []incidentlib.ReviewState{incidentlib.ReviewInReview}}); n != 1 {
 		t.Fatalf("IN_REVIEW lists %d", n)
 	}
-	got, err := db.DecideReview(lee, "IL-0001", incidentlib.DecisionApprove, "checked the sources", incidentlib.WriteOptions{ExpectedVersion: wrPtr(2)})
+	got, err := db.Incidents().DecideReview(lee, "IL-0001", incidentlib.DecisionApprove, "checked the sources", incidentlib.WriteOptions{ExpectedVersion: wrPtr(2)})
 	if err != nil || got.State() != incidentlib.ReviewReviewed || got.Review.ReviewedBy != "lee" || got.Version != 3 {
 		t.Fatalf("%+v %v", got, err)
 	}
@@ -206,29 +206,29 @@ func TestReviewWorkflow(t *testing.T) {
 		t.Fatalf("reviewed lists %d", n)
 	}
 	// An edit returns it to DRAFT.
-	edited, err := db.UpsertIncident(lee, wrIncident("IL-0001", "Acme", "acme", "t2"), incidentlib.WriteOptions{})
+	edited, err := db.Incidents().UpsertIncident(lee, wrIncident("IL-0001", "Acme", "acme", "t2"), incidentlib.WriteOptions{})
 	if err != nil || edited.State() != incidentlib.ReviewDraft || edited.Review.ReviewedAt != "" {
 		t.Fatalf("%+v %v", edited, err)
 	}
-	if _, err := db.SubmitForReview(lee, "IL-0001", incidentlib.WriteOptions{}); err != nil {
+	if _, err := db.Incidents().SubmitForReview(lee, "IL-0001", incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// lee wrote a version since the last approval.
 	refused(t, incidentlib.ESELFREVIEW, func() error {
-		_, err := db.DecideReview(lee, "IL-0001", incidentlib.DecisionApprove, "", incidentlib.WriteOptions{})
+		_, err := db.Incidents().DecideReview(lee, "IL-0001", incidentlib.DecisionApprove, "", incidentlib.WriteOptions{})
 		return err
 	})
-	if got, err := db.DecideReview(lee, "IL-0001", incidentlib.DecisionDispute, "a source contradicts it", incidentlib.WriteOptions{}); err != nil || got.State() != incidentlib.ReviewDisputed {
+	if got, err := db.Incidents().DecideReview(lee, "IL-0001", incidentlib.DecisionDispute, "a source contradicts it", incidentlib.WriteOptions{}); err != nil || got.State() != incidentlib.ReviewDisputed {
 		t.Fatalf("%+v %v", got, err)
 	}
 	wrUpsert(t, db, wrIncident("IL-0002", "Acme", "acme", "other"))
-	if _, err := db.WithdrawIncident(kim, "IL-0001", "a hoax", incidentlib.WriteOptions{}); err != nil {
+	if _, err := db.Incidents().WithdrawIncident(kim, "IL-0001", "a hoax", incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if n := wrCount(t, db, incidentlib.IncidentFilter{}); n != 1 {
 		t.Fatalf("a withdrawn incident is listed: %d", n)
 	}
-	if c, err := db.CountIncidentsBy(context.Background(), []incidentlib.CountKey{{Kind: incidentlib.CountKindOrganization, Slug: "acme"}}); err != nil || c[0] != 1 {
+	if c, err := db.Incidents().CountIncidentsBy(context.Background(), []incidentlib.CountKey{{Kind: incidentlib.CountKindOrganization, Slug: "acme"}}); err != nil || c[0] != 1 {
 		t.Fatalf("the organization counts %v (%v), want 1: the withdrawn incident left", c, err)
 	}
 	if n := wrCount(t, db, incidentlib.IncidentFilter{ReviewStates: []incidentlib.ReviewState{incidentlib.ReviewWithdrawn}}); n != 1 {
@@ -238,7 +238,7 @@ func TestReviewWorkflow(t *testing.T) {
 		t.Fatal("a withdrawn incident is not readable by id")
 	}
 	refused(t, incidentlib.EINVALIDSTATE, func() error {
-		_, err := db.WithdrawIncident(kim, "IL-0001", "again", incidentlib.WriteOptions{})
+		_, err := db.Incidents().WithdrawIncident(kim, "IL-0001", "again", incidentlib.WriteOptions{})
 		return err
 	})
 	h := hsHistory(t, db, "IL-0001")
@@ -254,7 +254,7 @@ func TestReviewWorkflow(t *testing.T) {
 	wrClean(t, db)
 	t.Run("AllowSelfReview", func(t *testing.T) {
 		db := wrOpenWith(t, storage.Options{NoSync: true, AllowSelfReview: true})
-		if _, err := db.UpsertIncident(kim, wrIncident("IL-0001", "Acme", "acme", "t"), incidentlib.WriteOptions{}); err != nil {
+		if _, err := db.Incidents().UpsertIncident(kim, wrIncident("IL-0001", "Acme", "acme", "t"), incidentlib.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := wrReview(kim, db, "IL-0001", "kim", incidentlib.WriteOptions{}); err != nil {
@@ -268,18 +268,18 @@ func TestPurgeVersion(t *testing.T) {
 	ctx := asUser("root", incidentlib.RoleAdmin)
 	wrUpsert(t, db, wrIncident("IL-0001", "Acme", "acme", "libel"))
 	wrUpsert(t, db, wrIncident("IL-0001", "Acme", "acme", "fixed"))
-	if _, err := db.PurgeVersion(ctx, "IL-0001", 2, "current"); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
+	if _, err := db.Incidents().PurgeVersion(ctx, "IL-0001", 2, "current"); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
 		t.Fatalf("purging the current version: %v", err)
 	}
-	e, err := db.PurgeVersion(ctx, "IL-0001", 1, "takedown request")
+	e, err := db.Incidents().PurgeVersion(ctx, "IL-0001", 1, "takedown request")
 	if err != nil || e.Action != incidentlib.ActionPurge || e.Version != 3 || e.Target != 1 {
 		t.Fatalf("%+v %v", e, err)
 	}
-	v1, _ := db.IncidentVersion(ctx, "IL-0001", 1)
+	v1, _ := db.Versions().IncidentVersion(ctx, "IL-0001", 1)
 	if v1 == nil || v1.Record != nil {
 		t.Fatalf("purged version still has its record: %+v", v1)
 	}
-	if _, err := db.RestoreIncident(ctx, "IL-0001", 1, "", incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) != incidentlib.ENOTFOUND {
+	if _, err := db.Incidents().RestoreIncident(ctx, "IL-0001", 1, "", incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) != incidentlib.ENOTFOUND {
 		t.Fatalf("restore of a purged version: %v", err)
 	}
 	wrClean(t, db)
@@ -314,7 +314,7 @@ func TestUpgradeFromStoreBeforeHistory(t *testing.T) {
 	if after := wrExport(t, db); after != before {
 		t.Fatal("the upgrade changed the records")
 	}
-	incs, err := db.AllIncidents(context.Background())
+	incs, err := db.Incidents().AllIncidents(context.Background())
 	if err != nil || len(incs) != 5 {
 		t.Fatalf("%d incidents, %v", len(incs), err)
 	}
@@ -337,12 +337,12 @@ func TestUpgradeFromStoreBeforeHistory(t *testing.T) {
 	// The next edit is version 2.
 	inc := wrClone(t, incs[1])
 	inc.Title.En += " (edited)"
-	if got, err := db.UpsertIncident(context.Background(), inc, incidentlib.WriteOptions{ExpectedVersion: wrPtr(1)}); err != nil || got.Version != 2 {
+	if got, err := db.Incidents().UpsertIncident(context.Background(), inc, incidentlib.WriteOptions{ExpectedVersion: wrPtr(1)}); err != nil || got.Version != 2 {
 		t.Fatalf("%v %v", got, err)
 	}
 	wrClean(t, db)
 	// A replica following from 0 receives every version.
-	vs, err := db.VersionsSince(context.Background(), 0, 100)
+	vs, err := db.Versions().VersionsSince(context.Background(), 0, 100)
 	if err != nil || len(vs) != 6 {
 		t.Fatalf("%d versions, %v", len(vs), err)
 	}
@@ -376,20 +376,20 @@ func TestCompactHistory(t *testing.T) {
 		wrUpsert(t, db, wrIncident("IL-0001", "Acme", "acme", fmt.Sprint("v", i)))
 	}
 	wrUpsert(t, db, wrIncident("IL-0002", "Acme", "acme", "x"))
-	if _, err := db.DeleteIncident(ctx, "IL-0002", incidentlib.WriteOptions{}); err != nil {
+	if _, err := db.Incidents().DeleteIncident(ctx, "IL-0002", incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	n, err := db.CompactHistory(ctx, time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC))
+	n, err := db.Maintenance().CompactHistory(ctx, time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC))
 	if err != nil || n != 2 {
 		t.Fatalf("removed %d, %v", n, err)
 	}
 	if h := hsHistory(t, db, "IL-0001"); len(h) != 1 || h[0].Version != 3 {
 		t.Fatalf("history %+v", h)
 	}
-	if _, err := db.RestoreIncident(ctx, "IL-0002", 1, "", incidentlib.WriteOptions{}); err != nil {
+	if _, err := db.Incidents().RestoreIncident(ctx, "IL-0002", 1, "", incidentlib.WriteOptions{}); err != nil {
 		t.Fatalf("a deleted incident is no longer restorable: %v", err)
 	}
-	if _, err := db.VersionsSince(ctx, 0, 10); incidentlib.ErrorCode(err) != incidentlib.ESEQUENCECOMPACTED {
+	if _, err := db.Versions().VersionsSince(ctx, 0, 10); incidentlib.ErrorCode(err) != incidentlib.ESEQUENCECOMPACTED {
 		t.Fatalf("%v, want %s", err, incidentlib.ESEQUENCECOMPACTED)
 	}
 	wrClean(t, db)
@@ -428,18 +428,18 @@ func hsRandom(t *testing.T, steps int) {
 					in.Related = nil
 				}
 			}
-			inc, err = db.UpsertIncident(ctx, in, incidentlib.WriteOptions{})
+			inc, err = db.Incidents().UpsertIncident(ctx, in, incidentlib.WriteOptions{})
 		case r < 55:
-			inc, err = db.SubmitForReview(ctx, id, incidentlib.WriteOptions{})
+			inc, err = db.Incidents().SubmitForReview(ctx, id, incidentlib.WriteOptions{})
 		case r < 70:
 			d := []incidentlib.ReviewDecision{incidentlib.DecisionApprove, incidentlib.DecisionRequestChanges, incidentlib.DecisionDispute}[rng.IntN(3)]
-			inc, err = db.DecideReview(ctx, id, d, "", incidentlib.WriteOptions{})
+			inc, err = db.Incidents().DecideReview(ctx, id, d, "", incidentlib.WriteOptions{})
 		case r < 75:
-			inc, err = db.WithdrawIncident(ctx, id, "why", incidentlib.WriteOptions{})
+			inc, err = db.Incidents().WithdrawIncident(ctx, id, "why", incidentlib.WriteOptions{})
 		case r < 87:
-			_, err = db.DeleteIncident(ctx, id, incidentlib.WriteOptions{})
+			_, err = db.Incidents().DeleteIncident(ctx, id, incidentlib.WriteOptions{})
 		default:
-			inc, err = db.RestoreIncident(ctx, id, 1+rng.IntN(4), "", incidentlib.WriteOptions{})
+			inc, err = db.Incidents().RestoreIncident(ctx, id, 1+rng.IntN(4), "", incidentlib.WriteOptions{})
 		}
 		switch incidentlib.ErrorCode(err) {
 		case "", incidentlib.ENOTFOUND, incidentlib.ECONFLICT, incidentlib.EINVALIDSTATE, incidentlib.ESELFREVIEW, incidentlib.EINVALID:
@@ -453,7 +453,7 @@ func hsRandom(t *testing.T, steps int) {
 	wrClean(t, db)
 	for id, vs := range written {
 		for v, rec := range vs {
-			got, err := db.IncidentVersion(context.Background(), id, v)
+			got, err := db.Versions().IncidentVersion(context.Background(), id, v)
 			if err != nil || got == nil || string(got.Record) != rec {
 				t.Fatalf("%s version %d reads %s, want %s (%v)", id, v, got.Record, rec, err)
 			}
@@ -474,32 +474,32 @@ func TestHistoryExportRoundTrip(t *testing.T) {
 		if i > 1 {
 			in.Related = []string{"IL-0001"}
 		}
-		if _, err := src.UpsertIncident(kim, in, incidentlib.WriteOptions{}); err != nil {
+		if _, err := src.Incidents().UpsertIncident(kim, in, incidentlib.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := src.UpsertIncident(lee, wrIncident("IL-0002", "Acme", "acme", "edited <&>"), incidentlib.WriteOptions{}); err != nil {
+	if _, err := src.Incidents().UpsertIncident(lee, wrIncident("IL-0002", "Acme", "acme", "edited <&>"), incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := wrReview(context.Background(), src, "IL-0002", "lee2", incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.DeleteIncident(kim, "IL-0003", incidentlib.WriteOptions{}); err != nil {
+	if _, err := src.Incidents().DeleteIncident(kim, "IL-0003", incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.PurgeVersion(kim, "IL-0002", 1, "takedown"); err != nil {
+	if _, err := src.Incidents().PurgeVersion(kim, "IL-0002", 1, "takedown"); err != nil {
 		t.Fatal(err)
 	}
 	var a bytes.Buffer
-	if err := src.ExportHistory(context.Background(), &a); err != nil {
+	if err := src.Versions().ExportHistory(context.Background(), &a); err != nil {
 		t.Fatal(err)
 	}
 	dst := wrOpen(t, true)
-	if n, err := dst.ImportHistory(context.Background(), bytes.NewReader(a.Bytes())); err != nil || n != 4 {
+	if n, err := dst.Versions().ImportHistory(context.Background(), bytes.NewReader(a.Bytes())); err != nil || n != 4 {
 		t.Fatalf("imported %d, %v", n, err)
 	}
 	var b bytes.Buffer
-	if err := dst.ExportHistory(context.Background(), &b); err != nil {
+	if err := dst.Versions().ExportHistory(context.Background(), &b); err != nil {
 		t.Fatal(err)
 	}
 	if a.String() != b.String() {
@@ -509,8 +509,8 @@ func TestHistoryExportRoundTrip(t *testing.T) {
 		t.Fatal("the plain exports differ")
 	}
 	wrClean(t, dst)
-	seq := dst.Seq()
-	if _, err := dst.ImportHistory(context.Background(), bytes.NewReader(a.Bytes())); incidentlib.ErrorCode(err) != incidentlib.ECONFLICT || dst.Seq() != seq {
+	seq := dst.Incidents().Seq()
+	if _, err := dst.Versions().ImportHistory(context.Background(), bytes.NewReader(a.Bytes())); incidentlib.ErrorCode(err) != incidentlib.ECONFLICT || dst.Incidents().Seq() != seq {
 		t.Fatalf("a second import: %v", err)
 	}
 	// A plain export round-trips with the new members (version,
@@ -524,7 +524,7 @@ func TestHistoryExportRoundTrip(t *testing.T) {
 		}
 		incs = append(incs, &inc)
 	}
-	if _, err := plain.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+	if _, err := plain.Incidents().ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 		t.Fatal(err)
 	}
 	if wrExport(t, plain) != wrExport(t, src) {
@@ -543,12 +543,12 @@ func TestImportKeepsHistoryMembers(t *testing.T) {
 	v2 := wrUpsert(t, db, wrIncident("IL-0001", "Acme", "acme", "b"))
 	in := wrClone(t, v2)
 	in.Version, in.CreatedAt, in.ReviewState = 0, "", ""
-	res, err := db.ImportIncidents(ctx, []*incidentlib.Incident{in}, incidentlib.ImportOptions{KeepUpdatedAt: true})
+	res, err := db.Incidents().ImportIncidents(ctx, []*incidentlib.Incident{in}, incidentlib.ImportOptions{KeepUpdatedAt: true})
 	if err != nil || res.Unchanged != 1 {
 		t.Fatalf("%+v %v", res, err)
 	}
 	in.Title.En = "c"
-	if _, err := db.ImportIncidents(ctx, []*incidentlib.Incident{in}, incidentlib.ImportOptions{}); err != nil {
+	if _, err := db.Incidents().ImportIncidents(ctx, []*incidentlib.Incident{in}, incidentlib.ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	got := wrGet(t, db, "IL-0001")
@@ -568,10 +568,10 @@ func TestChangesCarryVersions(t *testing.T) {
 	wrUpsert(t, db, wrIncident("IL-0001", "Acme", "acme", "a"))
 	wrUpsert(t, db, wrIncident("IL-0001", "Acme", "acme", "b"))
 	wrUpsert(t, db, wrIncident("IL-0002", "Acme", "acme", "a"))
-	if _, err := db.DeleteIncident(context.Background(), "IL-0002", incidentlib.WriteOptions{}); err != nil {
+	if _, err := db.Incidents().DeleteIncident(context.Background(), "IL-0002", incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cs, err := db.ChangesSince(context.Background(), 0, 10)
+	cs, err := db.Incidents().ChangesSince(context.Background(), 0, 10)
 	if err != nil || len(cs) != 2 {
 		t.Fatalf("%+v %v", cs, err)
 	}
@@ -588,10 +588,10 @@ func TestMergeWritesVersions(t *testing.T) {
 	b := wrIncident("IL-0002", "Acme", "acme", "b")
 	b.Related = []string{"IL-0003"}
 	incs := []*incidentlib.Incident{wrIncident("IL-0001", "Acme", "acme", "a"), wrIncident("IL-0003", "Acme", "acme", "c"), b}
-	if _, err := db.ImportIncidents(ctx, incs, incidentlib.ImportOptions{}); err != nil {
+	if _, err := db.Incidents().ImportIncidents(ctx, incs, incidentlib.ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.ImportIncidents(ctx, incs[:1], incidentlib.ImportOptions{Merges: map[string]string{"IL-0003": "IL-0001"}}); err != nil {
+	if _, err := db.Incidents().ImportIncidents(ctx, incs[:1], incidentlib.ImportOptions{Merges: map[string]string{"IL-0003": "IL-0001"}}); err != nil {
 		t.Fatal(err)
 	}
 	h := hsHistory(t, db, "IL-0003")

@@ -29,14 +29,14 @@ type hgLine struct {
 func hgExport(t *testing.T) hgLine {
 	t.Helper()
 	src := wrOpen(t, true)
-	if _, err := src.UpsertIncident(asUser("kim", incidentlib.RoleEditor), wrIncident("IL-0001", "Acme", "acme", "one"), incidentlib.WriteOptions{}); err != nil {
+	if _, err := src.Incidents().UpsertIncident(asUser("kim", incidentlib.RoleEditor), wrIncident("IL-0001", "Acme", "acme", "one"), incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.UpsertIncident(asUser("lee", incidentlib.RoleEditor), wrIncident("IL-0001", "Acme", "acme", "two"), incidentlib.WriteOptions{}); err != nil {
+	if _, err := src.Incidents().UpsertIncident(asUser("lee", incidentlib.RoleEditor), wrIncident("IL-0001", "Acme", "acme", "two"), incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := src.ExportHistory(context.Background(), &buf); err != nil {
+	if err := src.Versions().ExportHistory(context.Background(), &buf); err != nil {
 		t.Fatal(err)
 	}
 	var l hgLine
@@ -121,22 +121,22 @@ func TestImportHistoryGrammar(t *testing.T) {
 			c.change(&l)
 			line := append(hgJSON(l), '\n')
 			dst := wrOpen(t, true)
-			seq := dst.Seq()
-			_, err := dst.ImportHistory(context.Background(), bytes.NewReader(line))
+			seq := dst.Incidents().Seq()
+			_, err := dst.Versions().ImportHistory(context.Background(), bytes.NewReader(line))
 			if incidentlib.ErrorCode(err) != incidentlib.EINVALID {
 				t.Fatalf("code %q: %v\n%s", incidentlib.ErrorCode(err), err, line)
 			}
 			if msg := err.Error(); !strings.Contains(msg, fmt.Sprintf("version %d", c.version)) {
 				t.Fatalf("the error does not name version %d: %v", c.version, err)
 			}
-			if dst.Seq() != seq || wrExport(t, dst) != "" {
+			if dst.Incidents().Seq() != seq || wrExport(t, dst) != "" {
 				t.Fatal("a refused import wrote")
 			}
 		})
 	}
 	t.Run("Unchanged", func(t *testing.T) {
 		dst := wrOpen(t, true)
-		if _, err := dst.ImportHistory(context.Background(), bytes.NewReader(hgJSON(hgExport(t)))); err != nil {
+		if _, err := dst.Versions().ImportHistory(context.Background(), bytes.NewReader(hgJSON(hgExport(t)))); err != nil {
 			t.Fatal(err)
 		}
 		wrClean(t, dst)
@@ -150,41 +150,41 @@ func TestImportHistoryGrammar(t *testing.T) {
 func TestImportHistoryCompacted(t *testing.T) {
 	src := wrOpen(t, true)
 	for _, title := range []string{"one", "two", "three"} {
-		if _, err := src.UpsertIncident(asUser("kim", incidentlib.RoleEditor), wrIncident("IL-0001", "Acme", "acme", title), incidentlib.WriteOptions{}); err != nil {
+		if _, err := src.Incidents().UpsertIncident(asUser("kim", incidentlib.RoleEditor), wrIncident("IL-0001", "Acme", "acme", title), incidentlib.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n, err := src.CompactHistory(context.Background(), time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)); err != nil || n != 2 {
+	if n, err := src.Maintenance().CompactHistory(context.Background(), time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)); err != nil || n != 2 {
 		t.Fatalf("compacted %d: %v", n, err)
 	}
 	wrClean(t, src)
 	var a bytes.Buffer
-	if err := src.ExportHistory(context.Background(), &a); err != nil {
+	if err := src.Versions().ExportHistory(context.Background(), &a); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(a.String(), `"gaps":true`) {
 		t.Fatalf("no gaps mark: %s", a.String())
 	}
 	dst := wrOpen(t, true)
-	if _, err := dst.ImportHistory(context.Background(), bytes.NewReader(a.Bytes())); err != nil {
+	if _, err := dst.Versions().ImportHistory(context.Background(), bytes.NewReader(a.Bytes())); err != nil {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := dst.ExportHistory(context.Background(), &b); err != nil || b.String() != a.String() {
+	if err := dst.Versions().ExportHistory(context.Background(), &b); err != nil || b.String() != a.String() {
 		t.Fatalf("%v:\n%s\n%s", err, a.String(), b.String())
 	}
 	unmarked := strings.Replace(a.String(), `,"gaps":true`, "", 1)
-	if _, err := wrOpen(t, true).ImportHistory(context.Background(), strings.NewReader(unmarked)); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
+	if _, err := wrOpen(t, true).Versions().ImportHistory(context.Background(), strings.NewReader(unmarked)); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
 		t.Fatalf("an unmarked history from version 3: %v", err)
 	}
 	l := hgExport(t)
 	l.History[1]["at"] = hgJSON("2000-01-01T00:00:00Z")
-	if _, err := wrOpen(t, true).ImportHistory(context.Background(), bytes.NewReader(hgJSON(l))); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
+	if _, err := wrOpen(t, true).Versions().ImportHistory(context.Background(), bytes.NewReader(hgJSON(l))); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
 		t.Fatalf("times back without the mark: %v", err)
 	}
 	l.Unordered = true
 	dst = wrOpen(t, true)
-	if _, err := dst.ImportHistory(context.Background(), bytes.NewReader(hgJSON(l))); err != nil {
+	if _, err := dst.Versions().ImportHistory(context.Background(), bytes.NewReader(hgJSON(l))); err != nil {
 		t.Fatalf("times back with the mark: %v", err)
 	}
 	wrClean(t, dst) // check allows what the import allowed
@@ -227,14 +227,14 @@ func TestCheckHistoryGrammar(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			db := wrOpen(t, true)
-			if _, err := db.UpsertIncident(asUser("kim", incidentlib.RoleEditor), wrIncident("IL-0001", "Acme", "acme", "one"), incidentlib.WriteOptions{}); err != nil {
+			if _, err := db.Incidents().UpsertIncident(asUser("kim", incidentlib.RoleEditor), wrIncident("IL-0001", "Acme", "acme", "one"), incidentlib.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			wrClean(t, db)
 			if err := db.Bolt().Update(c.edit); err != nil {
 				t.Fatal(err)
 			}
-			problems, err := db.Check(context.Background())
+			problems, err := db.Maintenance().Check(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -256,7 +256,7 @@ func TestImportRecordsMemberGrammar(t *testing.T) {
 	ok := wrIncident("IL-0001", "Acme", "acme", "one")
 	bad := wrIncident("IL-0002", "Acme", "acme", "two")
 	bad.Sources = []incidentlib.Source{{URL: "https://a.example/1"}, {URL: "https://a.example/2", Extra: incidentlib.Extra{"url": json.RawMessage(`"javascript:alert(1)"`)}}}
-	_, err := db.ImportIncidents(context.Background(), []*incidentlib.Incident{ok, bad}, incidentlib.ImportOptions{})
+	_, err := db.Incidents().ImportIncidents(context.Background(), []*incidentlib.Incident{ok, bad}, incidentlib.ImportOptions{})
 	found := false
 	for _, e := range incidentlib.ErrorList(err) {
 		if e.Code == incidentlib.EINVALID && strings.HasSuffix(strings.Join(e.Field, "."), "sources.1.url") {

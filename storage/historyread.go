@@ -17,7 +17,7 @@ import (
 
 // History returns one page of the history of id, newest first; see
 // incidentlib.HistoryService.
-func (db *DB) History(ctx context.Context, id string, first, after int) (*incidentlib.VersionPage, error) {
+func (st Versions) History(ctx context.Context, id string, first, after int) (*incidentlib.VersionPage, error) {
 	n, err := parseIncidentID(id)
 	if err != nil {
 		return nil, err
@@ -26,10 +26,10 @@ func (db *DB) History(ctx context.Context, id string, first, after int) (*incide
 		return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"first"}, "first must be between 0 and %d, got %d", incidentlib.MaxPageSize, first)
 	}
 	page := &incidentlib.VersionPage{Versions: []*incidentlib.IncidentVersion{}}
-	if db.noHistory {
+	if st.db.noHistory {
 		return page, nil
 	}
-	err = db.view(ctx, func(tx *bolt.Tx) error {
+	err = st.db.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketHistory).Cursor()
 		prefix := u32key(n)
 		var keys [][]byte
@@ -66,16 +66,16 @@ func (db *DB) History(ctx context.Context, id string, first, after int) (*incide
 
 // IncidentVersion returns one version of id; see
 // incidentlib.HistoryService.
-func (db *DB) IncidentVersion(ctx context.Context, id string, version int) (*incidentlib.IncidentVersion, error) {
+func (st Versions) IncidentVersion(ctx context.Context, id string, version int) (*incidentlib.IncidentVersion, error) {
 	n, err := parseIncidentID(id)
 	if err != nil {
 		return nil, err
 	}
 	var out *incidentlib.IncidentVersion
-	if db.noHistory {
+	if st.db.noHistory {
 		return nil, nil
 	}
-	err = db.view(ctx, func(tx *bolt.Tx) error {
+	err = st.db.view(ctx, func(tx *bolt.Tx) error {
 		k := histKey(n, version)
 		v := tx.Bucket(bucketHistory).Get(k)
 		if v == nil || version < 1 {
@@ -93,17 +93,17 @@ func (db *DB) IncidentVersion(ctx context.Context, id string, version int) (*inc
 
 // DeletedIncident returns the last record of a deleted incident and its
 // tombstone; see incidentlib.HistoryService.
-func (db *DB) DeletedIncident(ctx context.Context, id string) (*incidentlib.Incident, *incidentlib.IncidentVersion, error) {
+func (st Versions) DeletedIncident(ctx context.Context, id string) (*incidentlib.Incident, *incidentlib.IncidentVersion, error) {
 	n, err := parseIncidentID(id)
 	if err != nil {
 		return nil, nil, err
 	}
 	var inc *incidentlib.Incident
 	var tomb *incidentlib.IncidentVersion
-	if db.noHistory {
+	if st.db.noHistory {
 		return nil, nil, nil
 	}
-	err = db.view(ctx, func(tx *bolt.Tx) error {
+	err = st.db.view(ctx, func(tx *bolt.Tx) error {
 		v, e, err := lastEntry(tx, n)
 		if err != nil || e == nil || !e.Deleted {
 			return err

@@ -13,14 +13,14 @@ import (
 // ImportIncidents validates every record and writes all of them in one
 // transaction, or none. Records identical to the stored ones are left
 // alone. Errors name the record by index in the Field path ("records", i).
-func (db *DB) ImportIncidents(ctx context.Context, incs []*incidentlib.Incident, opts incidentlib.ImportOptions) (*incidentlib.ImportResult, error) {
+func (st Incidents) ImportIncidents(ctx context.Context, incs []*incidentlib.Incident, opts incidentlib.ImportOptions) (*incidentlib.ImportResult, error) {
 	field := func(i int) []string { return []string{"records", strconv.Itoa(i)} }
 	var es incidentlib.Errors
 	seen := map[string]int{}
 	for i, inc := range incs {
 		// The one validation of a record from outside, the record size
 		// limit included (incidentlib.ValidateIncoming).
-		err := inc.ValidateIncoming(db.Taxonomy(), db.maxRecord, 0)
+		err := inc.ValidateIncoming(st.db.Taxonomies().Taxonomy(), st.db.maxRecord, 0)
 		for _, e := range incidentlib.ErrorList(err) {
 			es = append(es, &incidentlib.Error{Code: e.Code, Field: append(field(i), e.Field...),
 				Message: fmt.Sprintf("incident %s: %s", inc.ID, e.Message)})
@@ -35,7 +35,7 @@ func (db *DB) ImportIncidents(ctx context.Context, incs []*incidentlib.Incident,
 		return nil, es
 	}
 	res := &incidentlib.ImportResult{}
-	err := db.update(ctx, func(w *writeTx) error {
+	err := st.db.update(ctx, func(w *writeTx) error {
 		w.begin(ctx, incidentlib.ActionImport, incidentlib.AuthorImport) // the history's author and action
 		w.draft = opts.Draft
 		*res = incidentlib.ImportResult{}

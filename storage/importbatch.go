@@ -46,9 +46,9 @@ func (p *ImportProgress) String() string {
 // InterruptedImport returns the marker of a batched import that wrote some
 // of its batches and not its last one (it was killed, or a write failed),
 // or nil.
-func (db *DB) InterruptedImport(ctx context.Context) (*ImportProgress, error) {
+func (st Incidents) InterruptedImport(ctx context.Context) (*ImportProgress, error) {
 	var p *ImportProgress
-	err := db.view(ctx, func(tx *bolt.Tx) error {
+	err := st.db.view(ctx, func(tx *bolt.Tx) error {
 		p = importMarker(tx)
 		return nil
 	})
@@ -109,8 +109,8 @@ type BatchedImportOptions struct {
 // --db, which holds the file. Every batch but the last records the
 // import's progress in the store (InterruptedImport, and Check reports
 // it); the last removes the record.
-func (db *DB) NewBatchedImport(total int, opts BatchedImportOptions) *BatchedImport {
-	return &BatchedImport{db: db, total: total, opts: opts}
+func (st Incidents) NewBatchedImport(total int, opts BatchedImportOptions) *BatchedImport {
+	return &BatchedImport{db: st.db, total: total, opts: opts}
 }
 
 // Write writes one batch in one transaction; last says it is the import's

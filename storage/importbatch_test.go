@@ -16,7 +16,7 @@ func rec(id, org, slug string) *incidentlib.Incident {
 
 func checkAll(t *testing.T, db *storage.DB, incs ...*incidentlib.Incident) error {
 	t.Helper()
-	c := db.NewImportCheck(0)
+	c := db.Incidents().NewImportCheck(0)
 	var es incidentlib.Errors
 	for _, inc := range incs {
 		b, _ := json.Marshal(inc)
@@ -36,7 +36,7 @@ func TestImportCheck(t *testing.T) {
 	db := MustOpenDB(t)
 	stored := rec("IL-0001", "Acme", "acme")
 	stored.RecurrenceOf = ""
-	if _, err := db.ImportIncidents(ctx, []*incidentlib.Incident{stored, rec("IL-0002", "Beta", "beta")}, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+	if _, err := db.Incidents().ImportIncidents(ctx, []*incidentlib.Incident{stored, rec("IL-0002", "Beta", "beta")}, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -86,15 +86,15 @@ func TestBatchedImportMarker(t *testing.T) {
 	db := MustOpenDB(t)
 	a, b := rec("IL-0001", "Acme", "acme"), rec("IL-0002", "Acme", "acme")
 	a.Related = []string{"IL-0002"}
-	imp := db.NewBatchedImport(2, storage.BatchedImportOptions{KeepUpdatedAt: true})
+	imp := db.Incidents().NewBatchedImport(2, storage.BatchedImportOptions{KeepUpdatedAt: true})
 	if _, err := imp.Write(ctx, []*incidentlib.Incident{a}, false); err != nil {
 		t.Fatal(err)
 	}
-	p, err := db.InterruptedImport(ctx)
+	p, err := db.Incidents().InterruptedImport(ctx)
 	if err != nil || p == nil || p.Done != 1 || p.Total != 2 {
 		t.Fatalf("%+v %v", p, err)
 	}
-	problems, _ := db.Check(ctx)
+	problems, _ := db.Maintenance().Check(ctx)
 	if !strings.Contains(strings.Join(problems, "\n"), "an import was interrupted after 1 of 2 records; re-run it: imports are idempotent") {
 		t.Fatalf("check: %v", problems)
 	}
@@ -103,14 +103,14 @@ func TestBatchedImportMarker(t *testing.T) {
 	}
 	// Another import (the first stopped there) indexes what the first
 	// left unindexed, whatever its own records.
-	imp2 := db.NewBatchedImport(1, storage.BatchedImportOptions{KeepUpdatedAt: true})
+	imp2 := db.Incidents().NewBatchedImport(1, storage.BatchedImportOptions{KeepUpdatedAt: true})
 	if _, err := imp2.Write(ctx, []*incidentlib.Incident{b}, true); err != nil {
 		t.Fatal(err)
 	}
-	if p, _ := db.InterruptedImport(ctx); p != nil {
+	if p, _ := db.Incidents().InterruptedImport(ctx); p != nil {
 		t.Fatalf("marker left: %+v", p)
 	}
-	if problems, _ := db.Check(ctx); len(problems) != 0 {
+	if problems, _ := db.Maintenance().Check(ctx); len(problems) != 0 {
 		t.Fatalf("check: %v", problems)
 	}
 }

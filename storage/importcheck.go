@@ -36,8 +36,8 @@ type pendingLink struct {
 
 // NewImportCheck starts the checks of an import whose records may be up to
 // maxBytes bytes each (0: incidentlib.DefaultMaxRecordBytes).
-func (db *DB) NewImportCheck(maxBytes int) *ImportCheck {
-	return &ImportCheck{db: db, maxBytes: maxBytes, ids: roaring.New(), rec: map[uint32]uint32{},
+func (st Incidents) NewImportCheck(maxBytes int) *ImportCheck {
+	return &ImportCheck{db: st.db, maxBytes: maxBytes, ids: roaring.New(), rec: map[uint32]uint32{},
 		orgName: map[string]string{}, orgSlug: map[string]string{}}
 }
 
@@ -70,7 +70,7 @@ func (c *ImportCheck) add(inc *incidentlib.Incident, size int, validated bool) e
 		err = inc.Validate()
 	}
 	if err == nil {
-		err = inc.ValidateTerms(c.db.Taxonomy())
+		err = inc.ValidateTerms(c.db.Taxonomies().Taxonomy())
 	}
 	add(err)
 	n, ok := incidentlib.ParseID(inc.ID)

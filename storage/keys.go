@@ -104,25 +104,31 @@ func orderKey(ord byte, n uint32, k sortKey) []byte {
 	b := make([]byte, 0, 13)
 	switch ord {
 	case ordDateAsc, ordDateDesc:
-		if !k.dated {
-			return binary.BigEndian.AppendUint32(append(b, 1), n)
-		}
-		d := k.days
-		if ord == ordDateDesc {
-			d = ^d
-		}
-		b = binary.BigEndian.AppendUint32(append(b, 0), d)
+		return valueKey(b, k.dated, uint64(k.days), 4, ord == ordDateDesc, n)
 	case ordUpdAsc, ordUpdDesc:
-		if !k.hasUpd {
-			return binary.BigEndian.AppendUint32(append(b, 1), n)
-		}
-		u := k.updated
-		if ord == ordUpdDesc {
-			u = ^u
-		}
-		b = binary.BigEndian.AppendUint64(append(b, 0), u)
+		return valueKey(b, k.hasUpd, k.updated, 8, ord == ordUpdDesc, n)
 	case ordIDDesc:
 		return binary.BigEndian.AppendUint32(b, ^n)
+	}
+	return binary.BigEndian.AppendUint32(b, n)
+}
+
+// valueKey appends to b the order key of incident n by a value of width
+// bytes (4: the date's days, 8: updated_at): 0, the value (inverted when
+// desc), then the number; without a value, 1 and the number, so that
+// those come last either way.
+func valueKey(b []byte, has bool, v uint64, width int, desc bool, n uint32) []byte {
+	if !has {
+		return binary.BigEndian.AppendUint32(append(b, 1), n)
+	}
+	if desc {
+		v = ^v
+	}
+	b = append(b, 0)
+	if width == 4 {
+		b = binary.BigEndian.AppendUint32(b, uint32(v))
+	} else {
+		b = binary.BigEndian.AppendUint64(b, v)
 	}
 	return binary.BigEndian.AppendUint32(b, n)
 }

@@ -19,9 +19,9 @@ type Link struct {
 // UpstreamLinks lists, sorted, the links to incidents that are not in the
 // store: with Options.UpstreamLinks they resolve from an upstream library;
 // without it Check reports them as dangling.
-func (db *DB) UpstreamLinks(ctx context.Context) ([]Link, error) {
+func (st Incidents) UpstreamLinks(ctx context.Context) ([]Link, error) {
 	var out []Link
-	err := db.view(ctx, func(tx *bolt.Tx) error {
+	err := st.db.view(ctx, func(tx *bolt.Tx) error {
 		ib := tx.Bucket(bucketIncidents)
 		missing := func(id string) bool {
 			n, ok := incidentlib.ParseID(id)

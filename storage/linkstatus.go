@@ -12,9 +12,9 @@ import (
 
 // SourceURLs returns every source URL of the library with the ids of the
 // incidents that cite it (in id order), read in one transaction.
-func (db *DB) SourceURLs(ctx context.Context) (map[string][]string, error) {
+func (st Incidents) SourceURLs(ctx context.Context) (map[string][]string, error) {
 	out := map[string][]string{}
-	err := db.view(ctx, func(tx *bolt.Tx) error {
+	err := st.db.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketIncidents).Cursor()
 		i := 0
 		for k, _ := c.First(); k != nil; k, _ = c.Next() {
@@ -23,7 +23,7 @@ func (db *DB) SourceURLs(ctx context.Context) (map[string][]string, error) {
 					return ctxError(err)
 				}
 			}
-			inc, err := db.getIncident(tx, binary.BigEndian.Uint32(k))
+			inc, err := st.db.getIncident(tx, binary.BigEndian.Uint32(k))
 			if err != nil {
 				return err
 			}
@@ -45,9 +45,9 @@ func (db *DB) SourceURLs(ctx context.Context) (map[string][]string, error) {
 // not an edit of the account; the change is logged like any other, so
 // replicas receive it. Unknown ids are skipped. Returns how many incidents
 // were written.
-func (db *DB) RecordSourceChecks(ctx context.Context, ids []string, checks map[string]incidentlib.SourceCheck) (int, error) {
+func (st Incidents) RecordSourceChecks(ctx context.Context, ids []string, checks map[string]incidentlib.SourceCheck) (int, error) {
 	var written int
-	err := db.update(ctx, func(w *writeTx) error {
+	err := st.db.update(ctx, func(w *writeTx) error {
 		written = 0
 		for _, id := range ids {
 			n, ok := incidentlib.ParseID(id)

@@ -77,7 +77,7 @@ func (db *DB) match(tx *bolt.Tx, f incidentlib.IncidentFilter) (*matchSet, error
 		if slugs := lists[kind]; len(slugs) > 0 {
 			names := make([]string, len(slugs))
 			for i, s := range slugs {
-				names[i] = postTerm(kind, db.Taxonomy().Canonical(kind, s))
+				names[i] = postTerm(kind, db.Taxonomies().Taxonomy().Canonical(kind, s))
 			}
 			union(names)
 		}

@@ -22,7 +22,7 @@ func TestMemberStoreRefusesWritesWithoutLogPosition(t *testing.T) {
 	db := MustOpenDB(t)
 	incs := corpus(t, 3, 7)
 	mustImport(t, db, incs)
-	if _, err := db.UpsertIncident(ctx, incs[0], incidentlib.WriteOptions{}); err != nil {
+	if _, err := db.Incidents().UpsertIncident(ctx, incs[0], incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// A history to import, of incidents this store does not hold.
@@ -33,13 +33,13 @@ func TestMemberStoreRefusesWritesWithoutLogPosition(t *testing.T) {
 	}
 	mustImport(t, src, other)
 	var hist bytes.Buffer
-	if err := src.ExportHistory(context.Background(), &hist); err != nil {
+	if err := src.Versions().ExportHistory(context.Background(), &hist); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := db.CreateToken(ctx, "bot", incidentlib.RoleEditor, time.Time{}); err != nil {
+	if _, _, err := db.Tokens().CreateToken(ctx, "bot", incidentlib.RoleEditor, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.MarkLogged(context.Background()); err != nil {
+	if err := db.ClusterLog().MarkLogged(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	before, beforeHist := export(t, db), exportHistory(t, db)
@@ -50,48 +50,66 @@ func TestMemberStoreRefusesWritesWithoutLogPosition(t *testing.T) {
 	hash := sha256.Sum256([]byte("il_not-a-real-secret"))
 	org := incs[1].OrgSlug
 	calls := map[string]func() error{
-		"UpsertIncident": func() error { _, err := db.UpsertIncident(ctx, &edited, incidentlib.WriteOptions{}); return err },
-		"DeleteIncident": func() error { _, err := db.DeleteIncident(ctx, id, incidentlib.WriteOptions{}); return err },
+		"UpsertIncident": func() error {
+			_, err := db.Incidents().UpsertIncident(ctx, &edited, incidentlib.WriteOptions{})
+			return err
+		},
+		"DeleteIncident": func() error { _, err := db.Incidents().DeleteIncident(ctx, id, incidentlib.WriteOptions{}); return err },
 		"ImportIncidents": func() error {
-			_, err := db.ImportIncidents(ctx, []*incidentlib.Incident{&edited}, incidentlib.ImportOptions{})
+			_, err := db.Incidents().ImportIncidents(ctx, []*incidentlib.Incident{&edited}, incidentlib.ImportOptions{})
 			return err
 		},
-		"RestoreIncident": func() error { _, err := db.RestoreIncident(ctx, id, 1, "", incidentlib.WriteOptions{}); return err },
-		"SubmitForReview": func() error { _, err := db.SubmitForReview(ctx, id, incidentlib.WriteOptions{}); return err },
+		"RestoreIncident": func() error {
+			_, err := db.Incidents().RestoreIncident(ctx, id, 1, "", incidentlib.WriteOptions{})
+			return err
+		},
+		"SubmitForReview": func() error {
+			_, err := db.Incidents().SubmitForReview(ctx, id, incidentlib.WriteOptions{})
+			return err
+		},
 		"DecideReview": func() error {
-			_, err := db.DecideReview(ctx, id, incidentlib.DecisionApprove, "", incidentlib.WriteOptions{})
+			_, err := db.Incidents().DecideReview(ctx, id, incidentlib.DecisionApprove, "", incidentlib.WriteOptions{})
 			return err
 		},
-		"WithdrawIncident": func() error { _, err := db.WithdrawIncident(ctx, id, "a hoax", incidentlib.WriteOptions{}); return err },
-		"PurgeVersion":     func() error { _, err := db.PurgeVersion(ctx, id, 1, "a secret"); return err },
-		"ImportHistory":    func() error { _, err := db.ImportHistory(ctx, bytes.NewReader(hist.Bytes())); return err },
+		"WithdrawIncident": func() error {
+			_, err := db.Incidents().WithdrawIncident(ctx, id, "a hoax", incidentlib.WriteOptions{})
+			return err
+		},
+		"PurgeVersion":  func() error { _, err := db.Incidents().PurgeVersion(ctx, id, 1, "a secret"); return err },
+		"ImportHistory": func() error { _, err := db.Versions().ImportHistory(ctx, bytes.NewReader(hist.Bytes())); return err },
 		"CreateToken": func() error {
-			_, _, err := db.CreateToken(ctx, "bot2", incidentlib.RoleEditor, time.Time{})
+			_, _, err := db.Tokens().CreateToken(ctx, "bot2", incidentlib.RoleEditor, time.Time{})
 			return err
 		},
-		"RevokeToken": func() error { _, err := db.RevokeToken(ctx, "bot"); return err },
+		"RevokeToken": func() error { _, err := db.Tokens().RevokeToken(ctx, "bot"); return err },
 		"AddTerm": func() error {
-			_, err := db.AddTerm(ctx, "ada", incidentlib.Term{Kind: incidentlib.KindComponent, Slug: "new-thing", Label: incidentlib.Text{En: "New thing"}})
+			_, err := db.Taxonomies().AddTerm(ctx, "ada", incidentlib.Term{Kind: incidentlib.KindComponent, Slug: "new-thing", Label: incidentlib.Text{En: "New thing"}})
 			return err
 		},
 		"UpdateTerm": func() error {
-			_, err := db.UpdateTerm(ctx, "ada", incidentlib.KindComponent, "edge-cache", incidentlib.TermUpdate{Label: &incidentlib.Text{En: "Edge"}})
+			_, err := db.Taxonomies().UpdateTerm(ctx, "ada", incidentlib.KindComponent, "edge-cache", incidentlib.TermUpdate{Label: &incidentlib.Text{En: "Edge"}})
 			return err
 		},
 		"AddTermAliases": func() error {
-			_, err := db.AddTermAliases(ctx, "ada", incidentlib.KindComponent, "edge-cache", []string{"edge-caches"})
+			_, err := db.Taxonomies().AddTermAliases(ctx, "ada", incidentlib.KindComponent, "edge-cache", []string{"edge-caches"})
 			return err
 		},
 		"DeprecateTerm": func() error {
-			_, err := db.DeprecateTerm(ctx, "ada", incidentlib.KindComponent, "edge-cache", true)
+			_, err := db.Taxonomies().DeprecateTerm(ctx, "ada", incidentlib.KindComponent, "edge-cache", true)
 			return err
 		},
 		"AddOrganization": func() error {
-			_, err := db.AddOrganization(ctx, "ada", incidentlib.Organization{Slug: "new-org", Name: "New Org"})
+			_, err := db.Taxonomies().AddOrganization(ctx, "ada", incidentlib.Organization{Slug: "new-org", Name: "New Org"})
 			return err
 		},
-		"RenameOrganization": func() error { _, _, err := db.RenameOrganization(ctx, "ada", org, "A New Name"); return err },
-		"MergeOrganizations": func() error { _, err := db.MergeOrganizations(ctx, "ada", org, incs[2].OrgSlug); return err },
+		"RenameOrganization": func() error {
+			_, _, err := db.Taxonomies().RenameOrganization(ctx, "ada", org, "A New Name")
+			return err
+		},
+		"MergeOrganizations": func() error {
+			_, err := db.Taxonomies().MergeOrganizations(ctx, "ada", org, incs[2].OrgSlug)
+			return err
+		},
 	}
 	wt := reflect.TypeFor[incidentlib.Writer]()
 	for i := range wt.NumMethod() {
@@ -111,7 +129,7 @@ func TestMemberStoreRefusesWritesWithoutLogPosition(t *testing.T) {
 		})
 	}
 	t.Run("BatchedImport", func(t *testing.T) {
-		imp := db.NewBatchedImport(1, storage.BatchedImportOptions{KeepUpdatedAt: true})
+		imp := db.Incidents().NewBatchedImport(1, storage.BatchedImportOptions{KeepUpdatedAt: true})
 		_, err := imp.Write(context.Background(), []*incidentlib.Incident{&edited}, true)
 		if code := incidentlib.ErrorCode(err); code != incidentlib.EINTERNAL {
 			t.Fatalf("answered %v (%s), want INTERNAL", err, code)
@@ -126,17 +144,17 @@ func TestMemberStoreRefusesWritesWithoutLogPosition(t *testing.T) {
 	if seq := logSeq(t, db); seq != 0 {
 		t.Fatalf("the log position moved to %d", seq)
 	}
-	if toks, err := db.ListTokens(ctx); err != nil || len(toks) != 1 || !toks[0].Active(time.Now()) {
+	if toks, err := db.Tokens().ListTokens(ctx); err != nil || len(toks) != 1 || !toks[0].Active(time.Now()) {
 		t.Fatalf("tokens %v, %v: a refused token write was stored", toks, err)
 	}
 
 	// The same write under a log position, as the cluster's Applier runs
 	// it, is written.
 	lctx := incidentlib.WithLogPosition(ctx, incidentlib.LogPosition{Seq: 1, At: time.Now()})
-	if _, err := db.UpsertIncident(lctx, &edited, incidentlib.WriteOptions{}); err != nil {
+	if _, err := db.Incidents().UpsertIncident(lctx, &edited, incidentlib.WriteOptions{}); err != nil {
 		t.Fatalf("the write under a log position: %v", err)
 	}
-	if _, err := db.CreateTokenHash(incidentlib.WithLogPosition(ctx, incidentlib.LogPosition{Seq: 2, At: time.Now()}), "bot3", incidentlib.RoleEditor, hash[:], time.Time{}); err != nil {
+	if _, err := db.Tokens().CreateTokenHash(incidentlib.WithLogPosition(ctx, incidentlib.LogPosition{Seq: 2, At: time.Now()}), "bot3", incidentlib.RoleEditor, hash[:], time.Time{}); err != nil {
 		t.Fatalf("the token write under a log position: %v", err)
 	}
 	if seq := logSeq(t, db); seq != 2 {
@@ -147,7 +165,7 @@ func TestMemberStoreRefusesWritesWithoutLogPosition(t *testing.T) {
 func exportHistory(tb testing.TB, db *storage.DB) []byte {
 	tb.Helper()
 	var buf bytes.Buffer
-	if err := db.ExportHistory(context.Background(), &buf); err != nil {
+	if err := db.Versions().ExportHistory(context.Background(), &buf); err != nil {
 		tb.Fatal(err)
 	}
 	return buf.Bytes()

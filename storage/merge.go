@@ -135,11 +135,11 @@ func alias(tx *bolt.Tx, n uint32) (uint32, bool) {
 
 // AllIncidents reads every incident in one transaction, in id order (for
 // planning an import; never on a request's path).
-func (db *DB) AllIncidents(ctx context.Context) ([]*incidentlib.Incident, error) {
+func (st Incidents) AllIncidents(ctx context.Context) ([]*incidentlib.Incident, error) {
 	var out []*incidentlib.Incident
-	err := db.view(ctx, func(tx *bolt.Tx) error {
+	err := st.db.view(ctx, func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketIncidents).ForEach(func(k, _ []byte) error {
-			inc, err := db.getIncident(tx, binary.BigEndian.Uint32(k))
+			inc, err := st.db.getIncident(tx, binary.BigEndian.Uint32(k))
 			if err != nil {
 				return err
 			}

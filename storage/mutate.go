@@ -254,7 +254,7 @@ func validateExpected(opts incidentlib.WriteOptions) error {
 
 // UpsertIncident validates in and stores it in place of any earlier
 // version; see incidentlib.IncidentWriter.
-func (db *DB) UpsertIncident(ctx context.Context, in *incidentlib.Incident, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+func (st Incidents) UpsertIncident(ctx context.Context, in *incidentlib.Incident, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
 	if in == nil {
 		return nil, incidentlib.Errorf(incidentlib.EINVALID, "no incident given")
 	}
@@ -269,11 +269,11 @@ func (db *DB) UpsertIncident(ctx context.Context, in *incidentlib.Incident, opts
 	}
 	inc := *in
 	inc.UpdatedAt = ""
-	db.canonical(&inc) // aliases of terms (orgadmin.go)
+	st.db.canonical(&inc) // aliases of terms (orgadmin.go)
 	inc.Review.ReviewedAt, inc.Review.ReviewedBy = "", ""
 	// The one validation of records from outside, the record's size
 	// measured as its canonical IL-JSON.
-	es = append(es, incidentlib.ErrorList(inc.ValidateIncoming(db.Taxonomy(), db.maxRecord, 0))...)
+	es = append(es, incidentlib.ErrorList(inc.ValidateIncoming(st.db.Taxonomies().Taxonomy(), st.db.maxRecord, 0))...)
 	es = append(es, incidentlib.ErrorList(validateExpected(opts))...)
 	if len(es) > 0 {
 		return nil, es
@@ -281,7 +281,7 @@ func (db *DB) UpsertIncident(ctx context.Context, in *incidentlib.Incident, opts
 	n, _ := incidentlib.ParseID(inc.ID)
 	var rec incidentlib.Incident
 	var out *incidentlib.Incident
-	err := db.mutate(ctx, func(w *writeTx) error {
+	err := st.db.mutate(ctx, func(w *writeTx) error {
 		out = nil
 		old, err := w.expect(n, inc.ID, false, opts)
 		if err != nil {
@@ -315,7 +315,7 @@ func (db *DB) UpsertIncident(ctx context.Context, in *incidentlib.Incident, opts
 		if err := w.resolveMerged(&rec); err != nil { // organizations merged away (orgadmin.go)
 			return err
 		}
-		if err := rec.DeprecatedAdded(db.Taxonomy(), old); err != nil {
+		if err := rec.DeprecatedAdded(st.db.Taxonomies().Taxonomy(), old); err != nil {
 			return err
 		}
 		if err := w.checkOrgs(n, &rec); err != nil {
@@ -338,7 +338,7 @@ func (db *DB) UpsertIncident(ctx context.Context, in *incidentlib.Incident, opts
 
 // DeleteIncident removes an incident and every link to it; see
 // incidentlib.IncidentWriter.
-func (db *DB) DeleteIncident(ctx context.Context, id string, opts incidentlib.WriteOptions) (*incidentlib.DeleteResult, error) {
+func (st Incidents) DeleteIncident(ctx context.Context, id string, opts incidentlib.WriteOptions) (*incidentlib.DeleteResult, error) {
 	n, ok := incidentlib.ParseID(id)
 	if !ok {
 		return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"id"}, "id %q is not an incident id such as IL-0213", id)
@@ -348,7 +348,7 @@ func (db *DB) DeleteIncident(ctx context.Context, id string, opts incidentlib.Wr
 	}
 	var old *incidentlib.Incident
 	var res *incidentlib.DeleteResult
-	err := db.mutate(ctx, func(w *writeTx) error {
+	err := st.db.mutate(ctx, func(w *writeTx) error {
 		res = nil
 		var err error
 		old, err = w.expect(n, id, true, opts)
@@ -383,33 +383,4 @@ func (db *DB) DeleteIncident(ctx context.Context, id string, opts incidentlib.Wr
 		return nil, err
 	}
 	return res, nil
-}
-
-// LiveSize is how much live data the store holds.
-type LiveSize struct {
-	Incidents int
-	// RecordBytes is the size of the stored IL-JSON records.
-	RecordBytes int64
-	// KeyValueBytes is the size of every key and value in every bucket:
-	// records, indexes, reverse links, change log and taxonomy.
-	KeyValueBytes int64
-}
-
-// Live measures the live data from one read transaction, for comparison
-// with the file size (see Compact).
-func (db *DB) Live(ctx context.Context) (LiveSize, error) {
-	var s LiveSize
-	err := db.view(ctx, func(tx *bolt.Tx) error {
-		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-			return b.ForEach(func(k, v []byte) error {
-				s.KeyValueBytes += int64(len(k) + len(v))
-				if string(name) == string(bucketIncidents) {
-					s.Incidents++
-					s.RecordBytes += int64(len(v))
-				}
-				return nil
-			})
-		})
-	})
-	return s, err
 }

@@ -50,7 +50,7 @@ func wrIncident(id, org, slug, title string) *incidentlib.Incident {
 func wrExport(tb testing.TB, db *storage.DB) string {
 	tb.Helper()
 	var buf bytes.Buffer
-	if err := db.Export(context.Background(), &buf); err != nil {
+	if err := db.Maintenance().Export(context.Background(), &buf); err != nil {
 		tb.Fatal(err)
 	}
 	return buf.String()
@@ -58,7 +58,7 @@ func wrExport(tb testing.TB, db *storage.DB) string {
 
 func wrClean(tb testing.TB, db *storage.DB) {
 	tb.Helper()
-	problems, err := db.Check(context.Background())
+	problems, err := db.Maintenance().Check(context.Background())
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func wrClean(tb testing.TB, db *storage.DB) {
 
 func wrGet(tb testing.TB, db *storage.DB, id string) *incidentlib.Incident {
 	tb.Helper()
-	incs, err := db.FindIncidentsByIDs(context.Background(), []string{id})
+	incs, err := db.Incidents().FindIncidentsByIDs(context.Background(), []string{id})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func wrClone(tb testing.TB, inc *incidentlib.Incident) *incidentlib.Incident {
 
 func wrUpsert(tb testing.TB, db *storage.DB, inc *incidentlib.Incident) *incidentlib.Incident {
 	tb.Helper()
-	out, err := db.UpsertIncident(context.Background(), inc, incidentlib.WriteOptions{})
+	out, err := db.Incidents().UpsertIncident(context.Background(), inc, incidentlib.WriteOptions{})
 	if err != nil {
 		tb.Fatalf("wrUpsert %s: %v", inc.ID, err)
 	}
@@ -104,7 +104,7 @@ func wrUpsert(tb testing.TB, db *storage.DB, inc *incidentlib.Incident) *inciden
 
 func wrCount(tb testing.TB, db *storage.DB, f incidentlib.IncidentFilter) int {
 	tb.Helper()
-	n, err := db.CountIncidents(context.Background(), f)
+	n, err := db.Incidents().CountIncidents(context.Background(), f)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestUpsertIncident(t *testing.T) {
 				t.Errorf("%s: %d incidents, want %d", c.name, got, c.want)
 			}
 		}
-		recs, err := db.RecurrenceIDs(ctx, []string{"IL-0001"})
+		recs, err := db.Incidents().RecurrenceIDs(ctx, []string{"IL-0001"})
 		if err != nil || !slices.Equal(recs[0], []string{"IL-0002"}) {
 			t.Fatalf("recurrences of IL-0001: %v %v", recs, err)
 		}
@@ -186,10 +186,10 @@ func TestUpsertIncident(t *testing.T) {
 	t.Run("UnchangedWritesNothing", func(t *testing.T) {
 		db := wrOpen(t, false)
 		first := wrUpsert(t, db, wrIncident("IL-0001", "Acme", "acme", "t"))
-		seq := db.Seq()
+		seq := db.Incidents().Seq()
 		again := wrUpsert(t, db, wrIncident("IL-0001", "Acme", "acme", "t"))
-		if db.Seq() != seq || again.UpdatedAt != first.UpdatedAt {
-			t.Fatalf("an unchanged wrUpsert wrote: seq %d -> %d, updated_at %s -> %s", seq, db.Seq(), first.UpdatedAt, again.UpdatedAt)
+		if db.Incidents().Seq() != seq || again.UpdatedAt != first.UpdatedAt {
+			t.Fatalf("an unchanged wrUpsert wrote: seq %d -> %d, updated_at %s -> %s", seq, db.Incidents().Seq(), first.UpdatedAt, again.UpdatedAt)
 		}
 	})
 	t.Run("ChangeNeedsNewReview", func(t *testing.T) {
@@ -215,7 +215,7 @@ func TestUpsertIncident(t *testing.T) {
 		db := wrOpen(t, false)
 		wrUpsert(t, db, wrIncident("IL-0001", "Acme", "acme", "t"))
 		wrUpsert(t, db, wrIncident("IL-0001", "Acme Corporation", "acme", "t"))
-		orgs, err := db.FindOrganizationsBySlugs(ctx, []string{"acme"})
+		orgs, err := db.Taxonomies().FindOrganizationsBySlugs(ctx, []string{"acme"})
 		if err != nil || orgs[0] == nil || orgs[0].Name != "Acme Corporation" {
 			t.Fatalf("organization: %+v %v", orgs, err)
 		}
@@ -284,19 +284,19 @@ func TestUpsertValidation(t *testing.T) {
 		{"ExpectedUpdatedAtMalformed", func(*incidentlib.Incident) {}, incidentlib.WriteOptions{ExpectedUpdatedAt: wrPtr("yesterday")}, []string{"expected_updated_at"}},
 	}
 	before := wrExport(t, db)
-	seq := db.Seq()
+	seq := db.Incidents().Seq()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			inc := wrIncident("IL-0004", "Acme", "acme", "four")
 			c.edit(inc)
-			_, err := db.UpsertIncident(context.Background(), inc, c.opts)
+			_, err := db.Incidents().UpsertIncident(context.Background(), inc, c.opts)
 			if code := incidentlib.ErrorCode(err); code != incidentlib.EINVALID {
 				t.Fatalf("code %q (%v), want %s", code, err, incidentlib.EINVALID)
 			}
 			if !wrHasField(err, c.field) {
 				t.Fatalf("no error names field %v: %v", c.field, incidentlib.ErrorList(err))
 			}
-			if db.Seq() != seq || wrExport(t, db) != before {
+			if db.Incidents().Seq() != seq || wrExport(t, db) != before {
 				t.Fatal("a refused write changed the store")
 			}
 		})
@@ -321,9 +321,9 @@ func TestExpectedUpdatedAt(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before, seq := wrExport(t, db), db.Seq()
+			before, seq := wrExport(t, db), db.Incidents().Seq()
 			opts := incidentlib.WriteOptions{ExpectedUpdatedAt: &c.expected}
-			_, err := db.UpsertIncident(ctx, wrIncident(c.id, "Acme", "acme", "v3"), opts)
+			_, err := db.Incidents().UpsertIncident(ctx, wrIncident(c.id, "Acme", "acme", "v3"), opts)
 			if code := incidentlib.ErrorCode(err); code != c.want {
 				t.Fatalf("upsert: code %q (%v), want %s", code, err, c.want)
 			}
@@ -331,23 +331,23 @@ func TestExpectedUpdatedAt(t *testing.T) {
 				if _, err := wrReview(ctx, db, c.id, "kim", opts); incidentlib.ErrorCode(err) != c.want {
 					t.Fatalf("review: %v, want %s", err, c.want)
 				}
-				if _, err := db.DeleteIncident(ctx, c.id, opts); incidentlib.ErrorCode(err) != c.want {
+				if _, err := db.Incidents().DeleteIncident(ctx, c.id, opts); incidentlib.ErrorCode(err) != c.want {
 					t.Fatalf("delete: %v, want %s", err, c.want)
 				}
 			}
-			if db.Seq() != seq || wrExport(t, db) != before {
+			if db.Incidents().Seq() != seq || wrExport(t, db) != before {
 				t.Fatal("a conflicting write changed the store")
 			}
 		})
 	}
 	t.Run("Current", func(t *testing.T) {
-		got, err := db.UpsertIncident(ctx, wrIncident("IL-0001", "Acme", "acme", "v3"), incidentlib.WriteOptions{ExpectedUpdatedAt: &second.UpdatedAt})
+		got, err := db.Incidents().UpsertIncident(ctx, wrIncident("IL-0001", "Acme", "acme", "v3"), incidentlib.WriteOptions{ExpectedUpdatedAt: &second.UpdatedAt})
 		if err != nil || got.Title.En != "v3" {
 			t.Fatalf("%+v %v", got, err)
 		}
 	})
 	t.Run("CreateOnly", func(t *testing.T) {
-		if _, err := db.UpsertIncident(ctx, wrIncident("IL-0005", "Acme", "acme", "new"), incidentlib.WriteOptions{ExpectedUpdatedAt: wrPtr("")}); err != nil {
+		if _, err := db.Incidents().UpsertIncident(ctx, wrIncident("IL-0005", "Acme", "acme", "new"), incidentlib.WriteOptions{ExpectedUpdatedAt: wrPtr("")}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -377,7 +377,7 @@ func TestDeleteIncident(t *testing.T) {
 	t.Run("UnlinksOthers", func(t *testing.T) {
 		db := setup(t)
 		before := map[string]string{"IL-0001": wrGet(t, db, "IL-0001").UpdatedAt, "IL-0003": wrGet(t, db, "IL-0003").UpdatedAt}
-		res, err := db.DeleteIncident(ctx, "IL-0002", incidentlib.WriteOptions{})
+		res, err := db.Incidents().DeleteIncident(ctx, "IL-0002", incidentlib.WriteOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -401,28 +401,28 @@ func TestDeleteIncident(t *testing.T) {
 				t.Errorf("filter %+v still finds %d incidents", f, n)
 			}
 		}
-		if orgs, _ := db.FindOrganizationsBySlugs(ctx, []string{"globex"}); orgs[0] != nil {
+		if orgs, _ := db.Taxonomies().FindOrganizationsBySlugs(ctx, []string{"globex"}); orgs[0] != nil {
 			t.Error("the organization without incidents is still listed")
 		}
 		wrClean(t, db)
 		// The id is a tombstone: an upsert is refused, a restore brings it back.
-		if _, err := db.UpsertIncident(ctx, wrIncident("IL-0002", "Initech", "initech", "again"), incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) != incidentlib.ECONFLICT {
+		if _, err := db.Incidents().UpsertIncident(ctx, wrIncident("IL-0002", "Initech", "initech", "again"), incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) != incidentlib.ECONFLICT {
 			t.Fatalf("upsert of a deleted id: %v, want %s", err, incidentlib.ECONFLICT)
 		}
-		if _, err := db.RestoreIncident(ctx, "IL-0002", 1, "", incidentlib.WriteOptions{}); err != nil {
+		if _, err := db.Incidents().RestoreIncident(ctx, "IL-0002", 1, "", incidentlib.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		wrClean(t, db)
 	})
 	t.Run("NotFound", func(t *testing.T) {
 		db := setup(t)
-		if _, err := db.DeleteIncident(ctx, "IL-0009", incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) != incidentlib.ENOTFOUND {
+		if _, err := db.Incidents().DeleteIncident(ctx, "IL-0009", incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) != incidentlib.ENOTFOUND {
 			t.Fatalf("%v, want %s", err, incidentlib.ENOTFOUND)
 		}
 	})
 	t.Run("MalformedID", func(t *testing.T) {
 		db := setup(t)
-		_, err := db.DeleteIncident(ctx, "IL-2", incidentlib.WriteOptions{})
+		_, err := db.Incidents().DeleteIncident(ctx, "IL-2", incidentlib.WriteOptions{})
 		if incidentlib.ErrorCode(err) != incidentlib.EINVALID || !wrHasField(err, []string{"id"}) {
 			t.Fatalf("%v, want %s on id", err, incidentlib.EINVALID)
 		}
@@ -474,12 +474,12 @@ func TestStampedImportKeepsUnchanged(t *testing.T) {
 	ctx := context.Background()
 	db := wrOpen(t, false)
 	incs := []*incidentlib.Incident{wrIncident("IL-0001", "Acme", "acme", "a"), wrIncident("IL-0002", "Acme", "acme", "b")}
-	if _, err := db.ImportIncidents(ctx, incs, incidentlib.ImportOptions{}); err != nil {
+	if _, err := db.Incidents().ImportIncidents(ctx, incs, incidentlib.ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	before := wrExport(t, db)
 	incs[1] = wrIncident("IL-0002", "Acme", "acme", "b2")
-	res, err := db.ImportIncidents(ctx, incs, incidentlib.ImportOptions{})
+	res, err := db.Incidents().ImportIncidents(ctx, incs, incidentlib.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +501,7 @@ func TestRolledBackWriteDoesNotPoisonCache(t *testing.T) {
 	x.RecurrenceOf = "IL-0002"
 	y := wrIncident("IL-0002", "Acme", "acme", "y, rolled back")
 	y.RecurrenceOf = "IL-0001"
-	if _, err := db.ImportIncidents(ctx, []*incidentlib.Incident{x, y}, incidentlib.ImportOptions{}); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
+	if _, err := db.Incidents().ImportIncidents(ctx, []*incidentlib.Incident{x, y}, incidentlib.ImportOptions{}); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
 		t.Fatalf("a recurrence cycle was accepted: %v", err)
 	}
 	wrUpsert(t, db, wrIncident("IL-0001", "Acme", "acme", "x"))
@@ -519,7 +519,7 @@ func TestConcurrentWritesShareCommits(t *testing.T) {
 	var commits atomic.Int64
 	db := wrOpenWith(t, storage.Options{ObserveCommit: func(time.Duration) { commits.Add(1) }})
 	const writers = 16
-	published := db.SeqAbove(0)
+	published := db.Incidents().SeqAbove(0)
 	// Hold the write lock so that every writer queues: one waits alone
 	// for the lock, the other writers-1 fill exactly one batch.
 	db.Bolt().MaxBatchDelay = time.Hour
@@ -533,7 +533,7 @@ func TestConcurrentWritesShareCommits(t *testing.T) {
 	var acked atomic.Int64
 	for i := range writers {
 		wg.Go(func() {
-			_, err := db.UpsertIncident(ctx, wrIncident(incidentlib.FormatID(uint32(i+1)), "Acme", "acme", fmt.Sprint("w", i)), incidentlib.WriteOptions{})
+			_, err := db.Incidents().UpsertIncident(ctx, wrIncident(incidentlib.FormatID(uint32(i+1)), "Acme", "acme", fmt.Sprint("w", i)), incidentlib.WriteOptions{})
 			if err != nil {
 				errs <- err
 				return
@@ -562,8 +562,8 @@ func TestConcurrentWritesShareCommits(t *testing.T) {
 	default:
 		t.Fatal("the commits woke no reader waiting on SeqAbove")
 	}
-	if db.Seq() != writers {
-		t.Fatalf("sequence %d after %d writes", db.Seq(), writers)
+	if db.Incidents().Seq() != writers {
+		t.Fatalf("sequence %d after %d writes", db.Incidents().Seq(), writers)
 	}
 	if n := wrCount(t, db, incidentlib.IncidentFilter{}); n != writers {
 		t.Fatalf("%d incidents stored, want %d", n, writers)
@@ -574,7 +574,7 @@ func TestConcurrentWritesShareCommits(t *testing.T) {
 // wrWaitInFlight waits until n writes wait for their transaction.
 func wrWaitInFlight(tb testing.TB, db *storage.DB, n int) {
 	tb.Helper()
-	for db.StoreStats().WritesInFlight < n {
+	for db.Maintenance().StoreStats().WritesInFlight < n {
 		time.Sleep(time.Millisecond)
 	}
 }
@@ -599,7 +599,7 @@ func TestBatchedFailureLeavesOthersWritten(t *testing.T) {
 			if i%2 == 1 {
 				inc.Related = []string{"IL-0999"} // refused inside the transaction
 			}
-			_, results[i] = db.UpsertIncident(ctx, inc, incidentlib.WriteOptions{})
+			_, results[i] = db.Incidents().UpsertIncident(ctx, inc, incidentlib.WriteOptions{})
 		})
 	}
 	wrWaitInFlight(t, db, 4)
@@ -680,9 +680,9 @@ func (c *wrChurner) step(tb testing.TB, i int) {
 		if r := c.randomID(); c.rng.IntN(3) == 0 && r != id {
 			inc.RecurrenceOf = r
 		}
-		_, err = c.db.UpsertIncident(ctx, inc, incidentlib.WriteOptions{})
+		_, err = c.db.Incidents().UpsertIncident(ctx, inc, incidentlib.WriteOptions{})
 	case r < 80:
-		_, err = c.db.DeleteIncident(ctx, c.randomID(), incidentlib.WriteOptions{})
+		_, err = c.db.Incidents().DeleteIncident(ctx, c.randomID(), incidentlib.WriteOptions{})
 	default:
 		_, err = wrReview(ctx, c.db, c.randomID(), "reviewer", incidentlib.WriteOptions{})
 	}
@@ -694,11 +694,11 @@ func (c *wrChurner) step(tb testing.TB, i int) {
 
 func wrLoadCorpus(tb testing.TB, db *storage.DB, n int, seed int64) {
 	tb.Helper()
-	incs, err := gen.Generate(gen.Options{Count: n, Seed: seed, FirstID: 1, Taxonomy: db.Taxonomy()})
+	incs, err := gen.Generate(gen.Options{Count: n, Seed: seed, FirstID: 1, Taxonomy: db.Taxonomies().Taxonomy()})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := db.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+	if _, err := db.Incidents().ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 		tb.Fatal(err)
 	}
 }
@@ -712,7 +712,7 @@ func TestRandomWritesKeepCheckClean(t *testing.T) {
 	t.Run("Sequential", func(t *testing.T) {
 		db := wrOpen(t, true)
 		wrLoadCorpus(t, db, 150, 7)
-		c := &wrChurner{db: db, tax: db.Taxonomy(), rng: rand.New(rand.NewPCG(uint64(seed), 1)), next: 151, max: 150}
+		c := &wrChurner{db: db, tax: db.Taxonomies().Taxonomy(), rng: rand.New(rand.NewPCG(uint64(seed), 1)), next: 151, max: 150}
 		for i := range 400 {
 			c.step(t, i)
 			if i%200 == 199 {
@@ -728,7 +728,7 @@ func TestRandomWritesKeepCheckClean(t *testing.T) {
 		for g := range 4 {
 			wg.Go(func() {
 				// Each writer creates its own new ids; edits and deletes overlap.
-				c := &wrChurner{db: db, tax: db.Taxonomy(), rng: rand.New(rand.NewPCG(uint64(seed), uint64(g+2))), next: uint32(1000 * (g + 1)), max: 150}
+				c := &wrChurner{db: db, tax: db.Taxonomies().Taxonomy(), rng: rand.New(rand.NewPCG(uint64(seed), uint64(g+2))), next: uint32(1000 * (g + 1)), max: 150}
 				for i := range 80 {
 					c.step(t, i)
 				}
@@ -745,12 +745,12 @@ func TestRandomWritesKeepCheckClean(t *testing.T) {
 func TestCompactAfterChurn(t *testing.T) {
 	db := wrOpen(t, true)
 	wrLoadCorpus(t, db, 200, 9)
-	c := &wrChurner{db: db, tax: db.Taxonomy(), rng: rand.New(rand.NewPCG(9, 9)), next: 201, max: 200}
+	c := &wrChurner{db: db, tax: db.Taxonomies().Taxonomy(), rng: rand.New(rand.NewPCG(9, 9)), next: 201, max: 200}
 	for i := range 600 {
 		c.step(t, i)
 	}
 	wrClean(t, db)
-	live, err := db.Live(context.Background())
+	live, err := db.Maintenance().Live(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -807,7 +807,7 @@ func TestRecordCacheFollowsWrites(t *testing.T) {
 	db := MustOpenDB(t)
 	title := func(id string) string {
 		t.Helper()
-		got, err := db.FindIncidentsByIDs(ctx, []string{id})
+		got, err := db.Incidents().FindIncidentsByIDs(ctx, []string{id})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -817,7 +817,7 @@ func TestRecordCacheFollowsWrites(t *testing.T) {
 		return got[0].Title.En
 	}
 	for i, v := range []string{"v1", "v2", "v3"} {
-		if _, err := db.UpsertIncident(ctx, wrIncident("IL-0001", "Acme", "acme", v), incidentlib.WriteOptions{}); err != nil {
+		if _, err := db.Incidents().UpsertIncident(ctx, wrIncident("IL-0001", "Acme", "acme", v), incidentlib.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		for range 3 { // the second and third reads take the cached record
@@ -826,13 +826,13 @@ func TestRecordCacheFollowsWrites(t *testing.T) {
 			}
 		}
 	}
-	if _, err := db.ImportIncidents(ctx, []*incidentlib.Incident{wrIncident("IL-0001", "Acme", "acme", "v4")}, incidentlib.ImportOptions{}); err != nil {
+	if _, err := db.Incidents().ImportIncidents(ctx, []*incidentlib.Incident{wrIncident("IL-0001", "Acme", "acme", "v4")}, incidentlib.ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := title("IL-0001"); got != "v4" {
 		t.Fatalf("after an import: %q", got)
 	}
-	if _, err := db.DeleteIncident(ctx, "IL-0001", incidentlib.WriteOptions{}); err != nil {
+	if _, err := db.Incidents().DeleteIncident(ctx, "IL-0001", incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := title("IL-0001"); got != "<none>" {

@@ -52,7 +52,7 @@ func (db *DB) resolveOrg(slug string) string {
 // canonical rewrites an incoming record's term aliases to their terms
 // (Taxonomy.Canonical). Organizations merged away are resolved in the
 // write's transaction (resolveMerged).
-func (db *DB) canonical(inc *incidentlib.Incident) { inc.CanonicalTerms(db.Taxonomy()) }
+func (db *DB) canonical(inc *incidentlib.Incident) { inc.CanonicalTerms(db.Taxonomies().Taxonomy()) }
 
 // orgLookup reads organization slug with c or, when no organization has
 // that slug, the one it was merged into; it returns the slug it found.
@@ -172,12 +172,12 @@ func putOrg(tx *bolt.Tx, o incidentlib.Organization) error {
 }
 
 // AddOrganization adds an organization; see incidentlib.TaxonomyAdmin.
-func (db *DB) AddOrganization(ctx context.Context, author string, in incidentlib.Organization) (*incidentlib.Organization, error) {
+func (st Taxonomies) AddOrganization(ctx context.Context, author string, in incidentlib.Organization) (*incidentlib.Organization, error) {
 	o := in
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	err := db.adminUpdate(ctx, func(w *writeTx) error {
+	err := st.db.adminUpdate(ctx, func(w *writeTx) error {
 		if w.tx.Bucket(bucketOrgs).Get([]byte(o.Slug)) != nil {
 			return incidentlib.FieldErrorf(incidentlib.ECONFLICT, []string{"slug"}, "organization %q is already in the library", o.Slug)
 		}
@@ -278,13 +278,13 @@ func laterThan(now, prev string) string {
 
 // RenameOrganization renames an organization on it and on every incident
 // that names it; see incidentlib.TaxonomyAdmin.
-func (db *DB) RenameOrganization(ctx context.Context, author, slug, name string) (*incidentlib.Organization, *incidentlib.MergeResult, error) {
+func (st Taxonomies) RenameOrganization(ctx context.Context, author, slug, name string) (*incidentlib.Organization, *incidentlib.MergeResult, error) {
 	if err := incidentlib.ValidateOrganizationName(name); err != nil {
 		return nil, nil, err
 	}
 	var out *incidentlib.Organization
 	res := &incidentlib.MergeResult{Incidents: []string{}}
-	err := db.adminUpdate(ctx, func(w *writeTx) error {
+	err := st.db.adminUpdate(ctx, func(w *writeTx) error {
 		out, res.Incidents = nil, []string{}
 		old, err := storedOrg(w.tx, slug, "slug")
 		if err != nil {
@@ -323,12 +323,12 @@ func (db *DB) RenameOrganization(ctx context.Context, author, slug, name string)
 
 // MergeOrganizations merges organization from into organization into; see
 // incidentlib.TaxonomyAdmin.
-func (db *DB) MergeOrganizations(ctx context.Context, author, from, into string) (*incidentlib.MergeResult, error) {
+func (st Taxonomies) MergeOrganizations(ctx context.Context, author, from, into string) (*incidentlib.MergeResult, error) {
 	if err := incidentlib.ValidateMerge(from, into); err != nil {
 		return nil, err
 	}
 	res := &incidentlib.MergeResult{}
-	err := db.adminUpdate(ctx, func(w *writeTx) error {
+	err := st.db.adminUpdate(ctx, func(w *writeTx) error {
 		res.Into, res.Incidents = nil, []string{}
 		src, err := storedOrg(w.tx, from, "from")
 		if err != nil {

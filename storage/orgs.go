@@ -14,15 +14,15 @@ import (
 
 // FindOrganizationsBySlugs returns organizations in the order of slugs;
 // the slug of an organization merged away gives the one that absorbed it.
-func (db *DB) FindOrganizationsBySlugs(ctx context.Context, slugs []string) ([]*incidentlib.Organization, error) {
+func (st Taxonomies) FindOrganizationsBySlugs(ctx context.Context, slugs []string) ([]*incidentlib.Organization, error) {
 	out := make([]*incidentlib.Organization, len(slugs))
-	err := db.view(ctx, func(tx *bolt.Tx) error {
+	err := st.db.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketOrgs).Cursor()
 		for i, s := range slugs {
 			// The slug of an organization merged away gives the one that
 			// absorbed it (orgadmin.go).
-			if s, v := db.orgLookup(c, s); v != nil {
-				o, err := db.orgs.decode(s, v)
+			if s, v := st.db.orgLookup(c, s); v != nil {
+				o, err := st.db.orgs.decode(s, v)
 				if err != nil {
 					return err
 				}
@@ -36,7 +36,7 @@ func (db *DB) FindOrganizationsBySlugs(ctx context.Context, slugs []string) ([]*
 
 // FindOrganizations returns one page of organizations ordered by slug.
 // Cursors are the slug, base64url encoded.
-func (db *DB) FindOrganizations(ctx context.Context, p incidentlib.PageArgs) (*incidentlib.OrganizationPage, error) {
+func (st Taxonomies) FindOrganizations(ctx context.Context, p incidentlib.PageArgs) (*incidentlib.OrganizationPage, error) {
 	n, backward, err := pageSize(p)
 	if err != nil {
 		return nil, err
@@ -57,7 +57,7 @@ func (db *DB) FindOrganizations(ctx context.Context, p incidentlib.PageArgs) (*i
 		return nil, err
 	}
 	page := &incidentlib.OrganizationPage{}
-	err = db.view(ctx, func(tx *bolt.Tx) error {
+	err = st.db.view(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketOrgs)
 		page.TotalCount = b.Stats().KeyN
 		seq := &bucketSeq{c: b.Cursor()}
@@ -68,7 +68,7 @@ func (db *DB) FindOrganizations(ctx context.Context, p incidentlib.PageArgs) (*i
 			page.HasNextPage, page.HasPreviousPage = hasMore, hasBeyond
 		}
 		for _, k := range keys {
-			o, err := db.orgs.decode(string(k), b.Get(k))
+			o, err := st.db.orgs.decode(string(k), b.Get(k))
 			if err != nil {
 				return err
 			}

@@ -84,20 +84,20 @@ func purgeStore(t *testing.T, edit bool) (*storage.DB, string) {
 	// free pages until it is compacted.
 	in.Summary.En = strings.Repeat(purgeMarker+" said ", 600)
 	in.Lessons.En = in.Summary.En
-	if _, err := db.UpsertIncident(kim, in, incidentlib.WriteOptions{}); err != nil {
+	if _, err := db.Incidents().UpsertIncident(kim, in, incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.UpsertIncident(kim, wrIncident("IL-0002", "Acme", "acme", "another outage"), incidentlib.WriteOptions{}); err != nil {
+	if _, err := db.Incidents().UpsertIncident(kim, wrIncident("IL-0002", "Acme", "acme", "another outage"), incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.SubmitForReview(kim, "IL-0001", incidentlib.WriteOptions{}); err != nil {
+	if _, err := db.Incidents().SubmitForReview(kim, "IL-0001", incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.DecideReview(lee, "IL-0001", incidentlib.DecisionRequestChanges, "cite sources", incidentlib.WriteOptions{}); err != nil {
+	if _, err := db.Incidents().DecideReview(lee, "IL-0001", incidentlib.DecisionRequestChanges, "cite sources", incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if edit {
-		if _, err := db.UpsertIncident(kim, wrIncident("IL-0001", "Acme", "acme", "outage (text removed)"), incidentlib.WriteOptions{ExpectedVersion: wrPtr(3)}); err != nil {
+		if _, err := db.Incidents().UpsertIncident(kim, wrIncident("IL-0001", "Acme", "acme", "outage (text removed)"), incidentlib.WriteOptions{ExpectedVersion: wrPtr(3)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -115,12 +115,12 @@ func mustNotServe(t *testing.T, db *storage.DB) {
 		if has(v.Record) {
 			t.Fatalf("history: version %d (%s) still holds the purged text", v.Version, v.Action)
 		}
-		one, err := db.IncidentVersion(ctx, "IL-0001", v.Version)
+		one, err := db.Versions().IncidentVersion(ctx, "IL-0001", v.Version)
 		if err != nil || has(one.Record) {
 			t.Fatalf("incidentVersion %d still holds the purged text (%v)", v.Version, err)
 		}
 	}
-	feed, err := db.VersionsSince(ctx, 0, 1000)
+	feed, err := db.Versions().VersionsSince(ctx, 0, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func mustNotServe(t *testing.T, db *storage.DB) {
 			t.Fatalf("history feed: seq %d (%s version %d) holds the purged text", c.Seq, c.ID, c.Version)
 		}
 	}
-	changes, err := db.RawChangesSince(ctx, 0, 1000)
+	changes, err := db.Incidents().RawChangesSince(ctx, 0, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,13 +139,13 @@ func mustNotServe(t *testing.T, db *storage.DB) {
 		}
 	}
 	var exp bytes.Buffer
-	if err := db.ExportHistory(ctx, &exp); err != nil {
+	if err := db.Versions().ExportHistory(ctx, &exp); err != nil {
 		t.Fatal(err)
 	}
 	if has(exp.Bytes()) {
 		t.Fatal("export --history holds the purged text")
 	}
-	if _, del, err := db.DeletedIncident(ctx, "IL-0001"); err != nil {
+	if _, del, err := db.Versions().DeletedIncident(ctx, "IL-0001"); err != nil {
 		t.Fatal(err)
 	} else if del != nil && has(del.Record) {
 		t.Fatal("deletedIncident holds the purged text")
@@ -160,7 +160,7 @@ func mustNotServe(t *testing.T, db *storage.DB) {
 func TestPurgeRemovesTheContentEverywhere(t *testing.T) {
 	ctx := asUser("root", incidentlib.RoleAdmin)
 	db, path := purgeStore(t, true)
-	e, err := db.PurgeVersion(ctx, "IL-0001", 1, "takedown request")
+	e, err := db.Incidents().PurgeVersion(ctx, "IL-0001", 1, "takedown request")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,12 +169,12 @@ func TestPurgeRemovesTheContentEverywhere(t *testing.T) {
 	}
 	mustNotServe(t, db)
 	for v, want := range map[int]bool{1: false, 2: false, 3: false, 4: true, 5: true} {
-		got, _ := db.IncidentVersion(ctx, "IL-0001", v)
+		got, _ := db.Versions().IncidentVersion(ctx, "IL-0001", v)
 		if (got.Record != nil) != want {
 			t.Fatalf("version %d has a record: %v, want %v", v, got.Record != nil, want)
 		}
 	}
-	if _, err := db.RestoreIncident(ctx, "IL-0001", 2, "", incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) != incidentlib.ENOTFOUND {
+	if _, err := db.Incidents().RestoreIncident(ctx, "IL-0001", 2, "", incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) != incidentlib.ENOTFOUND {
 		t.Fatalf("restore of a version purged with its content: %v", err)
 	}
 	wrClean(t, db)
@@ -189,7 +189,7 @@ func TestPurgeRemovesTheContentEverywhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Backup(context.Background(), f); err != nil {
+	if _, err := db.Maintenance().Backup(context.Background(), f); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -218,27 +218,27 @@ func TestPurgeRemovesTheContentEverywhere(t *testing.T) {
 func TestPurgeOfTheLiveContent(t *testing.T) {
 	ctx := asUser("root", incidentlib.RoleAdmin)
 	db, _ := purgeStore(t, false) // v3 REQUEST_CHANGES is live, the content of v1
-	seq := db.Seq()
+	seq := db.Incidents().Seq()
 	for _, v := range []int{1, 2, 3} {
 		t.Run("Version"+string(rune('0'+v)), func(t *testing.T) {
-			if _, err := db.PurgeVersion(ctx, "IL-0001", v, "takedown"); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
+			if _, err := db.Incidents().PurgeVersion(ctx, "IL-0001", v, "takedown"); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
 				t.Fatalf("purge of the live content: %v", err)
 			}
-			if db.Seq() != seq {
+			if db.Incidents().Seq() != seq {
 				t.Fatal("a refused purge wrote")
 			}
 		})
 	}
 	t.Run("AfterDelete", func(t *testing.T) {
-		if _, err := db.DeleteIncident(ctx, "IL-0001", incidentlib.WriteOptions{}); err != nil {
+		if _, err := db.Incidents().DeleteIncident(ctx, "IL-0001", incidentlib.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		e, err := db.PurgeVersion(ctx, "IL-0001", 1, "takedown")
+		e, err := db.Incidents().PurgeVersion(ctx, "IL-0001", 1, "takedown")
 		if err != nil || !slices.Equal(e.Purged, []int{1, 2, 3}) {
 			t.Fatalf("%+v %v", e, err)
 		}
 		mustNotServe(t, db)
-		inc, _, err := db.DeletedIncident(ctx, "IL-0001")
+		inc, _, err := db.Versions().DeletedIncident(ctx, "IL-0001")
 		if err != nil || inc == nil || inc.Title.En != "" {
 			t.Fatalf("the deleted incident's last record: %+v %v", inc, err)
 		}
@@ -252,37 +252,37 @@ func TestPurgeOfTheLiveContent(t *testing.T) {
 func TestPurgeTwice(t *testing.T) {
 	ctx := asUser("root", incidentlib.RoleAdmin)
 	db, _ := purgeStore(t, true)
-	first, err := db.PurgeVersion(ctx, "IL-0001", 1, "takedown")
+	first, err := db.Incidents().PurgeVersion(ctx, "IL-0001", 1, "takedown")
 	if err != nil {
 		t.Fatal(err)
 	}
-	seq, n := db.Seq(), len(hsHistory(t, db, "IL-0001"))
+	seq, n := db.Incidents().Seq(), len(hsHistory(t, db, "IL-0001"))
 	for _, v := range []int{1, 2, 3} {
 		t.Run("Version"+string(rune('0'+v)), func(t *testing.T) {
-			again, err := db.PurgeVersion(ctx, "IL-0001", v, "takedown again")
+			again, err := db.Incidents().PurgeVersion(ctx, "IL-0001", v, "takedown again")
 			if err != nil {
 				t.Fatal(err)
 			}
 			if again.Version != first.Version || again.Action != incidentlib.ActionPurge {
 				t.Fatalf("the answer is %+v, want the PURGE version %d", again, first.Version)
 			}
-			if db.Seq() != seq || len(hsHistory(t, db, "IL-0001")) != n {
+			if db.Incidents().Seq() != seq || len(hsHistory(t, db, "IL-0001")) != n {
 				t.Fatal("a second purge wrote")
 			}
 		})
 	}
 	t.Run("Delete", func(t *testing.T) { // a tombstone has no content: its own entry, nothing written
-		if _, err := db.DeleteIncident(ctx, "IL-0002", incidentlib.WriteOptions{}); err != nil {
+		if _, err := db.Incidents().DeleteIncident(ctx, "IL-0002", incidentlib.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		seq := db.Seq()
-		e, err := db.PurgeVersion(ctx, "IL-0002", 2, "takedown")
-		if err != nil || e.Action != incidentlib.ActionDelete || e.Version != 2 || db.Seq() != seq {
+		seq := db.Incidents().Seq()
+		e, err := db.Incidents().PurgeVersion(ctx, "IL-0002", 2, "takedown")
+		if err != nil || e.Action != incidentlib.ActionDelete || e.Version != 2 || db.Incidents().Seq() != seq {
 			t.Fatalf("%+v %v", e, err)
 		}
 	})
 	t.Run("ErrNotFound", func(t *testing.T) {
-		if _, err := db.PurgeVersion(ctx, "IL-0001", 9, "takedown"); incidentlib.ErrorCode(err) != incidentlib.ENOTFOUND {
+		if _, err := db.Incidents().PurgeVersion(ctx, "IL-0001", 9, "takedown"); incidentlib.ErrorCode(err) != incidentlib.ENOTFOUND {
 			t.Fatalf("%v", err)
 		}
 	})
@@ -297,7 +297,7 @@ func TestPurgeOnAReplica(t *testing.T) {
 	src, _ := purgeStore(t, true)
 	follow := func(t *testing.T, dst *storage.DB, from uint64) uint64 {
 		t.Helper()
-		changes, err := src.VersionsSince(ctx, from, 1000)
+		changes, err := src.Versions().VersionsSince(ctx, from, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -311,7 +311,7 @@ func TestPurgeOnAReplica(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		pos, err := dst.ApplyChanges(ctx, from, changes)
+		pos, err := dst.Incidents().ApplyChanges(ctx, from, changes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -319,10 +319,10 @@ func TestPurgeOnAReplica(t *testing.T) {
 	}
 	before := wrOpen(t, true)
 	pos := follow(t, before, 0)
-	if v1, _ := before.IncidentVersion(ctx, "IL-0001", 2); v1 == nil || !bytes.Contains(v1.Record, []byte(purgeMarker)) {
+	if v1, _ := before.Versions().IncidentVersion(ctx, "IL-0001", 2); v1 == nil || !bytes.Contains(v1.Record, []byte(purgeMarker)) {
 		t.Fatal("the replica does not hold the text before the purge")
 	}
-	if _, err := src.PurgeVersion(asUser("root", incidentlib.RoleAdmin), "IL-0001", 1, "takedown"); err != nil {
+	if _, err := src.Incidents().PurgeVersion(asUser("root", incidentlib.RoleAdmin), "IL-0001", 1, "takedown"); err != nil {
 		t.Fatal(err)
 	}
 	follow(t, before, pos)
@@ -331,7 +331,7 @@ func TestPurgeOnAReplica(t *testing.T) {
 	for name, dst := range map[string]*storage.DB{"Following": before, "FromTheStart": after} {
 		t.Run(name, func(t *testing.T) {
 			mustNotServe(t, dst)
-			e, err := dst.IncidentVersion(ctx, "IL-0001", 5)
+			e, err := dst.Versions().IncidentVersion(ctx, "IL-0001", 5)
 			if err != nil || e.Action != incidentlib.ActionPurge || e.Target != 1 || !slices.Equal(e.Purged, []int{1, 2, 3}) {
 				t.Fatalf("%+v %v", e, err)
 			}
@@ -364,36 +364,38 @@ func TestPurgeReadersEnumerated(t *testing.T) {
 		return buf.Bytes()
 	}
 	reads := map[string]func() []byte{
-		"AllIncidents":       func() []byte { return enc(db.AllIncidents(ctx)) },
-		"Backup":             func() []byte { return write(func(w io.Writer) error { _, err := db.Backup(ctx, w); return err }) },
-		"ChangesSince":       func() []byte { return enc(db.ChangesSince(ctx, 0, 1000)) },
-		"RawChangesSince":    func() []byte { return enc(db.RawChangesSince(ctx, 0, 1000)) },
-		"VersionsSince":      func() []byte { return enc(db.VersionsSince(ctx, 0, 1000)) },
-		"Export":             func() []byte { return write(func(w io.Writer) error { return db.Export(ctx, w) }) },
-		"ExportHistory":      func() []byte { return write(func(w io.Writer) error { return db.ExportHistory(ctx, w) }) },
-		"FindIncidentsByIDs": func() []byte { return enc(db.FindIncidentsByIDs(ctx, []string{"IL-0001", "IL-0002"})) },
+		"AllIncidents": func() []byte { return enc(db.Incidents().AllIncidents(ctx)) },
+		"Backup": func() []byte {
+			return write(func(w io.Writer) error { _, err := db.Maintenance().Backup(ctx, w); return err })
+		},
+		"ChangesSince":       func() []byte { return enc(db.Incidents().ChangesSince(ctx, 0, 1000)) },
+		"RawChangesSince":    func() []byte { return enc(db.Incidents().RawChangesSince(ctx, 0, 1000)) },
+		"VersionsSince":      func() []byte { return enc(db.Versions().VersionsSince(ctx, 0, 1000)) },
+		"Export":             func() []byte { return write(func(w io.Writer) error { return db.Maintenance().Export(ctx, w) }) },
+		"ExportHistory":      func() []byte { return write(func(w io.Writer) error { return db.Versions().ExportHistory(ctx, w) }) },
+		"FindIncidentsByIDs": func() []byte { return enc(db.Incidents().FindIncidentsByIDs(ctx, []string{"IL-0001", "IL-0002"})) },
 		"FindIncidents": func() []byte {
-			return enc(db.FindIncidents(ctx, incidentlib.IncidentFilter{}, incidentlib.IncidentOrder{}, incidentlib.PageArgs{First: wrPtr(100)}))
+			return enc(db.Incidents().FindIncidents(ctx, incidentlib.IncidentFilter{}, incidentlib.IncidentOrder{}, incidentlib.PageArgs{First: wrPtr(100)}))
 		},
 		"ReadSnapshot": func() []byte {
-			s := db.ReadSnapshot(ctx)
+			s := db.Incidents().ReadSnapshot(ctx)
 			defer s.Release()
 			return enc(s.FindIncidentsByIDs(ctx, []string{"IL-0001"}))
 		},
-		"RecordsByNumber": func() []byte { return enc(db.RecordsByNumber(ctx, []uint32{1, 2})) },
-		"History":         func() []byte { return enc(db.History(ctx, "IL-0001", incidentlib.MaxPageSize, 0)) },
+		"RecordsByNumber": func() []byte { return enc(db.Incidents().RecordsByNumber(ctx, []uint32{1, 2})) },
+		"History":         func() []byte { return enc(db.Versions().History(ctx, "IL-0001", incidentlib.MaxPageSize, 0)) },
 		"IncidentVersion": func() []byte {
 			var all []byte
 			for v := 1; v <= 5; v++ {
-				all = append(all, enc(db.IncidentVersion(ctx, "IL-0001", v))...)
+				all = append(all, enc(db.Versions().IncidentVersion(ctx, "IL-0001", v))...)
 			}
 			return all
 		},
 		"DeletedIncident": func() []byte {
-			inc, e, err := db.DeletedIncident(ctx, "IL-0001")
+			inc, e, err := db.Versions().DeletedIncident(ctx, "IL-0001")
 			return enc([]any{inc, e}, err)
 		},
-		"Similar": func() []byte { return enc(db.Similar(ctx, "IL-0002", 10)) },
+		"Similar": func() []byte { return enc(db.Incidents().Similar(ctx, "IL-0002", 10)) },
 	}
 	// The reads of the history serve the text before the purge: the
 	// probes see what they serve.
@@ -402,7 +404,7 @@ func TestPurgeReadersEnumerated(t *testing.T) {
 			t.Fatalf("%s does not serve the text before the purge", name)
 		}
 	}
-	if _, err := db.PurgeVersion(asUser("root", incidentlib.RoleAdmin), "IL-0001", 1, "takedown"); err != nil {
+	if _, err := db.Incidents().PurgeVersion(asUser("root", incidentlib.RoleAdmin), "IL-0001", 1, "takedown"); err != nil {
 		t.Fatal(err)
 	}
 	writes := map[string]bool{"UpsertIncident": true, "SubmitForReview": true, "DecideReview": true, "WithdrawIncident": true,
@@ -417,10 +419,14 @@ func TestPurgeReadersEnumerated(t *testing.T) {
 		return slices.Contains(serves, ty)
 	}
 	writer := reflect.TypeFor[io.Writer]()
-	m := reflect.TypeFor[*storage.DB]()
+	var methods []reflect.Method // every room's
+	for _, room := range rooms {
+		for i := range room.NumMethod() {
+			methods = append(methods, room.Method(i))
+		}
+	}
 	seen := 0
-	for i := range m.NumMethod() {
-		meth := m.Method(i)
+	for _, meth := range methods {
 		hit := false
 		for j := range meth.Type.NumOut() {
 			hit = hit || is(meth.Type.Out(j))

@@ -13,10 +13,10 @@ import (
 
 // FindIncidentsByIDs returns the incidents in the order of ids, nil where
 // an id is unknown or malformed, reading in one transaction.
-func (db *DB) FindIncidentsByIDs(ctx context.Context, ids []string) ([]*incidentlib.Incident, error) {
+func (st Incidents) FindIncidentsByIDs(ctx context.Context, ids []string) ([]*incidentlib.Incident, error) {
 	out := make([]*incidentlib.Incident, len(ids))
-	err := db.view(ctx, func(tx *bolt.Tx) error {
-		rr := db.recordReaderIn(ctx, tx) // one cursor for every record (readpath.go)
+	err := st.db.view(ctx, func(tx *bolt.Tx) error {
+		rr := st.db.recordReaderIn(ctx, tx) // one cursor for every record (readpath.go)
 		for i, id := range ids {
 			n, ok := incidentlib.ParseID(id)
 			if !ok {
@@ -41,10 +41,10 @@ func (db *DB) FindIncidentsByIDs(ctx context.Context, ids []string) ([]*incident
 }
 
 // CountIncidents returns how many incidents match f.
-func (db *DB) CountIncidents(ctx context.Context, f incidentlib.IncidentFilter) (int, error) {
+func (st Incidents) CountIncidents(ctx context.Context, f incidentlib.IncidentFilter) (int, error) {
 	var count int
-	err := db.view(ctx, func(tx *bolt.Tx) error {
-		ms, err := db.match(tx, f)
+	err := st.db.view(ctx, func(tx *bolt.Tx) error {
+		ms, err := st.db.match(tx, f)
 		if err != nil {
 			return err
 		}
@@ -88,7 +88,7 @@ func pageSize(p incidentlib.PageArgs) (n int, backward bool, err error) {
 var smallSet = 4096
 
 // FindIncidents returns one page of the incidents that match f in order.
-func (db *DB) FindIncidents(ctx context.Context, f incidentlib.IncidentFilter, o incidentlib.IncidentOrder, p incidentlib.PageArgs) (*incidentlib.IncidentPage, error) {
+func (st Incidents) FindIncidents(ctx context.Context, f incidentlib.IncidentFilter, o incidentlib.IncidentOrder, p incidentlib.PageArgs) (*incidentlib.IncidentPage, error) {
 	ord, err := orderByte(o)
 	if err != nil {
 		return nil, err
@@ -109,8 +109,8 @@ func (db *DB) FindIncidents(ctx context.Context, f incidentlib.IncidentFilter, o
 		}
 	}
 	page := &incidentlib.IncidentPage{}
-	err = db.view(ctx, func(tx *bolt.Tx) error {
-		ms, err := db.match(tx, f)
+	err = st.db.view(ctx, func(tx *bolt.Tx) error {
+		ms, err := st.db.match(tx, f)
 		if err != nil {
 			return err
 		}
@@ -137,24 +137,24 @@ func (db *DB) FindIncidents(ctx context.Context, f incidentlib.IncidentFilter, o
 }
 
 // Facets counts the terms of the given kinds among the matching incidents.
-func (db *DB) Facets(ctx context.Context, f incidentlib.IncidentFilter, kinds []incidentlib.TermKind) ([]incidentlib.Facet, error) {
+func (st Incidents) Facets(ctx context.Context, f incidentlib.IncidentFilter, kinds []incidentlib.TermKind) ([]incidentlib.Facet, error) {
 	var out []incidentlib.Facet
-	err := db.view(ctx, func(tx *bolt.Tx) error {
-		ms, err := db.match(tx, f)
+	err := st.db.view(ctx, func(tx *bolt.Tx) error {
+		ms, err := st.db.match(tx, f)
 		if err != nil {
 			return err
 		}
-		out, err = db.facetsIn(tx, kinds, ms.count)
+		out, err = st.db.facetsIn(tx, kinds, ms.count)
 		return err
 	})
 	return out, err
 }
 
 // Years counts the matching incidents per year.
-func (db *DB) Years(ctx context.Context, f incidentlib.IncidentFilter) ([]incidentlib.YearCount, error) {
+func (st Incidents) Years(ctx context.Context, f incidentlib.IncidentFilter) ([]incidentlib.YearCount, error) {
 	var out []incidentlib.YearCount
-	err := db.view(ctx, func(tx *bolt.Tx) error {
-		ms, err := db.match(tx, f)
+	err := st.db.view(ctx, func(tx *bolt.Tx) error {
+		ms, err := st.db.match(tx, f)
 		if err != nil {
 			return err
 		}
@@ -177,7 +177,7 @@ func (db *DB) facetsIn(tx *bolt.Tx, kinds []incidentlib.TermKind, count func(pos
 			return nil, incidentlib.Errorf(incidentlib.EINVALID, "unknown taxonomy kind %q", kind)
 		}
 		facet := incidentlib.Facet{Kind: kind, Counts: []incidentlib.TermCount{}}
-		for _, t := range db.Taxonomy().Kind(kind) {
+		for _, t := range db.Taxonomies().Taxonomy().Kind(kind) {
 			if c := count(readPosting(tx, postTerm(kind, t.Slug))); c > 0 {
 				facet.Counts = append(facet.Counts, incidentlib.TermCount{Term: t, Count: int(c)})
 			}
@@ -211,31 +211,14 @@ func yearsIn(tx *bolt.Tx, count func(posting *roaring.Bitmap) uint64) ([]inciden
 
 // RecurrenceIDs returns, for each id, the ids of its recurrences that
 // lists show by default (listed.go).
-func (db *DB) RecurrenceIDs(ctx context.Context, ids []string) ([][]string, error) {
-	out := make([][]string, len(ids))
-	err := db.view(ctx, func(tx *bolt.Tx) error {
-		links := newLinkReader(tx, bucketRecurrences)
-		unlisted := unlistedSet(tx) // the visibility rule (listed.go)
-		for i, id := range ids {
-			n, ok := incidentlib.ParseID(id)
-			if !ok {
-				continue
-			}
-			for _, s := range links.sources(n) {
-				if !unlisted.Contains(s) {
-					out[i] = append(out[i], incidentlib.FormatID(s))
-				}
-			}
-		}
-		return nil
-	})
-	return out, err
+func (st Incidents) RecurrenceIDs(ctx context.Context, ids []string) ([][]string, error) {
+	return st.db.listedSources(ctx, ids, bucketRecurrences, false)
 }
 
 // CountIncidentsBy counts the incidents of each term or organization.
-func (db *DB) CountIncidentsBy(ctx context.Context, keys []incidentlib.CountKey) ([]int, error) {
+func (st Incidents) CountIncidentsBy(ctx context.Context, keys []incidentlib.CountKey) ([]int, error) {
 	out := make([]int, len(keys))
-	err := db.view(ctx, func(tx *bolt.Tx) error {
+	err := st.db.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketPostings).Cursor()
 		// Unlisted (withdrawn) incidents leave the counts as they leave
 		// lists (listed.go).

@@ -18,14 +18,14 @@ import (
 // bytes, because a reader that needs only part of a record (the search
 // index cutting highlights from its texts) reads it for a fraction of the
 // cost of decoding the whole record.
-func (db *DB) RecordsByNumber(ctx context.Context, nums []uint32) ([]incidentlib.StoredRecord, error) {
+func (st Incidents) RecordsByNumber(ctx context.Context, nums []uint32) ([]incidentlib.StoredRecord, error) {
 	out := make([]incidentlib.StoredRecord, len(nums))
-	err := db.view(ctx, func(tx *bolt.Tx) error {
-		rr := db.recordReader(tx)
+	err := st.db.view(ctx, func(tx *bolt.Tx) error {
+		rr := st.db.recordReader(tx)
 		for i, n := range nums {
 			if rr.snap != 0 {
 				// Seen at this sequence: nothing has changed it since.
-				if c, ok := db.cache.Peek(n); ok && c.seenAt.Load() == rr.snap {
+				if c, ok := st.db.cache.Peek(n); ok && c.seenAt.Load() == rr.snap {
 					out[i].Decoded = c.inc
 					continue
 				}
@@ -36,7 +36,7 @@ func (db *DB) RecordsByNumber(ctx context.Context, nums []uint32) ([]incidentlib
 				continue
 			}
 			if rr.snap != 0 {
-				if c, ok := db.cache.Peek(n); ok && c.version == binary.BigEndian.Uint64(rec) {
+				if c, ok := st.db.cache.Peek(n); ok && c.version == binary.BigEndian.Uint64(rec) {
 					c.seenAt.Store(rr.snap)
 					out[i].Decoded = c.inc
 					continue

@@ -16,10 +16,19 @@ import (
 // RelatedByIDs returns, for each id, the ids of the incidents whose
 // related names it, in id order, counting only the incidents lists show by
 // default. Unknown or malformed ids get none. It reads in one transaction.
-func (db *DB) RelatedByIDs(ctx context.Context, ids []string) ([][]string, error) {
+func (st Incidents) RelatedByIDs(ctx context.Context, ids []string) ([][]string, error) {
+	return st.db.listedSources(ctx, ids, bucketRelatedRev, true)
+}
+
+// listedSources returns, for each id, the ids of the incidents that link
+// to it in bucket (target + source keys: recurrences, relatedrev), in id
+// order, counting only the incidents lists show by default and, with
+// skipSelf, not the incident itself. Unknown or malformed ids get none.
+// It reads in one transaction.
+func (db *DB) listedSources(ctx context.Context, ids []string, bucket []byte, skipSelf bool) ([][]string, error) {
 	out := make([][]string, len(ids))
 	err := db.view(ctx, func(tx *bolt.Tx) error {
-		links := newLinkReader(tx, bucketRelatedRev)
+		links := newLinkReader(tx, bucket)
 		unlisted := unlistedSet(tx) // the visibility rule (listed.go)
 		for i, id := range ids {
 			n, ok := incidentlib.ParseID(id)
@@ -27,7 +36,7 @@ func (db *DB) RelatedByIDs(ctx context.Context, ids []string) ([][]string, error
 				continue
 			}
 			for _, s := range links.sources(n) {
-				if s != n && !unlisted.Contains(s) {
+				if (!skipSelf || s != n) && !unlisted.Contains(s) {
 					out[i] = append(out[i], incidentlib.FormatID(s))
 				}
 			}
@@ -38,5 +47,5 @@ func (db *DB) RelatedByIDs(ctx context.Context, ids []string) ([][]string, error
 }
 
 func (s *snapshot) RelatedByIDs(_ context.Context, ids []string) ([][]string, error) {
-	return s.db.RelatedByIDs(s, ids)
+	return s.db.Incidents().RelatedByIDs(s, ids)
 }

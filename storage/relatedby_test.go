@@ -19,7 +19,7 @@ func TestRelatedByLeavesOutWithdrawn(t *testing.T) {
 	mustImport(t, db, []*incidentlib.Incident{mk("IL-0001"), mk("IL-0002", "IL-0001"), mk("IL-0003", "IL-0001")})
 	by := func() []string {
 		t.Helper()
-		out, err := db.RelatedByIDs(ctx, []string{"IL-0001"})
+		out, err := db.Incidents().RelatedByIDs(ctx, []string{"IL-0001"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -29,7 +29,7 @@ func TestRelatedByLeavesOutWithdrawn(t *testing.T) {
 		t.Fatalf("relatedBy %v, want IL-0002 IL-0003", got)
 	}
 	editor := incidentlib.WithIdentity(ctx, incidentlib.Identity{Name: "kim", Role: incidentlib.RoleEditor})
-	if _, err := db.WithdrawIncident(editor, "IL-0002", "a duplicate", incidentlib.WriteOptions{}); err != nil {
+	if _, err := db.Incidents().WithdrawIncident(editor, "IL-0002", "a duplicate", incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := by(); !slices.Equal(got, []string{"IL-0003"}) {

@@ -42,15 +42,15 @@ func TestUpsertRefusesWhatBreaksTheRules(t *testing.T) {
 		"OneMegabyteRecord":       {withBlob(rpIncident("IL-0001", "Acme", "acme", "big"), 1<<20), ""},
 	} {
 		t.Run(name, func(t *testing.T) {
-			before := db.Seq()
-			_, err := db.UpsertIncident(ctx, c.inc, incidentlib.WriteOptions{})
+			before := db.Incidents().Seq()
+			_, err := db.Incidents().UpsertIncident(ctx, c.inc, incidentlib.WriteOptions{})
 			if incidentlib.ErrorCode(err) != incidentlib.EINVALID {
 				t.Fatalf("want EINVALID, got %v", err)
 			}
 			if got := strings.Join(incidentlib.ErrorField(err), "."); got != c.field {
 				t.Fatalf("field %q, want %q (%v)", got, c.field, err)
 			}
-			if db.Seq() != before || len(export(t, db)) != 0 {
+			if db.Incidents().Seq() != before || len(export(t, db)) != 0 {
 				t.Fatal("a refused upsert wrote")
 			}
 		})
@@ -79,7 +79,7 @@ func TestStoredRecordsThatBreakTheRules(t *testing.T) {
 		t.Fatal("the big record is not exported")
 	}
 	mustCheck(t, src) // not corruption
-	_, warnings, err := src.CheckAll(ctx)
+	_, warnings, err := src.Maintenance().CheckAll(ctx)
 	if err != nil || len(warnings) != 1 || !strings.Contains(warnings[0], "IL-0001") || !strings.Contains(warnings[0], "--max-record") {
 		t.Fatalf("check warnings %q (%v), want the big record", warnings, err)
 	}
@@ -88,7 +88,7 @@ func TestStoredRecordsThatBreakTheRules(t *testing.T) {
 	// and takes the page once its reader skipped it.
 	dst := rpOpen(t)
 	all := changesOf(t, src, 0, 10)
-	if _, err := dst.ApplyChanges(ctx, 0, all); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
+	if _, err := dst.Incidents().ApplyChanges(ctx, 0, all); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
 		t.Fatalf("a replica applied a record over its size limit: %v", err)
 	}
 	skipped := append([]incidentlib.Change(nil), all...)
@@ -97,11 +97,11 @@ func TestStoredRecordsThatBreakTheRules(t *testing.T) {
 			skipped[i] = incidentlib.Change{Seq: skipped[i].Seq, ID: skipped[i].ID, Skipped: incidentlib.RuleSize}
 		}
 	}
-	to, err := dst.ApplyChanges(ctx, 0, skipped)
-	if err != nil || to != src.Seq() {
-		t.Fatalf("the page with a skipped change: position %d, %v; want %d", to, err, src.Seq())
+	to, err := dst.Incidents().ApplyChanges(ctx, 0, skipped)
+	if err != nil || to != src.Incidents().Seq() {
+		t.Fatalf("the page with a skipped change: position %d, %v; want %d", to, err, src.Incidents().Seq())
 	}
-	if incs, _ := dst.FindIncidentsByIDs(ctx, []string{"IL-0001", "IL-0002"}); incs[0] != nil || incs[1] == nil {
+	if incs, _ := dst.Incidents().FindIncidentsByIDs(ctx, []string{"IL-0001", "IL-0002"}); incs[0] != nil || incs[1] == nil {
 		t.Fatalf("after the skip: %v", incs)
 	}
 
@@ -109,14 +109,14 @@ func TestStoredRecordsThatBreakTheRules(t *testing.T) {
 	// a replica) is copied as it is; check warns about it.
 	ctl := rpIncident("IL-0003", "Acme", "acme", "bell\a and \u202Eoverride")
 	ctl.UpdatedAt = "2026-01-01T00:00:00Z"
-	if _, err := dst.ApplyChanges(ctx, to, []incidentlib.Change{{Seq: to + 1, ID: ctl.ID, Incident: ctl}}); err != nil {
+	if _, err := dst.Incidents().ApplyChanges(ctx, to, []incidentlib.Change{{Seq: to + 1, ID: ctl.ID, Incident: ctl}}); err != nil {
 		t.Fatalf("a replica refused a record that breaks only the text rule: %v", err)
 	}
 	if got := rpGet(t, dst, "IL-0003"); got.Title.En != ctl.Title.En {
 		t.Fatalf("title %q", got.Title.En)
 	}
 	mustCheck(t, dst)
-	_, warnings, err = dst.CheckAll(ctx)
+	_, warnings, err = dst.Maintenance().CheckAll(ctx)
 	if err != nil || len(warnings) != 1 || !strings.Contains(warnings[0], "title.en") {
 		t.Fatalf("check warnings %q (%v), want the control character of IL-0003", warnings, err)
 	}

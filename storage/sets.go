@@ -16,10 +16,10 @@ import (
 // MatchSet returns the numbers of the incidents that match f, exactly as
 // FindIncidents selects them. The bitmap is the caller's own. Returns
 // EINVALID for a bad filter.
-func (db *DB) MatchSet(ctx context.Context, f incidentlib.IncidentFilter) (*roaring.Bitmap, error) {
+func (st Incidents) MatchSet(ctx context.Context, f incidentlib.IncidentFilter) (*roaring.Bitmap, error) {
 	var out *roaring.Bitmap
-	err := db.view(ctx, func(tx *bolt.Tx) error {
-		ms, err := db.match(tx, f)
+	err := st.db.view(ctx, func(tx *bolt.Tx) error {
+		ms, err := st.db.match(tx, f)
 		if err != nil {
 			return err
 		}
@@ -31,20 +31,20 @@ func (db *DB) MatchSet(ctx context.Context, f incidentlib.IncidentFilter) (*roar
 
 // FacetsOf counts the terms of the given kinds (all kinds when kinds is
 // empty) among the incidents of set that are in the store, like Facets.
-func (db *DB) FacetsOf(ctx context.Context, set *roaring.Bitmap, kinds []incidentlib.TermKind) ([]incidentlib.Facet, error) {
+func (st Incidents) FacetsOf(ctx context.Context, set *roaring.Bitmap, kinds []incidentlib.TermKind) ([]incidentlib.Facet, error) {
 	var out []incidentlib.Facet
-	err := db.view(ctx, func(tx *bolt.Tx) error {
+	err := st.db.view(ctx, func(tx *bolt.Tx) error {
 		var err error
-		out, err = db.facetsIn(tx, kinds, set.AndCardinality)
+		out, err = st.db.facetsIn(tx, kinds, set.AndCardinality)
 		return err
 	})
 	return out, err
 }
 
 // YearsOf counts the incidents of set per year, oldest first, like Years.
-func (db *DB) YearsOf(ctx context.Context, set *roaring.Bitmap) ([]incidentlib.YearCount, error) {
+func (st Incidents) YearsOf(ctx context.Context, set *roaring.Bitmap) ([]incidentlib.YearCount, error) {
 	var out []incidentlib.YearCount
-	err := db.view(ctx, func(tx *bolt.Tx) error {
+	err := st.db.view(ctx, func(tx *bolt.Tx) error {
 		var err error
 		out, err = yearsIn(tx, set.AndCardinality)
 		return err

@@ -18,7 +18,7 @@ import (
 // incident's own terms only, never the corpus. Unlisted (withdrawn)
 // incidents are neither ranked nor counted (listed.go); a withdrawn
 // incident itself, readable by id, is ranked against the listed ones.
-func (db *DB) Similar(ctx context.Context, id string, n int) ([]incidentlib.SimilarIncident, error) {
+func (st Incidents) Similar(ctx context.Context, id string, n int) ([]incidentlib.SimilarIncident, error) {
 	if n < 0 || n > incidentlib.MaxPageSize {
 		return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"first"}, "first must be between 0 and %d, got %d", incidentlib.MaxPageSize, n)
 	}
@@ -27,8 +27,8 @@ func (db *DB) Similar(ctx context.Context, id string, n int) ([]incidentlib.Simi
 		return nil, incidentlib.Errorf(incidentlib.ENOTFOUND, "incident %q not found", id)
 	}
 	var out []incidentlib.SimilarIncident
-	err := db.view(ctx, func(tx *bolt.Tx) error {
-		inc, err := db.getIncident(tx, self)
+	err := st.db.view(ctx, func(tx *bolt.Tx) error {
+		inc, err := st.db.getIncident(tx, self)
 		if err != nil {
 			return err
 		}

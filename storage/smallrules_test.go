@@ -13,19 +13,19 @@ import (
 func TestWithdrawnReasonText(t *testing.T) {
 	db := wrOpen(t, true)
 	kim := asUser("kim", incidentlib.RoleEditor)
-	if _, err := db.UpsertIncident(kim, wrIncident("IL-0001", "Acme", "acme", "t"), incidentlib.WriteOptions{}); err != nil {
+	if _, err := db.Incidents().UpsertIncident(kim, wrIncident("IL-0001", "Acme", "acme", "t"), incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for name, reason := range map[string]string{"ErrBell": "a dup\x07licate", "ErrEscape": "\x1b[31mred", "ErrBidi": "a \u202edup", "ErrC1": "a \u0085dup"} {
 		t.Run(name, func(t *testing.T) {
-			seq := db.Seq()
-			if _, err := db.WithdrawIncident(kim, "IL-0001", reason, incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) != incidentlib.EINVALID || db.Seq() != seq {
+			seq := db.Incidents().Seq()
+			if _, err := db.Incidents().WithdrawIncident(kim, "IL-0001", reason, incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) != incidentlib.EINVALID || db.Incidents().Seq() != seq {
 				t.Fatalf("%v, want INVALID and nothing written", err)
 			}
 		})
 	}
 	t.Run("LineBreaksAllowed", func(t *testing.T) {
-		if _, err := db.WithdrawIncident(kim, "IL-0001", "a duplicate\n\tof IL-0002", incidentlib.WriteOptions{}); err != nil {
+		if _, err := db.Incidents().WithdrawIncident(kim, "IL-0001", "a duplicate\n\tof IL-0002", incidentlib.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -40,13 +40,13 @@ func TestSelfReviewOfRestoredContent(t *testing.T) {
 	kim := asUser("kim", incidentlib.RoleReviewer)
 	lee := asUser("lee", incidentlib.RoleReviewer)
 	pat := asUser("pat", incidentlib.RoleEditor)
-	if _, err := db.UpsertIncident(kim, wrIncident("IL-0001", "Acme", "acme", "kim's words"), incidentlib.WriteOptions{}); err != nil {
+	if _, err := db.Incidents().UpsertIncident(kim, wrIncident("IL-0001", "Acme", "acme", "kim's words"), incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := wrReview(lee, db, "IL-0001", "lee", incidentlib.WriteOptions{}); err != nil { // v2 submit, v3 approve
 		t.Fatal(err)
 	}
-	if _, err := db.UpsertIncident(pat, wrIncident("IL-0001", "Acme", "acme", "pat's words"), incidentlib.WriteOptions{}); err != nil { // v4
+	if _, err := db.Incidents().UpsertIncident(pat, wrIncident("IL-0001", "Acme", "acme", "pat's words"), incidentlib.WriteOptions{}); err != nil { // v4
 		t.Fatal(err)
 	}
 	if _, err := wrReview(lee, db, "IL-0001", "lee", incidentlib.WriteOptions{}); err != nil { // v5, v6
@@ -54,11 +54,11 @@ func TestSelfReviewOfRestoredContent(t *testing.T) {
 	}
 	for name, write := range map[string]func() error{
 		"ErrRestore": func() error {
-			_, err := db.RestoreIncident(pat, "IL-0001", 1, "back to the first", incidentlib.WriteOptions{})
+			_, err := db.Incidents().RestoreIncident(pat, "IL-0001", 1, "back to the first", incidentlib.WriteOptions{})
 			return err
 		},
 		"ErrWrittenBack": func() error {
-			_, err := db.UpsertIncident(pat, wrIncident("IL-0001", "Acme", "acme", "kim's words"), incidentlib.WriteOptions{})
+			_, err := db.Incidents().UpsertIncident(pat, wrIncident("IL-0001", "Acme", "acme", "kim's words"), incidentlib.WriteOptions{})
 			return err
 		},
 	} {
@@ -66,18 +66,18 @@ func TestSelfReviewOfRestoredContent(t *testing.T) {
 			if err := write(); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := db.SubmitForReview(pat, "IL-0001", incidentlib.WriteOptions{}); err != nil {
+			if _, err := db.Incidents().SubmitForReview(pat, "IL-0001", incidentlib.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			seq := db.Seq()
-			if _, err := db.DecideReview(kim, "IL-0001", incidentlib.DecisionApprove, "", incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) != incidentlib.ESELFREVIEW || db.Seq() != seq {
+			seq := db.Incidents().Seq()
+			if _, err := db.Incidents().DecideReview(kim, "IL-0001", incidentlib.DecisionApprove, "", incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) != incidentlib.ESELFREVIEW || db.Incidents().Seq() != seq {
 				t.Fatalf("kim approved her own content: %v", err)
 			}
 			// Another reviewer may; then the next case starts from an approval.
-			if _, err := db.DecideReview(lee, "IL-0001", incidentlib.DecisionApprove, "", incidentlib.WriteOptions{}); err != nil {
+			if _, err := db.Incidents().DecideReview(lee, "IL-0001", incidentlib.DecisionApprove, "", incidentlib.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := db.UpsertIncident(pat, wrIncident("IL-0001", "Acme", "acme", "pat again "+name), incidentlib.WriteOptions{}); err != nil {
+			if _, err := db.Incidents().UpsertIncident(pat, wrIncident("IL-0001", "Acme", "acme", "pat again "+name), incidentlib.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := wrReview(lee, db, "IL-0001", "lee", incidentlib.WriteOptions{}); err != nil {
@@ -86,7 +86,7 @@ func TestSelfReviewOfRestoredContent(t *testing.T) {
 		})
 	}
 	t.Run("OtherContentApprovable", func(t *testing.T) {
-		if _, err := db.UpsertIncident(pat, wrIncident("IL-0001", "Acme", "acme", "new words"), incidentlib.WriteOptions{}); err != nil {
+		if _, err := db.Incidents().UpsertIncident(pat, wrIncident("IL-0001", "Acme", "acme", "new words"), incidentlib.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := wrReview(kim, db, "IL-0001", "kim", incidentlib.WriteOptions{}); err != nil {
@@ -102,7 +102,7 @@ func TestTokenNamesOneAuthor(t *testing.T) {
 	db := wrOpen(t, true)
 	ctx := context.Background()
 	create := func(name string) error {
-		_, _, err := db.CreateToken(ctx, name, incidentlib.RoleEditor, time.Time{})
+		_, _, err := db.Tokens().CreateToken(ctx, name, incidentlib.RoleEditor, time.Time{})
 		return err
 	}
 	for _, name := range []string{"release", "Release", "seeds", "migration", "import", "admin", "gen"} {
@@ -120,7 +120,7 @@ func TestTokenNamesOneAuthor(t *testing.T) {
 			t.Fatalf("%v", err)
 		}
 	})
-	if _, err := db.RevokeToken(ctx, "kim"); err != nil {
+	if _, err := db.Tokens().RevokeToken(ctx, "kim"); err != nil {
 		t.Fatal(err)
 	}
 	t.Run("ErrCaseTwinOfRevoked", func(t *testing.T) {

@@ -18,8 +18,6 @@ import (
 // snapshot is made only by ReadSnapshot and never leaves this package as a
 // context: callers hold an incidentlib.Snapshot and call its methods.
 
-var _ incidentlib.Snapshots = (*DB)(nil)
-
 type snapshotKey struct{}
 
 var errSnapshotOpen = errors.New("storage: a read of its own was asked while this context's snapshot holds a transaction (release it first)")
@@ -42,8 +40,8 @@ type snapshot struct {
 // another (a writer waiting to grow the file's mapping would wait for the
 // first while the second waits for it). RawChangesSince never reads
 // through a snapshot.
-func (db *DB) ReadSnapshot(ctx context.Context) incidentlib.Snapshot {
-	return &snapshot{Context: ctx, db: db}
+func (st Incidents) ReadSnapshot(ctx context.Context) incidentlib.Snapshot {
+	return &snapshot{Context: ctx, db: st.db}
 }
 
 // Value makes the snapshot the value of snapshotKey.
@@ -64,23 +62,23 @@ func (s *snapshot) Release() {
 }
 
 func (s *snapshot) FindIncidentsByIDs(_ context.Context, ids []string) ([]*incidentlib.Incident, error) {
-	return s.db.FindIncidentsByIDs(s, ids)
+	return s.db.Incidents().FindIncidentsByIDs(s, ids)
 }
 
 func (s *snapshot) FindIncidents(_ context.Context, filter incidentlib.IncidentFilter, order incidentlib.IncidentOrder, page incidentlib.PageArgs) (*incidentlib.IncidentPage, error) {
-	return s.db.FindIncidents(s, filter, order, page)
+	return s.db.Incidents().FindIncidents(s, filter, order, page)
 }
 
 func (s *snapshot) RecurrenceIDs(_ context.Context, ids []string) ([][]string, error) {
-	return s.db.RecurrenceIDs(s, ids)
+	return s.db.Incidents().RecurrenceIDs(s, ids)
 }
 
 func (s *snapshot) CountIncidentsBy(_ context.Context, keys []incidentlib.CountKey) ([]int, error) {
-	return s.db.CountIncidentsBy(s, keys)
+	return s.db.Incidents().CountIncidentsBy(s, keys)
 }
 
 func (s *snapshot) FindOrganizationsBySlugs(_ context.Context, slugs []string) ([]*incidentlib.Organization, error) {
-	return s.db.FindOrganizationsBySlugs(s, slugs)
+	return s.db.Taxonomies().FindOrganizationsBySlugs(s, slugs)
 }
 
 // recordReaderIn is db.recordReader(tx), kept for the snapshot of ctx when

@@ -21,10 +21,10 @@ func TestSnapshot(t *testing.T) {
 	ctx := context.Background()
 	id := incs[0].ID
 
-	txBefore, seqAtSnapshot := db.StoreStats().ReadTxTotal, db.Seq()
-	snap := db.ReadSnapshot(ctx)
+	txBefore, seqAtSnapshot := db.Maintenance().StoreStats().ReadTxTotal, db.Incidents().Seq()
+	snap := db.Incidents().ReadSnapshot(ctx)
 	t.Cleanup(snap.Release) // before the store closes, if the test stops early
-	if n := db.StoreStats().ReadTxTotal - txBefore; n != 0 {
+	if n := db.Maintenance().StoreStats().ReadTxTotal - txBefore; n != 0 {
 		t.Fatalf("a snapshot began %d transactions before its first read", n)
 	}
 	read := func(r incidentlib.Reader) (string, int, error) {
@@ -53,11 +53,11 @@ func TestSnapshot(t *testing.T) {
 	changed.Title.En = "Changed while a snapshot was open"
 	wrote := make(chan error, 1)
 	go func() {
-		if _, err := db.UpsertIncident(ctx, &changed, incidentlib.WriteOptions{}); err != nil {
+		if _, err := db.Incidents().UpsertIncident(ctx, &changed, incidentlib.WriteOptions{}); err != nil {
 			wrote <- err
 			return
 		}
-		_, err := db.DeleteIncident(ctx, incs[1].ID, incidentlib.WriteOptions{})
+		_, err := db.Incidents().DeleteIncident(ctx, incs[1].ID, incidentlib.WriteOptions{})
 		wrote <- err
 	}()
 	select {
@@ -72,14 +72,14 @@ func TestSnapshot(t *testing.T) {
 	if err != nil || title != incs[0].Title.En || total != 300 {
 		t.Fatalf("the snapshot saw a later write: %q, %d, %v", title, total, err)
 	}
-	if n := db.StoreStats().ReadTxTotal - txBefore; n != 1 {
+	if n := db.Maintenance().StoreStats().ReadTxTotal - txBefore; n != 1 {
 		t.Fatalf("reads through the snapshot began %d transactions, want 1", n)
 	}
 	// The change log is never read through a snapshot: the search index
 	// catching up must see every committed change.
-	fresh := db.ReadSnapshot(ctx) // nothing read through it yet
+	fresh := db.Incidents().ReadSnapshot(ctx) // nothing read through it yet
 	t.Cleanup(fresh.Release)
-	changes, err := db.RawChangesSince(ctx, seqAtSnapshot, 100)
+	changes, err := db.Incidents().RawChangesSince(ctx, seqAtSnapshot, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,10 +96,10 @@ func TestSnapshot(t *testing.T) {
 	if _, _, err := read(snap); err == nil {
 		t.Fatal("a released snapshot still reads")
 	}
-	title, total, err = read(db)
+	title, total, err = read(db.Reads())
 	if err != nil || title != changed.Title.En || total != 299 {
 		t.Fatalf("after the snapshot: %q, %d, %v", title, total, err)
 	}
 }
 
-var _ incidentlib.Snapshots = (*storage.DB)(nil)
+var _ incidentlib.Snapshots = storage.Incidents{}

@@ -17,8 +17,6 @@ import (
 // from the postings: the set of a filter is intersected with the postings
 // of years, terms, organizations and durations, never with the records.
 
-var _ incidentlib.IncidentAggregates = (*DB)(nil)
-
 // namedPosting is a posting read in a transaction (valid only inside it),
 // with the part of its name after its prefix.
 type namedPosting struct {
@@ -50,9 +48,9 @@ func termPostings(tx *bolt.Tx, kind incidentlib.TermKind) ([]namedPosting, error
 }
 
 // YearTermCountsOf counts the incidents of set per year and term of kind.
-func (db *DB) YearTermCountsOf(ctx context.Context, set *roaring.Bitmap, kind incidentlib.TermKind) ([]incidentlib.YearTermCount, error) {
+func (st Incidents) YearTermCountsOf(ctx context.Context, set *roaring.Bitmap, kind incidentlib.TermKind) ([]incidentlib.YearTermCount, error) {
 	out := []incidentlib.YearTermCount{}
-	err := db.view(ctx, func(tx *bolt.Tx) error {
+	err := st.db.view(ctx, func(tx *bolt.Tx) error {
 		terms, err := termPostings(tx, kind)
 		if err != nil {
 			return err
@@ -65,7 +63,7 @@ func (db *DB) YearTermCountsOf(ctx context.Context, set *roaring.Bitmap, kind in
 		for k, y := range years {
 			yearOf[k], _ = yearOfPosting(prefixYear + y.name)
 		}
-		db.dense.crossCounts(tx, set, years, terms, func(i, j int, n uint64) {
+		st.db.dense.crossCounts(tx, set, years, terms, func(i, j int, n uint64) {
 			out = append(out, incidentlib.YearTermCount{Year: yearOf[i], Term: incidentlib.TermKey{Kind: kind, Slug: terms[j].name}, Count: int(n)})
 		})
 		return nil
@@ -75,9 +73,9 @@ func (db *DB) YearTermCountsOf(ctx context.Context, set *roaring.Bitmap, kind in
 
 // PairCountsOf counts the incidents of set per pair of a row term and a
 // column term.
-func (db *DB) PairCountsOf(ctx context.Context, set *roaring.Bitmap, rows, columns incidentlib.TermKind) ([]incidentlib.PairCount, error) {
+func (st Incidents) PairCountsOf(ctx context.Context, set *roaring.Bitmap, rows, columns incidentlib.TermKind) ([]incidentlib.PairCount, error) {
 	out := []incidentlib.PairCount{}
-	err := db.view(ctx, func(tx *bolt.Tx) error {
+	err := st.db.view(ctx, func(tx *bolt.Tx) error {
 		rs, err := termPostings(tx, rows)
 		if err != nil {
 			return err
@@ -86,7 +84,7 @@ func (db *DB) PairCountsOf(ctx context.Context, set *roaring.Bitmap, rows, colum
 		if err != nil {
 			return err
 		}
-		db.dense.crossCounts(tx, set, rs, cs, func(i, j int, n uint64) {
+		st.db.dense.crossCounts(tx, set, rs, cs, func(i, j int, n uint64) {
 			out = append(out, incidentlib.PairCount{
 				Row:    incidentlib.TermKey{Kind: rows, Slug: rs[i].name},
 				Column: incidentlib.TermKey{Kind: columns, Slug: cs[j].name}, Count: int(n)})
@@ -98,13 +96,13 @@ func (db *DB) PairCountsOf(ctx context.Context, set *roaring.Bitmap, rows, colum
 
 // TopOrganizationsOf returns the organizations with the most incidents of
 // set (as the affected organization).
-func (db *DB) TopOrganizationsOf(ctx context.Context, set *roaring.Bitmap, first int) ([]incidentlib.OrganizationCount, error) {
+func (st Incidents) TopOrganizationsOf(ctx context.Context, set *roaring.Bitmap, first int) ([]incidentlib.OrganizationCount, error) {
 	if first < 1 || first > incidentlib.MaxTopOrganizations {
 		return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"first"},
 			"first must be 1 to %d, got %d", incidentlib.MaxTopOrganizations, first)
 	}
 	var all []incidentlib.OrganizationCount
-	err := db.view(ctx, func(tx *bolt.Tx) error {
+	err := st.db.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketPostings).Cursor()
 		bm := roaring.New()
 		for k, v := c.Seek([]byte(prefixOrg)); k != nil && bytes.HasPrefix(k, []byte(prefixOrg)); k, v = c.Next() {
@@ -134,9 +132,9 @@ func (db *DB) TopOrganizationsOf(ctx context.Context, set *roaring.Bitmap, first
 }
 
 // DurationsOf summarises the timeline durations of the incidents of set.
-func (db *DB) DurationsOf(ctx context.Context, set *roaring.Bitmap) (*incidentlib.Durations, error) {
+func (st Incidents) DurationsOf(ctx context.Context, set *roaring.Bitmap) (*incidentlib.Durations, error) {
 	out := &incidentlib.Durations{}
-	err := db.view(ctx, func(tx *bolt.Tx) error {
+	err := st.db.view(ctx, func(tx *bolt.Tx) error {
 		var err error
 		if out.DetectedAfter, err = durationStatsIn(tx, set, durDetected); err != nil {
 			return err
@@ -283,7 +281,7 @@ func (o orgOrder) decodeCursor(s string) (*orgItem, error) {
 // FindOrganizationsBy returns one page of the organizations q selects in
 // its order. The organizations are few beside the incidents (one per
 // slug); each request orders those selected.
-func (db *DB) FindOrganizationsBy(ctx context.Context, q incidentlib.OrganizationQuery, p incidentlib.PageArgs) (*incidentlib.OrganizationPage, error) {
+func (st Incidents) FindOrganizationsBy(ctx context.Context, q incidentlib.OrganizationQuery, p incidentlib.PageArgs) (*incidentlib.OrganizationPage, error) {
 	n, backward, err := pageSize(p)
 	if err != nil {
 		return nil, err
@@ -305,7 +303,7 @@ func (db *DB) FindOrganizationsBy(ctx context.Context, q incidentlib.Organizatio
 	}
 	prefix := strings.ToLower(q.NameStartsWith)
 	var items []*orgItem
-	err = db.view(ctx, func(tx *bolt.Tx) error {
+	err = st.db.view(ctx, func(tx *bolt.Tx) error {
 		var years []namedPosting
 		if ord.field == 'l' {
 			if years, err = postingsWithPrefix(tx, prefixYear); err != nil {
@@ -316,7 +314,7 @@ func (db *DB) FindOrganizationsBy(ctx context.Context, q incidentlib.Organizatio
 		sk := tx.Bucket(bucketSortKeys)
 		unlisted := unlistedSet(tx) // counted and dated as incidentCount counts (listed.go)
 		return tx.Bucket(bucketOrgs).ForEach(func(k, v []byte) error {
-			o, err := db.orgs.decode(string(k), v)
+			o, err := st.db.orgs.decode(string(k), v)
 			if err != nil {
 				return err
 			}

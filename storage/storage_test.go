@@ -47,7 +47,7 @@ func corpus(tb testing.TB, n int, seed int64) []*incidentlib.Incident {
 
 func mustImport(tb testing.TB, db *storage.DB, incs []*incidentlib.Incident) {
 	tb.Helper()
-	if _, err := db.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+	if _, err := db.Incidents().ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 		tb.Fatal(err)
 	}
 }
@@ -55,7 +55,7 @@ func mustImport(tb testing.TB, db *storage.DB, incs []*incidentlib.Incident) {
 func export(tb testing.TB, db *storage.DB) []byte {
 	tb.Helper()
 	var buf bytes.Buffer
-	if err := db.Export(context.Background(), &buf); err != nil {
+	if err := db.Maintenance().Export(context.Background(), &buf); err != nil {
 		tb.Fatal(err)
 	}
 	return buf.Bytes()
@@ -63,7 +63,7 @@ func export(tb testing.TB, db *storage.DB) []byte {
 
 func mustCheck(tb testing.TB, db *storage.DB) {
 	tb.Helper()
-	problems, err := db.Check(context.Background())
+	problems, err := db.Maintenance().Check(context.Background())
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestSeedRecordRoundTrip(t *testing.T) {
 	}
 	mustImport(t, db, incs)
 	mustCheck(t, db)
-	got, err := db.FindIncidentsByIDs(ctx, []string{"IL-0213", "IL-9999", "bogus"})
+	got, err := db.Incidents().FindIncidentsByIDs(ctx, []string{"IL-0213", "IL-9999", "bogus"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestImportExportRoundTripIsByteIdentical(t *testing.T) {
 	for _, r := range recs {
 		again = append(again, r.Incident)
 	}
-	res, err := db2.ImportIncidents(ctx, again, incidentlib.ImportOptions{KeepUpdatedAt: true})
+	res, err := db2.Incidents().ImportIncidents(ctx, again, incidentlib.ImportOptions{KeepUpdatedAt: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestImportExportRoundTripIsByteIdentical(t *testing.T) {
 		t.Fatal("export, import, export is not byte-identical")
 	}
 	// Importing the same again changes nothing.
-	res, err = db2.ImportIncidents(ctx, again, incidentlib.ImportOptions{KeepUpdatedAt: true})
+	res, err = db2.Incidents().ImportIncidents(ctx, again, incidentlib.ImportOptions{KeepUpdatedAt: true})
 	if err != nil || res.Unchanged != len(again) {
 		t.Fatalf("re-import: %+v, %v", res, err)
 	}
@@ -192,7 +192,7 @@ func TestBadImportWritesNothing(t *testing.T) {
 			base := valid("IL-0011")
 			mustImport(t, db, []*incidentlib.Incident{base})
 			before := export(t, db)
-			seq := db.Seq()
+			seq := db.Incidents().Seq()
 			// IL-0012 recurs IL-0011; the bad record is IL-0013 (or IL-0011 for the cycle).
 			r2 := valid("IL-0012")
 			r2.RecurrenceOf = "IL-0011"
@@ -204,7 +204,7 @@ func TestBadImportWritesNothing(t *testing.T) {
 				c.mutate(bad)
 			}
 			ok := valid("IL-0014")
-			_, err := db.ImportIncidents(ctx, []*incidentlib.Incident{ok, r2, bad}, incidentlib.ImportOptions{KeepUpdatedAt: true})
+			_, err := db.Incidents().ImportIncidents(ctx, []*incidentlib.Incident{ok, r2, bad}, incidentlib.ImportOptions{KeepUpdatedAt: true})
 			if incidentlib.ErrorCode(err) != incidentlib.EINVALID {
 				t.Fatalf("want EINVALID, got %v", err)
 			}
@@ -212,7 +212,7 @@ func TestBadImportWritesNothing(t *testing.T) {
 			if len(list) == 0 || len(list[0].Field) < 3 || list[0].Field[0] != "records" || list[0].Field[2] != c.field {
 				t.Fatalf("the error must name the record and field %q: %+v", c.field, list)
 			}
-			if after := export(t, db); !bytes.Equal(before, after) || db.Seq() != seq {
+			if after := export(t, db); !bytes.Equal(before, after) || db.Incidents().Seq() != seq {
 				t.Fatal("a failed import changed the store")
 			}
 			mustCheck(t, db)
@@ -368,7 +368,7 @@ func TestFiltersMatchBruteForce(t *testing.T) {
 	for name, f := range filterCases(incs) {
 		t.Run(name, func(t *testing.T) {
 			want := brute(incs, f)
-			n, err := db.CountIncidents(ctx, f)
+			n, err := db.Incidents().CountIncidents(ctx, f)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -376,7 +376,7 @@ func TestFiltersMatchBruteForce(t *testing.T) {
 				t.Fatalf("count %d, brute force %d", n, len(want))
 			}
 			// Facets and years against brute force.
-			facets, err := db.Facets(ctx, f, nil)
+			facets, err := db.Incidents().Facets(ctx, f, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -393,7 +393,7 @@ func TestFiltersMatchBruteForce(t *testing.T) {
 					}
 				}
 			}
-			years, err := db.Years(ctx, f)
+			years, err := db.Incidents().Years(ctx, f)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -433,7 +433,7 @@ func walk(t *testing.T, db *storage.DB, f incidentlib.IncidentFilter, o incident
 		} else {
 			p = incidentlib.PageArgs{First: &size, After: cursor}
 		}
-		page, err := db.FindIncidents(ctx, f, o, p)
+		page, err := db.Incidents().FindIncidents(ctx, f, o, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -543,14 +543,14 @@ func TestPageArgumentErrors(t *testing.T) {
 		"ErrCursorOrder":   {incidentlib.PageArgs{After: ptr("AUkAAAAB")}, incidentlib.EBADCURSOR},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := db.FindIncidents(ctx, incidentlib.IncidentFilter{}, o, c.p)
+			_, err := db.Incidents().FindIncidents(ctx, incidentlib.IncidentFilter{}, o, c.p)
 			if got := incidentlib.ErrorCode(err); got != c.code {
 				t.Fatalf("want %s, got %v", c.code, err)
 			}
 		})
 	}
 	t.Run("BadDateFilter", func(t *testing.T) {
-		_, err := db.FindIncidents(ctx, incidentlib.IncidentFilter{DateFrom: ptr("2020-13-01")}, o, incidentlib.PageArgs{})
+		_, err := db.Incidents().FindIncidents(ctx, incidentlib.IncidentFilter{DateFrom: ptr("2020-13-01")}, o, incidentlib.PageArgs{})
 		if incidentlib.ErrorCode(err) != incidentlib.EINVALID {
 			t.Fatalf("want EINVALID, got %v", err)
 		}
@@ -591,7 +591,7 @@ func TestCheckFindsBrokenIndex(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := db.Backup(ctx, f); err != nil {
+			if _, err := db.Maintenance().Backup(ctx, f); err != nil {
 				t.Fatal(err)
 			}
 			f.Close()
@@ -603,7 +603,7 @@ func TestCheckFindsBrokenIndex(t *testing.T) {
 			if err := copyDB.Bolt().Update(brk); err != nil {
 				t.Fatal(err)
 			}
-			problems, err := copyDB.Check(ctx)
+			problems, err := copyDB.Maintenance().Check(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -634,7 +634,7 @@ func TestSimilarRanking(t *testing.T) {
 		mk("IL-0008", "epsilon", []string{"service-unavailable"}, []string{"cache"}, "config-change"), // cache only
 	}
 	mustImport(t, db, incs)
-	sims, err := db.Similar(ctx, "IL-0001", 10)
+	sims, err := db.Incidents().Similar(ctx, "IL-0001", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -654,7 +654,7 @@ func TestSimilarRanking(t *testing.T) {
 	if !sims[2].SameOrganization || sims[0].SameOrganization {
 		t.Fatalf("sameOrganization wrong: %+v", sims)
 	}
-	if _, err := db.Similar(ctx, "IL-0999", 5); incidentlib.ErrorCode(err) != incidentlib.ENOTFOUND {
+	if _, err := db.Incidents().Similar(ctx, "IL-0999", 5); incidentlib.ErrorCode(err) != incidentlib.ENOTFOUND {
 		t.Fatalf("want ENOTFOUND, got %v", err)
 	}
 }
@@ -684,12 +684,12 @@ func TestMergedIDKeepsResolving(t *testing.T) {
 	}
 	mustImport(t, db, []*incidentlib.Incident{mk("IL-0001"), mk("IL-0002"), mk("IL-0003", "IL-0002")})
 	// IL-0002 turns out to be IL-0001: merge it away.
-	_, err := db.ImportIncidents(ctx, []*incidentlib.Incident{mk("IL-0001")},
+	_, err := db.Incidents().ImportIncidents(ctx, []*incidentlib.Incident{mk("IL-0001")},
 		incidentlib.ImportOptions{KeepUpdatedAt: true, Merges: map[string]string{"IL-0002": "IL-0001"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := db.FindIncidentsByIDs(ctx, []string{"IL-0002", "IL-0003"})
+	got, err := db.Incidents().FindIncidentsByIDs(ctx, []string{"IL-0002", "IL-0003"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -699,7 +699,7 @@ func TestMergedIDKeepsResolving(t *testing.T) {
 	if !slices.Equal(got[1].Related, []string{"IL-0001"}) {
 		t.Fatalf("links to the merged-away id must be re-pointed: %v", got[1].Related)
 	}
-	if n, _ := db.CountIncidents(ctx, incidentlib.IncidentFilter{}); n != 2 {
+	if n, _ := db.Incidents().CountIncidents(ctx, incidentlib.IncidentFilter{}); n != 2 {
 		t.Fatalf("%d incidents", n)
 	}
 	mustCheck(t, db)

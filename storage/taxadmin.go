@@ -130,7 +130,7 @@ func termIn(w *writeTx, kind incidentlib.TermKind, slug string) (*incidentlib.Te
 }
 
 // AddTerm adds a term; see incidentlib.TaxonomyAdmin.
-func (db *DB) AddTerm(ctx context.Context, author string, in incidentlib.Term) (*incidentlib.Term, error) {
+func (st Taxonomies) AddTerm(ctx context.Context, author string, in incidentlib.Term) (*incidentlib.Term, error) {
 	t := in
 	t.Deprecated = false
 	t.Aliases = slices.Clone(in.Aliases)
@@ -140,8 +140,8 @@ func (db *DB) AddTerm(ctx context.Context, author string, in incidentlib.Term) (
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	err := db.adminUpdate(ctx, func(w *writeTx) error {
-		tax, err := taxonomyOf(w.tx, db.taxes.builtin)
+	err := st.db.adminUpdate(ctx, func(w *writeTx) error {
+		tax, err := taxonomyOf(w.tx, st.db.taxes.builtin)
 		if err != nil {
 			return err
 		}
@@ -233,8 +233,8 @@ func (db *DB) updateTerm(ctx context.Context, author string, kind incidentlib.Te
 
 // UpdateTerm changes a term's labels and descriptions; see
 // incidentlib.TaxonomyAdmin.
-func (db *DB) UpdateTerm(ctx context.Context, author string, kind incidentlib.TermKind, slug string, u incidentlib.TermUpdate) (*incidentlib.Term, error) {
-	return db.updateTerm(ctx, author, kind, slug, incidentlib.ValidateTermUpdate(u), func(t, old *incidentlib.Term, _ *incidentlib.Taxonomy) (incidentlib.TaxonomyAction, error) {
+func (st Taxonomies) UpdateTerm(ctx context.Context, author string, kind incidentlib.TermKind, slug string, u incidentlib.TermUpdate) (*incidentlib.Term, error) {
+	return st.db.updateTerm(ctx, author, kind, slug, incidentlib.ValidateTermUpdate(u), func(t, old *incidentlib.Term, _ *incidentlib.Taxonomy) (incidentlib.TaxonomyAction, error) {
 		merge := func(dst *incidentlib.Text, src *incidentlib.Text) {
 			if src == nil {
 				return
@@ -256,8 +256,8 @@ func (db *DB) UpdateTerm(ctx context.Context, author string, kind incidentlib.Te
 }
 
 // AddTermAliases adds aliases to a term; see incidentlib.TaxonomyAdmin.
-func (db *DB) AddTermAliases(ctx context.Context, author string, kind incidentlib.TermKind, slug string, aliases []string) (*incidentlib.Term, error) {
-	return db.updateTerm(ctx, author, kind, slug, incidentlib.ValidateAliases(aliases), func(t, old *incidentlib.Term, tax *incidentlib.Taxonomy) (incidentlib.TaxonomyAction, error) {
+func (st Taxonomies) AddTermAliases(ctx context.Context, author string, kind incidentlib.TermKind, slug string, aliases []string) (*incidentlib.Term, error) {
+	return st.db.updateTerm(ctx, author, kind, slug, incidentlib.ValidateAliases(aliases), func(t, old *incidentlib.Term, tax *incidentlib.Taxonomy) (incidentlib.TaxonomyAction, error) {
 		if err := aliasConflicts(tax, t, aliases); err != nil {
 			return "", err
 		}
@@ -278,8 +278,8 @@ func (db *DB) AddTermAliases(ctx context.Context, author string, kind incidentli
 
 // DeprecateTerm deprecates a term or takes the deprecation back; see
 // incidentlib.TaxonomyAdmin.
-func (db *DB) DeprecateTerm(ctx context.Context, author string, kind incidentlib.TermKind, slug string, deprecated bool) (*incidentlib.Term, error) {
-	return db.updateTerm(ctx, author, kind, slug, nil, func(t, _ *incidentlib.Term, _ *incidentlib.Taxonomy) (incidentlib.TaxonomyAction, error) {
+func (st Taxonomies) DeprecateTerm(ctx context.Context, author string, kind incidentlib.TermKind, slug string, deprecated bool) (*incidentlib.Term, error) {
+	return st.db.updateTerm(ctx, author, kind, slug, nil, func(t, _ *incidentlib.Term, _ *incidentlib.Taxonomy) (incidentlib.TaxonomyAction, error) {
 		if t.Deprecated == deprecated {
 			return "", nil
 		}
@@ -294,7 +294,7 @@ func (db *DB) DeprecateTerm(ctx context.Context, author string, kind incidentlib
 // TaxonomyHistory returns the history of the taxonomy and the
 // organizations, newest first; see incidentlib.TaxonomyAdmin. Cursors are
 // entry numbers.
-func (db *DB) TaxonomyHistory(ctx context.Context, p incidentlib.PageArgs) (*incidentlib.TaxonomyChangePage, error) {
+func (st Taxonomies) TaxonomyHistory(ctx context.Context, p incidentlib.PageArgs) (*incidentlib.TaxonomyChangePage, error) {
 	if p.Last != nil || p.Before != nil {
 		return nil, incidentlib.Errorf(incidentlib.EINVALID, "the history pages forward only: give first and after")
 	}
@@ -311,7 +311,7 @@ func (db *DB) TaxonomyHistory(ctx context.Context, p incidentlib.PageArgs) (*inc
 		after = b[2:]
 	}
 	page := &incidentlib.TaxonomyChangePage{}
-	err = db.view(ctx, func(tx *bolt.Tx) error {
+	err = st.db.view(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketTaxHistory)
 		if b == nil { // a store written before the history, opened read-only
 			return nil

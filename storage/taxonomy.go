@@ -41,7 +41,7 @@ type taxState struct {
 
 // Taxonomy returns the store's taxonomy as of the last committed change:
 // the one writes are validated with. Callers must not change it.
-func (db *DB) Taxonomy() *incidentlib.Taxonomy { return db.taxes.cur.Load() }
+func (st Taxonomies) Taxonomy() *incidentlib.Taxonomy { return st.db.taxes.cur.Load() }
 
 // initTaxonomy runs in the open's write transaction: it creates the
 // administration's buckets and seeds a new store's taxonomy with the

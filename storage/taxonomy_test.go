@@ -48,17 +48,17 @@ func TestTaxonomyAfterCreation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if db.Taxonomy().Term(incidentlib.KindSymptom, "partial-outage") != nil {
+	if db.Taxonomies().Taxonomy().Term(incidentlib.KindSymptom, "partial-outage") != nil {
 		t.Fatal("a term the built-in taxonomy lacks")
 	}
-	if _, err := db.UpdateTerm(ctx, "boss", incidentlib.KindSymptom, "high-latency", incidentlib.TermUpdate{Label: &incidentlib.Text{En: "Slow"}}); err != nil {
+	if _, err := db.Taxonomies().UpdateTerm(ctx, "boss", incidentlib.KindSymptom, "high-latency", incidentlib.TermUpdate{Label: &incidentlib.Text{En: "Slow"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.AddTerm(ctx, "boss", incidentlib.Term{Kind: incidentlib.KindDomain, Slug: "quantum", Label: incidentlib.Text{En: "Quantum", Ko: "양자"}}); err != nil {
+	if _, err := db.Taxonomies().AddTerm(ctx, "boss", incidentlib.Term{Kind: incidentlib.KindDomain, Slug: "quantum", Label: incidentlib.Text{En: "Quantum", Ko: "양자"}}); err != nil {
 		t.Fatal(err)
 	}
 	inc := &incidentlib.Incident{ID: "IL-0001", Org: "Acme", OrgSlug: "acme", Title: incidentlib.Text{En: "x"}, Domain: []string{"quantum"}}
-	if _, err := db.UpsertIncident(ctx, inc, incidentlib.WriteOptions{}); err != nil {
+	if _, err := db.Incidents().UpsertIncident(ctx, inc, incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
@@ -72,7 +72,7 @@ func TestTaxonomyAfterCreation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tax := db.Taxonomy()
+	tax := db.Taxonomies().Taxonomy()
 	if tax.Term(incidentlib.KindSymptom, "partial-outage") == nil {
 		t.Fatal("the store did not gain the built-in term it lacked")
 	}
@@ -82,7 +82,7 @@ func TestTaxonomyAfterCreation(t *testing.T) {
 	if tax.Term(incidentlib.KindDomain, "quantum") == nil {
 		t.Fatal("the admin's term is gone")
 	}
-	h, err := db.TaxonomyHistory(ctx, incidentlib.PageArgs{})
+	h, err := db.Taxonomies().TaxonomyHistory(ctx, incidentlib.PageArgs{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestTaxonomyAfterCreation(t *testing.T) {
 		h.Changes[0].Author != incidentlib.ReleaseAuthor || h.Changes[0].Subject != "term:symptom:partial-outage" {
 		t.Fatalf("history: %+v", h.Changes)
 	}
-	if problems, err := db.Check(ctx); err != nil || len(problems) > 0 {
+	if problems, err := db.Maintenance().Check(ctx); err != nil || len(problems) > 0 {
 		t.Fatalf("check: %v %v", problems, err)
 	}
 	if err := db.Close(); err != nil {
@@ -107,11 +107,11 @@ func TestTaxonomyAfterCreation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, err := db.TaxonomyHistory(ctx, incidentlib.PageArgs{})
+		h, err := db.Taxonomies().TaxonomyHistory(ctx, incidentlib.PageArgs{})
 		if err != nil || h.TotalCount != 3 {
 			t.Fatalf("read-only %v: history %+v %v", ro, h, err)
 		}
-		if got := db.Taxonomy().Term(incidentlib.KindSymptom, "high-latency").Label.En; got != "Slow" {
+		if got := db.Taxonomies().Taxonomy().Term(incidentlib.KindSymptom, "high-latency").Label.En; got != "Slow" {
 			t.Fatalf("read-only %v: label %q", ro, got)
 		}
 		db.Close()
@@ -124,7 +124,7 @@ func TestTaxonomyHistoryPages(t *testing.T) {
 	ctx := context.Background()
 	db := MustOpenDB(t)
 	for _, a := range []string{"a1", "a2", "a3", "a4", "a5"} {
-		if _, err := db.AddTermAliases(ctx, "boss", incidentlib.KindSymptom, "high-latency", []string{a}); err != nil {
+		if _, err := db.Taxonomies().AddTermAliases(ctx, "boss", incidentlib.KindSymptom, "high-latency", []string{a}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -132,7 +132,7 @@ func TestTaxonomyHistoryPages(t *testing.T) {
 	var got []uint64
 	var after *string
 	for {
-		p, err := db.TaxonomyHistory(ctx, incidentlib.PageArgs{First: &two, After: after})
+		p, err := db.Taxonomies().TaxonomyHistory(ctx, incidentlib.PageArgs{First: &two, After: after})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +148,7 @@ func TestTaxonomyHistoryPages(t *testing.T) {
 		t.Fatalf("pages: %v", got)
 	}
 	bad := "nope"
-	if _, err := db.TaxonomyHistory(ctx, incidentlib.PageArgs{After: &bad}); incidentlib.ErrorCode(err) != incidentlib.EBADCURSOR {
+	if _, err := db.Taxonomies().TaxonomyHistory(ctx, incidentlib.PageArgs{After: &bad}); incidentlib.ErrorCode(err) != incidentlib.EBADCURSOR {
 		t.Fatalf("bad cursor: %v", err)
 	}
 }
@@ -158,24 +158,24 @@ func TestTaxonomyHistoryPages(t *testing.T) {
 func TestDeprecatedTermAppliedAndImported(t *testing.T) {
 	ctx := context.Background()
 	db := MustOpenDB(t)
-	if _, err := db.DeprecateTerm(ctx, "boss", incidentlib.KindSymptom, "high-latency", true); err != nil {
+	if _, err := db.Taxonomies().DeprecateTerm(ctx, "boss", incidentlib.KindSymptom, "high-latency", true); err != nil {
 		t.Fatal(err)
 	}
 	inc := &incidentlib.Incident{ID: "IL-0001", Org: "Acme", OrgSlug: "acme", Title: incidentlib.Text{En: "x"}, Symptoms: []string{"high-latency"},
 		UpdatedAt: "2026-01-01T00:00:00Z"}
-	seq := db.Seq()
-	if _, err := db.UpsertIncident(ctx, inc, incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
+	seq := db.Incidents().Seq()
+	if _, err := db.Incidents().UpsertIncident(ctx, inc, incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) != incidentlib.EINVALID {
 		t.Fatalf("upsert: %v", err)
 	}
-	if db.Seq() != seq {
+	if db.Incidents().Seq() != seq {
 		t.Fatal("a refused upsert wrote")
 	}
-	if _, err := db.ApplyChanges(ctx, 0, []incidentlib.Change{{Seq: 7, ID: inc.ID, Incident: inc}}); err != nil {
+	if _, err := db.Incidents().ApplyChanges(ctx, 0, []incidentlib.Change{{Seq: 7, ID: inc.ID, Incident: inc}}); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
 	inc2 := *inc
 	inc2.ID = "IL-0002"
-	if _, err := db.ImportIncidents(ctx, []*incidentlib.Incident{&inc2}, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+	if _, err := db.Incidents().ImportIncidents(ctx, []*incidentlib.Incident{&inc2}, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 		t.Fatalf("import: %v", err)
 	}
 }
@@ -188,7 +188,7 @@ func TestTaxonomyReplay(t *testing.T) {
 	p, r := MustOpenDB(t), MustOpenDB(t)
 	put := func(id, org, slug string, symptoms ...string) {
 		inc := &incidentlib.Incident{ID: id, Org: org, OrgSlug: slug, Title: incidentlib.Text{En: id}, Symptoms: symptoms}
-		if _, err := p.UpsertIncident(ctx, inc, incidentlib.WriteOptions{}); err != nil {
+		if _, err := p.Incidents().UpsertIncident(ctx, inc, incidentlib.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -198,67 +198,67 @@ func TestTaxonomyReplay(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err := p.AddTerm(ctx, "boss", incidentlib.Term{Kind: incidentlib.KindSymptom, Slug: "clock-skew", Label: incidentlib.Text{En: "Clock skew"}})
+	_, err := p.Taxonomies().AddTerm(ctx, "boss", incidentlib.Term{Kind: incidentlib.KindSymptom, Slug: "clock-skew", Label: incidentlib.Text{En: "Clock skew"}})
 	must(err)
-	_, err = p.AddTermAliases(ctx, "boss", incidentlib.KindSymptom, "clock-skew", []string{"time drift"})
+	_, err = p.Taxonomies().AddTermAliases(ctx, "boss", incidentlib.KindSymptom, "clock-skew", []string{"time drift"})
 	must(err)
-	_, err = p.UpdateTerm(ctx, "boss", incidentlib.KindSymptom, "high-latency", incidentlib.TermUpdate{Label: &incidentlib.Text{Ko: "느림"}})
+	_, err = p.Taxonomies().UpdateTerm(ctx, "boss", incidentlib.KindSymptom, "high-latency", incidentlib.TermUpdate{Label: &incidentlib.Text{Ko: "느림"}})
 	must(err)
-	_, err = p.DeprecateTerm(ctx, "boss", incidentlib.KindSymptom, "packet-loss", true)
+	_, err = p.Taxonomies().DeprecateTerm(ctx, "boss", incidentlib.KindSymptom, "packet-loss", true)
 	must(err)
 	put("IL-0001", "Acme", "acme", "clock-skew")
 	put("IL-0002", "Acme Inc.", "acme-inc")
-	_, err = p.AddOrganization(ctx, "boss", incidentlib.Organization{Slug: "globex", Name: "Globex"})
+	_, err = p.Taxonomies().AddOrganization(ctx, "boss", incidentlib.Organization{Slug: "globex", Name: "Globex"})
 	must(err)
-	_, _, err = p.RenameOrganization(ctx, "boss", "acme", "ACME")
+	_, _, err = p.Taxonomies().RenameOrganization(ctx, "boss", "acme", "ACME")
 	must(err)
-	_, err = p.MergeOrganizations(ctx, "boss", "acme-inc", "acme")
+	_, err = p.Taxonomies().MergeOrganizations(ctx, "boss", "acme-inc", "acme")
 	must(err)
 
-	entries, err := p.TaxonomyChangesAfter(ctx, 0, 100)
+	entries, err := p.Taxonomies().TaxonomyChangesAfter(ctx, 0, 100)
 	must(err)
 	if len(entries) != 7 {
 		t.Fatalf("%d entries", len(entries))
 	}
-	if _, err := r.ApplyTaxonomyChanges(ctx, 3, entries[3:]); incidentlib.ErrorCode(err) != incidentlib.ECONFLICT {
+	if _, err := r.Taxonomies().ApplyTaxonomyChanges(ctx, 3, entries[3:]); incidentlib.ErrorCode(err) != incidentlib.ECONFLICT {
 		t.Fatalf("a page that does not follow on: %v", err)
 	}
-	pos, err := r.ApplyTaxonomyChanges(ctx, 0, entries[:3])
+	pos, err := r.Taxonomies().ApplyTaxonomyChanges(ctx, 0, entries[:3])
 	must(err)
-	pos, err = r.ApplyTaxonomyChanges(ctx, pos, entries[3:])
+	pos, err = r.Taxonomies().ApplyTaxonomyChanges(ctx, pos, entries[3:])
 	must(err)
-	if got, _ := r.AppliedTaxonomy(ctx); got != 7 || pos != 7 {
+	if got, _ := r.Taxonomies().AppliedTaxonomy(ctx); got != 7 || pos != 7 {
 		t.Fatalf("position %d %d", got, pos)
 	}
-	changes, err := p.ChangesSince(ctx, 0, 100)
+	changes, err := p.Incidents().ChangesSince(ctx, 0, 100)
 	must(err)
-	_, err = r.ApplyChanges(ctx, 0, changes)
+	_, err = r.Incidents().ApplyChanges(ctx, 0, changes)
 	must(err)
 
 	tj := func(db *storage.DB) string {
-		b, _ := json.Marshal(db.Taxonomy().Terms)
+		b, _ := json.Marshal(db.Taxonomies().Taxonomy().Terms)
 		return string(b)
 	}
 	if tj(p) != tj(r) {
 		t.Fatal("the taxonomies differ")
 	}
 	for _, db := range []*storage.DB{p, r} {
-		orgs, err := db.FindOrganizationsBySlugs(ctx, []string{"acme-inc", "globex", "acme"})
+		orgs, err := db.Taxonomies().FindOrganizationsBySlugs(ctx, []string{"acme-inc", "globex", "acme"})
 		must(err)
 		if orgs[0] == nil || orgs[0].Slug != "acme" || orgs[0].Name != "ACME" || orgs[1] == nil || orgs[2] == nil {
 			t.Fatalf("organizations: %+v %+v %+v", orgs[0], orgs[1], orgs[2])
 		}
-		n, err := db.CountIncidents(ctx, incidentlib.IncidentFilter{Organizations: []string{"acme-inc"}, Symptoms: []string{"time drift"}})
+		n, err := db.Incidents().CountIncidents(ctx, incidentlib.IncidentFilter{Organizations: []string{"acme-inc"}, Symptoms: []string{"time drift"}})
 		must(err)
 		if n != 1 {
 			t.Fatalf("filter by aliases: %d", n)
 		}
-		problems, err := db.Check(ctx)
+		problems, err := db.Maintenance().Check(ctx)
 		if err != nil || len(problems) > 0 {
 			t.Fatalf("check: %v %v", problems, err)
 		}
 	}
-	h, err := r.TaxonomyHistory(ctx, incidentlib.PageArgs{})
+	h, err := r.Taxonomies().TaxonomyHistory(ctx, incidentlib.PageArgs{})
 	must(err)
 	if h.TotalCount != 7 || h.Changes[0].Author != "boss" || h.Changes[0].Action != incidentlib.ActionMergeOrganizations {
 		t.Fatalf("the replayed history: %+v", h.Changes[0])
@@ -273,7 +273,7 @@ func TestMergedSlugOnWrites(t *testing.T) {
 	db := MustOpenDB(t)
 	up := func(inc *incidentlib.Incident) *incidentlib.Incident {
 		t.Helper()
-		out, err := db.UpsertIncident(ctx, inc, incidentlib.WriteOptions{})
+		out, err := db.Incidents().UpsertIncident(ctx, inc, incidentlib.WriteOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,7 +281,7 @@ func TestMergedSlugOnWrites(t *testing.T) {
 	}
 	up(&incidentlib.Incident{ID: "IL-0001", Org: "Acme", OrgSlug: "acme", Title: incidentlib.Text{En: "a"}})
 	up(&incidentlib.Incident{ID: "IL-0002", Org: "Acme Inc.", OrgSlug: "acme-inc", Title: incidentlib.Text{En: "b"}})
-	if _, err := db.MergeOrganizations(ctx, "boss", "acme-inc", "acme"); err != nil {
+	if _, err := db.Taxonomies().MergeOrganizations(ctx, "boss", "acme-inc", "acme"); err != nil {
 		t.Fatal(err)
 	}
 	got := up(&incidentlib.Incident{ID: "IL-0003", Org: "Acme Inc.", OrgSlug: "acme-inc", Title: incidentlib.Text{En: "c"},
@@ -289,21 +289,21 @@ func TestMergedSlugOnWrites(t *testing.T) {
 	if got.OrgSlug != "acme" || got.Org != "Acme" || len(got.OrganizationRoles) != 1 || got.OrganizationRoles[0].OrgSlug != "acme" || got.OrganizationRoles[0].Org != "Acme" {
 		t.Fatalf("re-pointed: %+v", got)
 	}
-	if _, err := db.AddOrganization(ctx, "boss", incidentlib.Organization{Slug: "globex", Name: "Globex"}); err != nil {
+	if _, err := db.Taxonomies().AddOrganization(ctx, "boss", incidentlib.Organization{Slug: "globex", Name: "Globex"}); err != nil {
 		t.Fatal(err)
 	}
 	up(&incidentlib.Incident{ID: "IL-0004", Org: "Globex", OrgSlug: "globex", Title: incidentlib.Text{En: "d"}})
-	if _, err := db.DeleteIncident(ctx, "IL-0004", incidentlib.WriteOptions{}); err != nil {
+	if _, err := db.Incidents().DeleteIncident(ctx, "IL-0004", incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	orgs, err := db.FindOrganizationsBySlugs(ctx, []string{"globex", "acme-inc"})
+	orgs, err := db.Taxonomies().FindOrganizationsBySlugs(ctx, []string{"globex", "acme-inc"})
 	if err != nil || orgs[0] == nil || orgs[1] == nil || orgs[1].Slug != "acme" {
 		t.Fatalf("%+v %v", orgs, err)
 	}
-	if n, _ := db.CountIncidents(ctx, incidentlib.IncidentFilter{Organizations: []string{"acme-inc"}}); n != 3 {
+	if n, _ := db.Incidents().CountIncidents(ctx, incidentlib.IncidentFilter{Organizations: []string{"acme-inc"}}); n != 3 {
 		t.Fatalf("filter by the merged slug: %d", n)
 	}
-	if problems, err := db.Check(ctx); err != nil || len(problems) > 0 {
+	if problems, err := db.Maintenance().Check(ctx); err != nil || len(problems) > 0 {
 		t.Fatalf("check: %v %v", problems, err)
 	}
 }

@@ -28,12 +28,12 @@ var metaFollowTax = []byte("follow_taxonomy")
 
 // TaxonomyChangesAfter returns, oldest first, up to limit entries of the
 // history numbered above after. limit must be positive.
-func (db *DB) TaxonomyChangesAfter(ctx context.Context, after uint64, limit int) ([]*incidentlib.TaxonomyChange, error) {
+func (st Taxonomies) TaxonomyChangesAfter(ctx context.Context, after uint64, limit int) ([]*incidentlib.TaxonomyChange, error) {
 	if err := checkLimit(limit); err != nil {
 		return nil, err
 	}
 	var out []*incidentlib.TaxonomyChange
-	err := db.viewLatest(ctx, func(tx *bolt.Tx) error {
+	err := st.db.viewLatest(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketTaxHistory)
 		if b == nil {
 			return nil
@@ -53,8 +53,8 @@ func (db *DB) TaxonomyChangesAfter(ctx context.Context, after uint64, limit int)
 
 // AppliedTaxonomy returns the number of the last entry of a primary's
 // history this store applied (0: none).
-func (db *DB) AppliedTaxonomy(ctx context.Context) (uint64, error) {
-	v, err := db.metaValue(ctx, metaFollowTax)
+func (st Taxonomies) AppliedTaxonomy(ctx context.Context) (uint64, error) {
+	v, err := st.db.metaValue(ctx, metaFollowTax)
 	return getU64(v), err
 }
 
@@ -67,11 +67,11 @@ func (db *DB) AppliedTaxonomy(ctx context.Context) (uint64, error) {
 // break the taxonomy (a slug or alias used twice) is EINVALID, and nothing
 // is written. The taxonomy in memory is replaced before the new sequence
 // is published. Returns the new position.
-func (db *DB) ApplyTaxonomyChanges(ctx context.Context, from uint64, changes []*incidentlib.TaxonomyChange) (uint64, error) {
+func (st Taxonomies) ApplyTaxonomyChanges(ctx context.Context, from uint64, changes []*incidentlib.TaxonomyChange) (uint64, error) {
 	if len(changes) == 0 {
 		return from, nil
 	}
-	return db.ApplyTaxonomyChangesThrough(ctx, from, changes[len(changes)-1].Number, changes)
+	return st.ApplyTaxonomyChangesThrough(ctx, from, changes[len(changes)-1].Number, changes)
 }
 
 // ApplyTaxonomyChangesThrough is ApplyTaxonomyChanges with the position it
@@ -79,7 +79,7 @@ func (db *DB) ApplyTaxonomyChanges(ctx context.Context, from uint64, changes []*
 // passes the entries it refused (a hostile primary's) this way: they are
 // left out of changes, and the position goes past them. changes may be
 // empty. EINVALID when an entry is numbered above through.
-func (db *DB) ApplyTaxonomyChangesThrough(ctx context.Context, from, through uint64, changes []*incidentlib.TaxonomyChange) (uint64, error) {
+func (st Taxonomies) ApplyTaxonomyChangesThrough(ctx context.Context, from, through uint64, changes []*incidentlib.TaxonomyChange) (uint64, error) {
 	if through == from && len(changes) == 0 {
 		return from, nil
 	}
@@ -94,7 +94,7 @@ func (db *DB) ApplyTaxonomyChangesThrough(ctx context.Context, from, through uin
 		return from, incidentlib.Errorf(incidentlib.EINVALID, "the position %d is below the last entry's number %d", through, prev)
 	}
 	prev = through
-	err := db.adminUpdate(ctx, func(w *writeTx) error {
+	err := st.db.adminUpdate(ctx, func(w *writeTx) error {
 		meta := w.tx.Bucket(bucketMeta)
 		if cur := getU64(meta.Get(metaFollowTax)); cur != from {
 			return incidentlib.Errorf(incidentlib.ECONFLICT, "the store has applied its primary's history up to entry %d, not %d", cur, from)
@@ -116,7 +116,7 @@ func (db *DB) ApplyTaxonomyChangesThrough(ctx context.Context, from, through uin
 				return err
 			}
 		}
-		if _, err := taxonomyOf(w.tx, db.taxes.builtin); err != nil {
+		if _, err := taxonomyOf(w.tx, st.db.taxes.builtin); err != nil {
 			return incidentlib.Errorf(incidentlib.EINVALID, "the entries would break the taxonomy: %s", strings.TrimPrefix(err.Error(), "storage: the stored taxonomy: "))
 		}
 		return meta.Put(metaFollowTax, u64key(prev))

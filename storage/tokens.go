@@ -29,6 +29,18 @@ import (
 // flushTokenUse at most once a minute (tokenUseFlushEvery) and at close:
 // a request never writes.
 
+// Tokens is the store's room of the API tokens. DB.Tokens returns it.
+type Tokens struct {
+	db *DB
+}
+
+var (
+	_ incidentlib.TokenService = Tokens{}
+	_ incidentlib.TokenIssuer  = Tokens{}
+	_ incidentlib.TokenReader  = Tokens{}
+	_ incidentlib.TokenWriter  = Tokens{}
+)
+
 // tokenUseFlushEvery is how often the times of use are saved at most.
 const tokenUseFlushEvery = time.Minute
 
@@ -214,15 +226,15 @@ func (db *DB) tokenNow(ctx context.Context) time.Time {
 
 // CreateToken implements incidentlib.TokenService: a new secret, stored
 // as its hash by CreateTokenHash.
-func (db *DB) CreateToken(ctx context.Context, name string, role incidentlib.Role, expires time.Time) (string, *incidentlib.TokenInfo, error) {
-	if err := incidentlib.ValidateNewToken(name, role, expires, db.tokenNow(ctx).Truncate(time.Second)); err != nil {
+func (st Tokens) CreateToken(ctx context.Context, name string, role incidentlib.Role, expires time.Time) (string, *incidentlib.TokenInfo, error) {
+	if err := incidentlib.ValidateNewToken(name, role, expires, st.db.tokenNow(ctx).Truncate(time.Second)); err != nil {
 		return "", nil, err
 	}
 	secret, hash, err := incidentlib.NewTokenSecret()
 	if err != nil {
 		return "", nil, err
 	}
-	info, err := db.CreateTokenHash(ctx, name, role, hash, expires)
+	info, err := st.CreateTokenHash(ctx, name, role, hash, expires)
 	if err != nil {
 		return "", nil, err
 	}
@@ -231,8 +243,8 @@ func (db *DB) CreateToken(ctx context.Context, name string, role incidentlib.Rol
 
 // CreateTokenHash stores a token whose secret has the SHA-256 hash; see
 // incidentlib.TokenWriter.
-func (db *DB) CreateTokenHash(ctx context.Context, name string, role incidentlib.Role, hash []byte, expires time.Time) (*incidentlib.TokenInfo, error) {
-	at := db.tokenNow(ctx)
+func (st Tokens) CreateTokenHash(ctx context.Context, name string, role incidentlib.Role, hash []byte, expires time.Time) (*incidentlib.TokenInfo, error) {
+	at := st.db.tokenNow(ctx)
 	now := at.Truncate(time.Second)
 	if err := incidentlib.ValidateNewToken(name, role, expires, now); err != nil {
 		return nil, err
@@ -244,35 +256,35 @@ func (db *DB) CreateTokenHash(ctx context.Context, name string, role incidentlib
 	if !expires.IsZero() {
 		r.Expires = expires.UTC()
 	}
-	db.tokens.mu.Lock()
-	defer db.tokens.mu.Unlock()
-	if old, ok := db.tokens.byName[name]; ok && old.active(at) {
+	st.db.tokens.mu.Lock()
+	defer st.db.tokens.mu.Unlock()
+	if old, ok := st.db.tokens.byName[name]; ok && old.active(at) {
 		return nil, incidentlib.FieldErrorf(incidentlib.ECONFLICT, []string{"name"}, "a token named %q exists; revoke it first", name)
 	}
-	for other := range db.tokens.byName {
+	for other := range st.db.tokens.byName {
 		if other != name && strings.EqualFold(other, name) {
 			return nil, incidentlib.FieldErrorf(incidentlib.ECONFLICT, []string{"name"},
 				"a token named %q exists: names are compared without case, and %q would be another author for the same name", other, name)
 		}
 	}
-	if err := db.writeToken(ctx, r); err != nil {
+	if err := st.db.writeToken(ctx, r); err != nil {
 		return nil, err
 	}
-	delete(db.tokens.used, name)
+	delete(st.db.tokens.used, name)
 	return r.info(), nil
 }
 
 // ListTokens implements incidentlib.TokenService.
-func (db *DB) ListTokens(ctx context.Context) ([]*incidentlib.TokenInfo, error) {
+func (st Tokens) ListTokens(ctx context.Context) ([]*incidentlib.TokenInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, ctxError(err)
 	}
-	db.tokens.mu.Lock()
-	defer db.tokens.mu.Unlock()
-	out := make([]*incidentlib.TokenInfo, 0, len(db.tokens.byName))
-	for _, r := range db.tokens.byName {
+	st.db.tokens.mu.Lock()
+	defer st.db.tokens.mu.Unlock()
+	out := make([]*incidentlib.TokenInfo, 0, len(st.db.tokens.byName))
+	for _, r := range st.db.tokens.byName {
 		ti := r.info()
-		if at, ok := db.tokens.used[r.Name]; ok && at.After(ti.LastUsed) {
+		if at, ok := st.db.tokens.used[r.Name]; ok && at.After(ti.LastUsed) {
 			ti.LastUsed = at
 		}
 		out = append(out, ti)
@@ -282,10 +294,10 @@ func (db *DB) ListTokens(ctx context.Context) ([]*incidentlib.TokenInfo, error) 
 }
 
 // RevokeToken implements incidentlib.TokenService.
-func (db *DB) RevokeToken(ctx context.Context, name string) (*incidentlib.TokenInfo, error) {
-	db.tokens.mu.Lock()
-	defer db.tokens.mu.Unlock()
-	old, ok := db.tokens.byName[name]
+func (st Tokens) RevokeToken(ctx context.Context, name string) (*incidentlib.TokenInfo, error) {
+	st.db.tokens.mu.Lock()
+	defer st.db.tokens.mu.Unlock()
+	old, ok := st.db.tokens.byName[name]
 	if !ok {
 		return nil, incidentlib.FieldErrorf(incidentlib.ENOTFOUND, []string{"name"}, "no token is named %q", name)
 	}
@@ -293,14 +305,14 @@ func (db *DB) RevokeToken(ctx context.Context, name string) (*incidentlib.TokenI
 		return nil, incidentlib.FieldErrorf(incidentlib.ECONFLICT, []string{"name"}, "the token %q was revoked already", name)
 	}
 	r := *old
-	r.Revoked = db.tokenNow(ctx).Truncate(time.Second)
-	if at, ok := db.tokens.used[name]; ok && at.After(r.LastUsed) {
+	r.Revoked = st.db.tokenNow(ctx).Truncate(time.Second)
+	if at, ok := st.db.tokens.used[name]; ok && at.After(r.LastUsed) {
 		r.LastUsed = at
 	}
-	if err := db.writeToken(ctx, &r); err != nil {
+	if err := st.db.writeToken(ctx, &r); err != nil {
 		return nil, err
 	}
-	delete(db.tokens.used, name)
+	delete(st.db.tokens.used, name)
 	return r.info(), nil
 }
 
@@ -308,14 +320,14 @@ func (db *DB) RevokeToken(ctx context.Context, name string) (*incidentlib.TokenI
 // compared with every token's in constant time, without stopping at a
 // match, so neither which token matched nor how much of it leaks through
 // timing.
-func (db *DB) Authenticate(ctx context.Context, secret string) (incidentlib.Identity, error) {
+func (st Tokens) Authenticate(ctx context.Context, secret string) (incidentlib.Identity, error) {
 	sum := sha256.Sum256([]byte(secret))
 	well := strings.HasPrefix(secret, incidentlib.TokenPrefix)
-	now := db.Now()
-	db.tokens.mu.Lock()
-	defer db.tokens.mu.Unlock()
+	now := st.db.Now()
+	st.db.tokens.mu.Lock()
+	defer st.db.tokens.mu.Unlock()
 	var found *tokenRecord
-	for _, r := range db.tokens.byName {
+	for _, r := range st.db.tokens.byName {
 		if subtle.ConstantTimeCompare(sum[:], r.Hash) == 1 {
 			found = r
 		}
@@ -328,8 +340,8 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (incidentlib.Iden
 	case !found.active(now):
 		return incidentlib.Identity{}, incidentlib.Errorf(incidentlib.EUNAUTHENTICATED, "the bearer token expired")
 	}
-	if db.tokens.stop != nil { // a writable store saves it later
-		db.tokens.used[found.Name] = now.UTC().Truncate(time.Second)
+	if st.db.tokens.stop != nil { // a writable store saves it later
+		st.db.tokens.used[found.Name] = now.UTC().Truncate(time.Second)
 	}
 	role, err := incidentlib.ParseRole(found.Role)
 	if err != nil {

@@ -29,14 +29,14 @@ func txID(tb testing.TB, db *storage.DB) int {
 func TestTokens(t *testing.T) {
 	ctx := context.Background()
 	db := MustOpenDB(t)
-	secret, info, err := db.CreateToken(ctx, "alice", incidentlib.RoleReviewer, time.Time{})
+	secret, info, err := db.Tokens().CreateToken(ctx, "alice", incidentlib.RoleReviewer, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(secret, incidentlib.TokenPrefix) || info.Name != "alice" || info.Role != incidentlib.RoleReviewer || info.Created.IsZero() {
 		t.Fatalf("%q %+v", secret, info)
 	}
-	if db.Seq() != 0 {
+	if db.Incidents().Seq() != 0 {
 		t.Fatal("a token write advanced the change sequence")
 	}
 	t.Run("OnlyTheHashIsStored", func(t *testing.T) {
@@ -50,7 +50,7 @@ func TestTokens(t *testing.T) {
 	})
 	t.Run("Authenticate", func(t *testing.T) {
 		before := txID(t, db)
-		id, err := db.Authenticate(ctx, secret)
+		id, err := db.Tokens().Authenticate(ctx, secret)
 		if err != nil || id != (incidentlib.Identity{Name: "alice", Role: incidentlib.RoleReviewer}) {
 			t.Fatalf("%+v %v", id, err)
 		}
@@ -58,11 +58,11 @@ func TestTokens(t *testing.T) {
 			t.Fatal("authenticating wrote to the file")
 		}
 		for _, bad := range []string{"", "il_", secret + "x", secret[:len(secret)-1], strings.TrimPrefix(secret, incidentlib.TokenPrefix)} {
-			if _, err := db.Authenticate(ctx, bad); incidentlib.ErrorCode(err) != incidentlib.EUNAUTHENTICATED {
+			if _, err := db.Tokens().Authenticate(ctx, bad); incidentlib.ErrorCode(err) != incidentlib.EUNAUTHENTICATED {
 				t.Errorf("%q: %v", bad, err)
 			}
 		}
-		toks, _ := db.ListTokens(ctx)
+		toks, _ := db.Tokens().ListTokens(ctx)
 		if len(toks) != 1 || toks[0].LastUsed.IsZero() {
 			t.Fatalf("last use is not kept in memory: %+v", toks)
 		}
@@ -83,42 +83,42 @@ func TestTokens(t *testing.T) {
 			"UnknownRoles": {"bob", incidentlib.Role(9), time.Time{}, incidentlib.EINVALID},
 		} {
 			t.Run(name, func(t *testing.T) {
-				if _, _, err := db.CreateToken(ctx, c.name, c.role, c.expires); incidentlib.ErrorCode(err) != c.code {
+				if _, _, err := db.Tokens().CreateToken(ctx, c.name, c.role, c.expires); incidentlib.ErrorCode(err) != c.code {
 					t.Fatalf("%v, want %s", err, c.code)
 				}
 			})
 		}
-		if _, err := db.RevokeToken(ctx, "nobody"); incidentlib.ErrorCode(err) != incidentlib.ENOTFOUND {
+		if _, err := db.Tokens().RevokeToken(ctx, "nobody"); incidentlib.ErrorCode(err) != incidentlib.ENOTFOUND {
 			t.Fatal(err)
 		}
 	})
 	t.Run("Expired", func(t *testing.T) {
-		s, _, err := db.CreateToken(ctx, "brief", incidentlib.RoleEditor, time.Now().Add(time.Hour))
+		s, _, err := db.Tokens().CreateToken(ctx, "brief", incidentlib.RoleEditor, time.Now().Add(time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.Authenticate(ctx, s); err != nil {
+		if _, err := db.Tokens().Authenticate(ctx, s); err != nil {
 			t.Fatal(err)
 		}
 		now := db.Now
 		db.Now = func() time.Time { return now().Add(2 * time.Hour) }
 		defer func() { db.Now = now }()
-		if _, err := db.Authenticate(ctx, s); incidentlib.ErrorCode(err) != incidentlib.EUNAUTHENTICATED {
+		if _, err := db.Tokens().Authenticate(ctx, s); incidentlib.ErrorCode(err) != incidentlib.EUNAUTHENTICATED {
 			t.Fatalf("an expired token: %v", err)
 		}
 		// Its name is free again.
-		if _, _, err := db.CreateToken(ctx, "brief", incidentlib.RoleEditor, time.Time{}); err != nil {
+		if _, _, err := db.Tokens().CreateToken(ctx, "brief", incidentlib.RoleEditor, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Run("RevokeAndReopen", func(t *testing.T) {
-		if _, err := db.RevokeToken(ctx, "alice"); err != nil {
+		if _, err := db.Tokens().RevokeToken(ctx, "alice"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.Authenticate(ctx, secret); incidentlib.ErrorCode(err) != incidentlib.EUNAUTHENTICATED {
+		if _, err := db.Tokens().Authenticate(ctx, secret); incidentlib.ErrorCode(err) != incidentlib.EUNAUTHENTICATED {
 			t.Fatalf("a revoked token: %v", err)
 		}
-		if _, err := db.RevokeToken(ctx, "alice"); incidentlib.ErrorCode(err) != incidentlib.ECONFLICT {
+		if _, err := db.Tokens().RevokeToken(ctx, "alice"); incidentlib.ErrorCode(err) != incidentlib.ECONFLICT {
 			t.Fatal(err)
 		}
 		path := db.Path()
@@ -130,14 +130,14 @@ func TestTokens(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ro.Close()
-		toks, err := ro.ListTokens(ctx)
+		toks, err := ro.Tokens().ListTokens(ctx)
 		if err != nil || len(toks) != 2 || toks[0].Name != "alice" || toks[0].Revoked.IsZero() || toks[0].LastUsed.IsZero() {
 			t.Fatalf("after reopening (the last use saved at close): %+v %v", toks, err)
 		}
-		if _, err := ro.Authenticate(ctx, secret); incidentlib.ErrorCode(err) != incidentlib.EUNAUTHENTICATED {
+		if _, err := ro.Tokens().Authenticate(ctx, secret); incidentlib.ErrorCode(err) != incidentlib.EUNAUTHENTICATED {
 			t.Fatal("the revocation did not survive a reopen")
 		}
-		if problems, err := ro.Check(ctx); err != nil || len(problems) > 0 {
+		if problems, err := ro.Maintenance().Check(ctx); err != nil || len(problems) > 0 {
 			t.Fatalf("check: %v %v", problems, err)
 		}
 	})
@@ -164,7 +164,7 @@ func TestStoreWithoutTokensBucket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if toks, err := ro.ListTokens(context.Background()); err != nil || len(toks) != 0 {
+	if toks, err := ro.Tokens().ListTokens(context.Background()); err != nil || len(toks) != 0 {
 		t.Fatalf("%v %v", toks, err)
 	}
 	ro.Close()
@@ -173,7 +173,7 @@ func TestStoreWithoutTokensBucket(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rw.Close()
-	if _, _, err := rw.CreateToken(context.Background(), "kim", incidentlib.RoleEditor, time.Time{}); err != nil {
+	if _, _, err := rw.Tokens().CreateToken(context.Background(), "kim", incidentlib.RoleEditor, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 }

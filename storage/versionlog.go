@@ -3,16 +3,15 @@ package storage
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/incidentlib/incidentlib"
 )
 
-// The history feed (incidentlib.HistoryLog) and the explicit compaction
-// of old history.
+// The history feed (incidentlib.HistoryLog). The explicit compaction of
+// old history, which the feed refuses positions below, is the maintenance
+// room's (compact.go).
 
 // metaHistoryCompacted holds the highest store sequence whose version a
 // history compaction removed (u64): the history feed refuses positions
@@ -22,15 +21,15 @@ var metaHistoryCompacted = []byte("history_compacted_seq")
 // VersionsSince returns, oldest first, up to limit versions written after
 // seq, each with its history entry and its record's bytes
 // (Change.Record); see incidentlib.HistoryLog.
-func (db *DB) VersionsSince(ctx context.Context, seq uint64, limit int) ([]incidentlib.Change, error) {
+func (st Versions) VersionsSince(ctx context.Context, seq uint64, limit int) ([]incidentlib.Change, error) {
 	if err := checkLimit(limit); err != nil {
 		return nil, err
 	}
-	if db.noHistory {
+	if st.db.noHistory {
 		return nil, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the store has no history until it is opened for writing once (upgraded)")
 	}
 	var out []incidentlib.Change
-	err := db.viewLatest(ctx, func(tx *bolt.Tx) error {
+	err := st.db.viewLatest(ctx, func(tx *bolt.Tx) error {
 		if c := getU64(tx.Bucket(bucketMeta).Get(metaHistoryCompacted)); seq < c {
 			return incidentlib.Errorf(incidentlib.ESEQUENCECOMPACTED,
 				"history up to sequence %d was compacted away; start again from a snapshot (position %d)", c, seq)
@@ -59,76 +58,4 @@ func (db *DB) VersionsSince(ctx context.Context, seq uint64, limit int) ([]incid
 		return nil, err
 	}
 	return out, nil
-}
-
-// CompactHistory removes, for every incident, the versions written
-// before before but its latest one (the current record, or a deleted
-// incident's tombstone and last record), with their records: an
-// explicit administrator's command (incidentlib history compact), never
-// automatic. The history feed then refuses positions below the highest
-// sequence removed. Returns how many versions it removed.
-func (db *DB) CompactHistory(ctx context.Context, before time.Time) (int, error) {
-	removed := 0
-	err := db.update(ctx, func(w *writeTx) error {
-		removed = 0
-		hb, vb, lb := w.tx.Bucket(bucketHistory), w.tx.Bucket(bucketVersions), w.tx.Bucket(bucketVersionLog)
-		meta := w.tx.Bucket(bucketMeta)
-		maxSeq := getU64(meta.Get(metaHistoryCompacted))
-		type victim struct {
-			key     []byte
-			seq     uint64 // of the version
-			nextSeq uint64 // of the version after it, under which its record is kept
-		}
-		var victims []victim
-		type kv struct{ k, v []byte }
-		var all []kv
-		if err := hb.ForEach(func(k, v []byte) error {
-			all = append(all, kv{append([]byte(nil), k...), v})
-			return nil
-		}); err != nil {
-			return err
-		}
-		for i, x := range all {
-			if i+1 == len(all) || binary.BigEndian.Uint32(all[i+1].k) != binary.BigEndian.Uint32(x.k) {
-				continue // the incident's latest version stays
-			}
-			var e, next historyEntry
-			if err := json.Unmarshal(x.v, &e); err != nil {
-				return err
-			}
-			if err := json.Unmarshal(all[i+1].v, &next); err != nil {
-				return err
-			}
-			// The record before a tombstone stays: the deleted incident
-			// can still be restored.
-			if next.Deleted && (i+2 == len(all) || binary.BigEndian.Uint32(all[i+2].k) != binary.BigEndian.Uint32(x.k)) {
-				continue
-			}
-			t, err := incidentlib.ParseTimestamp(e.At)
-			if err != nil || !t.Before(before) {
-				continue
-			}
-			victims = append(victims, victim{x.k, e.Seq, next.Seq})
-		}
-		for _, v := range victims {
-			if err := hb.Delete(v.key); err != nil {
-				return err
-			}
-			if err := vb.Delete(u64key(v.nextSeq)); err != nil {
-				return err
-			}
-			if err := lb.Delete(u64key(v.seq)); err != nil {
-				return err
-			}
-			maxSeq = max(maxSeq, v.seq)
-			removed++
-		}
-		if removed == 0 {
-			return nil
-		}
-		// The sequence moves on so that replicas see a change.
-		w.seq++
-		return meta.Put(metaHistoryCompacted, u64key(maxSeq))
-	})
-	return removed, err
 }

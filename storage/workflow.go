@@ -76,8 +76,8 @@ func invalidState(id string, s incidentlib.ReviewState, what string) error {
 
 // SubmitForReview moves an incident from DRAFT to IN_REVIEW; see
 // incidentlib.HistoryWriter.
-func (db *DB) SubmitForReview(ctx context.Context, id string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
-	return db.transition(ctx, id, incidentlib.ActionSubmit, "", opts, func(_ *writeTx, _ uint32, old *incidentlib.Incident) error {
+func (st Incidents) SubmitForReview(ctx context.Context, id string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+	return st.db.transition(ctx, id, incidentlib.ActionSubmit, "", opts, func(_ *writeTx, _ uint32, old *incidentlib.Incident) error {
 		if s := old.State(); s != incidentlib.ReviewDraft {
 			return invalidState(id, s, "only a DRAFT is submitted for review")
 		}
@@ -86,16 +86,16 @@ func (db *DB) SubmitForReview(ctx context.Context, id string, opts incidentlib.W
 }
 
 // DecideReview records a reviewer's decision; see incidentlib.HistoryWriter.
-func (db *DB) DecideReview(ctx context.Context, id string, decision incidentlib.ReviewDecision, comment string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+func (st Incidents) DecideReview(ctx context.Context, id string, decision incidentlib.ReviewDecision, comment string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
 	action := decision.Action()
 	if action == "" {
 		return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"decision"}, "decision %q is not APPROVE, REQUEST_CHANGES or DISPUTE", decision)
 	}
-	return db.transition(ctx, id, action, comment, opts, func(w *writeTx, n uint32, old *incidentlib.Incident) error {
+	return st.db.transition(ctx, id, action, comment, opts, func(w *writeTx, n uint32, old *incidentlib.Incident) error {
 		if s := old.State(); s != incidentlib.ReviewInReview {
 			return invalidState(id, s, "a review decision needs IN_REVIEW (submitForReview)")
 		}
-		if decision != incidentlib.DecisionApprove || db.allowSelfReview {
+		if decision != incidentlib.DecisionApprove || st.db.allowSelfReview {
 			return nil
 		}
 		authors, err := authorsSinceApproval(w.tx, n)
@@ -124,14 +124,14 @@ func (db *DB) DecideReview(ctx context.Context, id string, decision incidentlib.
 }
 
 // WithdrawIncident withdraws an incident; see incidentlib.HistoryWriter.
-func (db *DB) WithdrawIncident(ctx context.Context, id, reason string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+func (st Incidents) WithdrawIncident(ctx context.Context, id, reason string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
 	if strings.TrimSpace(reason) == "" {
 		return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"reason"}, "a withdrawal needs a reason")
 	}
 	if err := checkComment("reason", reason); err != nil {
 		return nil, err
 	}
-	return db.transition(ctx, id, incidentlib.ActionWithdraw, reason, opts, func(_ *writeTx, _ uint32, old *incidentlib.Incident) error {
+	return st.db.transition(ctx, id, incidentlib.ActionWithdraw, reason, opts, func(_ *writeTx, _ uint32, old *incidentlib.Incident) error {
 		if s := old.State(); s == incidentlib.ReviewWithdrawn {
 			return invalidState(id, s, "it is already withdrawn")
 		}
@@ -141,7 +141,7 @@ func (db *DB) WithdrawIncident(ctx context.Context, id, reason string, opts inci
 
 // RestoreIncident writes a new version equal to an old one; see
 // incidentlib.HistoryWriter.
-func (db *DB) RestoreIncident(ctx context.Context, id string, version int, comment string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
+func (st Incidents) RestoreIncident(ctx context.Context, id string, version int, comment string, opts incidentlib.WriteOptions) (*incidentlib.Incident, error) {
 	n, err := reviewArgs(id, comment, opts)
 	if err != nil {
 		return nil, err
@@ -149,7 +149,7 @@ func (db *DB) RestoreIncident(ctx context.Context, id string, version int, comme
 	var rec *incidentlib.Incident
 	var tomb *historyEntry
 	var out *incidentlib.Incident
-	err = db.mutateAs(ctx, incidentlib.ActionRestore, strings.TrimSpace(comment), func(w *writeTx) error {
+	err = st.db.mutateAs(ctx, incidentlib.ActionRestore, strings.TrimSpace(comment), func(w *writeTx) error {
 		out, rec, tomb = nil, nil, nil
 		old, err := w.get(n)
 		if err != nil {
@@ -235,7 +235,7 @@ func (db *DB) RestoreIncident(ctx context.Context, id string, version int, comme
 
 // PurgeVersion removes the content of one version; see
 // incidentlib.HistoryWriter.
-func (db *DB) PurgeVersion(ctx context.Context, id string, version int, reason string) (*incidentlib.IncidentVersion, error) {
+func (st Incidents) PurgeVersion(ctx context.Context, id string, version int, reason string) (*incidentlib.IncidentVersion, error) {
 	n, err := parseIncidentID(id)
 	if err != nil {
 		return nil, err
@@ -251,7 +251,7 @@ func (db *DB) PurgeVersion(ctx context.Context, id string, version int, reason s
 	var last *historyEntry
 	var out *incidentlib.IncidentVersion
 	var done bool
-	err = db.mutateAs(ctx, incidentlib.ActionPurge, strings.TrimSpace(reason), func(w *writeTx) error {
+	err = st.db.mutateAs(ctx, incidentlib.ActionPurge, strings.TrimSpace(reason), func(w *writeTx) error {
 		out, done = nil, false
 		var err error
 		if old, err = w.get(n); err != nil {

@@ -134,12 +134,7 @@ func (w *writeTx) flush() error {
 		if old, ok := w.stored[name]; ok && old.Equals(bm) {
 			continue
 		}
-		bm.RunOptimize()
-		v, err := bm.ToBytes()
-		if err != nil {
-			return err
-		}
-		if err := pb.Put([]byte(name), v); err != nil {
+		if err := putPosting(pb, name, bm); err != nil {
 			return err
 		}
 	}
@@ -431,4 +426,15 @@ func sources(tx *bolt.Tx, bucket []byte, target uint32) []uint32 {
 		out = append(out, binary.BigEndian.Uint32(k[4:]))
 	}
 	return out
+}
+
+// putPosting stores bm, run-optimized, as the posting name in pb (the
+// postings bucket).
+func putPosting(pb *bolt.Bucket, name string, bm *roaring.Bitmap) error {
+	bm.RunOptimize()
+	v, err := bm.ToBytes()
+	if err != nil {
+		return err
+	}
+	return pb.Put([]byte(name), v)
 }

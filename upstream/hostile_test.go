@@ -89,7 +89,7 @@ func TestHostileUpstreamRecordsAreLeftOut(t *testing.T) {
 	local := []*incidentlib.Incident{{ID: "IL-0001", Org: "Local", OrgSlug: "local", Title: incidentlib.Text{En: "Local"},
 		Related: []string{"IL-9001", "IL-9002", "IL-9003", "IL-9004", "IL-9005", "IL-9006", "IL-9007", "IL-9008", "IL-9009", "IL-9010"}}}
 	db := testutil.ServerStore(t, local, storage.Options{NoSync: true, UpstreamLinks: true})
-	hs, _ := testutil.ServerTest(t, db, server.Config{Upstream: true}, testutil.ServerParts{Incidents: upstream.LocalFirst(db, reader)})
+	hs, _ := testutil.ServerTest(t, db, server.Config{Upstream: true}, testutil.ServerParts{Incidents: upstream.LocalFirst(db.Incidents(), reader)})
 
 	q := `{ incident(id: "IL-0001") { related { id title sources { url } url } } a: incident(id: "IL-9002") { id } b: incident(id: "IL-9008") { id } }`
 	body, _ := json.Marshal(map[string]any{"query": q})

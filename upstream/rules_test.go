@@ -27,7 +27,7 @@ func TestUpstreamRecordsMeetTheCurrentTaxonomy(t *testing.T) {
 	t.Cleanup(client.Close)
 	db := testutil.OpenStore(t, storage.Options{NoSync: true})
 	cfg := upstream.DefaultConfig(up.URL)
-	cfg.Rules = db.RecordRules
+	cfg.Rules = db.Incidents().RecordRules
 	reader, err := upstream.New(cfg, client, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +37,7 @@ func TestUpstreamRecordsMeetTheCurrentTaxonomy(t *testing.T) {
 	if err != nil || got[0] != nil {
 		t.Fatalf("a record with a term the store lacks: %v %v", got, err)
 	}
-	if _, err := db.AddTerm(ctx, "boss", incidentlib.Term{Kind: incidentlib.KindSymptom, Slug: "clock-skew-storm", Label: incidentlib.Text{En: "Clock skew storm"}}); err != nil {
+	if _, err := db.Taxonomies().AddTerm(ctx, "boss", incidentlib.Term{Kind: incidentlib.KindSymptom, Slug: "clock-skew-storm", Label: incidentlib.Text{En: "Clock skew storm"}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err = reader.FetchIncidents(ctx, []string{"IL-9002"})

@@ -53,7 +53,7 @@ type Config struct {
 	// Unit: duration. Default 2s; must be positive.
 	Timeout time.Duration
 	// Taxonomy and MaxRecordBytes are the rules the upstream's records are
-	// held to, those of the local store (storage.DB.RecordRules): each
+	// held to, those of the local store (storage.Incidents.RecordRules): each
 	// record goes through incidentlib.Incident.ValidateIncoming, and one
 	// that breaks a rule a reader skips for (incidentlib.SkipRule) is
 	// left out, as if the upstream did not have it. A nil Taxonomy skips
@@ -65,7 +65,7 @@ type Config struct {
 	// of Taxonomy and MaxRecordBytes: the store's taxonomy changes while
 	// it runs (admins add terms; a replica takes its primary's), and a
 	// copy taken at start-up would leave out the upstream's records that
-	// use a term added since. storage.DB.RecordRules.
+	// use a term added since. storage.Incidents.RecordRules.
 	Rules func() (tax *incidentlib.Taxonomy, maxRecordBytes int)
 	// Logger receives a WARN line, with the id, per record left out;
 	// default slog.Default().

@@ -132,7 +132,7 @@ func load(ctx context.Context, db *storage.DB, incs []*incidentlib.Incident) err
 	}
 	for _, set := range [][]*incidentlib.Incident{bare, incs} {
 		for i := 0; i < len(set); i += chunk {
-			if _, err := db.ImportIncidents(ctx, set[i:min(i+chunk, len(set))], incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+			if _, err := db.Incidents().ImportIncidents(ctx, set[i:min(i+chunk, len(set))], incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 				return err
 			}
 		}
@@ -180,12 +180,12 @@ func (b *churnBench) run(ctx context.Context, path string, out io.Writer) error 
 	if err := load(ctx, db, incs); err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
-	live, err := db.Live(ctx)
+	live, err := db.Maintenance().Live(ctx)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "load: %d incidents in %s; file %s, live data %s (records %s)\n\n",
-		b.incidents, time.Since(start).Round(time.Millisecond), mib(db.StoreStats().FileBytes), mib(live.KeyValueBytes), mib(live.RecordBytes))
+		b.incidents, time.Since(start).Round(time.Millisecond), mib(db.Maintenance().StoreStats().FileBytes), mib(live.KeyValueBytes), mib(live.RecordBytes))
 
 	st := &churnState{base: map[string]*incidentlib.Incident{}, pos: map[string]int{},
 		rng: rand.New(rand.NewPCG(uint64(b.seed), 2)), tax: tax}
@@ -209,7 +209,7 @@ func (b *churnBench) run(ctx context.Context, path string, out io.Writer) error 
 		if st.rng.Float64() < b.deletes && len(st.live) > b.incidents/2 {
 			id := st.live[st.rng.IntN(len(st.live))]
 			t0 := time.Now()
-			if _, err := db.DeleteIncident(ctx, id, incidentlib.WriteOptions{}); err != nil {
+			if _, err := db.Incidents().DeleteIncident(ctx, id, incidentlib.WriteOptions{}); err != nil {
 				return fmt.Errorf("write %d: delete %s: %w", i, id, err)
 			}
 			rowDels = append(rowDels, time.Since(t0))
@@ -220,11 +220,11 @@ func (b *churnBench) run(ctx context.Context, path string, out io.Writer) error 
 				id = st.revive(st.rng.IntN(len(st.dead)))
 				// A deleted incident is a tombstone that keeps its history:
 				// it comes back by a restore (not timed), then the upsert.
-				_, tomb, err := db.DeletedIncident(ctx, id)
+				_, tomb, err := db.Versions().DeletedIncident(ctx, id)
 				if err != nil || tomb == nil {
 					return fmt.Errorf("write %d: %s is not deleted: %v", i, id, err)
 				}
-				if _, err := db.RestoreIncident(ctx, id, tomb.Version-1, "", incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) == incidentlib.EINVALID {
+				if _, err := db.Incidents().RestoreIncident(ctx, id, tomb.Version-1, "", incidentlib.WriteOptions{}); incidentlib.ErrorCode(err) == incidentlib.EINVALID {
 					// Its last record links to an incident deleted since:
 					// it stays deleted, and a live one is edited instead.
 					st.kill(id)
@@ -237,7 +237,7 @@ func (b *churnBench) run(ctx context.Context, path string, out io.Writer) error 
 			}
 			rec := st.record(id)
 			t0 := time.Now()
-			if _, err := db.UpsertIncident(ctx, rec, incidentlib.WriteOptions{}); err != nil {
+			if _, err := db.Incidents().UpsertIncident(ctx, rec, incidentlib.WriteOptions{}); err != nil {
 				return fmt.Errorf("write %d: upsert %s: %w", i, id, err)
 			}
 			d := time.Since(t0)
@@ -251,7 +251,7 @@ func (b *churnBench) run(ctx context.Context, path string, out io.Writer) error 
 			}
 		}
 		if i%every == 0 || i == b.writes {
-			s := db.StoreStats()
+			s := db.Maintenance().StoreStats()
 			peakFreelist, peakFree = max(peakFreelist, s.FreelistBytes), max(peakFree, s.FreePages)
 			fmt.Fprintf(out, row, strconv.Itoa(i),
 				percentile(rowUps, 0.5).Round(time.Microsecond), percentile(rowUps, 0.99).Round(time.Microsecond),
@@ -264,8 +264,8 @@ func (b *churnBench) run(ctx context.Context, path string, out io.Writer) error 
 	if len(last) > window {
 		last = last[len(last)-window:]
 	}
-	s := db.StoreStats()
-	live, err = db.Live(ctx)
+	s := db.Maintenance().StoreStats()
+	live, err = db.Maintenance().Live(ctx)
 	if err != nil {
 		return err
 	}
@@ -298,7 +298,7 @@ func (b *churnBench) run(ctx context.Context, path string, out io.Writer) error 
 		return err
 	}
 	defer re.Close()
-	problems, err := re.Check(ctx)
+	problems, err := re.Maintenance().Check(ctx)
 	if err != nil {
 		return err
 	}
@@ -326,12 +326,12 @@ func (b *churnBench) compactHistory(ctx context.Context, path string, tax *incid
 		return err
 	}
 	start := time.Now()
-	n, err := db.CompactHistory(ctx, time.Now().Add(time.Hour))
+	n, err := db.Maintenance().CompactHistory(ctx, time.Now().Add(time.Hour))
 	if err != nil {
 		db.Close()
 		return err
 	}
-	live, err := db.Live(ctx)
+	live, err := db.Maintenance().Live(ctx)
 	if err != nil {
 		db.Close()
 		return err

@@ -156,8 +156,8 @@ func (c *benchCluster) start(ctx context.Context, m *benchMember, bootstrap bool
 		node.Close()
 		return err
 	}
-	tax, maxRecord := db.RecordRules()
-	mb, err := cluster.Attach(ctx, node, db, db, tax, maxRecord, nil)
+	tax, maxRecord := db.Incidents().RecordRules()
+	mb, err := cluster.Attach(ctx, node, db.Writer(), db.Reads(), tax, maxRecord, nil)
 	if err != nil {
 		db.Close()
 		return err
@@ -287,7 +287,7 @@ func (b *clusterBench) writeRates(ctx context.Context, c *benchCluster, dir stri
 	fmt.Fprintf(out, "%-8s %8s %12s %10s %10s\n", "setup", "writers", "writes/s", "p50", "p99")
 	for _, writers := range []int{1, 8, 32} {
 		rate, lat, err := writeRun(ctx, incs, b.writes, writers, func(ctx context.Context, _ int, inc *incidentlib.Incident) error {
-			_, err := single.UpsertIncident(editorCtx(ctx), inc, incidentlib.WriteOptions{})
+			_, err := single.Incidents().UpsertIncident(editorCtx(ctx), inc, incidentlib.WriteOptions{})
 			return err
 		})
 		if err != nil {
@@ -383,7 +383,7 @@ func (b *clusterBench) catchUp(ctx context.Context, c *benchCluster, out io.Writ
 		if snapshot {
 			at := src.mb.Applier.Applied()
 			t := time.Now()
-			if err := src.mb.Node.PublishSnapshot(ctx, at, "", func(w io.Writer) error { _, err := src.store.Backup(ctx, w); return err }); err != nil {
+			if err := src.mb.Node.PublishSnapshot(ctx, at, "", func(w io.Writer) error { _, err := src.store.Maintenance().Backup(ctx, w); return err }); err != nil {
 				return err
 			}
 			fmt.Fprintf(out, "snapshot: published at stream sequence %d in %s\n", at, time.Since(t).Round(time.Millisecond))

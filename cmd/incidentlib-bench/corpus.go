@@ -44,7 +44,7 @@ func importUnlinked(ctx context.Context, db *storage.DB, incs []*incidentlib.Inc
 		inc.Related, inc.RecurrenceOf = nil, ""
 	}
 	for i := 0; i < len(incs); i += 5_000 {
-		if _, err := db.ImportIncidents(ctx, incs[i:min(len(incs), i+5_000)], incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+		if _, err := db.Incidents().ImportIncidents(ctx, incs[i:min(len(incs), i+5_000)], incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 			return err
 		}
 	}

@@ -255,7 +255,7 @@ func staticHandler(body []byte, header http.Header) http.Handler {
 // while.
 func warmRecords(ctx context.Context, db *storage.DB, ids []string) error {
 	for i := 0; i < len(ids); i += 1000 {
-		if _, err := db.FindIncidentsByIDs(ctx, ids[i:min(i+1000, len(ids))]); err != nil {
+		if _, err := db.Incidents().FindIncidentsByIDs(ctx, ids[i:min(i+1000, len(ids))]); err != nil {
 			return err
 		}
 	}
@@ -347,7 +347,7 @@ func openGenerated(ctx context.Context, path string, count int, seed int64) (*st
 		db.Close()
 		return nil, nil, err
 	}
-	if _, err := db.ImportIncidents(ctx, incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+	if _, err := db.Incidents().ImportIncidents(ctx, incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 		db.Close()
 		return nil, nil, err
 	}

@@ -115,7 +115,7 @@ func (b *replicateBench) run(ctx context.Context, stdout io.Writer) error {
 	// into those pages costs more the more they hold.
 	t0 := time.Now()
 	for i := 0; i < len(incs); i += 2000 {
-		if _, err := primary.ImportIncidents(ctx, incs[i:min(i+2000, len(incs))], incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+		if _, err := primary.Incidents().ImportIncidents(ctx, incs[i:min(i+2000, len(incs))], incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 			return err
 		}
 	}
@@ -149,7 +149,7 @@ func (b *replicateBench) run(ctx context.Context, stdout io.Writer) error {
 	cfg := replica.DefaultConfig(base)
 	cfg.PageSize = b.page
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	f, err := replica.New(ctx, rdb, client, cfg, nil)
+	f, err := replica.New(ctx, rdb.Follower(), client, cfg, nil)
 	if err != nil {
 		return err
 	}
@@ -171,7 +171,7 @@ func (b *replicateBench) run(ctx context.Context, stdout io.Writer) error {
 		defer wg.Done()
 		_ = f.Run(fctx)
 	}()
-	err = f.WaitSeq(ctx, primary.Seq())
+	err = f.WaitSeq(ctx, primary.Incidents().Seq())
 	took := time.Since(start)
 	if b.cpuProfile != "" {
 		pprof.StopCPUProfile()
@@ -190,7 +190,7 @@ func (b *replicateBench) run(ctx context.Context, stdout io.Writer) error {
 	if !same {
 		return errors.New("the replica's export differs from the primary's")
 	}
-	if links, err := primary.UpstreamLinks(ctx); err != nil || len(links) > 0 {
+	if links, err := primary.Incidents().UpstreamLinks(ctx); err != nil || len(links) > 0 {
 		return fmt.Errorf("the generated library has %d links to incidents it does not hold (%v)", len(links), err)
 	}
 	fmt.Fprintf(stdout, "replication: %d incidents in %s = %.0f records/s; %d feed requests of up to %d changes; %d TCP connections accepted by the primary (outbound: %d new, %d reused); replica fsync %v; exports identical\n",
@@ -280,7 +280,7 @@ func (b *replicateBench) drive(ctx context.Context, base, path string, ids []str
 func sameExport(ctx context.Context, a, b *storage.DB) (bool, error) {
 	sum := func(db *storage.DB) ([]byte, error) {
 		h := sha256.New()
-		err := db.Export(ctx, h)
+		err := db.Maintenance().Export(ctx, h)
 		return h.Sum(nil), err
 	}
 	x, err := sum(a)

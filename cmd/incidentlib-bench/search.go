@@ -103,7 +103,7 @@ func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) err
 	}
 	start = time.Now()
 	cpu0 := searchCPU()
-	x, err := search.Open(ctx, db, idxPath, search.Options{BatchSize: b.batch, Concurrency: b.turns, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	x, err := search.Open(ctx, db.Incidents(), idxPath, search.Options{BatchSize: b.batch, Concurrency: b.turns, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) err
 	for i, inc := range incs {
 		ids = append(ids, inc.ID)
 		if len(ids) == cap(ids) || i == len(incs)-1 {
-			if _, err := db.FindIncidentsByIDs(ctx, ids); err != nil {
+			if _, err := db.Incidents().FindIncidentsByIDs(ctx, ids); err != nil {
 				return err
 			}
 			ids = ids[:0]

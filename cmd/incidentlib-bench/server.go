@@ -17,7 +17,7 @@ func newServer(db *storage.DB, search incidentlib.SearchService, cfg server.Conf
 	if err != nil {
 		return nil, err
 	}
-	srv, _, err := server.Assemble(db, db, nil, search, m, cfg)
+	srv, _, err := server.Assemble(db.Reads(), db.Writer(), nil, search, m, cfg)
 	return srv, err
 }
 

@@ -111,7 +111,7 @@ func (b *statsBench) run(ctx context.Context, dir string, stdout io.Writer) erro
 		return err
 	}
 	defer db.Close()
-	if n, err := db.CountIncidents(ctx, incidentlib.IncidentFilter{}); err != nil {
+	if n, err := db.Incidents().CountIncidents(ctx, incidentlib.IncidentFilter{}); err != nil {
 		return err
 	} else if n != len(incs) {
 		// Links play no part in the aggregates.

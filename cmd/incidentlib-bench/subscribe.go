@@ -288,12 +288,12 @@ func (b *subscribeBench) write(ctx context.Context, db *storage.DB, incs []*inci
 		inc.Title.En = fmt.Sprintf("%s (edit %d)", incs[i%len(incs)].Title.En, time.Now().UnixNano())
 		inc.UpdatedAt, inc.Review = "", incidentlib.Review{}
 		start := time.Now()
-		if _, err := db.UpsertIncident(ctx, &inc, incidentlib.WriteOptions{}); err != nil {
+		if _, err := db.Incidents().UpsertIncident(ctx, &inc, incidentlib.WriteOptions{}); err != nil {
 			return nil, nil, err
 		}
 		end := time.Now()
 		lat = append(lat, end.Sub(start))
-		commits[db.Seq()] = end
+		commits[db.Incidents().Seq()] = end
 	}
 	return lat, commits, nil
 }

@@ -107,7 +107,7 @@ func saveBackup(body io.Reader, want int64, output string, stdout io.Writer) err
 	if err != nil {
 		return fmt.Errorf("backup: the copy does not open: %w", err)
 	}
-	problems, err := db.Check(context.Background())
+	problems, err := db.Maintenance().Check(context.Background())
 	db.Close()
 	if err != nil {
 		return fmt.Errorf("backup: checking the copy: %w", err)

@@ -346,13 +346,13 @@ func (c *procCluster) exportOf(n *clusterNode) []byte {
 	}
 	defer db.Close()
 	var buf bytes.Buffer
-	if err := db.Export(context.Background(), &buf); err != nil {
+	if err := db.Maintenance().Export(context.Background(), &buf); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.ExportHistory(context.Background(), &buf); err != nil { // every version, author and time
+	if err := db.Versions().ExportHistory(context.Background(), &buf); err != nil { // every version, author and time
 		t.Fatal(err)
 	}
-	problems, err := db.Check(context.Background())
+	problems, err := db.Maintenance().Check(context.Background())
 	if err != nil || len(problems) > 0 {
 		t.Fatalf("check of %s: %v %v", n.name, problems, err)
 	}

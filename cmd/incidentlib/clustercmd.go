@@ -41,10 +41,10 @@ func runCluster(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	defer db.Close()
-	if err := db.RefuseIfLogged(ctx, "cluster init"); err != nil {
+	if err := db.ClusterLog().RefuseIfLogged(ctx, "cluster init"); err != nil {
 		return err
 	}
-	if _, err := db.InitClusterLibrary(ctx); err != nil { // log position 0, and the library's id its snapshots carry
+	if _, err := db.ClusterLog().InitClusterLibrary(ctx); err != nil { // log position 0, and the library's id its snapshots carry
 		return err
 	}
 	fmt.Fprintf(stdout, "%s is a cluster node's store now: serve it with the cluster flags; it publishes the library as the cluster's first snapshot, and the other nodes start from it\n", db.Path())

@@ -166,8 +166,8 @@ func (c *clusterFlags) join(ctx context.Context, node *cluster.Node, db *storage
 		node.Close()
 		return nil, err
 	}
-	tax, maxRecord := db.RecordRules()
-	mb, err := cluster.Attach(ctx, node, db, db, tax, maxRecord, m)
+	tax, maxRecord := db.Incidents().RecordRules()
+	mb, err := cluster.Attach(ctx, node, db.Writer(), db.Reads(), tax, maxRecord, m)
 	if err != nil {
 		return nil, err
 	}
@@ -229,10 +229,10 @@ const snapshotWait = 10 * time.Second
 // began without this library: the node refuses to join it, since
 // following it would mix the library with another history.
 func publishInitial(ctx context.Context, node *cluster.Node, db *storage.DB, logger *slog.Logger) error {
-	if seq, _, err := db.LogSeq(ctx); err != nil || seq != 0 {
+	if seq, _, err := db.ClusterLog().LogSeq(ctx); err != nil || seq != 0 {
 		return err
 	}
-	n, err := db.CountIncidents(ctx, incidentlib.IncidentFilter{})
+	n, err := db.Incidents().CountIncidents(ctx, incidentlib.IncidentFilter{})
 	if err != nil || n == 0 {
 		return err
 	}
@@ -277,7 +277,7 @@ type libraryRefused struct{ error }
 // publishLibrary publishes db's library (n incidents) as the cluster's
 // first snapshot unless the cluster has one, and reports whether it did.
 func publishLibrary(ctx context.Context, node *cluster.Node, db *storage.DB, n int) (bool, error) {
-	ours, err := db.ClusterLibrary(ctx)
+	ours, err := db.ClusterLog().ClusterLibrary(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -304,7 +304,7 @@ func publishLibrary(ctx context.Context, node *cluster.Node, db *storage.DB, n i
 			"start this node first on a new cluster (the others wait %s for its snapshot), or import its export into the running cluster with `incidentlib import --server`",
 			db.Path(), n, last, snapshotWait)}
 	}
-	if err := node.PublishSnapshot(ctx, 0, ours, func(w io.Writer) error { _, err := db.Backup(ctx, w); return err }); err != nil {
+	if err := node.PublishSnapshot(ctx, 0, ours, func(w io.Writer) error { _, err := db.Maintenance().Backup(ctx, w); return err }); err != nil {
 		return false, fmt.Errorf("publish this library as the cluster's first snapshot: %w", err)
 	}
 	return true, nil
@@ -340,9 +340,9 @@ func publishSnapshots(ctx context.Context, mb *cluster.Member, db *storage.DB, e
 			// seeds (publishSeeds).
 			continue
 		}
-		library, err := db.ClusterLibrary(ctx)
+		library, err := db.ClusterLog().ClusterLibrary(ctx)
 		if err == nil {
-			err = mb.Node.PublishSnapshot(ctx, seq, library, func(w io.Writer) error { _, err := db.Backup(ctx, w); return err })
+			err = mb.Node.PublishSnapshot(ctx, seq, library, func(w io.Writer) error { _, err := db.Maintenance().Backup(ctx, w); return err })
 		}
 		if err != nil {
 			logger.Warn("the cluster's snapshot", "err", err)

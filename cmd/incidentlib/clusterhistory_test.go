@@ -81,20 +81,20 @@ func writeHistoryFile(t *testing.T, path string, n, first, versions int) []byte 
 		t.Fatal(err)
 	}
 	ctx := incidentlib.WithIdentity(context.Background(), incidentlib.Identity{Name: "ada", Role: incidentlib.RoleAdmin})
-	if _, err := db.ImportIncidents(ctx, incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+	if _, err := db.Incidents().ImportIncidents(ctx, incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 		t.Fatal(err)
 	}
 	for v := 2; v <= versions; v++ {
 		for _, inc := range incs {
 			inc.Title.En = fmt.Sprintf("%s (version %d)", inc.Title.En, v)
 			inc.UpdatedAt, inc.Review.ReviewedAt, inc.Review.ReviewedBy = "", "", "" // the review is the store's
-			if _, err := db.UpsertIncident(ctx, inc, incidentlib.WriteOptions{}); err != nil {
+			if _, err := db.Incidents().UpsertIncident(ctx, inc, incidentlib.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	var buf bytes.Buffer
-	if err := db.ExportHistory(ctx, &buf); err != nil {
+	if err := db.Versions().ExportHistory(ctx, &buf); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {

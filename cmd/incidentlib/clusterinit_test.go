@@ -144,12 +144,12 @@ func TestClusterInitEndToEnd(t *testing.T) {
 			t.Fatalf("the export of %s differs from n1's (%d and %d bytes)", n.name, len(exp), len(first))
 		}
 		db := openReadOnly(t, n.db)
-		seq, logged, err := db.LogSeq(context.Background())
+		seq, logged, err := db.ClusterLog().LogSeq(context.Background())
 		if err != nil || !logged || seq != 1 {
 			t.Errorf("%s is at log position %d (logged %v, %v), want 1", n.name, seq, logged, err)
 		}
-		count, _ := db.CountIncidents(context.Background(), incidentlib.IncidentFilter{})
-		incs, _ := db.FindIncidentsByIDs(context.Background(), []string{edited})
+		count, _ := db.Incidents().CountIncidents(context.Background(), incidentlib.IncidentFilter{})
+		incs, _ := db.Incidents().FindIncidentsByIDs(context.Background(), []string{edited})
 		db.Close()
 		if want := len(mustSeeds(t)) + 1; count != want {
 			t.Errorf("%s holds %d incidents, want the library's %d and the new one", n.name, count, want-1)
@@ -175,19 +175,19 @@ func makeLibrary(t *testing.T, path string) string {
 	defer db.Close()
 	ctx := context.Background()
 	incs := mustSeeds(t)
-	if _, err := db.ImportIncidents(ctx, incs, incidentlib.ImportOptions{KeepUpdatedAt: true, OnlyIfNew: true}); err != nil {
+	if _, err := db.Incidents().ImportIncidents(ctx, incs, incidentlib.ImportOptions{KeepUpdatedAt: true, OnlyIfNew: true}); err != nil {
 		t.Fatal(err)
 	}
 	ed := incidentlib.WithIdentity(ctx, incidentlib.Identity{Name: "ed", Role: incidentlib.RoleEditor})
 	id := incs[0].ID
 	for _, title := range []string{"a first edit", "edited before the cluster"} {
-		got, err := db.FindIncidentsByIDs(ctx, []string{id})
+		got, err := db.Incidents().FindIncidentsByIDs(ctx, []string{id})
 		if err != nil {
 			t.Fatal(err)
 		}
 		edit := *got[0]
 		edit.Title.En = title
-		if _, err := db.UpsertIncident(ed, &edit, incidentlib.WriteOptions{}); err != nil {
+		if _, err := db.Incidents().UpsertIncident(ed, &edit, incidentlib.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -218,14 +218,14 @@ func storeExport(t *testing.T, path string, records bool) []byte {
 	defer db.Close()
 	var buf bytes.Buffer
 	if records {
-		if err := db.Export(context.Background(), &buf); err != nil {
+		if err := db.Maintenance().Export(context.Background(), &buf); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := db.ExportHistory(context.Background(), &buf); err != nil {
+	if err := db.Versions().ExportHistory(context.Background(), &buf); err != nil {
 		t.Fatal(err)
 	}
-	if problems, err := db.Check(context.Background()); err != nil || len(problems) > 0 {
+	if problems, err := db.Maintenance().Check(context.Background()); err != nil || len(problems) > 0 {
 		t.Fatalf("check of %s: %v %v", path, problems, err)
 	}
 	return buf.Bytes()

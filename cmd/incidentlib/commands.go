@@ -87,7 +87,7 @@ func (s storeFlags) with(readOnly bool, fn func(*storage.DB) error) error {
 	defer db.Close()
 	if !readOnly {
 		// A cluster node's writes come from the cluster's log only.
-		if err := db.RefuseIfLogged(context.Background(), "this command"); err != nil {
+		if err := db.ClusterLog().RefuseIfLogged(context.Background(), "this command"); err != nil {
 			return err
 		}
 	}
@@ -193,7 +193,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer db.Close()
-	if p, err := db.InterruptedImport(ctx); err == nil && p != nil {
+	if p, err := db.Incidents().InterruptedImport(ctx); err == nil && p != nil {
 		logger.Warn(p.String(), "db", db.Path())
 	}
 	var member *cluster.Member // a cluster node's: writes go through the cluster's log
@@ -204,7 +204,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		defer member.Close()
 	}
 	if member == nil {
-		if err := db.RefuseIfLogged(ctx, "serve"); err != nil {
+		if err := db.ClusterLog().RefuseIfLogged(ctx, "serve"); err != nil {
 			return fmt.Errorf("%w (or start it with its cluster flags)", err)
 		}
 	}
@@ -213,7 +213,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		if err != nil {
 			return err
 		}
-		res, err := db.ImportIncidents(ctx, incs, incidentlib.ImportOptions{KeepUpdatedAt: true, OnlyIfNew: true})
+		res, err := db.Incidents().ImportIncidents(ctx, incs, incidentlib.ImportOptions{KeepUpdatedAt: true, OnlyIfNew: true})
 		if err != nil {
 			return fmt.Errorf("load the seeds: %w", err)
 		}
@@ -222,7 +222,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		}
 	}
 
-	searchSvc, stopSearch, err := xf.start(ctx, db, logger) // catches up with the store first
+	searchSvc, stopSearch, err := xf.start(ctx, db.Incidents(), logger) // catches up with the store first
 	if err != nil {
 		return err
 	}
@@ -241,8 +241,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	// Two values: the reads and the one write side. A store alone writes
 	// its own file; a cluster node writes through the cluster's log.
 	var (
-		reads  server.Reads       = db
-		writes incidentlib.Writer = db
+		reads  server.Reads       = db.Reads()
+		writes incidentlib.Writer = db.Writer()
 	)
 	if member != nil {
 		node := clusternode.NewStore(db, member.Writer)

@@ -116,14 +116,14 @@ func (o *outboundFlags) incidents(db *storage.DB, client *outbound.Client, reg p
 	}
 	cfg := upstream.DefaultConfig(*o.store.upstream)
 	cfg.CacheTTL, cfg.CacheSize, cfg.Timeout = *o.upstreamCacheTTL, *o.upstreamCacheSize, *o.upstreamTimeout
-	cfg.Rules = db.RecordRules // the rules of the store's own records, as they are at each read
+	cfg.Rules = db.Incidents().RecordRules // the rules of the store's own records, as they are at each read
 	cfg.Logger = logger
 	up, err := upstream.New(cfg, client, reg)
 	if err != nil {
 		return nil, err
 	}
 	logger.Info("linked incidents not in this library resolve from the upstream", "upstream", up.URL())
-	return upstream.LocalFirst(db, up), nil
+	return upstream.LocalFirst(db.Incidents(), up), nil
 }
 
 // start starts the jobs the flags ask for over the outbound client (see
@@ -141,7 +141,7 @@ func (o *outboundFlags) start(ctx context.Context, db *storage.DB, client *outbo
 	} else {
 		cfg := replica.DefaultConfig(*o.follow)
 		cfg.Interval, cfg.Wait, cfg.Logger, cfg.Token = *o.followInterval, *o.followWait, logger, *o.followToken
-		f, err := replica.New(ctx, db, client, cfg, reg)
+		f, err := replica.New(ctx, db.Follower(), client, cfg, reg)
 		if err != nil {
 			cancel()
 			return nil, err
@@ -159,7 +159,7 @@ func (o *outboundFlags) start(ctx context.Context, db *storage.DB, client *outbo
 			cancel()
 			return nil, err
 		}
-		jobs.run(func() { lc.Every(jctx, db, *o.linkcheckInterval) })
+		jobs.run(func() { lc.Every(jctx, db.Incidents(), *o.linkcheckInterval) })
 	}
 	return jobs, nil
 }
@@ -170,7 +170,7 @@ func reportUpstreamLinks(ctx context.Context, db *storage.DB, sf storeFlags, std
 	if *sf.upstream == "" {
 		return nil
 	}
-	links, err := db.UpstreamLinks(ctx)
+	links, err := db.Incidents().UpstreamLinks(ctx)
 	if err != nil {
 		return err
 	}
@@ -200,3 +200,6 @@ func addUpstreamFlag(f *flags) *string {
 	})
 	return p
 }
+
+// The store as a replica's follower writes it.
+var _ replica.Store = storage.Follower{}

@@ -36,7 +36,7 @@ func runHistory(ctx context.Context, args []string, getenv func(string) string, 
 			return fmt.Errorf("--before: %w", err)
 		}
 		return sf.with(false, func(db *storage.DB) error {
-			n, err := db.CompactHistory(ctx, t)
+			n, err := db.Maintenance().CompactHistory(ctx, t)
 			if err != nil {
 				return err
 			}

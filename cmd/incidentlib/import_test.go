@@ -78,7 +78,7 @@ func TestImportDFDSIntoSeededStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	incs, _ := seeds.Incidents()
-	if _, err := s.ImportIncidents(context.Background(), incs, importOpts()); err != nil {
+	if _, err := s.Incidents().ImportIncidents(context.Background(), incs, importOpts()); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()

@@ -133,7 +133,7 @@ func importHistoryLocal(ctx context.Context, db *storage.DB, inputs []importInpu
 	}
 	defer done()
 	// The program's own writes are by the administrator at the console.
-	n, err := db.ImportHistory(incidentlib.WithIdentity(ctx, incidentlib.BootstrapAdmin), r)
+	n, err := db.Versions().ImportHistory(incidentlib.WithIdentity(ctx, incidentlib.BootstrapAdmin), r)
 	if err != nil {
 		return err
 	}

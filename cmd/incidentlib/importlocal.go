@@ -126,7 +126,7 @@ func importLocal(ctx context.Context, db *storage.DB, res *importer.Result, skip
 		}
 		return reportProblems(stderr, lines)
 	}
-	all, err := db.AllIncidents(ctx)
+	all, err := db.Incidents().AllIncidents(ctx)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func importLocal(ctx context.Context, db *storage.DB, res *importer.Result, skip
 		return err
 	}
 	prog := newProgress(stderr, "writing")
-	out, err := db.ImportIncidents(ctx, plan.Upserts, incidentlib.ImportOptions{
+	out, err := db.Incidents().ImportIncidents(ctx, plan.Upserts, incidentlib.ImportOptions{
 		KeepUpdatedAt: true, Merges: plan.Merges, Progress: prog.update,
 	})
 	if err != nil {

@@ -177,7 +177,7 @@ type importOptions struct {
 // returns errNeedsPlan, having written nothing, if a record has no id.
 func importStream(ctx context.Context, db *storage.DB, files []importInput, skipped []importer.Skip, o importOptions, stdout, stderr io.Writer) error {
 	// Pass 1: check everything, keep ids and links.
-	chk := db.NewImportCheck(o.maxRecord)
+	chk := db.Incidents().NewImportCheck(o.maxRecord)
 	good := roaring.New() // sequence numbers of the records to write
 	var problems []string
 	err := streamRecords(files, o.maxRecord, false, func(rec importer.Record, seq uint32, size int) error {
@@ -211,7 +211,7 @@ func importStream(ctx context.Context, db *storage.DB, files []importInput, skip
 		}
 		return reportProblems(stderr, lines)
 	}
-	interrupted, err := db.InterruptedImport(ctx)
+	interrupted, err := db.Incidents().InterruptedImport(ctx)
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func importStream(ctx context.Context, db *storage.DB, files []importInput, skip
 	// Pass 2: write in batches.
 	total := chk.Records()
 	prog := newProgress(stderr, "writing")
-	imp := db.NewBatchedImport(total, storage.BatchedImportOptions{KeepUpdatedAt: true})
+	imp := db.Incidents().NewBatchedImport(total, storage.BatchedImportOptions{KeepUpdatedAt: true})
 	var res incidentlib.ImportResult
 	batch := make([]*incidentlib.Incident, 0, o.batch)
 	encoded := make([][]byte, 0, o.batch)

@@ -49,7 +49,7 @@ func countStored(t *testing.T, db string) int {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	n, err := s.CountIncidents(context.Background(), incidentlib.IncidentFilter{})
+	n, err := s.Incidents().CountIncidents(context.Background(), incidentlib.IncidentFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

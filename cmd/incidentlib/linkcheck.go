@@ -66,7 +66,7 @@ func runLinkcheck(ctx context.Context, args []string, getenv func(string) string
 	}
 	defer lc.Close()
 	return sf.with(false, func(db *storage.DB) error {
-		sum, err := lc.Run(ctx, db)
+		sum, err := lc.Run(ctx, db.Incidents())
 		fmt.Fprintln(stdout, "linkcheck:", sum.String())
 		return err
 	})

@@ -36,18 +36,21 @@ func TestPurgeThenCompact(t *testing.T) {
 	in.Summary.En = strings.Repeat(text+" said ", 600)
 	in.Lessons.En = in.Summary.En
 	steps := []func() error{
-		func() error { _, err := db.UpsertIncident(kim, in, incidentlib.WriteOptions{}); return err },
-		func() error { _, err := db.SubmitForReview(kim, "IL-0001", incidentlib.WriteOptions{}); return err },
+		func() error { _, err := db.Incidents().UpsertIncident(kim, in, incidentlib.WriteOptions{}); return err },
 		func() error {
-			_, err := db.DecideReview(lee, "IL-0001", incidentlib.DecisionRequestChanges, "sources", incidentlib.WriteOptions{})
+			_, err := db.Incidents().SubmitForReview(kim, "IL-0001", incidentlib.WriteOptions{})
 			return err
 		},
 		func() error {
-			_, err := db.UpsertIncident(kim, &incidentlib.Incident{ID: "IL-0001", Org: "Acme", OrgSlug: "acme", Title: incidentlib.Text{En: "outage"}},
+			_, err := db.Incidents().DecideReview(lee, "IL-0001", incidentlib.DecisionRequestChanges, "sources", incidentlib.WriteOptions{})
+			return err
+		},
+		func() error {
+			_, err := db.Incidents().UpsertIncident(kim, &incidentlib.Incident{ID: "IL-0001", Org: "Acme", OrgSlug: "acme", Title: incidentlib.Text{En: "outage"}},
 				incidentlib.WriteOptions{})
 			return err
 		},
-		func() error { _, err := db.PurgeVersion(root, "IL-0001", 1, "takedown"); return err },
+		func() error { _, err := db.Incidents().PurgeVersion(root, "IL-0001", 1, "takedown"); return err },
 	}
 	for i, step := range steps {
 		if err := step(); err != nil {

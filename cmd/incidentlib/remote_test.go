@@ -111,7 +111,7 @@ func TestImportAndBackupThroughServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		n, err := db.CountIncidents(context.Background(), incidentlib.IncidentFilter{})
+		n, err := db.Incidents().CountIncidents(context.Background(), incidentlib.IncidentFilter{})
 		if err != nil || n != len(incs)+5 {
 			t.Fatalf("the backup holds %d incidents, want %d (%v)", n, len(incs)+5, err)
 		}
@@ -120,7 +120,7 @@ func TestImportAndBackupThroughServer(t *testing.T) {
 		// JSON objects without order: the keys of objects inside unknown
 		// fields come back sorted, so the records are compared as values.)
 		for _, want := range incs {
-			got, err := db.FindIncidentsByIDs(context.Background(), []string{want.ID})
+			got, err := db.Incidents().FindIncidentsByIDs(context.Background(), []string{want.ID})
 			if err != nil || got[0] == nil {
 				t.Fatalf("%s: %v", want.ID, err)
 			}

@@ -118,7 +118,7 @@ func runSeeds(ctx context.Context, args []string, getenv func(string) string, st
 type localSeeds struct{ db *storage.DB }
 
 func (l localSeeds) updatedAt(ctx context.Context, ids []string) (map[string]string, error) {
-	incs, err := l.db.FindIncidentsByIDs(ctx, ids)
+	incs, err := l.db.Incidents().FindIncidentsByIDs(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +136,7 @@ func (l localSeeds) upsert(ctx context.Context, inc *incidentlib.Incident) (stri
 	c.UpdatedAt = ""
 	// The history's author of the seeds' writes.
 	ctx = incidentlib.WithIdentity(ctx, incidentlib.Identity{Name: incidentlib.AuthorSeeds, Role: incidentlib.RoleAdmin})
-	out, err := l.db.UpsertIncident(ctx, &c, incidentlib.WriteOptions{})
+	out, err := l.db.Incidents().UpsertIncident(ctx, &c, incidentlib.WriteOptions{})
 	if err != nil {
 		return "", err
 	}

@@ -105,7 +105,7 @@ func TestSeedsUpdate(t *testing.T) {
 	}
 	db := openStore(t, path)
 	ids := []string{"IL-0213", "IL-0214", "IL-0215", "IL-0216", "IL-0217", "IL-0304", "IL-0314", "IL-9001"}
-	incs, err := db.FindIncidentsByIDs(context.Background(), ids)
+	incs, err := db.Incidents().FindIncidentsByIDs(context.Background(), ids)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestSeedsUpdate(t *testing.T) {
 	}
 	// veltrix is still an organization (the vendor of three and the
 	// affected one of IL-9001) but counts only IL-9001.
-	counts, err := db.CountIncidentsBy(context.Background(), []incidentlib.CountKey{
+	counts, err := db.Incidents().CountIncidentsBy(context.Background(), []incidentlib.CountKey{
 		{Kind: incidentlib.CountKindOrganization, Slug: "veltrix"},
 		{Kind: incidentlib.CountKindOrganization, Slug: "unnamed-veltrix-customer"},
 	})

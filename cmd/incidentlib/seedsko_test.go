@@ -57,7 +57,7 @@ func TestSeedsUpdateBringsKorean(t *testing.T) {
 		want[inc.ID] = inc
 	}
 	db := openStore(t, path)
-	before, err := db.FindIncidentsByIDs(context.Background(), []string{"IL-0304"})
+	before, err := db.Incidents().FindIncidentsByIDs(context.Background(), []string{"IL-0304"})
 	db.Close()
 	if err != nil || before[0] == nil || before[0].Title.Ko != "" {
 		t.Fatalf("the old store's IL-0304 already reads in Korean: %v %+v", err, before[0])
@@ -67,7 +67,7 @@ func TestSeedsUpdateBringsKorean(t *testing.T) {
 	}
 	db = openStore(t, path)
 	defer db.Close()
-	got, err := db.FindIncidentsByIDs(context.Background(), []string{"IL-0304", "IL-0314"})
+	got, err := db.Incidents().FindIncidentsByIDs(context.Background(), []string{"IL-0304", "IL-0314"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,9 +35,9 @@ func runExport(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	return sf.with(true, func(db *storage.DB) error {
 		w := bufio.NewWriterSize(stdout, 1<<20)
-		export := db.Export
+		export := db.Maintenance().Export
 		if *history {
-			export = db.ExportHistory
+			export = db.Versions().ExportHistory
 		}
 		if err := export(ctx, w); err != nil {
 			return err
@@ -62,7 +62,7 @@ func runCheck(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer db.Close()
-	problems, warnings, err := db.CheckAll(ctx)
+	problems, warnings, err := db.Maintenance().CheckAll(ctx)
 	if errors.Is(err, storage.ErrCorrupt) {
 		return reportCorrupt(stdout, err)
 	}
@@ -83,7 +83,7 @@ func runCheck(ctx context.Context, args []string, getenv func(string) string, st
 	if err := reportUpstreamLinks(ctx, db, sf, stdout); err != nil {
 		return err
 	}
-	searchProblems, err := xf.check(ctx, db, stdout) // an index behind the store is no problem
+	searchProblems, err := xf.check(ctx, db.Incidents(), stdout) // an index behind the store is no problem
 	if err != nil {
 		return err
 	}

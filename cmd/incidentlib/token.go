@@ -79,7 +79,7 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 			return tokenAddRemote(ctx, rf, *name, r, until, stdout)
 		}
 		return with(false, func(db *storage.DB) error {
-			secret, info, err := db.CreateToken(ctx, *name, r, until)
+			secret, info, err := db.Tokens().CreateToken(ctx, *name, r, until)
 			if err != nil {
 				return fmt.Errorf("token add: %s", incidentlib.ErrorMessage(err))
 			}
@@ -94,7 +94,7 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 			return tokenListRemote(ctx, rf, stdout)
 		}
 		return with(true, func(db *storage.DB) error {
-			infos, err := db.ListTokens(ctx)
+			infos, err := db.Tokens().ListTokens(ctx)
 			if err != nil {
 				return err
 			}
@@ -114,7 +114,7 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 			return tokenRevokeRemote(ctx, rf, name, stdout)
 		}
 		return with(false, func(db *storage.DB) error {
-			if _, err := db.RevokeToken(ctx, name); err != nil {
+			if _, err := db.Tokens().RevokeToken(ctx, name); err != nil {
 				return fmt.Errorf("token revoke: %s", incidentlib.ErrorMessage(err))
 			}
 			fmt.Fprintf(stdout, "revoked the token %q\n", name)

@@ -76,14 +76,14 @@ func TestTokenCommandsOnAClosedStore(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		if _, err := s.Authenticate(context.Background(), secret); incidentlib.ErrorCode(err) != incidentlib.EUNAUTHENTICATED {
+		if _, err := s.Tokens().Authenticate(context.Background(), secret); incidentlib.ErrorCode(err) != incidentlib.EUNAUTHENTICATED {
 			t.Fatalf("the revoked token authenticates: %v", err)
 		}
 		incs, err := seeds.Incidents()
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := s.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true, OnlyIfNew: true})
+		res, err := s.Incidents().ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true, OnlyIfNew: true})
 		if err != nil || res.Created != len(incs) {
 			t.Fatalf("a store holding only tokens did not take the seeds: %+v %v", res, err)
 		}

@@ -147,7 +147,7 @@ func TestCheckWarnsAboutRecordsOverTheRules(t *testing.T) {
 	}
 	big := &incidentlib.Incident{ID: "IL-0001", Org: "Acme", OrgSlug: "acme", Title: incidentlib.Text{En: "big"},
 		Extra: incidentlib.Extra{"blob": json.RawMessage(`"` + strings.Repeat("x", 1<<20) + `"`)}}
-	if _, err := db.UpsertIncident(context.Background(), big, incidentlib.WriteOptions{}); err != nil {
+	if _, err := db.Incidents().UpsertIncident(context.Background(), big, incidentlib.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

@@ -50,7 +50,7 @@ func StoreFile(tb testing.TB, n int) (string, []*incidentlib.Incident) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := db.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+	if _, err := db.Incidents().ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 		tb.Fatal(err)
 	}
 	if err := db.Close(); err != nil {

@@ -29,7 +29,7 @@ func ServerStore(tb testing.TB, incs []*incidentlib.Incident, opts storage.Optio
 	}
 	tb.Cleanup(func() { db.Close() })
 	if len(incs) > 0 {
-		if _, err := db.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+		if _, err := db.Incidents().ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -68,7 +68,7 @@ func ServerOn(db *storage.DB, cfg server.Config, parts ServerParts) (*server.Ser
 	if cfg.BackupDir == "" {
 		cfg.BackupDir = filepath.Dir(db.Path())
 	}
-	srv, _, err := server.Assemble(db, db, parts.Incidents, parts.Search, m, cfg)
+	srv, _, err := server.Assemble(db.Reads(), db.Writer(), parts.Incidents, parts.Search, m, cfg)
 	return srv, err
 }
 

@@ -35,7 +35,7 @@ func OpenSeeded(tb testing.TB, opts storage.Options) *storage.DB {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := db.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+	if _, err := db.Incidents().ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 		tb.Fatal(err)
 	}
 	return db

@@ -51,10 +51,10 @@ func TestResponseBytes(t *testing.T) {
 	odd.Docs = []json.RawMessage{json.RawMessage(`{ "a" : "<&>\u2028" , "b" : [1, 2] }`)}
 	odd.Extra = incidentlib.Extra{"x_note": json.RawMessage(`"<tag> & more"`)}
 	incs[0] = &odd
-	if _, err := db.ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+	if _, err := db.Incidents().ImportIncidents(context.Background(), incs, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
 		t.Fatal(err)
 	}
-	resolver := &graph.Resolver{Incidents: db, Organizations: db, Taxonomy: tax}
+	resolver := &graph.Resolver{Incidents: db.Incidents(), Organizations: db.Taxonomies(), Taxonomy: tax}
 	exec := executor.New(graph.NewExecutableSchema(graph.Config{Resolvers: resolver, Complexity: graph.Complexity()}))
 	exec.SetQueryCache(lru.New[*ast.QueryDocument](100))
 	exec.Use(costExtension{})

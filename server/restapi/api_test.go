@@ -24,13 +24,13 @@ func TestFeedSeqBoundsItsPage(t *testing.T) {
 	upsert := func(id, title string) {
 		t.Helper()
 		inc := &incidentlib.Incident{ID: id, Org: "Acme", OrgSlug: "acme", Title: incidentlib.Text{En: title}}
-		if _, err := db.UpsertIncident(ctx, inc, incidentlib.WriteOptions{}); err != nil {
+		if _, err := db.Incidents().UpsertIncident(ctx, inc, incidentlib.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	upsert("IL-0001", "one")
 	hs, _ := testutil.ServerTest(t, db, server.Config{}, testutil.ServerParts{})
-	before := db.Seq()
+	before := db.Incidents().Seq()
 
 	// A long poll's headers go out at once: the poll is held when Get
 	// returns.

@@ -26,7 +26,16 @@ type Store struct {
 
 // NewStore returns the store of a node whose own store is db and whose
 // writes go through w.
-func NewStore(db *storage.DB, w *cluster.Writer) Store { return Store{Reads: db, Writes: w} }
+func NewStore(db *storage.DB, w *cluster.Writer) Store { return Store{Reads: db.Reads(), Writes: w} }
+
+// The store's reads (storage.Reads) are the server's: the reads of a
+// single node and of a cluster node alike. The store's write side
+// (storage.Writer) is what the cluster's Applier writes on a node.
+var (
+	_ server.Reads  = storage.Reads{}
+	_ cluster.Store = storage.Writer{}
+	_ cluster.Reads = storage.Reads{}
+)
 
 // IdempotencyKeys hands a request's Idempotency-Key header to the
 // cluster's writer: a retry with the same key applies at most once. A key

@@ -44,11 +44,11 @@ type historyVersion struct {
 
 // ExportHistory writes every incident's history as JSONL in id order,
 // from one read transaction.
-func (db *DB) ExportHistory(ctx context.Context, w io.Writer) error {
-	if db.noHistory {
+func (st Versions) ExportHistory(ctx context.Context, w io.Writer) error {
+	if st.db.noHistory {
 		return incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the store has no history until it is opened for writing once (upgraded)")
 	}
-	return db.view(ctx, func(tx *bolt.Tx) error {
+	return st.db.view(ctx, func(tx *bolt.Tx) error {
 		var cur *historyLine
 		var curN uint32
 		flush := func() error {
@@ -110,7 +110,7 @@ func (l *historyLine) versionsOf() []incidentlib.IncidentVersion {
 // incident the store will not hold; a grammar error's field is the line
 // (from 0), then ["history", index, member]. Returns how many incidents it
 // wrote.
-func (db *DB) ImportHistory(ctx context.Context, r io.Reader) (int, error) {
+func (st Versions) ImportHistory(ctx context.Context, r io.Reader) (int, error) {
 	var lines []historyLine
 	var allowed incidentlib.HistoryAllowances // what the lines needed, for check
 	sc := bufio.NewScanner(r)
@@ -152,7 +152,7 @@ func (db *DB) ImportHistory(ctx context.Context, r io.Reader) (int, error) {
 	if err := sc.Err(); err != nil {
 		return 0, err
 	}
-	err := db.update(ctx, func(w *writeTx) error {
+	err := st.db.update(ctx, func(w *writeTx) error {
 		w.trusted = true
 		var live []*incidentlib.Incident
 		for _, l := range lines {
@@ -188,7 +188,7 @@ func (db *DB) ImportHistory(ctx context.Context, r io.Reader) (int, error) {
 					inc := new(incidentlib.Incident)
 					if err = json.Unmarshal(v.Record, inc); err == nil {
 						// Its id and version: ValidateHistory.
-						if verr := inc.ValidateIncoming(db.Taxonomy(), db.maxRecord, len(v.Record)); verr != nil {
+						if verr := inc.ValidateIncoming(st.db.Taxonomies().Taxonomy(), st.db.maxRecord, len(v.Record)); verr != nil {
 							return incidentlib.Errorf(incidentlib.EINVALID, "incident %s version %d: %v", l.ID, v.Version, verr)
 						}
 						err = w.putEncoded(inc, bytes.Clone(v.Record))
@@ -220,7 +220,3 @@ func (db *DB) ImportHistory(ctx context.Context, r io.Reader) (int, error) {
 	}
 	return len(lines), nil
 }
-
-// The API's histories import (importIncidents) reaches ImportHistory
-// through this interface.
-var _ incidentlib.HistoryImporter = (*DB)(nil)
