@@ -319,27 +319,7 @@ func (s *Server) WaitSubscriptions(ctx context.Context) error { return s.edge.Wa
 
 // ServeHTTP serves the library.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	sw := gqledge.NewStatusWriter(w)
 	s.handler.ServeHTTP(sw, r)
-	s.Metrics.HTTPRequest(r, sw.status)
+	s.Metrics.HTTPRequest(r, sw.Status())
 }
-
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-	wrote  bool
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if !w.wrote {
-		w.status, w.wrote = code, true
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	w.wrote = true
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

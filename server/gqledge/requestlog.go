@@ -101,31 +101,6 @@ func saneRequestID(id string) bool {
 	return true
 }
 
-// logWriter records the status and the bytes written.
-type logWriter struct {
-	http.ResponseWriter
-	status int
-	bytes  int
-}
-
-func (w *logWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *logWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	n, err := w.ResponseWriter.Write(b)
-	w.bytes += n
-	return n, err
-}
-
-func (w *logWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
 type requestMetrics struct {
 	duration *prometheus.HistogramVec
 	inFlight prometheus.Gauge
@@ -182,9 +157,6 @@ func (o *Edge) requestLog(next http.Handler) http.Handler {
 		next.ServeHTTP(lw, r.WithContext(ctx))
 		end := time.Now()
 		d := end.Sub(start)
-		if lw.status == 0 {
-			lw.status = http.StatusOK
-		}
 		gql := r.URL.Path == "/graphql"
 		if gql {
 			if st.cache == cacheHit && st.hitDuration != nil {
@@ -202,7 +174,7 @@ func (o *Edge) requestLog(next http.Handler) http.Handler {
 		}
 		level := slog.LevelInfo
 		switch {
-		case lw.status >= 500:
+		case lw.Status() >= 500:
 			level = slog.LevelError
 		case !gql && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || r.URL.Path == "/metrics"):
 			level = slog.LevelDebug
@@ -223,9 +195,9 @@ func (o *Edge) requestLog(next http.Handler) http.Handler {
 			)
 		}
 		rec.AddAttrs(
-			slog.Int("status", lw.status),
+			slog.Int("status", lw.Status()),
 			slog.Float64("duration_ms", float64(d.Microseconds())/1000),
-			slog.Int("bytes", lw.bytes),
+			slog.Int("bytes", lw.Bytes()),
 			slog.String("remote", r.RemoteAddr),
 		)
 		if gql {
@@ -254,7 +226,7 @@ func (o *Edge) requestLog(next http.Handler) http.Handler {
 // request.
 type loggedRequest struct {
 	st reqState
-	lw logWriter
+	lw StatusWriter
 }
 
 // requestLines are the handlers request lines go to: the logger's own,
