@@ -63,6 +63,10 @@ func importRules(pkgs []listedPackage) []string {
 				why = "graph imports nothing of ours but the root package and graph/model"
 			case from == module+"/live" && to != module:
 				why = "live imports nothing of ours but the root package"
+			case from == module+"/server/gqledge/respcache":
+				why = "respcache imports nothing of ours: gqledge hands it keys, entries and writers"
+			case to == module+"/server/gqledge/respcache" && !under(from, "/server/gqledge"):
+				why = "only the edge (server/gqledge/...) uses the response cache"
 			case to == module+"/internal/testutil":
 				why = "internal/testutil is for tests only"
 			}
@@ -148,6 +152,10 @@ func TestImportRules(t *testing.T) {
 		{"LiveImportsRoot", "live", "", false},
 		{"LiveImportsGraph", "live", "graph", true},
 		{"EdgeImportsLive", "server/gqledge", "live", false},
+		{"EdgeImportsRespcache", "server/gqledge", "server/gqledge/respcache", false},
+		{"RespcacheImportsEdge", "server/gqledge/respcache", "server/gqledge", true},
+		{"RespcacheImportsRoot", "server/gqledge/respcache", "", true},
+		{"ServerImportsRespcache", "server", "server/gqledge/respcache", true},
 		{"TracingImportsRoot", "tracing", "", true},
 		{"TracingImportsOutbound", "tracing", "outbound", true},
 		{"OutboundImportsTracing", "outbound", "tracing", true},

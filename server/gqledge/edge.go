@@ -6,7 +6,8 @@
 // codes; limitsext.go: the gqlgen extension that checks documents, cost
 // and deadlines; measure.go: a document's shape; refuse.go: refusals
 // before GraphQL runs; ratelimit.go; cors.go), the whole-response cache
-// (respcache.go, request.go, caching.go) with HTTP caching (httpcache.go),
+// (respcache/, with request.go and caching.go here) with HTTP caching
+// (respcache/httpcache.go; the --cache-control value in httpcache.go),
 // automatic persisted queries (apq.go), trusted documents (trusted.go),
 // the error presenter (errors.go), prod mode and the published schema
 // (prod.go), the stale mark of a server whose reads may be behind
@@ -29,6 +30,7 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/graph"
+	"github.com/incidentlib/incidentlib/server/gqledge/respcache"
 	"github.com/incidentlib/incidentlib/server/metrics"
 )
 
@@ -67,19 +69,18 @@ type Options struct {
 // HTTP caching, persisted queries and trusted documents, the error
 // presenter and request logging.
 type Edge struct {
-	changes      incidentlib.ChangeLog // its Seq invalidates cached responses
-	m            *metrics.Metrics
-	cache        *respCache
-	trusted      *TrustedDocuments
-	epoch        string
-	cacheControl string
-	logger       *slog.Logger
-	prod         bool
-	logRequests  bool
-	reqMetrics   *requestMetrics
-	upstream     bool          // an upstream library is configured
-	maxAge       time.Duration // how long entries live when it is
-	guard        *guard
+	changes     incidentlib.ChangeLog // its Seq invalidates cached responses
+	m           *metrics.Metrics
+	cache       *respcache.Cache
+	httpCaching respcache.HTTPCaching // ETags and Cache-Control of GET responses and downloads
+	trusted     *TrustedDocuments
+	logger      *slog.Logger
+	prod        bool
+	logRequests bool
+	reqMetrics  *requestMetrics
+	upstream    bool          // an upstream library is configured
+	maxAge      time.Duration // how long entries live when it is
+	guard       *guard
 
 	getMemo, postMemo memo[gqlRequest] // what GET query strings and POST bodies say
 	// params are the GraphQL parameters of recent POST bodies, decoded
@@ -103,17 +104,19 @@ func New(opts Options, changes incidentlib.ChangeLog, m *metrics.Metrics, gql *h
 		opts.Logger = slog.Default()
 	}
 	reg := m.Registerer()
-	e := &Edge{changes: changes, m: m, epoch: newEpoch(), cacheControl: opts.CacheControl, logger: opts.Logger,
+	e := &Edge{changes: changes, m: m, logger: opts.Logger,
 		prod: opts.Prod, logRequests: opts.LogRequests, upstream: opts.Upstream, maxAge: opts.ResponseMaxAge, staleFunc: opts.Stale}
 	if e.maxAge < 0 {
 		return nil, fmt.Errorf("the response cache's maximum age must not be negative, got %s", e.maxAge)
 	}
-	if e.cacheControl == "" {
-		e.cacheControl = DefaultCacheControl
+	cacheControl := opts.CacheControl
+	if cacheControl == "" {
+		cacheControl = DefaultCacheControl
 	}
-	if err := ValidateCacheControl(e.cacheControl); err != nil {
+	if err := ValidateCacheControl(cacheControl); err != nil {
 		return nil, err
 	}
+	e.httpCaching = respcache.NewHTTPCaching(cacheControl)
 	gql.AddTransport(transport.Options{})
 	if opts.Live != nil {
 		// Before GET and POST, which would take an SSE request as theirs.
@@ -141,7 +144,7 @@ func New(opts Options, changes incidentlib.ChangeLog, m *metrics.Metrics, gql *h
 		size = 0 // off
 	}
 	var err error
-	if e.cache, err = newRespCache(size, reg); err != nil {
+	if e.cache, err = respcache.New(size, reg); err != nil {
 		return nil, err
 	}
 	if e.reqMetrics, err = newRequestMetrics(reg); err != nil {

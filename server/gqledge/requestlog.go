@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/incidentlib/incidentlib/server/gqledge/respcache"
 	"github.com/incidentlib/incidentlib/tracing"
 )
 
@@ -52,8 +53,8 @@ type reqState struct {
 }
 
 // noteHit records that the response was e, from the cache.
-func (st *reqState) noteHit(e *cachedResponse) {
-	st.op, st.cost, st.costText, st.hitDuration = e.op, e.cost, e.costText, e.hitDuration
+func (st *reqState) noteHit(e *respcache.Entry) {
+	st.op, st.cost, st.costText, st.hitDuration = e.Op, e.Cost, e.CostText, e.HitDuration
 }
 
 type stateKey struct{}
@@ -159,12 +160,12 @@ func (o *Edge) requestLog(next http.Handler) http.Handler {
 		d := end.Sub(start)
 		gql := r.URL.Path == "/graphql"
 		if gql {
-			if st.cache == cacheHit && st.hitDuration != nil {
+			if st.cache == respcache.Hit && st.hitDuration != nil {
 				st.hitDuration.Observe(d.Seconds())
 			} else {
 				cache := st.cache
 				if cache == "" {
-					cache = cacheBypass
+					cache = respcache.Bypass
 				}
 				o.reqMetrics.duration.WithLabelValues(o.m.OperationLabel(st.op), cache).Observe(d.Seconds())
 			}
