@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/incidentlib/incidentlib"
-	"github.com/incidentlib/incidentlib/gen"
 	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
@@ -36,22 +35,10 @@ func serveStore(tb testing.TB, db *storage.DB, cfg server.Config, parts testutil
 	return &testServer{Server: hs, DB: db, Srv: srv}
 }
 
-func seedIncidents(tb testing.TB) []*incidentlib.Incident {
-	tb.Helper()
-	incs, err := seeds.Incidents()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return incs
-}
+func seedIncidents(tb testing.TB) []*incidentlib.Incident { return testutil.SeedIncidents(tb) }
 
 func corpus(tb testing.TB, n int, seed int64) []*incidentlib.Incident {
-	tb.Helper()
-	incs, err := gen.Generate(gen.Options{Count: n, Seed: seed, FirstID: 1000, Taxonomy: seeds.MustTaxonomy()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return incs
+	return testutil.Corpus(tb, n, seed)
 }
 
 type gqlError struct {

@@ -1,0 +1,128 @@
+package testutil
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/gen"
+	"github.com/incidentlib/incidentlib/seeds"
+)
+
+// SeedIncidents are the seed incidents (seeds.Incidents).
+func SeedIncidents(tb testing.TB) []*incidentlib.Incident {
+	tb.Helper()
+	incs, err := seeds.Incidents()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return incs
+}
+
+// Corpus is n generated incidents over the seed taxonomy, from IL-1000 on,
+// the same for the same seed.
+func Corpus(tb testing.TB, n int, seed int64) []*incidentlib.Incident {
+	tb.Helper()
+	incs, err := gen.Generate(gen.Options{Count: n, Seed: seed, FirstID: 1000, Taxonomy: seeds.MustTaxonomy()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return incs
+}
+
+// Response is one HTTP exchange, bytes and all.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Code is the code of the response's first GraphQL error, "" if it has
+// none (or is not a GraphQL response).
+func (r *Response) Code() string {
+	var out struct {
+		Errors []struct {
+			Extensions map[string]any `json:"extensions"`
+		} `json:"errors"`
+	}
+	_ = json.Unmarshal(r.Body, &out)
+	if len(out.Errors) == 0 {
+		return ""
+	}
+	c, _ := out.Errors[0].Extensions["code"].(string)
+	return c
+}
+
+// Do sends req with hs's client and reads the whole answer.
+func Do(tb testing.TB, hs *httptest.Server, req *http.Request) *Response {
+	tb.Helper()
+	resp, err := hs.Client().Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &Response{resp.StatusCode, resp.Header, body}
+}
+
+// PostGraphQL sends a GraphQL request body to hs's /graphql by POST,
+// asking for application/graphql-response+json unless headers (name,
+// value pairs) say otherwise.
+func PostGraphQL(tb testing.TB, hs *httptest.Server, body map[string]any, headers ...string) *Response {
+	tb.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, hs.URL+"/graphql", bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/graphql-response+json") // unless headers say otherwise
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	return Do(tb, hs, req)
+}
+
+// GetGraphQL sends a GraphQL request to hs's /graphql by GET; params are
+// the URL parameters, headers as for PostGraphQL.
+func GetGraphQL(tb testing.TB, hs *httptest.Server, params url.Values, headers ...string) *Response {
+	tb.Helper()
+	req, _ := http.NewRequest(http.MethodGet, hs.URL+"/graphql?"+params.Encode(), nil)
+	req.Header.Set("Accept", "application/graphql-response+json") // unless headers say otherwise
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	return Do(tb, hs, req)
+}
+
+// Metric returns the value of one sample of hs's /metrics (name with
+// labels as printed, such as
+// `incidentlib_response_cache_requests_total{outcome="hit"}`), failing if
+// it is not there.
+func Metric(tb testing.TB, hs *httptest.Server, sample string) float64 {
+	tb.Helper()
+	resp, err := hs.Client().Get(hs.URL + "/metrics")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, sample+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				tb.Fatalf("metric %s: %v", sample, err)
+			}
+			return f
+		}
+	}
+	tb.Fatalf("no metric %s in /metrics", sample)
+	return 0
+}
