@@ -17,6 +17,7 @@ package gqledge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -55,8 +56,9 @@ type Options struct {
 	// else that reads. Nil: every request is an anonymous reader.
 	Authenticate func(*http.Request) (*http.Request, error)
 	// Live, if set, serves subscriptions over SSE and WebSocket on
-	// /graphql (live.go).
-	Live *LiveOptions
+	// /graphql, by the transports NewStreams makes (streams.New).
+	Live       *LiveOptions
+	NewStreams StreamsMaker
 	// Stale, if set, says when the server's reads may be behind (a
 	// cluster node without a quorum): every response through Around then
 	// carries StaleHeader, every GraphQL response extensions.stale, and
@@ -87,7 +89,7 @@ type Edge struct {
 	// once for the guard and the POST transport (decodeParams).
 	params memo[*decodedBody]
 
-	live *liveServer // nil without subscriptions
+	live Streams // nil without subscriptions
 
 	staleFunc func() bool // Options.Stale; nil: never stale
 }
@@ -120,15 +122,23 @@ func New(opts Options, changes incidentlib.ChangeLog, m *metrics.Metrics, gql *h
 	gql.AddTransport(transport.Options{})
 	if opts.Live != nil {
 		// Before GET and POST, which would take an SSE request as theirs.
-		var err error
-		if e.live, err = newLiveServer(e, *opts.Live); err != nil {
+		lo := *opts.Live
+		if err := lo.withDefaults(); err != nil {
 			return nil, err
 		}
-		gql.AddTransport(wsTransport{e.live})
-		gql.AddTransport(sseTransport{e.live})
+		if opts.NewStreams == nil {
+			return nil, errors.New("subscriptions need the transports' maker (streams.New)")
+		}
+		var err error
+		if e.live, err = opts.NewStreams(e, lo); err != nil {
+			return nil, err
+		}
+		for _, t := range e.live.Transports() {
+			gql.AddTransport(t)
+		}
 		// A mutation that may revoke a token judges the open streams'
-		// tokens again before its response (liveauth.go).
-		gql.Use(tokenWatch{e.live})
+		// tokens again before its response (streams/auth.go).
+		gql.Use(e.live.Extension())
 	}
 	// gqlgen's GET and POST, writing responses in one pass (respwriter.go);
 	// application/json unless the client asks for
@@ -198,10 +208,10 @@ func (e *Edge) GraphQL(next http.Handler) http.Handler {
 		return h
 	}
 	// Streams skip the guard's HTTP checks and the response cache; their
-	// transports authenticate, limit and refuse themselves (live.go).
+	// transports authenticate, limit and refuse themselves (streams/).
 	streams := withLang(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if isLive(r) {
+		if e.live.Serves(r) {
 			streams.ServeHTTP(w, r)
 			return
 		}
@@ -213,7 +223,7 @@ func (e *Edge) GraphQL(next http.Handler) http.Handler {
 // refuses new ones (at shutdown).
 func (e *Edge) StopSubscriptions() {
 	if e.live != nil {
-		e.live.stopAll()
+		e.live.Stop()
 	}
 }
 
@@ -222,7 +232,7 @@ func (e *Edge) WaitSubscriptions(ctx context.Context) error {
 	if e.live == nil {
 		return nil
 	}
-	return e.live.wait(ctx)
+	return e.live.Wait(ctx)
 }
 
 // ServeSchema publishes the schema as SDL (GET /schema.graphql), in prod
