@@ -67,6 +67,10 @@ func importRules(pkgs []listedPackage) []string {
 				why = "respcache imports nothing of ours: gqledge hands it keys, entries and writers"
 			case to == module+"/server/gqledge/respcache" && !under(from, "/server/gqledge"):
 				why = "only the edge (server/gqledge/...) uses the response cache"
+			case from == module+"/server/gqledge" && to == module+"/server/gqledge/streams":
+				why = "the subscription transports import the edge, not the other way: they plug in as gqledge.Streams"
+			case to == module+"/server/gqledge/streams" && from != module+"/server":
+				why = "only server, which wires the edge, imports the subscription transports"
 			case to == module+"/internal/testutil":
 				why = "internal/testutil is for tests only"
 			}
@@ -156,6 +160,11 @@ func TestImportRules(t *testing.T) {
 		{"RespcacheImportsEdge", "server/gqledge/respcache", "server/gqledge", true},
 		{"RespcacheImportsRoot", "server/gqledge/respcache", "", true},
 		{"ServerImportsRespcache", "server", "server/gqledge/respcache", true},
+		{"StreamsImportsEdge", "server/gqledge/streams", "server/gqledge", false},
+		{"StreamsImportsLive", "server/gqledge/streams", "live", false},
+		{"EdgeImportsStreams", "server/gqledge", "server/gqledge/streams", true},
+		{"ServerImportsStreams", "server", "server/gqledge/streams", false},
+		{"CmdImportsStreams", "cmd/incidentlib", "server/gqledge/streams", true},
 		{"TracingImportsRoot", "tracing", "", true},
 		{"TracingImportsOutbound", "tracing", "outbound", true},
 		{"OutboundImportsTracing", "outbound", "tracing", true},

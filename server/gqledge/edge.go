@@ -12,7 +12,9 @@
 // the error presenter (errors.go), prod mode and the published schema
 // (prod.go), the stale mark of a server whose reads may be behind
 // (stale.go), and the request log with its request ids (requestlog.go),
-// which the edge's layers fill in for each request.
+// which the edge's layers fill in for each request. The subscription
+// transports (streams/) plug in through streaming.go, with their options
+// in liveoptions.go.
 package gqledge
 
 import (
