@@ -83,7 +83,7 @@ func TestGraphiQLExamplesRun(t *testing.T) {
 		}
 		t.Run(name[2], func(t *testing.T) {
 			if name[1] == "subscription" {
-				t.Skip("a stream: TestGraphiQLLiveTab (live_test.go) runs it")
+				t.Skip("a stream: TestGraphiQLLiveTab (graphiql_live_test.go) runs it")
 			}
 			var vars map[string]any
 			if tab.Variables != "" {

@@ -63,7 +63,20 @@ func (r *Response) Code() string {
 // Do sends req with hs's client and reads the whole answer.
 func Do(tb testing.TB, hs *httptest.Server, req *http.Request) *Response {
 	tb.Helper()
-	resp, err := hs.Client().Do(req)
+	resp, body := exchange(tb, hs.Client(), req)
+	return &Response{resp.StatusCode, resp.Header, body}
+}
+
+// RoundTrip sends req (with http.DefaultClient) and returns the response
+// with its whole body read.
+func RoundTrip(tb testing.TB, req *http.Request) (*http.Response, []byte) {
+	tb.Helper()
+	return exchange(tb, http.DefaultClient, req)
+}
+
+func exchange(tb testing.TB, c *http.Client, req *http.Request) (*http.Response, []byte) {
+	tb.Helper()
+	resp, err := c.Do(req)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -72,7 +85,17 @@ func Do(tb testing.TB, hs *httptest.Server, req *http.Request) *Response {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &Response{resp.StatusCode, resp.Header, body}
+	return resp, body
+}
+
+// SSEPost is a POST of the GraphQL document doc to base's /graphql that
+// asks for an SSE stream.
+func SSEPost(base, doc string) *http.Request {
+	body, _ := json.Marshal(map[string]any{"query": doc})
+	req, _ := http.NewRequest(http.MethodPost, base+"/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	return req
 }
 
 // PostGraphQL sends a GraphQL request body to hs's /graphql by POST,
