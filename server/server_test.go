@@ -487,7 +487,4 @@ func TestHealthReadyMetrics(t *testing.T) {
 }
 
 // listPageQuery is the list page of the relations issue.
-const listPageQuery = `query($n: Int) { incidents(first: $n) { nodes { id title organization { name incidentCount }
-	symptoms { label } components { label }
-	related { id title organization { name } related { id } }
-	recurrenceOf { id title } recurrences { id } } } }`
+const listPageQuery = testutil.ListPageQuery

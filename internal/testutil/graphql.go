@@ -37,6 +37,34 @@ func Corpus(tb testing.TB, n int, seed int64) []*incidentlib.Incident {
 	return incs
 }
 
+// ListPageQuery is the list page of the relations issue.
+const ListPageQuery = `query($n: Int) { incidents(first: $n) { nodes { id title organization { name incidentCount }
+	symptoms { label } components { label }
+	related { id title organization { name } related { id } }
+	recurrenceOf { id title } recurrences { id } } } }`
+
+// NoDataEntry fails unless raw is a response without a data entry (a
+// request error: it failed before execution).
+func NoDataEntry(tb testing.TB, raw []byte) {
+	tb.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		tb.Fatalf("not a JSON object: %.300s", raw)
+	}
+	if _, ok := m["data"]; ok {
+		tb.Fatalf("a request error with a data entry: %.300s", raw)
+	}
+}
+
+// MustJSON is v in JSON.
+func MustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
 // Response is one HTTP exchange, bytes and all.
 type Response struct {
 	Status int

@@ -324,9 +324,5 @@ func WaitMetric(t testing.TB, f *LiveFixture, name string, want float64) {
 
 func CreateToken(t testing.TB, f *LiveFixture, name string) string {
 	t.Helper()
-	tok, _, err := f.DB.CreateToken(context.Background(), name, incidentlib.RoleEditor, time.Time{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return APIToken(t, f.DB, name, incidentlib.RoleEditor)
 }

@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -84,4 +85,14 @@ func ServerTest(tb testing.TB, db *storage.DB, cfg server.Config, parts ServerPa
 	hs := httptest.NewServer(srv)
 	tb.Cleanup(hs.Close)
 	return hs, srv
+}
+
+// APIToken makes an API token with role in db and returns its secret.
+func APIToken(tb testing.TB, db *storage.DB, name string, role incidentlib.Role) string {
+	tb.Helper()
+	secret, _, err := db.CreateToken(context.Background(), name, role, time.Time{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return secret
 }

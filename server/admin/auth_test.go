@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/internal/testutil"
@@ -23,11 +22,7 @@ const adminToken = "admin-token-of-the-tests"
 // token makes an API token with role in db and returns its secret.
 func token(tb testing.TB, db *storage.DB, name string, role incidentlib.Role) string {
 	tb.Helper()
-	secret, _, err := db.CreateToken(context.Background(), name, role, time.Time{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return secret
+	return testutil.APIToken(tb, db, name, role)
 }
 
 // TestCheckAdminToken: no token (a read-only server) is fine; a short one
