@@ -41,26 +41,16 @@ func corpus(tb testing.TB, n int, seed int64) []*incidentlib.Incident {
 	return testutil.Corpus(tb, n, seed)
 }
 
-type gqlError struct {
-	Message    string         `json:"message"`
-	Path       []any          `json:"path"`
-	Extensions map[string]any `json:"extensions"`
-}
+type gqlError = testutil.GQLError
 
+// gqlResponse is a GraphQL response with its status and headers.
 type gqlResponse struct {
-	Data   json.RawMessage `json:"data"`
-	Errors []gqlError      `json:"errors"`
+	testutil.GQLResult
 	status int
 	header http.Header
 }
 
-func (r *gqlResponse) code() string {
-	if len(r.Errors) == 0 {
-		return ""
-	}
-	c, _ := r.Errors[0].Extensions["code"].(string)
-	return c
-}
+func (r *gqlResponse) code() string { return r.Code() }
 
 // query posts a GraphQL request and decodes the response.
 func (ts *testServer) query(tb testing.TB, q string, vars map[string]any, headers ...string) *gqlResponse {

@@ -165,15 +165,23 @@ func Metric(tb testing.TB, hs *httptest.Server, sample string) float64 {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, sample+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				tb.Fatalf("metric %s: %v", sample, err)
-			}
-			return f
+	v, ok, err := sampleOf(b, sample)
+	switch {
+	case err != nil:
+		tb.Fatalf("metric %s: %v", sample, err)
+	case !ok:
+		tb.Fatalf("no metric %s in /metrics", sample)
+	}
+	return v
+}
+
+// sampleOf finds one sample in the text of /metrics.
+func sampleOf(text []byte, sample string) (v float64, found bool, err error) {
+	for _, line := range strings.Split(string(text), "\n") {
+		if s, ok := strings.CutPrefix(line, sample+" "); ok {
+			v, err := strconv.ParseFloat(s, 64)
+			return v, true, err
 		}
 	}
-	tb.Fatalf("no metric %s in /metrics", sample)
-	return 0
+	return 0, false, nil
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -294,6 +293,7 @@ func (w *WSClient) Subscribe(t testing.TB, id string, vars map[string]any) {
 	w.Send(t, map[string]any{"id": id, "type": "subscribe", "payload": map[string]any{"query": LiveDoc, "variables": vars}})
 }
 
+// MetricValue is the sample name of f's /metrics, -1 if it has none.
 func MetricValue(t testing.TB, f *LiveFixture, name string) float64 {
 	t.Helper()
 	resp, err := http.Get(f.HS.URL + "/metrics")
@@ -302,11 +302,8 @@ func MetricValue(t testing.TB, f *LiveFixture, name string) float64 {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			x, _ := strconv.ParseFloat(v, 64)
-			return x
-		}
+	if v, ok, _ := sampleOf(b, name); ok {
+		return v
 	}
 	return -1
 }
