@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -17,22 +16,17 @@ import (
 )
 
 // testServer is the real handler over a real store in a temp dir.
-type testServer struct {
-	*httptest.Server
-	DB  *storage.DB
-	Srv *server.Server
-}
+type testServer struct{ *testutil.Served }
 
 func newTestServer(tb testing.TB, incs []*incidentlib.Incident) *testServer {
 	tb.Helper()
-	return serveStore(tb, testutil.ServerStore(tb, incs, storage.Options{RecordCache: 20000}), server.Config{}, testutil.ServerParts{})
+	return &testServer{testutil.ServeIncidents(tb, incs)}
 }
 
 // serveStore serves the whole handler over db (internal/testutil), ready.
 func serveStore(tb testing.TB, db *storage.DB, cfg server.Config, parts testutil.ServerParts) *testServer {
 	tb.Helper()
-	hs, srv := testutil.ServerTest(tb, db, cfg, parts)
-	return &testServer{Server: hs, DB: db, Srv: srv}
+	return &testServer{testutil.ServeStore(tb, db, cfg, parts)}
 }
 
 func seedIncidents(tb testing.TB) []*incidentlib.Incident { return testutil.SeedIncidents(tb) }

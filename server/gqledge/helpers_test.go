@@ -2,7 +2,6 @@ package gqledge_test
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"testing"
 
@@ -16,18 +15,14 @@ import (
 // a real store in a temp dir.
 
 // testServer is the real handler over a real store in a temp dir.
-type testServer struct {
-	*httptest.Server
-	DB  *storage.DB
-	Srv *server.Server
-}
+type testServer struct{ *testutil.Served }
 
 // rawResponse is one HTTP exchange, bytes and all.
 type rawResponse = testutil.Response
 
 func newTestServer(tb testing.TB, incs []*incidentlib.Incident) *testServer {
 	tb.Helper()
-	return serveStore(tb, testutil.ServerStore(tb, incs, storage.Options{RecordCache: 20000}), server.Config{}, testutil.ServerParts{})
+	return &testServer{testutil.ServeIncidents(tb, incs)}
 }
 
 // newEdgeServer is newTestServer with a configuration of the HTTP edge.
@@ -39,8 +34,7 @@ func newEdgeServer(tb testing.TB, incs []*incidentlib.Incident, cfg server.Confi
 // serveStore serves the whole handler over db, ready.
 func serveStore(tb testing.TB, db *storage.DB, cfg server.Config, parts testutil.ServerParts) *testServer {
 	tb.Helper()
-	hs, srv := testutil.ServerTest(tb, db, cfg, parts)
-	return &testServer{Server: hs, DB: db, Srv: srv}
+	return &testServer{testutil.ServeStore(tb, db, cfg, parts)}
 }
 
 func seedIncidents(tb testing.TB) []*incidentlib.Incident { return testutil.SeedIncidents(tb) }
