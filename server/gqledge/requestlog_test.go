@@ -1,41 +1,31 @@
 package gqledge_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/server"
 )
 
 // The request log and the request metrics through the whole handler.
 
 // logSink is a log sink safe for the server's goroutines.
-type logSink struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+type logSink struct{ buf testutil.SyncBuffer }
 
-func (s *logSink) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
+func (s *logSink) Write(p []byte) (int, error) { return s.buf.Write(p) }
 
-// lines returns the JSON log lines with msg "request".
+// requests returns the JSON log lines with msg "request".
 func (s *logSink) requests(tb testing.TB) []map[string]any {
 	tb.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(s.buf.String()), "\n") {
 		if line == "" {
 			continue
 		}
