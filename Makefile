@@ -62,7 +62,7 @@ test-short:
 
 # The long runs, built with -tags long and named *Long: the history's 1,000
 # random edits (storage), the subscriptions' resume over 10,000 writes with
-# random disconnects (server/live_long_test.go). Not in make test.
+# random disconnects (server/gqledge/streams/live_long_test.go). Not in make test.
 test-long:
 	$(GO) test -count=1 -tags long -timeout 30m -run 'Long' $(PKGS)
 

@@ -79,6 +79,14 @@ func importRules(pkgs []listedPackage) []string {
 				why = "graph imports nothing of ours but the root package, graph/model and the codec"
 			case from == module+"/live" && to != module:
 				why = "live imports nothing of ours but the root package"
+			case from == module+"/server/gqledge/respcache":
+				why = "respcache imports nothing of ours: gqledge hands it keys, entries and writers"
+			case to == module+"/server/gqledge/respcache" && !under(from, "/server/gqledge"):
+				why = "only the edge (server/gqledge/...) uses the response cache"
+			case from == module+"/server/gqledge" && to == module+"/server/gqledge/streams":
+				why = "the subscription transports import the edge, not the other way: they plug in as gqledge.Streams"
+			case to == module+"/server/gqledge/streams" && from != module+"/server":
+				why = "only server, which wires the edge, imports the subscription transports"
 			case to == module+"/internal/testutil":
 				why = "internal/testutil is for tests only"
 			}
@@ -164,6 +172,15 @@ func TestImportRules(t *testing.T) {
 		{"LiveImportsRoot", "live", "", false},
 		{"LiveImportsGraph", "live", "graph", true},
 		{"EdgeImportsLive", "server/gqledge", "live", false},
+		{"EdgeImportsRespcache", "server/gqledge", "server/gqledge/respcache", false},
+		{"RespcacheImportsEdge", "server/gqledge/respcache", "server/gqledge", true},
+		{"RespcacheImportsRoot", "server/gqledge/respcache", "", true},
+		{"ServerImportsRespcache", "server", "server/gqledge/respcache", true},
+		{"StreamsImportsEdge", "server/gqledge/streams", "server/gqledge", false},
+		{"StreamsImportsLive", "server/gqledge/streams", "live", false},
+		{"EdgeImportsStreams", "server/gqledge", "server/gqledge/streams", true},
+		{"ServerImportsStreams", "server", "server/gqledge/streams", false},
+		{"CmdImportsStreams", "cmd/incidentlib", "server/gqledge/streams", true},
 		{"TracingImportsRoot", "tracing", "", true},
 		{"TracingImportsOutbound", "tracing", "outbound", true},
 		{"OutboundImportsTracing", "outbound", "tracing", true},

@@ -310,20 +310,3 @@ func TestIncidentsAPI(t *testing.T) {
 		})
 	}
 }
-
-func TestReplicaRefusesMutations(t *testing.T) {
-	const primary = "http://primary.example:8080"
-	ts := apiServer(t, server.Config{Primary: primary}, corpus(t, 3, 14))
-	r := ts.query(t, `mutation { deleteIncident(id: "IL-1000") { deletedId } }`, nil)
-	if r.code() != incidentlib.EREADONLY || r.Errors[0].Extensions["primary"] != primary || !strings.Contains(r.Errors[0].Message, primary) {
-		t.Fatalf("a replica answered a mutation with %+v", r.Errors)
-	}
-	if ts.DB.Incidents().Seq() != 3 {
-		t.Fatalf("the store changed: sequence %d", ts.DB.Incidents().Seq())
-	}
-	var data struct{ Incident struct{ ID string } }
-	ts.data(t, `{ incident(id: "IL-1000") { id } }`, nil, &data)
-	if data.Incident.ID != "IL-1000" {
-		t.Fatalf("a replica does not answer queries: %+v", data)
-	}
-}

@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/server"
 )
 
@@ -18,12 +19,12 @@ import (
 // with the one table's status on each transport (the walk of every code
 // per transport is in server/restapi and server/gqledge).
 func TestErrorStatusesThroughHandler(t *testing.T) {
-	f := newLive(t, 5, server.Config{Primary: "http://primary.example:8080"})
-	mutation := `mutation { deleteIncident(id: "` + f.incs[0].ID + `") { deletedId } }`
+	f := testutil.NewLive(t, 5, server.Config{Primary: "http://primary.example:8080"})
+	mutation := `mutation { deleteIncident(id: "` + f.Incs[0].ID + `") { deletedId } }`
 	post := func(t *testing.T, accept string) (int, []byte) {
 		t.Helper()
 		b, _ := json.Marshal(map[string]any{"query": mutation})
-		req, _ := http.NewRequest(http.MethodPost, f.hs.URL+"/graphql", bytes.NewReader(b))
+		req, _ := http.NewRequest(http.MethodPost, f.HS.URL+"/graphql", bytes.NewReader(b))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", accept)
 		resp, err := http.DefaultClient.Do(req)
@@ -37,11 +38,11 @@ func TestErrorStatusesThroughHandler(t *testing.T) {
 	st, _ := incidentlib.StatusOf(incidentlib.EREADONLY)
 	t.Run("ErrSequenceAheadSSE", func(t *testing.T) {
 		// A stream refused before any event: the table's status.
-		s, status, body := openSSE(t, f.hs.URL, map[string]any{"since": "99999999"}, nil)
+		s, status, body := testutil.OpenSSE(t, f.HS.URL, map[string]any{"since": "99999999"}, nil)
 		if s != nil {
 			s.Close()
 		}
-		if code := errorCode(t, body); status != incidentlib.HTTPStatus(incidentlib.ESEQUENCEAHEAD) || code != incidentlib.ESEQUENCEAHEAD {
+		if code := testutil.ErrorCode(t, body); status != incidentlib.HTTPStatus(incidentlib.ESEQUENCEAHEAD) || code != incidentlib.ESEQUENCEAHEAD {
 			t.Fatalf("%d %s", status, body)
 		}
 	})
@@ -56,22 +57,22 @@ func TestErrorStatusesThroughHandler(t *testing.T) {
 	t.Run("ErrReadOnlyGraphQL", func(t *testing.T) {
 		// A field's error: 200 with the code (the table's Request is not set).
 		status, body := post(t, "application/graphql-response+json")
-		if code := errorCode(t, body); status != http.StatusOK || st.Request || code != incidentlib.EREADONLY {
+		if code := testutil.ErrorCode(t, body); status != http.StatusOK || st.Request || code != incidentlib.EREADONLY {
 			t.Fatalf("%d %s", status, body)
 		}
 	})
 	t.Run("ErrReadOnlyWebSocket", func(t *testing.T) {
-		ws := dialWS(t, f.hs.URL, nil)
+		ws := testutil.DialWS(t, f.HS.URL, nil)
 		defer ws.Close(websocket.StatusNormalClosure, "")
-		ws.init(t, nil)
-		ws.send(t, map[string]any{"id": "m", "type": "subscribe", "payload": map[string]any{"query": mutation}})
-		m := ws.read(t)
+		ws.Init(t, nil)
+		ws.Send(t, map[string]any{"id": "m", "type": "subscribe", "payload": map[string]any{"query": mutation}})
+		m := ws.Read(t)
 		if st.Close != 0 || m.Type != "next" || m.ID != "m" || !strings.Contains(string(m.Payload), incidentlib.EREADONLY) {
 			t.Fatalf("%+v %s", m, m.Payload)
 		}
 	})
 	t.Run("ErrNotFoundREST", func(t *testing.T) {
-		resp, err := http.Get(f.hs.URL + "/api/v1/incidents/IL-9999")
+		resp, err := http.Get(f.HS.URL + "/api/v1/incidents/IL-9999")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -40,32 +39,7 @@ func httpGet(t *testing.T, u string, header map[string]string) (*http.Response, 
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	return roundTrip(t, req)
-}
-
-// roundTrip sends req and returns the response with its whole body read.
-func roundTrip(tb testing.TB, req *http.Request) (*http.Response, []byte) {
-	tb.Helper()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return resp, b
-}
-
-// ssePost is a POST of the GraphQL document doc to base's /graphql that
-// asks for an event stream.
-func ssePost(base, doc string) *http.Request {
-	body, _ := json.Marshal(map[string]any{"query": doc})
-	req, _ := http.NewRequest(http.MethodPost, base+"/graphql", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	return req
+	return testutil.RoundTrip(t, req)
 }
 
 // graphqlRows pages through incidents(filter) and returns the CSV rows the

@@ -61,7 +61,7 @@ func postRaw(t *testing.T, url, query string, vars map[string]any, lang string) 
 	if lang != "" {
 		req.Header.Set("Accept-Language", lang)
 	}
-	resp, b := roundTrip(t, req)
+	resp, b := testutil.RoundTrip(t, req)
 	return []byte(fmt.Sprintf("%d %s", resp.StatusCode, b))
 }
 

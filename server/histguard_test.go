@@ -22,12 +22,12 @@ func TestHistoriesGuardSingleObject(t *testing.T) {
 		"Literal":  `mutation { importIncidents(histories: {id: "IL-9", history: []}) { created userErrors { code } } }`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			before, w := s.state(t), s.work()
+			before, w := s.state(t), s.Work()
 			r := s.send(t, "Bearer "+editor, q, map[string]any{"h": ins[0]})
-			if r.status != http.StatusForbidden || !strings.Contains(string(r.raw), `"FORBIDDEN"`) {
-				t.Fatalf("%d %s", r.status, r.raw)
+			if r.Status != http.StatusForbidden || !strings.Contains(string(r.Raw), `"FORBIDDEN"`) {
+				t.Fatalf("%d %s", r.Status, r.Raw)
 			}
-			if s.work().fields != w.fields {
+			if s.Work().Fields != w.Fields {
 				t.Fatal("a refused history import ran a resolver")
 			}
 			if s.state(t) != before {

@@ -69,15 +69,15 @@ func TestImportHistoryAPI(t *testing.T) {
 	vars := map[string]any{"h": ins}
 
 	t.Run("EditorForbidden", func(t *testing.T) {
-		before, w := s.state(t), s.work()
+		before, w := s.state(t), s.Work()
 		r := s.send(t, "Bearer "+editor, histImport, vars)
-		if r.status != http.StatusForbidden || !strings.Contains(string(r.raw), `"FORBIDDEN"`) || !strings.Contains(string(r.raw), "histories") {
-			t.Fatalf("%d %s", r.status, r.raw)
+		if r.Status != http.StatusForbidden || !strings.Contains(string(r.Raw), `"FORBIDDEN"`) || !strings.Contains(string(r.Raw), "histories") {
+			t.Fatalf("%d %s", r.Status, r.Raw)
 		}
 		if s.state(t) != before || exportHistory(t, s.db) != "" {
 			t.Fatal("a refused history import wrote")
 		}
-		if s.work().fields != w.fields {
+		if s.Work().Fields != w.Fields {
 			t.Fatal("a refused history import ran a resolver")
 		}
 	})
@@ -85,7 +85,7 @@ func TestImportHistoryAPI(t *testing.T) {
 		r := s.send(t, "Bearer "+admin, histImport, vars)
 		var p struct{ ImportIncidents model.ImportPayload }
 		if err := json.Unmarshal(r.Data, &p); err != nil || p.ImportIncidents.Created != len(ins) || len(p.ImportIncidents.UserErrors) > 0 {
-			t.Fatalf("%v %s", err, r.raw)
+			t.Fatalf("%v %s", err, r.Raw)
 		}
 		if got := exportHistory(t, s.db); got != string(want) {
 			t.Fatalf("export --history after the import differs:\n%s\nwant\n%s", got, want)
@@ -97,8 +97,8 @@ func TestImportHistoryAPI(t *testing.T) {
 	t.Run("Conflict", func(t *testing.T) {
 		before := s.state(t)
 		r := s.send(t, "Bearer "+admin, histImport, map[string]any{"h": ins[len(ins)-1:]})
-		if !strings.Contains(string(r.raw), `"code":"CONFLICT"`) || !strings.Contains(string(r.raw), ins[len(ins)-1].ID) {
-			t.Fatalf("%s", r.raw)
+		if !strings.Contains(string(r.Raw), `"code":"CONFLICT"`) || !strings.Contains(string(r.Raw), ins[len(ins)-1].ID) {
+			t.Fatalf("%s", r.Raw)
 		}
 		if s.state(t) != before || exportHistory(t, s.db) != string(want) {
 			t.Fatal("a refused history import wrote")
@@ -108,8 +108,8 @@ func TestImportHistoryAPI(t *testing.T) {
 		before := s.state(t)
 		r := s.send(t, "Bearer "+admin, `mutation($r: [IncidentInput!]!, $h: [HistoryImportInput!]) { importIncidents(records: $r, histories: $h) { userErrors { code } } }`,
 			map[string]any{"r": []any{map[string]any{"id": "IL-0900", "org": "Acme", "orgSlug": "acme", "title": map[string]any{"en": "x"}}}, "h": ins[:1]})
-		if !strings.Contains(string(r.raw), `"code":"INVALID"`) || s.state(t) != before {
-			t.Fatalf("%s", r.raw)
+		if !strings.Contains(string(r.Raw), `"code":"INVALID"`) || s.state(t) != before {
+			t.Fatalf("%s", r.Raw)
 		}
 	})
 	t.Run("EditorRecordsAreDrafts", func(t *testing.T) {
@@ -119,8 +119,8 @@ func TestImportHistoryAPI(t *testing.T) {
 		const imp = `mutation($r: [IncidentInput!]!) { importIncidents(records: $r) { created updated unchanged userErrors { code message } } }`
 		rec := map[string]any{"id": "IL-0950", "org": "Acme", "orgSlug": "acme", "title": map[string]any{"en": "Queue stalled"},
 			"review": map[string]any{"writtenBy": "kim", "reviewedBy": "rita", "reviewedAt": "2024-01-01T00:00:00Z"}}
-		if r := s.send(t, "Bearer "+admin, imp, map[string]any{"r": []any{rec}}); !strings.Contains(string(r.raw), `"created":1`) {
-			t.Fatalf("%s", r.raw)
+		if r := s.send(t, "Bearer "+admin, imp, map[string]any{"r": []any{rec}}); !strings.Contains(string(r.Raw), `"created":1`) {
+			t.Fatalf("%s", r.Raw)
 		}
 		get := func() string {
 			return string(s.send(t, "", `{ incident(id: "IL-0950") { version reviewState review { writtenBy reviewedBy } } }`, nil).Data)
@@ -131,15 +131,15 @@ func TestImportHistoryAPI(t *testing.T) {
 		// An editor may not send a review (an admin's operation:
 		// TestAuthorIsTheToken); the record without it is the same record.
 		delete(rec, "review")
-		if r := s.send(t, "Bearer "+editor, imp, map[string]any{"r": []any{rec}}); !strings.Contains(string(r.raw), `"unchanged":1`) {
-			t.Fatalf("an editor's import of the same record: %s", r.raw)
+		if r := s.send(t, "Bearer "+editor, imp, map[string]any{"r": []any{rec}}); !strings.Contains(string(r.Raw), `"unchanged":1`) {
+			t.Fatalf("an editor's import of the same record: %s", r.Raw)
 		}
 		if got := get(); !strings.Contains(got, `"version":1,"reviewState":"REVIEWED"`) {
 			t.Fatalf("after an editor's unchanged import: %s", got)
 		}
 		rec["title"] = map[string]any{"en": "Queue stalled for an hour"}
-		if r := s.send(t, "Bearer "+editor, imp, map[string]any{"r": []any{rec}}); !strings.Contains(string(r.raw), `"updated":1`) {
-			t.Fatalf("%s", r.raw)
+		if r := s.send(t, "Bearer "+editor, imp, map[string]any{"r": []any{rec}}); !strings.Contains(string(r.Raw), `"updated":1`) {
+			t.Fatalf("%s", r.Raw)
 		}
 		if got := get(); !strings.Contains(got, `"version":2,"reviewState":"DRAFT","review":{"writtenBy":"kim","reviewedBy":null}`) {
 			t.Fatalf("after an editor's import of a change: %s", got)

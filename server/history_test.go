@@ -20,11 +20,11 @@ func TestHistoryThroughTheAPI(t *testing.T) {
 	must := func(t *testing.T, auth, q string, vars map[string]any) map[string]json.RawMessage {
 		t.Helper()
 		r := s.send(t, auth, q, vars)
-		if r.status != 200 || len(r.Errors) > 0 || strings.Contains(string(r.raw), `"code"`) {
-			t.Fatalf("%s: %d %s", q, r.status, r.raw)
+		if r.Status != 200 || len(r.Errors) > 0 || strings.Contains(string(r.Raw), `"code"`) {
+			t.Fatalf("%s: %d %s", q, r.Status, r.Raw)
 		}
 		var out map[string]json.RawMessage
-		if err := json.Unmarshal(r.raw, &struct{ Data *map[string]json.RawMessage }{&out}); err != nil {
+		if err := json.Unmarshal(r.Raw, &struct{ Data *map[string]json.RawMessage }{&out}); err != nil {
 			t.Fatal(err)
 		}
 		return out
@@ -48,8 +48,8 @@ func TestHistoryThroughTheAPI(t *testing.T) {
 	t.Run("SelfReviewRefused", func(t *testing.T) {
 		must(t, alice, `mutation { submitForReview(id: "IL-0001", expectedVersion: 2) { userErrors { code } } }`, nil)
 		r := s.send(t, bob, `mutation { reviewIncident(id: "IL-0001", decision: APPROVE) { userErrors { code } } }`, nil)
-		if !strings.Contains(string(r.raw), `"code":"SELF_REVIEW"`) {
-			t.Fatalf("%s", r.raw)
+		if !strings.Contains(string(r.Raw), `"code":"SELF_REVIEW"`) {
+			t.Fatalf("%s", r.Raw)
 		}
 	})
 	v1 := must(t, alice, `{ incidentVersion(id: "IL-0001", version: 1) { record } }`, nil)
@@ -62,8 +62,8 @@ func TestHistoryThroughTheAPI(t *testing.T) {
 		t.Fatalf("%s", del["deletedIncident"])
 	}
 	r := s.send(t, alice, upsert, map[string]any{"i": map[string]any{"id": "IL-0001", "org": "Acme", "orgSlug": "acme", "title": map[string]any{"en": "x"}}})
-	if !strings.Contains(string(r.raw), `"code":"CONFLICT"`) {
-		t.Fatalf("upsert of a deleted id: %s", r.raw)
+	if !strings.Contains(string(r.Raw), `"code":"CONFLICT"`) {
+		t.Fatalf("upsert of a deleted id: %s", r.Raw)
 	}
 	must(t, alice, `mutation { restoreIncident(id: "IL-0001", version: 1, comment: "undo") { incident { version } userErrors { code } } }`, nil)
 	now := must(t, alice, `{ incidentVersion(id: "IL-0001", version: 5) { action comment record } }`, nil)

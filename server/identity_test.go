@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/server/gqledge"
@@ -20,33 +21,29 @@ import (
 // apiToken makes an API token in db and returns its secret.
 func apiToken(tb testing.TB, db *storage.DB, name string, role incidentlib.Role) string {
 	tb.Helper()
-	secret, _, err := db.Tokens().CreateToken(context.Background(), name, role, time.Time{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return secret
+	return testutil.APIToken(tb, db, name, role)
 }
 
 // idServer is the real handler over a real store, without --admin-token
 // (stored tokens enable writes), counting resolver calls.
 type idServer struct {
-	*hostileServer
+	*testutil.CountingServer
 	db *storage.DB
 }
 
 func newIDServer(tb testing.TB, cfg server.Config) *idServer {
 	tb.Helper()
-	hs := newHostileServer(tb, nil, cfg)
-	return &idServer{hostileServer: hs, db: hs.ts.DB}
+	hs := testutil.NewCountingServer(tb, nil, cfg)
+	return &idServer{CountingServer: hs, db: hs.DB}
 }
 
 // send posts one operation with auth ("" for none).
-func (s *idServer) send(tb testing.TB, auth, query string, vars map[string]any) *response {
+func (s *idServer) send(tb testing.TB, auth, query string, vars map[string]any) *testutil.Reply {
 	tb.Helper()
 	if auth == "" {
-		return s.post(tb, query, vars)
+		return s.Post(tb, query, vars)
 	}
-	return s.post(tb, query, vars, "Authorization", auth)
+	return s.Post(tb, query, vars, "Authorization", auth)
 }
 
 // state is everything a refused request must leave as it was: the
@@ -176,25 +173,25 @@ func TestRolesOnEachMutation(t *testing.T) {
 				if role != incidentlib.RoleReader {
 					auth = "Bearer " + secrets[role]
 				}
-				before, seq, w := s.state(t), s.db.Incidents().Seq(), s.work()
+				before, seq, w := s.state(t), s.db.Incidents().Seq(), s.Work()
 				r := s.send(t, auth, q, vars)
 				if role.Allows(op.need) {
-					if r.status != http.StatusOK || len(r.Errors) > 0 || strings.Contains(string(r.raw), `"code"`) {
-						t.Fatalf("allowed: status %d %s", r.status, r.raw)
+					if r.Status != http.StatusOK || len(r.Errors) > 0 || strings.Contains(string(r.Raw), `"code"`) {
+						t.Fatalf("allowed: status %d %s", r.Status, r.Raw)
 					}
 					return
 				}
 				wantStatus, wantCode := http.StatusForbidden, incidentlib.EFORBIDDEN
 				if role == incidentlib.RoleReader {
 					wantStatus, wantCode = http.StatusUnauthorized, incidentlib.EUNAUTHENTICATED
-					if r.header.Get("WWW-Authenticate") == "" {
+					if r.Header.Get("WWW-Authenticate") == "" {
 						t.Error("a 401 without WWW-Authenticate")
 					}
 				}
-				if r.status != wantStatus || r.code() != wantCode {
-					t.Fatalf("refused: status %d, want %d %s: %s", r.status, wantStatus, wantCode, r.raw)
+				if r.Status != wantStatus || r.Code() != wantCode {
+					t.Fatalf("refused: status %d, want %d %s: %s", r.Status, wantStatus, wantCode, r.Raw)
 				}
-				if got := s.work(); got != w {
+				if got := s.Work(); got != w {
 					t.Fatalf("a refused request ran resolvers or read the store: %+v, then %+v", w, got)
 				}
 				if s.db.Incidents().Seq() != seq || s.state(t) != before {
@@ -214,17 +211,17 @@ func TestBadTokensAre401(t *testing.T) {
 	admin := apiToken(t, s.db, "boss", incidentlib.RoleAdmin)
 	editor := apiToken(t, s.db, "alice", incidentlib.RoleEditor)
 	const read = `{ incident(id: "IL-0001") { id } }`
-	if r := s.send(t, "Bearer "+editor, read, nil); r.status != http.StatusOK || len(r.Errors) > 0 {
-		t.Fatalf("a valid token's read: %d %s", r.status, r.raw)
+	if r := s.send(t, "Bearer "+editor, read, nil); r.Status != http.StatusOK || len(r.Errors) > 0 {
+		t.Fatalf("a valid token's read: %d %s", r.Status, r.Raw)
 	}
 	refused := func(t *testing.T, auth string) {
 		t.Helper()
-		w := s.work()
+		w := s.Work()
 		r := s.send(t, auth, read, nil)
-		if r.status != http.StatusUnauthorized || r.code() != incidentlib.EUNAUTHENTICATED || !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") {
-			t.Fatalf("GraphQL: status %d, WWW-Authenticate %q: %s", r.status, r.header.Get("WWW-Authenticate"), r.raw)
+		if r.Status != http.StatusUnauthorized || r.Code() != incidentlib.EUNAUTHENTICATED || !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Bearer") {
+			t.Fatalf("GraphQL: status %d, WWW-Authenticate %q: %s", r.Status, r.Header.Get("WWW-Authenticate"), r.Raw)
 		}
-		if s.work() != w {
+		if s.Work() != w {
 			t.Fatal("a refused request read the store")
 		}
 		for _, path := range []string{"/api/v1/incidents/IL-0001", "/api/v1/changes", "/admin/backup"} {
@@ -244,8 +241,8 @@ func TestBadTokensAre401(t *testing.T) {
 	t.Run("NotBearer", func(t *testing.T) { refused(t, "Basic "+editor) })
 	t.Run("RevokedOnItsNextRequest", func(t *testing.T) {
 		r := s.send(t, "Bearer "+admin, `mutation { revokeToken(name: "alice") { info { revokedAt active } userErrors { code } } }`, nil)
-		if r.status != http.StatusOK || !strings.Contains(string(r.raw), `"active":false`) {
-			t.Fatalf("revoke: %d %s", r.status, r.raw)
+		if r.Status != http.StatusOK || !strings.Contains(string(r.Raw), `"active":false`) {
+			t.Fatalf("revoke: %d %s", r.Status, r.Raw)
 		}
 		refused(t, "Bearer "+editor)
 	})
@@ -254,8 +251,8 @@ func TestBadTokensAre401(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := s.send(t, "Bearer "+secret, read, nil); r.status != http.StatusOK {
-			t.Fatalf("before it expires: %d %s", r.status, r.raw)
+		if r := s.send(t, "Bearer "+secret, read, nil); r.Status != http.StatusOK {
+			t.Fatalf("before it expires: %d %s", r.Status, r.Raw)
 		}
 		now := s.db.Now
 		s.db.Now = func() time.Time { return now().Add(2 * time.Hour) }
@@ -293,46 +290,46 @@ func TestAuthorIsTheToken(t *testing.T) {
 	r := s.send(t, "Bearer "+editor, `mutation($i: IncidentInput!) { upsertIncident(input: $i) { userErrors { code } } }`,
 		map[string]any{"i": map[string]any{"id": "IL-0001", "org": "Acme", "orgSlug": "acme", "title": map[string]any{"en": "x"},
 			"review": map[string]any{"writtenBy": "mallory"}}})
-	if len(r.Errors) > 0 || strings.Contains(string(r.raw), `"code"`) {
-		t.Fatal(string(r.raw))
+	if len(r.Errors) > 0 || strings.Contains(string(r.Raw), `"code"`) {
+		t.Fatal(string(r.Raw))
 	}
 	if got := stored(t, "IL-0001").WrittenBy; got != "alice" {
 		t.Fatalf("upsert: written_by %q, want alice", got)
 	}
 	r = s.send(t, "Bearer "+editor, `mutation { submitForReview(id: "IL-0001") { userErrors { code } } }`, nil)
-	if strings.Contains(string(r.raw), `"code"`) {
-		t.Fatalf("submit: %s", r.raw)
+	if strings.Contains(string(r.Raw), `"code"`) {
+		t.Fatalf("submit: %s", r.Raw)
 	}
 	r = s.send(t, "Bearer "+reviewer, `mutation { reviewIncident(id: "IL-0001", decision: APPROVE) { incident { review { reviewedBy } } userErrors { code } } }`, nil)
-	if !strings.Contains(string(r.raw), `"reviewedBy":"rita"`) || stored(t, "IL-0001").ReviewedBy != "rita" {
-		t.Fatalf("review: %s", r.raw)
+	if !strings.Contains(string(r.Raw), `"reviewedBy":"rita"`) || stored(t, "IL-0001").ReviewedBy != "rita" {
+		t.Fatalf("review: %s", r.Raw)
 	}
 	const imp = `mutation($r: [IncidentInput!]!) { importIncidents(records: $r) { created userErrors { field code } } }`
 	r = s.send(t, "Bearer "+editor, imp, map[string]any{"r": []any{map[string]any{"id": "IL-0002", "org": "Acme", "orgSlug": "acme",
 		"title": map[string]any{"en": "x"}, "review": map[string]any{"writtenBy": "mallory"}}}})
-	if !strings.Contains(string(r.raw), `"created":1`) || stored(t, "IL-0002").WrittenBy != "alice" {
-		t.Fatalf("import: %s, written_by %q", r.raw, stored(t, "IL-0002").WrittenBy)
+	if !strings.Contains(string(r.Raw), `"created":1`) || stored(t, "IL-0002").WrittenBy != "alice" {
+		t.Fatalf("import: %s, written_by %q", r.Raw, stored(t, "IL-0002").WrittenBy)
 	}
 	t.Run("EditorImportCannotCarryAReview", func(t *testing.T) {
 		seq := s.db.Incidents().Seq()
 		r := s.send(t, "Bearer "+editor, imp, map[string]any{"r": []any{map[string]any{"id": "IL-0003", "org": "Acme", "orgSlug": "acme",
 			"title": map[string]any{"en": "x"}, "review": map[string]any{"reviewedBy": "mallory", "reviewedAt": "2024-01-01T00:00:00Z"}}}})
-		if !strings.Contains(string(r.raw), `"field":["records","0","review"],"code":"INVALID"`) || s.db.Incidents().Seq() != seq {
-			t.Fatalf("%s", r.raw)
+		if !strings.Contains(string(r.Raw), `"field":["records","0","review"],"code":"INVALID"`) || s.db.Incidents().Seq() != seq {
+			t.Fatalf("%s", r.Raw)
 		}
 	})
 	t.Run("EditorImportIsADraft", func(t *testing.T) {
 		r := s.send(t, "Bearer "+editor, imp, map[string]any{"r": []any{map[string]any{"id": "IL-0003", "org": "Acme", "orgSlug": "acme",
 			"title": map[string]any{"en": "x"}}}})
-		if !strings.Contains(string(r.raw), `"created":1`) {
-			t.Fatalf("%s", r.raw)
+		if !strings.Contains(string(r.Raw), `"created":1`) {
+			t.Fatalf("%s", r.Raw)
 		}
 		if got := stored(t, "IL-0003"); got.ReviewedBy != "" || got.ReviewedAt != "" || got.WrittenBy != "alice" {
 			t.Fatalf("stored review %+v", got)
 		}
 		r = s.send(t, "", `{ incident(id: "IL-0003") { version reviewState } }`, nil)
-		if !strings.Contains(string(r.raw), `"version":1,"reviewState":"DRAFT"`) {
-			t.Fatalf("%s", r.raw)
+		if !strings.Contains(string(r.Raw), `"version":1,"reviewState":"DRAFT"`) {
+			t.Fatalf("%s", r.Raw)
 		}
 	})
 }
@@ -355,22 +352,22 @@ func TestTokenMutations(t *testing.T) {
 		} `json:"createToken"`
 	}
 	if err := json.Unmarshal(r.Data, &p); err != nil || p.CreateToken.Token == nil {
-		t.Fatalf("%v %s", err, r.raw)
+		t.Fatalf("%v %s", err, r.Raw)
 	}
 	secret := *p.CreateToken.Token
 	if !strings.HasPrefix(secret, incidentlib.TokenPrefix) || len(secret) != len(incidentlib.TokenPrefix)+43 || p.CreateToken.Info.Role != "REVIEWER" ||
 		p.CreateToken.Info.ExpiresAt != "2999-01-01T00:00:00Z" || !p.CreateToken.Info.Active {
-		t.Fatalf("%s", r.raw)
+		t.Fatalf("%s", r.Raw)
 	}
-	if cc := r.header.Get("Cache-Control"); cc != "no-store" {
+	if cc := r.Header.Get("Cache-Control"); cc != "no-store" {
 		t.Fatalf("Cache-Control %q", cc)
 	}
 	if s.db.Incidents().Seq() != seq {
 		t.Fatal("a token write advanced the change sequence")
 	}
-	if r := s.send(t, "Bearer "+secret, `mutation { reviewIncident(id: "IL-0404", decision: APPROVE) { userErrors { code } } }`, nil); r.status != http.StatusOK ||
-		!strings.Contains(string(r.raw), `"NOT_FOUND"`) {
-		t.Fatalf("the new token: %d %s", r.status, r.raw)
+	if r := s.send(t, "Bearer "+secret, `mutation { reviewIncident(id: "IL-0404", decision: APPROVE) { userErrors { code } } }`, nil); r.Status != http.StatusOK ||
+		!strings.Contains(string(r.Raw), `"NOT_FOUND"`) {
+		t.Fatalf("the new token: %d %s", r.Status, r.Raw)
 	}
 	for _, c := range []struct{ name, q, code string }{
 		{"Duplicate", `mutation { createToken(name: "kim", role: EDITOR) { userErrors { code } } }`, "CONFLICT"},
@@ -380,21 +377,21 @@ func TestTokenMutations(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := s.send(t, "Bearer "+wrToken, c.q, nil)
-			if !strings.Contains(string(r.raw), `"code":"`+c.code+`"`) {
-				t.Fatalf("%s", r.raw)
+			if !strings.Contains(string(r.Raw), `"code":"`+c.code+`"`) {
+				t.Fatalf("%s", r.Raw)
 			}
 		})
 	}
 	t.Run("ListNeverShowsASecret", func(t *testing.T) {
 		r := s.send(t, "Bearer "+wrToken, `{ tokens { name role createdAt expiresAt lastUsedAt revokedAt active } }`, nil)
-		if r.status != http.StatusOK || !strings.Contains(string(r.raw), `"name":"kim"`) || !strings.Contains(string(r.raw), `"lastUsedAt":"`) {
-			t.Fatalf("%d %s", r.status, r.raw)
+		if r.Status != http.StatusOK || !strings.Contains(string(r.Raw), `"name":"kim"`) || !strings.Contains(string(r.Raw), `"lastUsedAt":"`) {
+			t.Fatalf("%d %s", r.Status, r.Raw)
 		}
-		if strings.Contains(string(r.raw), secret) || strings.Contains(string(r.raw), incidentlib.TokenPrefix) {
-			t.Fatalf("the list shows a secret: %s", r.raw)
+		if strings.Contains(string(r.Raw), secret) || strings.Contains(string(r.Raw), incidentlib.TokenPrefix) {
+			t.Fatalf("the list shows a secret: %s", r.Raw)
 		}
-		if r.header.Get("Cache-Control") != "no-store" {
-			t.Fatalf("Cache-Control %q", r.header.Get("Cache-Control"))
+		if r.Header.Get("Cache-Control") != "no-store" {
+			t.Fatalf("Cache-Control %q", r.Header.Get("Cache-Control"))
 		}
 	})
 	t.Run("LastUsedSurvivesReopen", func(t *testing.T) {
@@ -428,25 +425,25 @@ func TestRateLimitCannotBeEscapedWithMadeUpTokens(t *testing.T) {
 	})
 	editor := apiToken(t, s.db, "alice", incidentlib.RoleEditor)
 	for i := 0; i < 3; i++ { // { __typename } costs 1
-		if r := s.send(t, "", `{ __typename }`, nil); r.status != http.StatusOK {
-			t.Fatalf("request %d: %d %s", i, r.status, r.raw)
+		if r := s.send(t, "", `{ __typename }`, nil); r.Status != http.StatusOK {
+			t.Fatalf("request %d: %d %s", i, r.Status, r.Raw)
 		}
 	}
-	if r := s.send(t, "", `{ __typename }`, nil); r.status != http.StatusTooManyRequests {
-		t.Fatalf("the address's bucket is empty: %d %s", r.status, r.raw)
+	if r := s.send(t, "", `{ __typename }`, nil); r.Status != http.StatusTooManyRequests {
+		t.Fatalf("the address's bucket is empty: %d %s", r.Status, r.Raw)
 	}
-	w := s.work()
+	w := s.Work()
 	for i := 0; i < 20; i++ {
 		r := s.send(t, "Bearer il_madeup"+strings.Repeat("x", i), `{ __typename }`, nil)
-		if r.status != http.StatusUnauthorized {
-			t.Fatalf("made-up token %d: %d %s", i, r.status, r.raw)
+		if r.Status != http.StatusUnauthorized {
+			t.Fatalf("made-up token %d: %d %s", i, r.Status, r.Raw)
 		}
 	}
-	if s.work() != w {
+	if s.Work() != w {
 		t.Fatal("a made-up token ran something")
 	}
-	if r := s.send(t, "Bearer "+editor, `{ __typename }`, nil); r.status != http.StatusOK {
-		t.Fatalf("a verified token is its own client: %d %s", r.status, r.raw)
+	if r := s.send(t, "Bearer "+editor, `{ __typename }`, nil); r.Status != http.StatusOK {
+		t.Fatalf("a verified token is its own client: %d %s", r.Status, r.Raw)
 	}
 }
 

@@ -6,15 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"html"
 	"io"
-	"log/slog"
-	"net/http"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,212 +18,8 @@ import (
 	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/search"
 	"github.com/incidentlib/incidentlib/server"
-	"github.com/incidentlib/incidentlib/server/admin"
 	"github.com/incidentlib/incidentlib/storage"
 )
-
-// logSink is a log sink safe for the server's goroutines.
-type logSink struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *logSink) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// lines returns the JSON log lines with msg "request".
-func (s *logSink) requests(tb testing.TB) []map[string]any {
-	tb.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			tb.Fatalf("a log line is not JSON: %s", line)
-		}
-		if m["msg"] == "request" {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// waitRequests waits until n request lines were logged: the line is
-// written after the response, which the client may have read already.
-func (s *logSink) waitRequests(tb testing.TB, n int) []map[string]any {
-	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := s.requests(tb)
-		if len(got) >= n || time.Now().After(deadline) {
-			if len(got) < n {
-				tb.Fatalf("%d request lines logged, want %d", len(got), n)
-			}
-			return got
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func TestRequestLog(t *testing.T) {
-	logs := &logSink{}
-	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ts := newEdgeServer(t, seedIncidents(t), server.Config{Logger: logger, LogRequests: true})
-	long := `query LongOne { incidents(first: 2) { nodes { id ` + strings.Repeat("title ", 400) + `} } }`
-	vars := map[string]any{"pad": strings.Repeat("x", 5000)}
-
-	t.Run("Fields", func(t *testing.T) {
-		r := ts.post(t, map[string]any{"query": cacheListPage, "variables": map[string]any{"first": 2}}, "X-Request-Id", "client-id-42")
-		if r.header.Get("X-Request-Id") != "client-id-42" {
-			t.Fatalf("X-Request-Id %q", r.header.Get("X-Request-Id"))
-		}
-		ts.post(t, map[string]any{"query": cacheListPage, "variables": map[string]any{"first": 2}}, "X-Request-Id", "client-id-43")
-		lines := logs.waitRequests(t, 2)
-		first, second := lines[0], lines[1]
-		want := map[string]any{"request_id": "client-id-42", "method": "POST", "path": "/graphql", "status": 200.0, "op": "ListPage", "cache": "miss"}
-		for k, v := range want {
-			if first[k] != v {
-				t.Errorf("%s = %v, want %v (line %v)", k, first[k], v, first)
-			}
-		}
-		if second["cache"] != "hit" || second["op"] != "ListPage" || second["request_id"] != "client-id-43" {
-			t.Errorf("hit line: %v", second)
-		}
-		for _, k := range []string{"duration_ms", "bytes", "doc", "level", "time"} {
-			if _, ok := first[k]; !ok {
-				t.Errorf("no %s in %v", k, first)
-			}
-		}
-		if first["level"] != "INFO" {
-			t.Errorf("level %v", first["level"])
-		}
-		// The cost the response reports (extensions.cost) is logged, on a
-		// hit too.
-		var body struct {
-			Extensions map[string]any `json:"extensions"`
-		}
-		_ = json.Unmarshal(r.body, &body)
-		if c, ok := body.Extensions["cost"]; ok {
-			want := fmt.Sprint(c)
-			if first["cost"] != want || second["cost"] != want {
-				t.Errorf("cost %v and %v logged, the response says %v", first["cost"], second["cost"], want)
-			}
-		}
-	})
-	t.Run("InsaneRequestIDReplaced", func(t *testing.T) {
-		for _, bad := range []string{strings.Repeat("a", 65), "has space", `quote"`, "semi;colon"} {
-			r := ts.post(t, map[string]any{"query": `{ __typename }`}, "X-Request-Id", bad)
-			if id := r.header.Get("X-Request-Id"); !regexp.MustCompile(`^[0-9a-f]{16}$`).MatchString(id) {
-				t.Errorf("for %q the request id is %q", bad, id)
-			}
-		}
-	})
-	t.Run("SizesBounded", func(t *testing.T) {
-		n := len(logs.requests(t))
-		ts.post(t, map[string]any{"query": long, "variables": vars})
-		line := logs.waitRequests(t, n+1)[n]
-		b, _ := json.Marshal(line)
-		if len(b) > 1200 {
-			t.Errorf("a request line of %d bytes: %s", len(b), b)
-		}
-		q, _ := line["query"].(string)
-		if q == "" || !strings.HasPrefix(long, strings.TrimSuffix(q, "…")) || len(q) > 130 {
-			t.Errorf("query prefix %q", q)
-		}
-		v, _ := line["variables"].(string)
-		if len(v) > 130 {
-			t.Errorf("variables prefix of %d bytes", len(v))
-		}
-	})
-	t.Run("ProbesAtDebug", func(t *testing.T) {
-		logs2 := &logSink{}
-		ts2 := newEdgeServer(t, nil, server.Config{LogRequests: true, Logger: slog.New(slog.NewJSONHandler(logs2, nil))})
-		for _, p := range []string{"/healthz", "/metrics", "/readyz"} {
-			resp, err := ts2.Client().Get(ts2.URL + p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
-		ts2.post(t, map[string]any{"query": `{ __typename }`})
-		lines := logs2.waitRequests(t, 1)
-		if len(lines) != 1 || lines[0]["path"] != "/graphql" {
-			t.Errorf("at info level: %v", lines)
-		}
-		if _, ok := lines[0]["query"]; ok {
-			t.Error("the query prefix is logged at info level")
-		}
-	})
-	t.Run("OffByDefault", func(t *testing.T) {
-		logs3 := &logSink{}
-		ts3 := newEdgeServer(t, nil, server.Config{Logger: slog.New(slog.NewJSONHandler(logs3, nil))})
-		r := ts3.post(t, map[string]any{"query": `{ __typename }`})
-		if r.header.Get("X-Request-Id") == "" {
-			t.Error("no request id without request logs")
-		}
-		if n := len(logs3.requests(t)); n != 0 {
-			t.Errorf("%d request lines without LogRequests", n)
-		}
-	})
-}
-
-func TestRequestMetrics(t *testing.T) {
-	ts := newTestServer(t, seedIncidents(t))
-	for i := 0; i < 3; i++ {
-		ts.post(t, map[string]any{"query": cacheListPage})
-	}
-	if got := ts.metric(t, `incidentlib_graphql_http_request_duration_seconds_count{cache="hit",operation="ListPage"}`); got != 2 {
-		t.Errorf("hits by operation %v, want 2", got)
-	}
-	if got := ts.metric(t, `incidentlib_graphql_http_request_duration_seconds_count{cache="miss",operation="ListPage"}`); got != 1 {
-		t.Errorf("misses by operation %v, want 1", got)
-	}
-}
-
-func TestPprofAdminListener(t *testing.T) {
-	t.Run("OnItsOwnListener", func(t *testing.T) {
-		addr, stop, err := admin.StartPprof("127.0.0.1:0", slog.New(slog.NewJSONHandler(io.Discard, nil)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer stop(context.Background())
-		resp, err := http.Get("http://" + addr + "/debug/pprof/goroutine?debug=1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || !bytes.Contains(b, []byte("goroutine profile")) {
-			t.Fatalf("pprof: %d %.200s", resp.StatusCode, b)
-		}
-	})
-	t.Run("NotOnTheMainListener", func(t *testing.T) {
-		ts := newTestServer(t, nil)
-		resp, err := ts.Client().Get(ts.URL + "/debug/pprof/")
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusNotFound {
-			t.Errorf("/debug/pprof/ on the main listener: %d", resp.StatusCode)
-		}
-	})
-	t.Run("BadAddressRefused", func(t *testing.T) {
-		for _, a := range []string{"6060", "localhost", "127.0.0.1:"} {
-			if err := admin.ValidateAdminAddr(a); err == nil {
-				t.Errorf("%q accepted", a)
-			}
-		}
-	})
-}
 
 func TestGraphiQLAssetsServedLocally(t *testing.T) {
 	ts := newTestServer(t, seedIncidents(t))
@@ -291,7 +83,7 @@ func TestGraphiQLExamplesRun(t *testing.T) {
 		}
 		t.Run(name[2], func(t *testing.T) {
 			if name[1] == "subscription" {
-				t.Skip("a stream: TestGraphiQLLiveTab (live_test.go) runs it")
+				t.Skip("a stream: TestGraphiQLLiveTab (graphiql_live_test.go) runs it")
 			}
 			var vars map[string]any
 			if tab.Variables != "" {
@@ -309,10 +101,10 @@ func TestGraphiQLExamplesRun(t *testing.T) {
 					headers = append(headers, k, v)
 				}
 			}
-			r := ts.post(t, map[string]any{"query": tab.Query, "variables": vars}, headers...)
+			r := testutil.PostGraphQL(t, ts.Server, map[string]any{"query": tab.Query, "variables": vars}, headers...)
 			var out gqlResponse
-			if err := json.Unmarshal(r.body, &out); err != nil || r.status != 200 || len(out.Errors) > 0 {
-				t.Fatalf("%d %s", r.status, r.body)
+			if err := json.Unmarshal(r.Body, &out); err != nil || r.Status != 200 || len(out.Errors) > 0 {
+				t.Fatalf("%d %s", r.Status, r.Body)
 			}
 			if len(out.Data) < 40 || bytes.Contains(out.Data, []byte(`"totalCount":0`)) {
 				t.Errorf("little data: %s", out.Data)

@@ -74,10 +74,10 @@ func TestPurgeThroughTheAPI(t *testing.T) {
 	must := func(t *testing.T, auth, q string, vars map[string]any) string {
 		t.Helper()
 		r := s.send(t, auth, q, vars)
-		if r.status != 200 || len(r.Errors) > 0 || strings.Contains(string(r.raw), `"code"`) {
-			t.Fatalf("%s: %d %s", q, r.status, r.raw)
+		if r.Status != 200 || len(r.Errors) > 0 || strings.Contains(string(r.Raw), `"code"`) {
+			t.Fatalf("%s: %d %s", q, r.Status, r.Raw)
 		}
-		return string(r.raw)
+		return string(r.Raw)
 	}
 	const upsert = `mutation($i: IncidentInput!) { upsertIncident(input: $i) { incident { version } userErrors { code } } }`
 	long := strings.Repeat(purgedText+" said ", 600) // over several pages
@@ -94,8 +94,8 @@ func TestPurgeThroughTheAPI(t *testing.T) {
 		seq := s.db.Incidents().Seq()
 		for _, v := range []int{1, 2, 3} {
 			r := s.send(t, admin, `mutation($v: Int!) { purgeVersion(id: "IL-0901", version: $v, reason: "takedown") { entry { version } userErrors { code } } }`, map[string]any{"v": v})
-			if !strings.Contains(string(r.raw), `"code":"INVALID"`) || s.db.Incidents().Seq() != seq {
-				t.Fatalf("purge of version %d, the live content: %s", v, r.raw)
+			if !strings.Contains(string(r.Raw), `"code":"INVALID"`) || s.db.Incidents().Seq() != seq {
+				t.Fatalf("purge of version %d, the live content: %s", v, r.Raw)
 			}
 		}
 	})

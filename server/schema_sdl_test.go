@@ -13,6 +13,7 @@ import (
 	"github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/server"
 )
 
@@ -23,18 +24,18 @@ import (
 // directive of it is what introspection answers and what the *.graphqls
 // files declare.
 func TestSchemaSDLIsTheSchema(t *testing.T) {
-	hs := newHostileServer(t, seedIncidents(t), server.Config{})
+	hs := testutil.NewCountingServer(t, seedIncidents(t), server.Config{})
 	req, _ := http.NewRequest(http.MethodGet, hs.URL+"/schema.graphql", nil)
-	r := hs.do(t, req)
-	if r.status != 200 {
-		t.Fatalf("status %d", r.status)
+	r := hs.Do(t, req)
+	if r.Status != 200 {
+		t.Fatalf("status %d", r.Status)
 	}
-	for _, line := range strings.Split(string(r.raw), "\n") {
+	for _, line := range strings.Split(string(r.Raw), "\n") {
 		if strings.HasPrefix(strings.TrimSpace(line), "extend ") {
 			t.Fatalf("the served SDL has an extension: %q", line)
 		}
 	}
-	served, err := gqlparser.LoadSchema(&ast.Source{Name: "schema.graphql", Input: string(r.raw)})
+	served, err := gqlparser.LoadSchema(&ast.Source{Name: "schema.graphql", Input: string(r.Raw)})
 	if err != nil {
 		t.Fatalf("the served SDL does not load: %v", err)
 	}
@@ -63,7 +64,7 @@ func TestSchemaSDLIsTheSchema(t *testing.T) {
 			t.Errorf("the %s differs from the schema files:\n%s", name, d)
 		}
 	}
-	if !bytes.Contains(r.raw, []byte("An incident by id, such as IL-0213.")) {
+	if !bytes.Contains(r.Raw, []byte("An incident by id, such as IL-0213.")) {
 		t.Error("the served SDL lost the descriptions")
 	}
 }
@@ -139,10 +140,10 @@ func (t *introType) String() string {
 
 // introspect describes the schema as introspection answers it, in
 // describeSchema's lines, leaving out the built-in scalars and directives.
-func introspect(t *testing.T, hs *hostileServer) map[string]string {
+func introspect(t *testing.T, hs *testutil.CountingServer) map[string]string {
 	t.Helper()
 	const typeRef = `kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name } } } }`
-	r := hs.post(t, `{ __schema {
+	r := hs.Post(t, `{ __schema {
 		types { kind name
 			fields(includeDeprecated: true) { name type { `+typeRef+` } args(includeDeprecated: true) { name type { `+typeRef+` } } }
 			inputFields(includeDeprecated: true) { name type { `+typeRef+` } }
@@ -151,7 +152,7 @@ func introspect(t *testing.T, hs *hostileServer) map[string]string {
 			possibleTypes { name } }
 		directives { name } } }`, nil)
 	if len(r.Errors) > 0 {
-		t.Fatalf("introspection: %s", r.raw)
+		t.Fatalf("introspection: %s", r.Raw)
 	}
 	var data struct {
 		Schema struct {

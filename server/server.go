@@ -31,6 +31,7 @@ import (
 	"github.com/incidentlib/incidentlib/live"
 	"github.com/incidentlib/incidentlib/server/admin"
 	"github.com/incidentlib/incidentlib/server/gqledge"
+	"github.com/incidentlib/incidentlib/server/gqledge/streams"
 	"github.com/incidentlib/incidentlib/server/metrics"
 	"github.com/incidentlib/incidentlib/server/restapi"
 	"github.com/incidentlib/incidentlib/tracing"
@@ -98,7 +99,7 @@ type Config struct {
 	// links and ids of the Atom feed (restapi.ValidatePublicURL); empty:
 	// the request's scheme and host.
 	PublicURL string
-	// Subscriptions (live/, server/gqledge/live.go, docs/subscriptions.md):
+	// Subscriptions (live/, server/gqledge/streams, docs/subscriptions.md):
 	// the hub's limits (subscriptions in total and per client, the buffer
 	// per subscriber) and the streams' timings (keep-alive, per-write
 	// deadline, WebSocket init and idle timeouts); zero fields take the
@@ -216,7 +217,7 @@ func New(svc Services, res *graph.Resolver, es graphql.ExecutableSchema, m *metr
 		Prod: cfg.Prod, Logger: cfg.Logger, ResponseCacheBytes: cfg.ResponseCacheBytes, APQCacheSize: cfg.APQCacheSize,
 		CacheControl: cfg.CacheControl, TrustedDocuments: cfg.TrustedDocuments, LogRequests: cfg.LogRequests,
 		ResponseMaxAge: cfg.ResponseMaxAge, Upstream: cfg.Upstream, Limits: cfg.Limits, RateLimit: cfg.RateLimit,
-		CORSOrigins: cfg.CORSOrigins, Extensions: cfg.Extensions, Authenticate: auth.Authenticate, Live: liveOpts,
+		CORSOrigins: cfg.CORSOrigins, Extensions: cfg.Extensions, Authenticate: auth.Authenticate, Live: liveOpts, NewStreams: streams.New,
 		Stale: cfg.Stale,
 	}, svc.Changes, m, gql, queryCache)
 	if err != nil {
@@ -319,27 +320,7 @@ func (s *Server) WaitSubscriptions(ctx context.Context) error { return s.edge.Wa
 
 // ServeHTTP serves the library.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	sw := gqledge.NewStatusWriter(w)
 	s.handler.ServeHTTP(sw, r)
-	s.Metrics.HTTPRequest(r, sw.status)
+	s.Metrics.HTTPRequest(r, sw.Status())
 }
-
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-	wrote  bool
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if !w.wrote {
-		w.status, w.wrote = code, true
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	w.wrote = true
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/incidentlib/incidentlib"
-	"github.com/incidentlib/incidentlib/gen"
 	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
@@ -18,62 +16,35 @@ import (
 )
 
 // testServer is the real handler over a real store in a temp dir.
-type testServer struct {
-	*httptest.Server
-	DB  *storage.DB
-	Srv *server.Server
-}
+type testServer struct{ *testutil.Served }
 
 func newTestServer(tb testing.TB, incs []*incidentlib.Incident) *testServer {
 	tb.Helper()
-	return serveStore(tb, testutil.ServerStore(tb, incs, storage.Options{RecordCache: 20000}), server.Config{}, testutil.ServerParts{})
+	return &testServer{testutil.ServeIncidents(tb, incs)}
 }
 
 // serveStore serves the whole handler over db (internal/testutil), ready.
 func serveStore(tb testing.TB, db *storage.DB, cfg server.Config, parts testutil.ServerParts) *testServer {
 	tb.Helper()
-	hs, srv := testutil.ServerTest(tb, db, cfg, parts)
-	return &testServer{Server: hs, DB: db, Srv: srv}
+	return &testServer{testutil.ServeStore(tb, db, cfg, parts)}
 }
 
-func seedIncidents(tb testing.TB) []*incidentlib.Incident {
-	tb.Helper()
-	incs, err := seeds.Incidents()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return incs
-}
+func seedIncidents(tb testing.TB) []*incidentlib.Incident { return testutil.SeedIncidents(tb) }
 
 func corpus(tb testing.TB, n int, seed int64) []*incidentlib.Incident {
-	tb.Helper()
-	incs, err := gen.Generate(gen.Options{Count: n, Seed: seed, FirstID: 1000, Taxonomy: seeds.MustTaxonomy()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return incs
+	return testutil.Corpus(tb, n, seed)
 }
 
-type gqlError struct {
-	Message    string         `json:"message"`
-	Path       []any          `json:"path"`
-	Extensions map[string]any `json:"extensions"`
-}
+type gqlError = testutil.GQLError
 
+// gqlResponse is a GraphQL response with its status and headers.
 type gqlResponse struct {
-	Data   json.RawMessage `json:"data"`
-	Errors []gqlError      `json:"errors"`
+	testutil.GQLResult
 	status int
 	header http.Header
 }
 
-func (r *gqlResponse) code() string {
-	if len(r.Errors) == 0 {
-		return ""
-	}
-	c, _ := r.Errors[0].Extensions["code"].(string)
-	return c
-}
+func (r *gqlResponse) code() string { return r.Code() }
 
 // query posts a GraphQL request and decodes the response.
 func (ts *testServer) query(tb testing.TB, q string, vars map[string]any, headers ...string) *gqlResponse {
@@ -500,7 +471,4 @@ func TestHealthReadyMetrics(t *testing.T) {
 }
 
 // listPageQuery is the list page of the relations issue.
-const listPageQuery = `query($n: Int) { incidents(first: $n) { nodes { id title organization { name incidentCount }
-	symptoms { label } components { label }
-	related { id title organization { name } related { id } }
-	recurrenceOf { id title } recurrences { id } } } }`
+const listPageQuery = testutil.ListPageQuery

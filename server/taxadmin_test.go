@@ -105,14 +105,14 @@ func TestTaxonomyMutationsNeedAdmin(t *testing.T) {
 				if role != incidentlib.RoleReader {
 					auth = "Bearer " + secrets[role]
 				}
-				before, seq, w := s.taxState(t), s.db.Incidents().Seq(), s.work()
+				before, seq, w := s.taxState(t), s.db.Incidents().Seq(), s.Work()
 				r := s.send(t, auth, q, vars)
 				if role == incidentlib.RoleAdmin {
-					if r.status != http.StatusOK || len(r.Errors) > 0 || strings.Contains(string(r.raw), `"code"`) {
-						t.Fatalf("allowed: status %d %s", r.status, r.raw)
+					if r.Status != http.StatusOK || len(r.Errors) > 0 || strings.Contains(string(r.Raw), `"code"`) {
+						t.Fatalf("allowed: status %d %s", r.Status, r.Raw)
 					}
 					if op.name != "taxonomyHistory" && (s.db.Incidents().Seq() == seq || s.taxState(t) == before) {
-						t.Fatalf("the admin's %s changed nothing: %s", op.name, r.raw)
+						t.Fatalf("the admin's %s changed nothing: %s", op.name, r.Raw)
 					}
 					return
 				}
@@ -120,10 +120,10 @@ func TestTaxonomyMutationsNeedAdmin(t *testing.T) {
 				if role == incidentlib.RoleReader {
 					wantStatus, wantCode = http.StatusUnauthorized, incidentlib.EUNAUTHENTICATED
 				}
-				if r.status != wantStatus || r.code() != wantCode {
-					t.Fatalf("refused: status %d, want %d %s: %s", r.status, wantStatus, wantCode, r.raw)
+				if r.Status != wantStatus || r.Code() != wantCode {
+					t.Fatalf("refused: status %d, want %d %s: %s", r.Status, wantStatus, wantCode, r.Raw)
 				}
-				if got := s.work(); got != w {
+				if got := s.Work(); got != w {
 					t.Fatalf("a refused request ran resolvers or read the store: %+v, then %+v", w, got)
 				}
 				if s.db.Incidents().Seq() != seq || s.taxState(t) != before {
@@ -147,7 +147,7 @@ func TestTaxonomyMutationsNeedAdmin(t *testing.T) {
 		}
 	}
 	if err := json.Unmarshal(r.Data, &h); err != nil {
-		t.Fatal(err, string(r.raw))
+		t.Fatal(err, string(r.Raw))
 	}
 	authors := map[string]int{}
 	for k, e := range h.TaxonomyHistory.Nodes {
@@ -181,12 +181,12 @@ func (c taxGQL) do(t *testing.T, q string, vars map[string]any, out any) {
 		auth = "Bearer " + c.token
 	}
 	r := c.s.send(t, auth, q, vars)
-	if r.status != http.StatusOK || len(r.Errors) > 0 {
-		t.Fatalf("%d %s", r.status, r.raw)
+	if r.Status != http.StatusOK || len(r.Errors) > 0 {
+		t.Fatalf("%d %s", r.Status, r.Raw)
 	}
 	if out != nil {
 		if err := json.Unmarshal(r.Data, out); err != nil {
-			t.Fatal(err, string(r.raw))
+			t.Fatal(err, string(r.Raw))
 		}
 	}
 }
@@ -315,8 +315,8 @@ func TestTermChangesLive(t *testing.T) {
 		`mutation { deprecateTerm(kind: DOMAIN, slug: "no-such-term") { userErrors { code field } } }`,
 	} {
 		r := s.send(t, "Bearer "+admin.token, q, nil)
-		if r.status != http.StatusOK || len(r.Errors) > 0 || !strings.Contains(string(r.raw), `"userErrors":[{`) || strings.Contains(string(r.raw), "INTERNAL") {
-			t.Fatalf("%s: %d %s", q, r.status, r.raw)
+		if r.Status != http.StatusOK || len(r.Errors) > 0 || !strings.Contains(string(r.Raw), `"userErrors":[{`) || strings.Contains(string(r.Raw), "INTERNAL") {
+			t.Fatalf("%s: %d %s", q, r.Status, r.Raw)
 		}
 	}
 	if s.db.Incidents().Seq() != seq {
@@ -393,7 +393,7 @@ func TestOrganizationMerge(t *testing.T) {
 	put("IL-0004", "Other", "other", incidentlib.OrgRole{Org: "Acme Inc.", OrgSlug: "acme-inc", Role: incidentlib.RoleVendor})
 	before := db.Incidents().Seq()
 	hs, _ := testutil.ServerTest(t, db, server.Config{}, testutil.ServerParts{})
-	s := &idServer{hostileServer: &hostileServer{Server: hs, fields: &fieldCounter{}}, db: db}
+	s := &idServer{CountingServer: &testutil.CountingServer{Server: hs, DB: db, Fields: &testutil.FieldCounter{}}, db: db}
 	admin := taxGQL{s, apiToken(t, db, "boss", incidentlib.RoleAdmin)}
 	reader := taxGQL{s: s}
 
@@ -467,7 +467,7 @@ func TestOrganizationMerge(t *testing.T) {
 	}
 	t.Cleanup(func() { db2.Close() })
 	hs2, _ := testutil.ServerTest(t, db2, server.Config{}, testutil.ServerParts{})
-	check(t, taxGQL{s: &idServer{hostileServer: &hostileServer{Server: hs2, fields: &fieldCounter{}}, db: db2}}, db2)
+	check(t, taxGQL{s: &idServer{CountingServer: &testutil.CountingServer{Server: hs2, DB: db2, Fields: &testutil.FieldCounter{}}, db: db2}}, db2)
 }
 
 // TestOrganizationRenameAndAdd: a rename rewrites every incident that
@@ -550,8 +550,8 @@ func TestTaxonomyChangesUnderReads(t *testing.T) {
 				default:
 				}
 				r := s.send(t, "", `{ taxonomy(kind: SYMPTOM) { slug label deprecated aliases } incidents(first: 5) { nodes { id symptoms { slug label } } } }`, nil)
-				if r.status != http.StatusOK || len(r.Errors) > 0 {
-					errs <- fmt.Sprintf("reader %d: %d %s", g, r.status, r.raw)
+				if r.Status != http.StatusOK || len(r.Errors) > 0 {
+					errs <- fmt.Sprintf("reader %d: %d %s", g, r.Status, r.Raw)
 					return
 				}
 			}

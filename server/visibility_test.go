@@ -214,13 +214,13 @@ func TestVisibilityEveryField(t *testing.T) {
 		{"Organization", map[string]any{"organizations": []string{"a-zeppelin"}}, false},
 		{"AskedWithdrawn", map[string]any{"reviewStates": []string{"WITHDRAWN"}}, true},
 	}
-	streams := make([]*sseStream, len(subs))
+	streams := make([]*testutil.SSEStream, len(subs))
 	for i, s := range subs {
 		vars := map[string]any{}
 		if s.filter != nil {
 			vars["f"] = s.filter
 		}
-		streams[i] = mustSSE(t, fast.URL, vars)
+		streams[i] = testutil.MustSSE(t, fast.URL, vars)
 		defer streams[i].Close()
 	}
 
@@ -234,12 +234,12 @@ func TestVisibilityEveryField(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, fast.URL+"/graphql", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+tok)
-	if _, b := roundTrip(t, req); !bytes.Contains(b, []byte(`"incident":{"id":"`+w.ID+`","reviewState":"WITHDRAWN"}`)) {
+	if _, b := testutil.RoundTrip(t, req); !bytes.Contains(b, []byte(`"incident":{"id":"`+w.ID+`","reviewState":"WITHDRAWN"}`)) {
 		t.Fatalf("withdrawIncident: %s", b)
 	}
 	for i, s := range subs {
 		t.Run("Subscription/"+s.name, func(t *testing.T) {
-			ev, code := streams[i].event(t)
+			ev, code := streams[i].Event(t)
 			if code != "" || ev.ID != w.ID || ev.Action != "WITHDRAW" || ev.Incident == nil || ev.Incident.ID != w.ID || ev.MatchesFilter != s.matches {
 				t.Errorf("event %+v %s, want the withdrawal of %s with its incident, matchesFilter %v", ev, code, w.ID, s.matches)
 			}
@@ -359,12 +359,12 @@ func TestVisibilityEveryField(t *testing.T) {
 	for _, path := range []string{"/api/v1/incidents.csv", "/feed.atom"} {
 		t.Run("Export"+path, func(t *testing.T) {
 			req, _ := http.NewRequest(http.MethodGet, fast.URL+path, nil)
-			resp, b := roundTrip(t, req)
+			resp, b := testutil.RoundTrip(t, req)
 			if resp.StatusCode != http.StatusOK || bytes.Contains(b, []byte(w.ID)) || !bytes.Contains(b, []byte(c.ID)) {
 				t.Errorf("%d: want %s and not the withdrawn %s\n%.300s", resp.StatusCode, c.ID, w.ID, b)
 			}
 			req, _ = http.NewRequest(http.MethodGet, fast.URL+path+"?reviewStates=WITHDRAWN", nil)
-			if resp, b := roundTrip(t, req); resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(w.ID)) {
+			if resp, b := testutil.RoundTrip(t, req); resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(w.ID)) {
 				t.Errorf("reviewStates=WITHDRAWN: %d: want the withdrawn %s\n%.300s", resp.StatusCode, w.ID, b)
 			}
 		})
@@ -423,7 +423,7 @@ func TestExportsTakeEveryFilterField(t *testing.T) {
 		for _, path := range []string{"/api/v1/incidents.csv", "/feed.atom"} {
 			t.Run(f.Name+path, func(t *testing.T) {
 				req, _ := http.NewRequest(http.MethodGet, hs.URL+path+"?"+url.Values{f.Name: {v}}.Encode(), nil)
-				if resp, b := roundTrip(t, req); resp.StatusCode != http.StatusOK {
+				if resp, b := testutil.RoundTrip(t, req); resp.StatusCode != http.StatusOK {
 					t.Errorf("%s=%s: %d %.300s", f.Name, v, resp.StatusCode, b)
 				}
 			})

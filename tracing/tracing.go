@@ -122,7 +122,8 @@ func HTTP(next http.Handler) http.Handler {
 
 // statusWriter records the response's status for the server span; the
 // layers below reach the connection's writer (flush, hijack) through
-// Unwrap, as with server.statusWriter.
+// Unwrap, as with gqledge.StatusWriter, the server's other one (tracing
+// imports nothing of ours: layout_test.go).
 type statusWriter struct {
 	http.ResponseWriter
 	status int

@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -84,4 +85,37 @@ func ServerTest(tb testing.TB, db *storage.DB, cfg server.Config, parts ServerPa
 	hs := httptest.NewServer(srv)
 	tb.Cleanup(hs.Close)
 	return hs, srv
+}
+
+// APIToken makes an API token with role in db and returns its secret.
+func APIToken(tb testing.TB, db *storage.DB, name string, role incidentlib.Role) string {
+	tb.Helper()
+	secret, _, err := db.Tokens().CreateToken(context.Background(), name, role, time.Time{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return secret
+}
+
+// Served is the whole handler over a real store, served by httptest
+// (ServeStore).
+type Served struct {
+	*httptest.Server
+	DB  *storage.DB
+	Srv *server.Server
+}
+
+// ServeStore serves the whole handler over db with cfg and parts, ready,
+// until the test ends.
+func ServeStore(tb testing.TB, db *storage.DB, cfg server.Config, parts ServerParts) *Served {
+	tb.Helper()
+	hs, srv := ServerTest(tb, db, cfg, parts)
+	return &Served{Server: hs, DB: db, Srv: srv}
+}
+
+// ServeIncidents serves incs (a store with a record cache of 20,000) with
+// the default configuration.
+func ServeIncidents(tb testing.TB, incs []*incidentlib.Incident) *Served {
+	tb.Helper()
+	return ServeStore(tb, ServerStore(tb, incs, storage.Options{RecordCache: 20000}), server.Config{}, ServerParts{})
 }

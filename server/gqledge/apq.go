@@ -22,7 +22,7 @@ import (
 // The first time, the server answers PERSISTED_QUERY_NOT_FOUND and the
 // client sends the hash with the document, which registers it (the hash is
 // checked); from then on the short request is enough. GET by hash keeps the
-// URL short, so browsers and CDNs can cache pages (see httpcache.go). With
+// URL short, so browsers and CDNs can cache pages (see respcache/httpcache.go). With
 // --trusted-documents the APQ cache is off and the manifest answers instead.
 
 // DefaultAPQCacheSize is how many documents APQ keeps by default.

@@ -14,34 +14,22 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/graph"
+	"github.com/incidentlib/incidentlib/server/gqledge/respcache"
 	"github.com/incidentlib/incidentlib/server/metrics"
 )
 
 // The response cache as a handler around gqlgen: a lookup by the
 // request's key, the capture of a miss's response, the replay of a stored
 // one with HTTP caching headers, and the gqlgen extension that tells the
-// cache what ran (respcache.go describes the cache).
+// cache what ran (respcache/cache.go describes the cache).
 
-// captureWriter buffers what gqlgen writes, so that it can be stored and
-// replayed, and so that headers (ETag) can be added after the fact.
-type captureWriter struct {
-	header http.Header
-	status int
-	body   *bytes.Buffer // pooled (graph.PooledBuffer)
-}
-
-func (c *captureWriter) Header() http.Header { return c.header }
-func (c *captureWriter) WriteHeader(code int) {
-	if c.status == 0 {
-		c.status = code
-	}
-}
-func (c *captureWriter) Write(b []byte) (int, error) {
-	if c.status == 0 {
-		c.status = http.StatusOK
-	}
-	return c.body.Write(b)
-}
+const (
+	// DefaultResponseCacheBytes is the response cache's default bound.
+	DefaultResponseCacheBytes = 64 << 20
+	// maxCachedRequestBody is the largest request body whose response is
+	// considered for caching; larger requests pass through untouched.
+	maxCachedRequestBody = 64 << 10
+)
 
 // perRequestHeaders are never stored with a response: they describe one
 // exchange, not the response (Content-Length is set again on replay).
@@ -78,7 +66,7 @@ func (o *Edge) freshness() (now, bornAfter int64, store bool) {
 // have passed (guard.go, graphqlHTTP, says why that is enough).
 func (h *cachingHandler) serveHit(w http.ResponseWriter, r *http.Request, raw []byte) bool {
 	o := h.o
-	if !o.cache.enabled() || o.stale(stateOf(r.Context())) {
+	if !o.cache.Enabled() || o.stale(stateOf(r.Context())) {
 		return false
 	}
 	var req gqlRequest
@@ -93,20 +81,20 @@ func (h *cachingHandler) serveHit(w http.ResponseWriter, r *http.Request, raw []
 		return false
 	}
 	_, bornAfter, _ := o.freshness()
-	e := o.cache.peek(req.key(r, requestLang(r)), o.changes.Seq(), bornAfter)
+	e := o.cache.Peek(req.key(r, requestLang(r)), o.changes.Seq(), bornAfter)
 	if e == nil {
 		return false
 	}
-	o.cache.outcomes[cacheHit].Inc()
+	o.cache.Count(respcache.Hit)
 	if st := stateOf(r.Context()); st != nil {
-		st.cache, st.docHash = cacheHit, req.docHash
+		st.cache, st.docHash = respcache.Hit, req.docHash
 		st.noteHit(e)
 		if st.debug && req.query != "" {
 			st.queryPrefix = truncate(req.query, logPrefixBytes)
 			st.varsPrefix = truncate(string(req.vars), logPrefixBytes)
 		}
 	}
-	o.replay(w, r, e, get)
+	o.httpCaching.Replay(w, r, e, get)
 	return true
 }
 
@@ -119,8 +107,8 @@ func (h *cachingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	req, ok := o.readGraphQLRequest(r)
 	if !ok {
-		st.cache = cacheBypass
-		o.cache.outcomes[cacheBypass].Inc()
+		st.cache = respcache.Bypass
+		o.cache.Count(respcache.Bypass)
 		next.ServeHTTP(w, r)
 		return
 	}
@@ -136,25 +124,26 @@ func (h *cachingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	stale := o.stale(st)
 	switch {
 	case stale: // stale.go: the cache steps aside
-		st.cache = cacheBypass
-		o.cache.outcomes[cacheBypass].Inc()
-	case o.cache.enabled():
-		e, outcome := o.cache.get(key, seq, bornAfter)
+		st.cache = respcache.Bypass
+		o.cache.Count(respcache.Bypass)
+	case o.cache.Enabled():
+		e, outcome := o.cache.Get(key, seq, bornAfter)
 		st.cache = outcome
-		o.cache.outcomes[outcome].Inc()
+		o.cache.Count(outcome)
 		if e != nil {
 			st.noteHit(e)
-			o.replay(w, r, e, get)
+			o.httpCaching.Replay(w, r, e, get)
 			return
 		}
 	default:
-		st.cache = cacheOff
-		o.cache.outcomes[cacheOff].Inc()
+		st.cache = respcache.Off
+		o.cache.Count(respcache.Off)
 	}
 
 	st.slot = &cacheSlot{}
-	cw := &captureWriter{header: http.Header{}, body: graph.PooledBuffer()}
-	defer graph.PutBuffer(cw.body) // written by then, and a stored body is a copy
+	buf := graph.PooledBuffer()
+	defer graph.PutBuffer(buf) // written by then, and a stored body is a copy
+	cw := respcache.NewCapture(buf)
 	next.ServeHTTP(cw, r)
 	slot := st.slot
 	st.slot = nil
@@ -162,81 +151,44 @@ func (h *cachingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		st.op = slot.op
 	}
 	st.cost = slot.cost
-	status := cw.status
-	if status == 0 {
-		status = http.StatusOK
-	}
-	cacheable := slot.executed && !slot.noStore && status == http.StatusOK && cw.header.Get("Set-Cookie") == ""
+	status := cw.Status()
+	cacheable := slot.executed && !slot.noStore && status == http.StatusOK && cw.Header().Get("Set-Cookie") == ""
 	if !cacheable {
-		copyHeader(w.Header(), cw.header)
+		respcache.CopyHeader(w.Header(), cw.Header())
 		if _, authed := incidentlib.IdentityFrom(r.Context()); get || authed {
 			// A response to a token (a new token's secret among them) is
 			// kept by no cache.
 			w.Header().Set("Cache-Control", "no-store")
 		}
 		w.WriteHeader(status)
-		_, _ = w.Write(cw.body.Bytes())
+		_, _ = w.Write(cw.Body())
 		return
 	}
-	hdr := cw.header.Clone()
+	hdr := cw.Header().Clone()
 	for _, h := range perRequestHeaders {
 		hdr.Del(h)
 	}
-	e := &cachedResponse{
-		key: key, seq: seq, status: status, header: hdr, body: cw.body.Bytes(),
-		op: slot.op, cost: slot.cost, born: now,
+	e := &respcache.Entry{
+		Key: key, Seq: seq, Status: status, Header: hdr, Body: cw.Body(),
+		Op: slot.op, Cost: slot.cost, Born: now,
 	}
-	e.size = int64(len(e.body)) + headerSize(hdr) + entryOverhead
+	e.Measure()
 	o.finish(e)
-	if o.cache.enabled() && store && !stale {
-		e.body = bytes.Clone(e.body) // the capture's buffer goes back to the pool
-		e.hitDuration = o.reqMetrics.duration.WithLabelValues(o.m.OperationLabel(e.op), cacheHit)
-		o.cache.put(e, o.changes.Seq())
+	if o.cache.Enabled() && store && !stale {
+		e.Body = bytes.Clone(e.Body) // the capture's buffer goes back to the pool
+		e.HitDuration = o.reqMetrics.duration.WithLabelValues(o.m.OperationLabel(e.Op), respcache.Hit)
+		o.cache.Put(e, o.changes.Seq())
 	}
-	o.replay(w, r, e, get)
+	o.httpCaching.Replay(w, r, e, get)
 }
 
 // finish computes what every replay of e writes or logs the same.
-func (o *Edge) finish(e *cachedResponse) {
-	e.etag = o.etag(e)
-	e.contentLength = []string{strconv.Itoa(len(e.body))}
-	if e.cost != nil {
-		e.costText = truncate(costString(e.cost), 32)
+func (o *Edge) finish(e *respcache.Entry) {
+	e.ETag = o.httpCaching.ETag(e)
+	e.ContentLength = []string{strconv.Itoa(len(e.Body))}
+	if e.Cost != nil {
+		e.CostText = truncate(costString(e.Cost), 32)
 	}
-}
-
-// replay writes a stored (or just computed, cacheable) response: the same
-// status, headers and bytes, with HTTP caching headers on GET.
-func (o *Edge) replay(w http.ResponseWriter, r *http.Request, e *cachedResponse, get bool) {
-	h := w.Header()
-	copyHeader(h, e.header)
-	if get {
-		o.setCacheHeaders(h, e.etag)
-		if etagMatch(r.Header.Get("If-None-Match"), e.etag) {
-			h.Del("Content-Type")
-			w.WriteHeader(http.StatusNotModified)
-			return
-		}
-	}
-	h["Content-Length"] = e.contentLength
-	w.WriteHeader(e.status)
-	_, _ = w.Write(e.body)
-}
-
-func copyHeader(dst, src http.Header) {
-	for k, v := range src {
-		dst[k] = v
-	}
-}
-
-func headerSize(h http.Header) int64 {
-	var n int64
-	for k, vs := range h {
-		for _, v := range vs {
-			n += int64(len(k) + len(v) + 4)
-		}
-	}
-	return n
 }
 
 // cacheSlot is what the GraphQL side reports to the cache about one

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/server/gqledge/respcache"
 )
 
 // Downloads: the edge's rate limit, response cache and HTTP caching for
@@ -62,23 +63,23 @@ func (o *Edge) ServeDownload(w http.ResponseWriter, r *http.Request, key string,
 			return nil
 		}
 	}
-	k := cacheKey(sha256.Sum256([]byte("download\x00" + key)))
+	k := respcache.Key(sha256.Sum256([]byte("download\x00" + key)))
 	seq := o.changes.Seq()
 	now, bornAfter, store := o.freshness()
-	if o.cache.enabled() {
-		if e, _ := o.cache.get(k, seq, bornAfter); e != nil {
-			o.replay(w, r, e, true)
+	if o.cache.Enabled() {
+		if e, _ := o.cache.Get(k, seq, bornAfter); e != nil {
+			o.httpCaching.Replay(w, r, e, true)
 			return nil
 		}
 	}
-	e := &cachedResponse{key: k, seq: seq, status: http.StatusOK, born: now}
-	e.etag = o.etag(e)
+	e := &respcache.Entry{Key: k, Seq: seq, Status: http.StatusOK, Born: now}
+	e.ETag = o.httpCaching.ETag(e)
 	h := w.Header()
-	o.setCacheHeaders(h, e.etag)
+	o.httpCaching.SetHeaders(h, e.ETag)
 	if _, authed := incidentlib.IdentityFrom(r.Context()); authed {
 		h.Set("Cache-Control", "no-store")
 	}
-	if etagMatch(r.Header.Get("If-None-Match"), e.etag) {
+	if respcache.ETagMatch(r.Header.Get("If-None-Match"), e.ETag) {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
@@ -88,8 +89,8 @@ func (o *Edge) ServeDownload(w http.ResponseWriter, r *http.Request, key string,
 		return nil
 	}
 	limit := int64(0)
-	if o.cache.enabled() && store {
-		limit = min(MaxCachedDownloadBytes, o.cache.max-entryOverhead-1024)
+	if o.cache.Enabled() && store {
+		limit = min(MaxCachedDownloadBytes, o.cache.Max()-respcache.EntryOverhead-1024)
 	}
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(downloadDeadline))
 	dw := &downloadWriter{w: w, contentType: contentType, limit: limit}
@@ -112,12 +113,12 @@ func (o *Edge) ServeDownload(w http.ResponseWriter, r *http.Request, key string,
 		dw.start()
 	}
 	if dw.capture != nil && o.changes.Seq() == seq {
-		e.header = http.Header{"Content-Type": {contentType}}
-		e.body = dw.capture.Bytes()
-		e.size = int64(len(e.body)) + headerSize(e.header) + entryOverhead
-		e.contentLength = []string{strconv.Itoa(len(e.body))}
-		e.hitDuration = o.reqMetrics.duration.WithLabelValues("download", cacheHit)
-		o.cache.put(e, o.changes.Seq())
+		e.Header = http.Header{"Content-Type": {contentType}}
+		e.Body = dw.capture.Bytes()
+		e.Measure()
+		e.ContentLength = []string{strconv.Itoa(len(e.Body))}
+		e.HitDuration = o.reqMetrics.duration.WithLabelValues("download", respcache.Hit)
+		o.cache.Put(e, o.changes.Seq())
 	}
 	return nil
 }

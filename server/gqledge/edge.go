@@ -6,16 +6,20 @@
 // codes; limitsext.go: the gqlgen extension that checks documents, cost
 // and deadlines; measure.go: a document's shape; refuse.go: refusals
 // before GraphQL runs; ratelimit.go; cors.go), the whole-response cache
-// (respcache.go, request.go, caching.go) with HTTP caching (httpcache.go),
+// (respcache/, with request.go and caching.go here) with HTTP caching
+// (respcache/httpcache.go; the --cache-control value in httpcache.go),
 // automatic persisted queries (apq.go), trusted documents (trusted.go),
 // the error presenter (errors.go), prod mode and the published schema
 // (prod.go), the stale mark of a server whose reads may be behind
 // (stale.go), and the request log with its request ids (requestlog.go),
-// which the edge's layers fill in for each request.
+// which the edge's layers fill in for each request. The subscription
+// transports (streams/) plug in through streaming.go, with their options
+// in liveoptions.go.
 package gqledge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -29,6 +33,7 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/graph"
+	"github.com/incidentlib/incidentlib/server/gqledge/respcache"
 	"github.com/incidentlib/incidentlib/server/metrics"
 )
 
@@ -53,8 +58,9 @@ type Options struct {
 	// else that reads. Nil: every request is an anonymous reader.
 	Authenticate func(*http.Request) (*http.Request, error)
 	// Live, if set, serves subscriptions over SSE and WebSocket on
-	// /graphql (live.go).
-	Live *LiveOptions
+	// /graphql, by the transports NewStreams makes (streams.New).
+	Live       *LiveOptions
+	NewStreams StreamsMaker
 	// Stale, if set, says when the server's reads may be behind (a
 	// cluster node without a quorum): every response through Around then
 	// carries StaleHeader, every GraphQL response extensions.stale, and
@@ -67,26 +73,25 @@ type Options struct {
 // HTTP caching, persisted queries and trusted documents, the error
 // presenter and request logging.
 type Edge struct {
-	changes      incidentlib.ChangeLog // its Seq invalidates cached responses
-	m            *metrics.Metrics
-	cache        *respCache
-	trusted      *TrustedDocuments
-	epoch        string
-	cacheControl string
-	logger       *slog.Logger
-	prod         bool
-	logRequests  bool
-	reqMetrics   *requestMetrics
-	upstream     bool          // an upstream library is configured
-	maxAge       time.Duration // how long entries live when it is
-	guard        *guard
+	changes     incidentlib.ChangeLog // its Seq invalidates cached responses
+	m           *metrics.Metrics
+	cache       *respcache.Cache
+	httpCaching respcache.HTTPCaching // ETags and Cache-Control of GET responses and downloads
+	trusted     *TrustedDocuments
+	logger      *slog.Logger
+	prod        bool
+	logRequests bool
+	reqMetrics  *requestMetrics
+	upstream    bool          // an upstream library is configured
+	maxAge      time.Duration // how long entries live when it is
+	guard       *guard
 
 	getMemo, postMemo memo[gqlRequest] // what GET query strings and POST bodies say
 	// params are the GraphQL parameters of recent POST bodies, decoded
 	// once for the guard and the POST transport (decodeParams).
 	params memo[*decodedBody]
 
-	live *liveServer // nil without subscriptions
+	live Streams // nil without subscriptions
 
 	staleFunc func() bool // Options.Stale; nil: never stale
 }
@@ -103,29 +108,39 @@ func New(opts Options, changes incidentlib.ChangeLog, m *metrics.Metrics, gql *h
 		opts.Logger = slog.Default()
 	}
 	reg := m.Registerer()
-	e := &Edge{changes: changes, m: m, epoch: newEpoch(), cacheControl: opts.CacheControl, logger: opts.Logger,
+	e := &Edge{changes: changes, m: m, logger: opts.Logger,
 		prod: opts.Prod, logRequests: opts.LogRequests, upstream: opts.Upstream, maxAge: opts.ResponseMaxAge, staleFunc: opts.Stale}
 	if e.maxAge < 0 {
 		return nil, fmt.Errorf("the response cache's maximum age must not be negative, got %s", e.maxAge)
 	}
-	if e.cacheControl == "" {
-		e.cacheControl = DefaultCacheControl
+	cacheControl := opts.CacheControl
+	if cacheControl == "" {
+		cacheControl = DefaultCacheControl
 	}
-	if err := ValidateCacheControl(e.cacheControl); err != nil {
+	if err := ValidateCacheControl(cacheControl); err != nil {
 		return nil, err
 	}
+	e.httpCaching = respcache.NewHTTPCaching(cacheControl)
 	gql.AddTransport(transport.Options{})
 	if opts.Live != nil {
 		// Before GET and POST, which would take an SSE request as theirs.
-		var err error
-		if e.live, err = newLiveServer(e, *opts.Live); err != nil {
+		lo := *opts.Live
+		if err := lo.withDefaults(); err != nil {
 			return nil, err
 		}
-		gql.AddTransport(wsTransport{e.live})
-		gql.AddTransport(sseTransport{e.live})
+		if opts.NewStreams == nil {
+			return nil, errors.New("subscriptions need the transports' maker (streams.New)")
+		}
+		var err error
+		if e.live, err = opts.NewStreams(e, lo); err != nil {
+			return nil, err
+		}
+		for _, t := range e.live.Transports() {
+			gql.AddTransport(t)
+		}
 		// A mutation that may revoke a token judges the open streams'
-		// tokens again before its response (liveauth.go).
-		gql.Use(tokenWatch{e.live})
+		// tokens again before its response (streams/auth.go).
+		gql.Use(e.live.Extension())
 	}
 	// gqlgen's GET and POST, writing responses in one pass (respwriter.go);
 	// application/json unless the client asks for
@@ -141,7 +156,7 @@ func New(opts Options, changes incidentlib.ChangeLog, m *metrics.Metrics, gql *h
 		size = 0 // off
 	}
 	var err error
-	if e.cache, err = newRespCache(size, reg); err != nil {
+	if e.cache, err = respcache.New(size, reg); err != nil {
 		return nil, err
 	}
 	if e.reqMetrics, err = newRequestMetrics(reg); err != nil {
@@ -195,10 +210,10 @@ func (e *Edge) GraphQL(next http.Handler) http.Handler {
 		return h
 	}
 	// Streams skip the guard's HTTP checks and the response cache; their
-	// transports authenticate, limit and refuse themselves (live.go).
+	// transports authenticate, limit and refuse themselves (streams/).
 	streams := withLang(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if isLive(r) {
+		if e.live.Serves(r) {
 			streams.ServeHTTP(w, r)
 			return
 		}
@@ -210,7 +225,7 @@ func (e *Edge) GraphQL(next http.Handler) http.Handler {
 // refuses new ones (at shutdown).
 func (e *Edge) StopSubscriptions() {
 	if e.live != nil {
-		e.live.stopAll()
+		e.live.Stop()
 	}
 }
 
@@ -219,7 +234,7 @@ func (e *Edge) WaitSubscriptions(ctx context.Context) error {
 	if e.live == nil {
 		return nil
 	}
-	return e.live.wait(ctx)
+	return e.live.Wait(ctx)
 }
 
 // ServeSchema publishes the schema as SDL (GET /schema.graphql), in prod

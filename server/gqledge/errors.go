@@ -45,7 +45,7 @@ func (s *Edge) PresentError(ctx context.Context, err error) *gqlerror.Error {
 		if rp := replyFrom(ctx); rp != nil {
 			rp.status = st.HTTP
 			if code == incidentlib.EUNAUTHENTICATED {
-				rp.header.Set("WWW-Authenticate", wwwAuthenticate)
+				rp.header.Set("WWW-Authenticate", WWWAuthenticate)
 			}
 			if code == incidentlib.ESTORAGEFULL {
 				rp.header.Set("Retry-After", strconv.Itoa(storageFullRetryAfter))
@@ -61,8 +61,9 @@ func (s *Edge) PresentError(ctx context.Context, err error) *gqlerror.Error {
 	return out
 }
 
-// wwwAuthenticate is the challenge of every 401.
-const wwwAuthenticate = `Bearer realm="incidentlib"`
+// WWWAuthenticate is the challenge of every 401 (the subscription
+// transports' too).
+const WWWAuthenticate = `Bearer realm="incidentlib"`
 
 // storageFullRetryAfter is the Retry-After, in seconds, of a write refused
 // for a full disk (STORAGE_FULL).

@@ -182,7 +182,7 @@ func (g *guard) graphqlHTTP(next http.Handler) http.Handler {
 			// anonymous.
 			ar, err := g.authenticate(r)
 			if err != nil {
-				w.Header().Set("WWW-Authenticate", wwwAuthenticate)
+				w.Header().Set("WWW-Authenticate", WWWAuthenticate)
 				refuse(w, ct, http.StatusUnauthorized, incidentlib.EUNAUTHENTICATED, incidentlib.ErrorMessage(err), nil)
 				return
 			}

@@ -69,8 +69,9 @@ type wireParams struct {
 }
 
 // DecodeBody decodes a JSON POST body holding one GraphQL request. It is
-// exported for the fuzz test; the edge calls it through its memo
-// (sharedParams).
+// exported for the fuzz test and the subscription transports (an SSE POST,
+// a graphql-transport-ws subscribe payload); the edge calls it through its
+// memo (sharedParams).
 func DecodeBody(body []byte) (graphql.RawParams, error) {
 	w, err := decodeBody(body)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/server/gqledge/respcache"
 )
 
 // What the response cache reads of a GraphQL request before gqlgen does:
@@ -271,7 +272,7 @@ func (o *Edge) sameDocument(id, query, queryHash string) bool {
 
 // key computes the cache key of a request: the SHA-256 of its parts, each
 // ended by a zero byte (none of them holds one: hex, JSON, header values).
-func (req *gqlRequest) key(r *http.Request, lang incidentlib.Lang) cacheKey {
+func (req *gqlRequest) key(r *http.Request, lang incidentlib.Lang) respcache.Key {
 	var arr [512]byte
 	b := arr[:0]
 	for _, part := range [...]string{req.keyHash, req.op, string(req.vars), string(lang),

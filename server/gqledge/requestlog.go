@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/incidentlib/incidentlib/server/gqledge/respcache"
 	"github.com/incidentlib/incidentlib/tracing"
 )
 
@@ -52,8 +53,8 @@ type reqState struct {
 }
 
 // noteHit records that the response was e, from the cache.
-func (st *reqState) noteHit(e *cachedResponse) {
-	st.op, st.cost, st.costText, st.hitDuration = e.op, e.cost, e.costText, e.hitDuration
+func (st *reqState) noteHit(e *respcache.Entry) {
+	st.op, st.cost, st.costText, st.hitDuration = e.Op, e.Cost, e.CostText, e.HitDuration
 }
 
 type stateKey struct{}
@@ -100,31 +101,6 @@ func saneRequestID(id string) bool {
 	}
 	return true
 }
-
-// logWriter records the status and the bytes written.
-type logWriter struct {
-	http.ResponseWriter
-	status int
-	bytes  int
-}
-
-func (w *logWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *logWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	n, err := w.ResponseWriter.Write(b)
-	w.bytes += n
-	return n, err
-}
-
-func (w *logWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 type requestMetrics struct {
 	duration *prometheus.HistogramVec
@@ -182,17 +158,14 @@ func (o *Edge) requestLog(next http.Handler) http.Handler {
 		next.ServeHTTP(lw, r.WithContext(ctx))
 		end := time.Now()
 		d := end.Sub(start)
-		if lw.status == 0 {
-			lw.status = http.StatusOK
-		}
 		gql := r.URL.Path == "/graphql"
 		if gql {
-			if st.cache == cacheHit && st.hitDuration != nil {
+			if st.cache == respcache.Hit && st.hitDuration != nil {
 				st.hitDuration.Observe(d.Seconds())
 			} else {
 				cache := st.cache
 				if cache == "" {
-					cache = cacheBypass
+					cache = respcache.Bypass
 				}
 				o.reqMetrics.duration.WithLabelValues(o.m.OperationLabel(st.op), cache).Observe(d.Seconds())
 			}
@@ -202,7 +175,7 @@ func (o *Edge) requestLog(next http.Handler) http.Handler {
 		}
 		level := slog.LevelInfo
 		switch {
-		case lw.status >= 500:
+		case lw.Status() >= 500:
 			level = slog.LevelError
 		case !gql && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || r.URL.Path == "/metrics"):
 			level = slog.LevelDebug
@@ -223,9 +196,9 @@ func (o *Edge) requestLog(next http.Handler) http.Handler {
 			)
 		}
 		rec.AddAttrs(
-			slog.Int("status", lw.status),
+			slog.Int("status", lw.Status()),
 			slog.Float64("duration_ms", float64(d.Microseconds())/1000),
-			slog.Int("bytes", lw.bytes),
+			slog.Int("bytes", lw.Bytes()),
 			slog.String("remote", r.RemoteAddr),
 		)
 		if gql {
@@ -254,7 +227,7 @@ func (o *Edge) requestLog(next http.Handler) http.Handler {
 // request.
 type loggedRequest struct {
 	st reqState
-	lw logWriter
+	lw StatusWriter
 }
 
 // requestLines are the handlers request lines go to: the logger's own,

@@ -1,4 +1,4 @@
-package gqledge
+package streams
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/live"
+	"github.com/incidentlib/incidentlib/server/gqledge"
 )
 
 // graphql-transport-ws (the protocol of the graphql-ws library) on
@@ -57,7 +58,7 @@ func (l *liveServer) originAllowed(r *http.Request) bool {
 	if i := strings.Index(origin, "://"); i >= 0 && strings.EqualFold(origin[i+3:], r.Host) {
 		return true
 	}
-	return l.e.guard.origins.allows(origin)
+	return l.e.OriginAllowed(origin)
 }
 
 type wsMessage struct {
@@ -73,7 +74,7 @@ type wsConn struct {
 	exec   graphql.GraphExecutor
 	r      *http.Request // with the identity of connection_init
 	client string
-	cred   *credential // the connection's token, judged per operation (liveauth.go)
+	cred   *credential // the connection's token, judged per operation (auth.go)
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -95,8 +96,8 @@ func (l *liveServer) serveWS(w http.ResponseWriter, r *http.Request, exec graphq
 	defer l.streams.Done()
 	// A token in the upgrade's header is checked now; one in
 	// connection_init when it comes.
-	client := clientKey(r, l.e.guard.proxy)
-	if r.Header.Get("Authorization") != "" || l.e.guard.rate != nil {
+	client := l.e.ClientKey(r)
+	if r.Header.Get("Authorization") != "" || l.e.RateLimited() {
 		ar, key, rf := l.admit(r)
 		if rf != nil {
 			sseRefuse(w, rf)
@@ -132,7 +133,7 @@ func (l *liveServer) serveWS(w http.ResponseWriter, r *http.Request, exec graphq
 		c.Close(websocket.StatusPolicyViolation, "the subprotocol must be "+wsProtocol)
 		return
 	}
-	c.SetReadLimit(l.e.guard.lim.MaxBody)
+	c.SetReadLimit(l.e.Limits().MaxBody)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	wc := &wsConn{l: l, c: c, exec: exec, r: r, client: client, ctx: ctx, cancel: cancel, ops: map[string]context.CancelFunc{}}
 	code, reason := wc.serve()
@@ -267,7 +268,7 @@ func (l *liveServer) isStopped() bool {
 
 // subscribe starts operation id.
 func (wc *wsConn) subscribe(id string, payload json.RawMessage) (websocket.StatusCode, string) {
-	wp, rerr := decodeBody(payload)
+	params, rerr := gqledge.DecodeBody(payload)
 	wc.mu.Lock()
 	_, dup := wc.ops[id]
 	wc.mu.Unlock()
@@ -275,7 +276,7 @@ func (wc *wsConn) subscribe(id string, payload json.RawMessage) (websocket.Statu
 		return closeDuplicateID, "Subscriber for " + clip(id, 64) + " already exists"
 	}
 	if rerr != nil {
-		_ = wc.sendErrors(id, gqlerror.List{refusalError(CodeBadRequest, rerr.Error())})
+		_ = wc.sendErrors(id, gqlerror.List{refusalError(gqledge.CodeBadRequest, rerr.Error())})
 		return 0, ""
 	}
 	// Each operation runs as the token is now, not as it was at
@@ -287,7 +288,7 @@ func (wc *wsConn) subscribe(id string, payload json.RawMessage) (websocket.Statu
 		wc.cred.fail(err) // the other operations end, then close 4401
 		return 0, ""
 	}
-	s, rf := wc.l.start(r.Context(), wc.exec, &wp.params, wc.client)
+	s, rf := wc.l.start(r.Context(), wc.exec, &params, wc.client)
 	if rf != nil {
 		if code := codeOf(rf.errs); closeOf(code) != 0 {
 			return closeOf(code), clip(code+": "+rf.errs[0].Message, 120)

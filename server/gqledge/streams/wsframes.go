@@ -1,6 +1,6 @@
-package gqledge
+package streams
 
-// The frames of a graphql-transport-ws connection (livews.go): reading a
+// The frames of a graphql-transport-ws connection (ws.go): reading a
 // message, writing one, and the connection_init that says who sends them.
 
 import (

@@ -1,4 +1,12 @@
-package gqledge
+// Package streams holds the subscription transports of the GraphQL edge:
+// GraphQL over SSE (sse.go) and graphql-transport-ws (ws.go, wsframes.go)
+// on /graphql, the tokens of open streams judged again while they live
+// (auth.go), their metrics (metrics.go) and the close codes of the one
+// table (closecodes.go). It serves the hub of live/ (the store's changes)
+// and reaches the edge only through gqledge's seam (gqledge/streaming.go):
+// the edge's guard authenticates, rate-limits and bounds a stream as it
+// does a query. server.New hands New to the edge (gqledge.Options.NewStreams).
+package streams
 
 import (
 	"context"
@@ -21,12 +29,13 @@ import (
 	"github.com/incidentlib/incidentlib/graph"
 	"github.com/incidentlib/incidentlib/graph/model"
 	"github.com/incidentlib/incidentlib/live"
+	"github.com/incidentlib/incidentlib/server/gqledge"
 	"github.com/incidentlib/incidentlib/tracing"
 )
 
-// Subscriptions at the edge: GraphQL over SSE (livesse.go, the
+// Subscriptions at the edge: GraphQL over SSE (sse.go, the
 // distinct-connections mode of graphql-sse) and graphql-transport-ws
-// (livews.go), both on /graphql. They are thin transports of our own
+// (ws.go), both on /graphql. They are thin transports of our own
 // rather than gqlgen's transport.SSE and transport.Websocket because
 // those execute every event for every subscriber, cannot refuse a
 // subscription before any event with an HTTP status (they answer 200 and
@@ -39,83 +48,10 @@ import (
 // operation is created and dispatched by gqlgen's executor with the
 // edge's extensions.
 
-// Defaults of LiveOptions.
-const (
-	DefaultKeepAlive         = 15 * time.Second
-	DefaultStreamWrite       = 10 * time.Second
-	DefaultInitTimeout       = 10 * time.Second
-	DefaultSubscriptionsIdle = 5 * time.Minute
-	// DefaultConnsPerClient is LiveOptions.MaxConnsPerClient's default, in
-	// connections: as many as the hub's subscriptions per client, so that
-	// a client of SSE (one connection per subscription) reaches its
-	// subscriptions' limit first.
-	DefaultConnsPerClient = 100
-)
-
-// LiveOptions configure subscriptions; zero durations take the defaults,
-// negative ones are refused.
-type LiveOptions struct {
-	// Hub hands out the store's changes (live.New over the store).
-	Hub *live.Hub
-	// KeepAlive is the interval of keep-alive pings (SSE comments,
-	// graphql-transport-ws ping messages). DefaultKeepAlive.
-	KeepAlive time.Duration
-	// WriteTimeout bounds each write of a stream (streams are exempt from
-	// the HTTP server's whole-request timeouts). DefaultStreamWrite.
-	WriteTimeout time.Duration
-	// InitTimeout is how long a WebSocket may take to send
-	// connection_init (close 4408). DefaultInitTimeout.
-	InitTimeout time.Duration
-	// IdleTimeout closes a WebSocket that has held no subscription for so
-	// long. DefaultSubscriptionsIdle.
-	IdleTimeout time.Duration
-	// TokenRecheck is how often the token of every open stream is judged
-	// again (a token revoked on another cluster node, or expired, ends its
-	// streams within it; liveauth.go). DefaultTokenRecheck.
-	TokenRecheck time.Duration
-	// MaxConnsPerClient is how many streams (SSE requests and WebSocket
-	// connections together) one client (its bearer token, else its IP
-	// address) holds open at once, in connections; past it
-	// SUBSCRIPTION_LIMIT (HTTP 429). DefaultConnsPerClient.
-	MaxConnsPerClient int
-	// EventContext gives each event's execution fresh loaders
-	// (graph.Resolver.EventContext); ChangeOf is the GraphQL view of a
-	// change (graph.Resolver.IncidentChangeOf).
-	EventContext func(context.Context) (context.Context, func())
-	ChangeOf     func(context.Context, *incidentlib.Change, bool) *model.IncidentChange
-}
-
-func (o *LiveOptions) withDefaults() error {
-	for _, d := range []struct {
-		name string
-		v    *time.Duration
-		def  time.Duration
-	}{{"keep-alive interval", &o.KeepAlive, DefaultKeepAlive}, {"write timeout", &o.WriteTimeout, DefaultStreamWrite},
-		{"init timeout", &o.InitTimeout, DefaultInitTimeout}, {"idle timeout", &o.IdleTimeout, DefaultSubscriptionsIdle},
-		{"token re-check interval", &o.TokenRecheck, DefaultTokenRecheck}} {
-		switch {
-		case *d.v == 0:
-			*d.v = d.def
-		case *d.v < 0:
-			return fmt.Errorf("the subscriptions' %s must be positive, got %s", d.name, *d.v)
-		}
-	}
-	switch {
-	case o.MaxConnsPerClient == 0:
-		o.MaxConnsPerClient = DefaultConnsPerClient
-	case o.MaxConnsPerClient < 0:
-		return fmt.Errorf("the streams per client must be positive, got %d", o.MaxConnsPerClient)
-	}
-	if o.Hub == nil || o.EventContext == nil || o.ChangeOf == nil {
-		return errors.New("subscriptions need a hub, EventContext and ChangeOf")
-	}
-	return nil
-}
-
 // liveServer serves the subscription transports.
 type liveServer struct {
-	e    *Edge
-	opts LiveOptions
+	e    *gqledge.Edge
+	opts gqledge.LiveOptions
 	m    *liveMetrics
 
 	mu      sync.Mutex
@@ -124,19 +60,32 @@ type liveServer struct {
 	stopped bool
 	conns   map[string]int // open streams by client, under mu
 
-	creds credentials // the open streams' tokens (liveauth.go)
+	creds credentials // the open streams' tokens (auth.go)
 }
 
-func newLiveServer(e *Edge, opts LiveOptions) (*liveServer, error) {
-	if err := opts.withDefaults(); err != nil {
-		return nil, err
-	}
-	m, err := newLiveMetrics(e.m.Registerer(), opts.Hub)
+// New makes the subscription transports of e with opts (their defaults
+// applied by the edge): gqledge.Options.NewStreams.
+func New(e *gqledge.Edge, opts gqledge.LiveOptions) (gqledge.Streams, error) {
+	m, err := newLiveMetrics(e.Registerer(), opts.Hub)
 	if err != nil {
 		return nil, err
 	}
 	return &liveServer{e: e, opts: opts, m: m, stop: make(chan struct{}), conns: map[string]int{}}, nil
 }
+
+var _ gqledge.StreamsMaker = New
+
+func (l *liveServer) Transports() []graphql.Transport {
+	return []graphql.Transport{wsTransport{l}, sseTransport{l}}
+}
+
+func (l *liveServer) Extension() graphql.HandlerExtension { return tokenWatch{l} }
+
+func (l *liveServer) Serves(r *http.Request) bool { return isLive(r) }
+
+func (l *liveServer) Stop() { l.stopAll() }
+
+func (l *liveServer) Wait(ctx context.Context) error { return l.wait(ctx) }
 
 // isLive says whether r asks for a stream: a WebSocket upgrade or an SSE
 // request.
@@ -229,7 +178,7 @@ func statusOfCode(code string) int {
 	if st, ok := incidentlib.StatusOf(code); ok {
 		return st.HTTP
 	}
-	if code == CodeRateLimited {
+	if code == gqledge.CodeRateLimited {
 		return http.StatusTooManyRequests
 	}
 	return http.StatusBadRequest
@@ -248,7 +197,7 @@ func codeOf(errs gqlerror.List) string {
 type stream struct {
 	l         *liveServer
 	ctx       context.Context // the operation's
-	rq        *request
+	op        *gqledge.StreamOp
 	responses graphql.ResponseHandler
 	sub       *live.Subscription // nil for a query or mutation
 	st        *graph.LiveStart
@@ -261,22 +210,18 @@ type stream struct {
 // ctx (the request's, with its identity and language): a stream, or the
 // refusal to answer before any event.
 func (l *liveServer) start(ctx context.Context, exec graphql.GraphExecutor, params *graphql.RawParams, client string) (*stream, *liveRefusal) {
-	lim := l.e.guard.lim
-	rq := &request{client: client, deadline: time.Now().Add(lim.RequestTimeout)}
-	rp := &reply{header: http.Header{}}
-	ctx = context.WithValue(ctx, requestKey{}, rq)
-	ctx = context.WithValue(ctx, replyKey{}, rp)
+	ctx, op := gqledge.WithStreamOp(ctx, client, time.Now().Add(l.e.Limits().RequestTimeout))
 	params.ReadTime = graphql.TraceTiming{Start: graphql.Now(), End: graphql.Now()}
 	rc, errs := exec.CreateOperationContext(ctx, params)
 	if errs != nil {
 		resp := exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs)
-		return nil, l.refused(rp, resp.Errors)
+		return nil, l.refused(op, resp.Errors)
 	}
-	s := &stream{l: l, rq: rq}
+	s := &stream{l: l, op: op}
 	st := &graph.LiveStart{Events: make(chan *model.IncidentChange, 1)}
 	var startErr error
 	st.Start = func(ctx context.Context, f *incidentlib.IncidentFilter, since *string) error {
-		sctx, cancel := context.WithDeadline(ctx, rq.deadline)
+		sctx, cancel := context.WithDeadline(ctx, op.Deadline())
 		defer cancel()
 		s.sub, startErr = l.opts.Hub.Subscribe(sctx, client, f, since)
 		return startErr
@@ -298,27 +243,27 @@ func (l *liveServer) start(ctx context.Context, exec graphql.GraphExecutor, para
 		if len(errs) == 0 {
 			errs = gqlerror.List{l.e.PresentError(ctx, incidentlib.Errorf(incidentlib.EINTERNAL, "the subscription did not start"))}
 		}
-		return nil, l.refused(rp, errs)
+		return nil, l.refused(op, errs)
 	}
 	s.key = selectionKey(ctx, rc)
 	return s, nil
 }
 
-func (l *liveServer) refused(rp *reply, errs gqlerror.List) *liveRefusal {
+func (l *liveServer) refused(op *gqledge.StreamOp, errs gqlerror.List) *liveRefusal {
 	code := codeOf(errs)
 	l.m.refused.WithLabelValues(refusedLabel(code)).Inc()
-	status := rp.status
+	status := op.Status()
 	if status == 0 {
 		status = statusOfCode(code)
 	}
-	return &liveRefusal{status: status, header: rp.header, errs: errs}
+	return &liveRefusal{status: status, header: op.Header(), errs: errs}
 }
 
 // refusedLabel bounds the label set of the refusals' metric.
 func refusedLabel(code string) string {
 	switch code {
 	case incidentlib.EBADREQUEST, incidentlib.ESEQUENCEAHEAD, incidentlib.ESEQUENCECOMPACTED, incidentlib.ESUBSCRIPTIONLIMIT,
-		incidentlib.EUNAUTHENTICATED, incidentlib.EFORBIDDEN, incidentlib.EINVALID, CodeRateLimited, CodeCostLimit, incidentlib.EUNAVAILABLE:
+		incidentlib.EUNAUTHENTICATED, incidentlib.EFORBIDDEN, incidentlib.EINVALID, gqledge.CodeRateLimited, gqledge.CodeCostLimit, incidentlib.EUNAVAILABLE:
 		return code
 	}
 	return "OTHER"
@@ -368,14 +313,14 @@ func (s *stream) encode(it live.Item) ([]byte, error) {
 		key += "+"
 	}
 	return it.Event.Encoded(key, func() ([]byte, error) {
-		timeout := s.l.e.guard.lim.RequestTimeout
+		timeout := s.l.e.Limits().RequestTimeout
 		ctx, release := s.l.opts.EventContext(s.ctx)
 		defer release()
 		ctx, span := tracing.EventSpan(ctx)
 		defer span.End()
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		s.rq.deadline = time.Now().Add(timeout)
+		s.op.SetDeadline(time.Now().Add(timeout))
 		s.st.Events <- s.l.opts.ChangeOf(ctx, &it.Event.Change, it.Matches)
 		resp := s.responses(ctx)
 		select {

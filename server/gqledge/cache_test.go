@@ -1,4 +1,4 @@
-package server_test
+package gqledge_test
 
 import (
 	"bytes"
@@ -24,92 +24,6 @@ import (
 	"github.com/incidentlib/incidentlib/server/gqledge"
 	"github.com/incidentlib/incidentlib/storage"
 )
-
-// newEdgeServer is newTestServer with a configuration of the HTTP edge.
-func newEdgeServer(tb testing.TB, incs []*incidentlib.Incident, cfg server.Config) *testServer {
-	tb.Helper()
-	return serveStore(tb, testutil.ServerStore(tb, incs, storage.Options{RecordCache: 1000}), cfg, testutil.ServerParts{})
-}
-
-// rawResponse is one HTTP exchange, bytes and all.
-type rawResponse struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func (r *rawResponse) code() string {
-	var out gqlResponse
-	_ = json.Unmarshal(r.body, &out)
-	return out.code()
-}
-
-func (ts *testServer) do(tb testing.TB, req *http.Request) *rawResponse {
-	tb.Helper()
-	resp, err := ts.Client().Do(req)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return &rawResponse{resp.StatusCode, resp.Header, body}
-}
-
-// post sends a GraphQL request body by POST; headers are name, value pairs.
-func (ts *testServer) post(tb testing.TB, body map[string]any, headers ...string) *rawResponse {
-	tb.Helper()
-	b, _ := json.Marshal(body)
-	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/graphql", bytes.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/graphql-response+json") // unless headers say otherwise
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	return ts.do(tb, req)
-}
-
-// get sends a GraphQL request by GET; params are the URL parameters.
-func (ts *testServer) get(tb testing.TB, params url.Values, headers ...string) *rawResponse {
-	tb.Helper()
-	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/graphql?"+params.Encode(), nil)
-	req.Header.Set("Accept", "application/graphql-response+json") // unless headers say otherwise
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	return ts.do(tb, req)
-}
-
-// metric returns the value of one sample of /metrics (name with labels as
-// printed, such as `incidentlib_response_cache_requests_total{outcome="hit"}`),
-// failing if it is not there.
-func (ts *testServer) metric(tb testing.TB, sample string) float64 {
-	tb.Helper()
-	resp, err := ts.Client().Get(ts.URL + "/metrics")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, sample+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				tb.Fatalf("metric %s: %v", sample, err)
-			}
-			return f
-		}
-	}
-	tb.Fatalf("no metric %s in /metrics", sample)
-	return 0
-}
-
-func (ts *testServer) outcome(tb testing.TB, o string) float64 {
-	tb.Helper()
-	return ts.metric(tb, `incidentlib_response_cache_requests_total{outcome="`+o+`"}`)
-}
 
 // counters reads cache counters from now on, so that subtests can share
 // one server.
@@ -142,10 +56,6 @@ func (c *counters) get(tb testing.TB, name string) float64 {
 	return c.read(tb, name) - c.base[name]
 }
 
-// readTx is the store's count of read transactions: a response served
-// from the cache reads nothing.
-func (ts *testServer) readTx() int { return ts.DB.Maintenance().StoreStats().ReadTxTotal }
-
 func hashOf(doc string) string {
 	s := sha256.Sum256([]byte(doc))
 	return hex.EncodeToString(s[:])
@@ -171,23 +81,23 @@ func TestResponseCache(t *testing.T) {
 		c := ts.counters(t)
 		body := map[string]any{"query": cacheListPage, "variables": map[string]any{"first": 3}}
 		first := ts.post(t, body)
-		if first.status != 200 || first.code() != "" {
-			t.Fatalf("first: %d %s", first.status, first.body)
+		if first.Status != 200 || first.Code() != "" {
+			t.Fatalf("first: %d %s", first.Status, first.Body)
 		}
 		before := ts.readTx()
 		second := ts.post(t, body)
 		if ts.readTx() != before {
 			t.Errorf("a cache hit read the store: %d read transactions, was %d", ts.readTx(), before)
 		}
-		if !bytes.Equal(first.body, second.body) {
-			t.Errorf("the hit's bytes differ:\n%s\n%s", first.body, second.body)
+		if !bytes.Equal(first.Body, second.Body) {
+			t.Errorf("the hit's bytes differ:\n%s\n%s", first.Body, second.Body)
 		}
 		for _, h := range []string{"Content-Type", "Content-Length"} {
-			if first.header.Get(h) != second.header.Get(h) {
-				t.Errorf("%s: %q, then %q", h, first.header.Get(h), second.header.Get(h))
+			if first.Header.Get(h) != second.Header.Get(h) {
+				t.Errorf("%s: %q, then %q", h, first.Header.Get(h), second.Header.Get(h))
 			}
 		}
-		if first.header.Get("X-Request-Id") == second.header.Get("X-Request-Id") {
+		if first.Header.Get("X-Request-Id") == second.Header.Get("X-Request-Id") {
 			t.Error("the request id was replayed from the cache")
 		}
 		if got := c.get(t, "hit"); got != 1 {
@@ -201,7 +111,7 @@ func TestResponseCache(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/graphql", strings.NewReader(raw))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/graphql-response+json")
-		if third := ts.do(t, req); !bytes.Equal(third.body, first.body) || c.get(t, "hit") != 2 {
+		if third := ts.do(t, req); !bytes.Equal(third.Body, first.Body) || c.get(t, "hit") != 2 {
 			t.Errorf("a respaced request was not a hit")
 		}
 	})
@@ -210,8 +120,8 @@ func TestResponseCache(t *testing.T) {
 		ts := newTestServer(t, incs)
 		q := `{ incident(id: "IL-0213") { title } }`
 		first := ts.post(t, map[string]any{"query": q})
-		if !bytes.Contains(first.body, []byte("Roblox")) {
-			t.Fatalf("unexpected: %s", first.body)
+		if !bytes.Contains(first.Body, []byte("Roblox")) {
+			t.Fatalf("unexpected: %s", first.Body)
 		}
 		changed := *incs[0]
 		changed.Title.En = "A changed title"
@@ -219,8 +129,8 @@ func TestResponseCache(t *testing.T) {
 			t.Fatal(err)
 		}
 		second := ts.post(t, map[string]any{"query": q})
-		if !bytes.Contains(second.body, []byte("A changed title")) {
-			t.Fatalf("served the older response after a write: %s", second.body)
+		if !bytes.Contains(second.Body, []byte("A changed title")) {
+			t.Fatalf("served the older response after a write: %s", second.Body)
 		}
 		if got := ts.outcome(t, "stale"); got != 1 {
 			t.Errorf("stale %v, want 1", got)
@@ -229,7 +139,7 @@ func TestResponseCache(t *testing.T) {
 			t.Errorf("stale evictions %v, want 1", got)
 		}
 		third := ts.post(t, map[string]any{"query": q})
-		if !bytes.Equal(third.body, second.body) || ts.outcome(t, "hit") != 1 {
+		if !bytes.Equal(third.Body, second.Body) || ts.outcome(t, "hit") != 1 {
 			t.Errorf("the new response was not cached")
 		}
 	})
@@ -278,7 +188,7 @@ func TestResponseCache(t *testing.T) {
 				t.Fatal(err)
 			}
 			committed.Store(v)
-			if m := version.FindSubmatch(ts.post(t, q).body); m == nil || mustAtoi(string(m[1])) != v {
+			if m := version.FindSubmatch(ts.post(t, q).Body); m == nil || mustAtoi(string(m[1])) != v {
 				t.Fatalf("after write %d: %v", v, m)
 			}
 		}
@@ -299,28 +209,28 @@ func TestResponseCache(t *testing.T) {
 		en := ts.post(t, map[string]any{"query": q, "operationName": "A"}, "Accept-Language", "en")
 		ko := ts.post(t, map[string]any{"query": q, "operationName": "A"}, "Accept-Language", "ko-KR,ko;q=0.9")
 		b := ts.post(t, map[string]any{"query": q, "operationName": "B"}, "Accept-Language", "ko")
-		if bytes.Equal(en.body, ko.body) || bytes.Equal(ko.body, b.body) {
-			t.Fatalf("languages or operations share a response:\n%s\n%s\n%s", en.body, ko.body, b.body)
+		if bytes.Equal(en.Body, ko.Body) || bytes.Equal(ko.Body, b.Body) {
+			t.Fatalf("languages or operations share a response:\n%s\n%s\n%s", en.Body, ko.Body, b.Body)
 		}
-		if !bytes.Contains(ko.body, []byte("Consul 클러스터")) {
-			t.Errorf("not Korean: %s", ko.body)
+		if !bytes.Contains(ko.Body, []byte("Consul 클러스터")) {
+			t.Errorf("not Korean: %s", ko.Body)
 		}
 		// No header is English, as is a header naming neither language.
-		if none := ts.post(t, map[string]any{"query": q, "operationName": "A"}); !bytes.Equal(none.body, en.body) {
-			t.Errorf("no Accept-Language: %s", none.body)
+		if none := ts.post(t, map[string]any{"query": q, "operationName": "A"}); !bytes.Equal(none.Body, en.Body) {
+			t.Errorf("no Accept-Language: %s", none.Body)
 		}
 		if c.get(t, "hit") != 1 || c.get(t, "miss") != 3 {
 			t.Errorf("hits %v misses %v, want 1 and 3", c.get(t, "hit"), c.get(t, "miss"))
 		}
 		one := ts.post(t, map[string]any{"query": cacheListPage, "variables": map[string]any{"first": 1}})
 		two := ts.post(t, map[string]any{"query": cacheListPage, "variables": map[string]any{"first": 4}})
-		if bytes.Equal(one.body, two.body) {
+		if bytes.Equal(one.Body, two.Body) {
 			t.Error("variables share a response")
 		}
 		// The media type the client accepts is part of the key.
 		j := ts.post(t, map[string]any{"query": cacheListPage, "variables": map[string]any{"first": 1}}, "Accept", "application/json")
-		if j.header.Get("Content-Type") != "application/json" || one.header.Get("Content-Type") == "application/json" {
-			t.Errorf("content types %q and %q", j.header.Get("Content-Type"), one.header.Get("Content-Type"))
+		if j.Header.Get("Content-Type") != "application/json" || one.Header.Get("Content-Type") == "application/json" {
+			t.Errorf("content types %q and %q", j.Header.Get("Content-Type"), one.Header.Get("Content-Type"))
 		}
 	})
 
@@ -330,13 +240,13 @@ func TestResponseCache(t *testing.T) {
 		q := `{ incidents(first: 1000) { totalCount } }`
 		for i := 0; i < 2; i++ {
 			r := ts.post(t, map[string]any{"query": q})
-			if r.code() != incidentlib.EINVALID {
-				t.Fatalf("code %q: %s", r.code(), r.body)
+			if r.Code() != incidentlib.EINVALID {
+				t.Fatalf("code %q: %s", r.Code(), r.Body)
 			}
 		}
 		bad := ts.post(t, map[string]any{"query": `{ incidents { nope } }`})
-		if bad.status != 400 {
-			t.Fatalf("validation error: %d", bad.status)
+		if bad.Status != 400 {
+			t.Fatalf("validation error: %d", bad.Status)
 		}
 		ts.post(t, map[string]any{"query": `{ incidents { nope } }`})
 		if c.get(t, "hit") != 0 || c.get(t, "stores") != 0 {
@@ -352,8 +262,8 @@ func TestResponseCache(t *testing.T) {
 		m := `mutation { reviewIncident(id: "IL-9999", decision: APPROVE) { userErrors { code } } }`
 		for i := 0; i < 2; i++ {
 			r := ts.post(t, map[string]any{"query": m}, "Authorization", "Bearer cache-test-admin-token-0123")
-			if r.status != 200 || r.code() != "" || !bytes.Contains(r.body, []byte("NOT_FOUND")) {
-				t.Fatalf("mutation: %d %s", r.status, r.body)
+			if r.Status != 200 || r.Code() != "" || !bytes.Contains(r.Body, []byte("NOT_FOUND")) {
+				t.Fatalf("mutation: %d %s", r.Status, r.Body)
 			}
 		}
 		if ts.outcome(t, "hit") != 0 || ts.metric(t, "incidentlib_response_cache_stores_total") != 0 {
@@ -403,8 +313,8 @@ func TestResponseCache(t *testing.T) {
 		req.Header.Set("Content-Type", "application/json")
 		r := ts.do(t, req)
 		var parts []json.RawMessage
-		if err := json.Unmarshal(r.body, &parts); err != nil || len(parts) != 2 || !bytes.Equal(parts[0], parts[1]) {
-			t.Fatalf("batch: %d %s", r.status, r.body)
+		if err := json.Unmarshal(r.Body, &parts); err != nil || len(parts) != 2 || !bytes.Equal(parts[0], parts[1]) {
+			t.Fatalf("batch: %d %s", r.Status, r.Body)
 		}
 		if c.get(t, "hit") != 1 || c.get(t, "miss") != 1 {
 			t.Errorf("the batch's operations were not each looked up")
@@ -420,24 +330,24 @@ func TestPersistedQueries(t *testing.T) {
 
 	t.Run("UnknownHash", func(t *testing.T) {
 		r := ts.get(t, url.Values{"extensions": {apqParam(h)}, "variables": {vars}})
-		if r.code() != gqledge.CodePersistedQueryNotFound {
-			t.Fatalf("code %q: %s", r.code(), r.body)
+		if r.Code() != gqledge.CodePersistedQueryNotFound {
+			t.Fatalf("code %q: %s", r.Code(), r.Body)
 		}
-		if r.header.Get("Cache-Control") != "no-store" || r.header.Get("ETag") != "" {
-			t.Errorf("an error was made cacheable: %v", r.header)
+		if r.Header.Get("Cache-Control") != "no-store" || r.Header.Get("ETag") != "" {
+			t.Errorf("an error was made cacheable: %v", r.Header)
 		}
 	})
 	t.Run("HashMismatch", func(t *testing.T) {
 		r := ts.post(t, map[string]any{"query": q, "extensions": apqExt(hashOf("{ __typename }"))})
-		if len(r.body) == 0 || r.code() == "" && !bytes.Contains(r.body, []byte("does not match")) {
-			t.Fatalf("a wrong hash was accepted: %s", r.body)
+		if len(r.Body) == 0 || r.Code() == "" && !bytes.Contains(r.Body, []byte("does not match")) {
+			t.Fatalf("a wrong hash was accepted: %s", r.Body)
 		}
 	})
 	var registered *rawResponse
 	t.Run("RegisterByPost", func(t *testing.T) {
 		registered = ts.post(t, map[string]any{"query": q, "variables": map[string]any{"first": 2}, "extensions": apqExt(h)})
-		if registered.status != 200 || registered.code() != "" {
-			t.Fatalf("register: %d %s", registered.status, registered.body)
+		if registered.Status != 200 || registered.Code() != "" {
+			t.Fatalf("register: %d %s", registered.Status, registered.Body)
 		}
 		if ts.metric(t, `incidentlib_apq_requests_total{outcome="register"}`) != 1 {
 			t.Error("registration not counted")
@@ -446,8 +356,8 @@ func TestPersistedQueries(t *testing.T) {
 	t.Run("GetByHashFromTheResponseCache", func(t *testing.T) {
 		before := ts.readTx()
 		r := ts.get(t, url.Values{"extensions": {apqParam(h)}, "variables": {vars}})
-		if !bytes.Equal(r.body, registered.body) {
-			t.Fatalf("GET by hash: %s", r.body)
+		if !bytes.Equal(r.Body, registered.Body) {
+			t.Fatalf("GET by hash: %s", r.Body)
 		}
 		if ts.readTx() != before {
 			t.Error("GET by hash read the store: it should share the POST's cache entry")
@@ -455,8 +365,8 @@ func TestPersistedQueries(t *testing.T) {
 	})
 	t.Run("GetByHashExecutes", func(t *testing.T) {
 		r := ts.get(t, url.Values{"extensions": {apqParam(h)}, "variables": {`{"first":1}`}})
-		if r.status != 200 || r.code() != "" || !bytes.Contains(r.body, []byte(`"nodes"`)) {
-			t.Fatalf("GET by hash: %d %s", r.status, r.body)
+		if r.Status != 200 || r.Code() != "" || !bytes.Contains(r.Body, []byte(`"nodes"`)) {
+			t.Fatalf("GET by hash: %d %s", r.Status, r.Body)
 		}
 		if ts.metric(t, `incidentlib_apq_requests_total{outcome="hit"}`) != 1 {
 			t.Error("the APQ hit was not counted")
@@ -471,25 +381,25 @@ func TestHTTPCaching(t *testing.T) {
 	t.Run("ETagAndNotModified", func(t *testing.T) {
 		ts := newTestServer(t, incs) // it writes
 		first := ts.get(t, url.Values{"query": {q}})
-		etag := first.header.Get("ETag")
-		if first.status != 200 || etag == "" || !strings.HasPrefix(etag, `"`) {
-			t.Fatalf("GET: %d ETag %q", first.status, etag)
+		etag := first.Header.Get("ETag")
+		if first.Status != 200 || etag == "" || !strings.HasPrefix(etag, `"`) {
+			t.Fatalf("GET: %d ETag %q", first.Status, etag)
 		}
-		if cc := first.header.Get("Cache-Control"); cc != gqledge.DefaultCacheControl {
+		if cc := first.Header.Get("Cache-Control"); cc != gqledge.DefaultCacheControl {
 			t.Errorf("Cache-Control %q", cc)
 		}
-		if v := first.header.Get("Vary"); !strings.Contains(v, "Accept-Language") {
+		if v := first.Header.Get("Vary"); !strings.Contains(v, "Accept-Language") {
 			t.Errorf("Vary %q", v)
 		}
 		again := ts.get(t, url.Values{"query": {q}}, "If-None-Match", etag)
-		if again.status != http.StatusNotModified || len(again.body) != 0 || again.header.Get("ETag") != etag {
-			t.Fatalf("If-None-Match: %d %q %s", again.status, again.header.Get("ETag"), again.body)
+		if again.Status != http.StatusNotModified || len(again.Body) != 0 || again.Header.Get("ETag") != etag {
+			t.Fatalf("If-None-Match: %d %q %s", again.Status, again.Header.Get("ETag"), again.Body)
 		}
-		if r := ts.get(t, url.Values{"query": {q}}, "If-None-Match", `"other", W/`+etag); r.status != http.StatusNotModified {
-			t.Errorf("a list with a weak match: %d", r.status)
+		if r := ts.get(t, url.Values{"query": {q}}, "If-None-Match", `"other", W/`+etag); r.Status != http.StatusNotModified {
+			t.Errorf("a list with a weak match: %d", r.Status)
 		}
-		if r := ts.get(t, url.Values{"query": {q}}, "If-None-Match", etag, "Accept-Language", "ko"); r.status != 200 || r.header.Get("ETag") == etag {
-			t.Errorf("another language matched: %d", r.status)
+		if r := ts.get(t, url.Values{"query": {q}}, "If-None-Match", etag, "Accept-Language", "ko"); r.Status != 200 || r.Header.Get("ETag") == etag {
+			t.Errorf("another language matched: %d", r.Status)
 		}
 		changed := *incs[0]
 		changed.Title.En = "Changed"
@@ -497,34 +407,34 @@ func TestHTTPCaching(t *testing.T) {
 			t.Fatal(err)
 		}
 		after := ts.get(t, url.Values{"query": {q}}, "If-None-Match", etag)
-		if after.status != 200 || !bytes.Contains(after.body, []byte("Changed")) || after.header.Get("ETag") == etag {
-			t.Fatalf("after a write: %d %q %s", after.status, after.header.Get("ETag"), after.body)
+		if after.Status != 200 || !bytes.Contains(after.Body, []byte("Changed")) || after.Header.Get("ETag") == etag {
+			t.Fatalf("after a write: %d %q %s", after.Status, after.Header.Get("ETag"), after.Body)
 		}
 	})
 	t.Run("PostHasNoValidators", func(t *testing.T) {
 		ts := shared
 		r := ts.post(t, map[string]any{"query": q})
-		if r.header.Get("ETag") != "" || r.header.Get("Cache-Control") != "" {
-			t.Errorf("POST: %v", r.header)
+		if r.Header.Get("ETag") != "" || r.Header.Get("Cache-Control") != "" {
+			t.Errorf("POST: %v", r.Header)
 		}
 	})
 	t.Run("ConfiguredCacheControlAndCacheOff", func(t *testing.T) {
 		ts := newEdgeServer(t, incs, server.Config{ResponseCacheBytes: -1, CacheControl: "public, max-age=60"})
 		first := ts.get(t, url.Values{"query": {q}})
-		if cc := first.header.Get("Cache-Control"); cc != "public, max-age=60" {
+		if cc := first.Header.Get("Cache-Control"); cc != "public, max-age=60" {
 			t.Errorf("Cache-Control %q", cc)
 		}
 		// Without the response cache the response is computed, then found
 		// unchanged.
-		if r := ts.get(t, url.Values{"query": {q}}, "If-None-Match", first.header.Get("ETag")); r.status != http.StatusNotModified {
-			t.Errorf("cache off: %d", r.status)
+		if r := ts.get(t, url.Values{"query": {q}}, "If-None-Match", first.Header.Get("ETag")); r.Status != http.StatusNotModified {
+			t.Errorf("cache off: %d", r.Status)
 		}
 	})
 	t.Run("ErrorsAreNoStore", func(t *testing.T) {
 		ts := shared
 		r := ts.get(t, url.Values{"query": {`{ incidents(first: 1000) { totalCount } }`}})
-		if r.header.Get("ETag") != "" || r.header.Get("Cache-Control") != "no-store" {
-			t.Errorf("error GET: %v", r.header)
+		if r.Header.Get("ETag") != "" || r.Header.Get("Cache-Control") != "no-store" {
+			t.Errorf("error GET: %v", r.Header)
 		}
 	})
 }
@@ -549,40 +459,40 @@ func TestTrustedDocuments(t *testing.T) {
 
 	t.Run("ListedByID", func(t *testing.T) {
 		r := ts.post(t, map[string]any{"extensions": apqExt(hashOf(listed))})
-		if r.status != 200 || r.code() != "" || !bytes.Contains(r.body, []byte(`"nodes"`)) {
-			t.Fatalf("%d %s", r.status, r.body)
+		if r.Status != 200 || r.Code() != "" || !bytes.Contains(r.Body, []byte(`"nodes"`)) {
+			t.Fatalf("%d %s", r.Status, r.Body)
 		}
 		g := ts.get(t, url.Values{"extensions": {apqParam("relay-id-7")}})
-		if g.status != 200 || !bytes.Contains(g.body, []byte("IL-0213")) {
-			t.Fatalf("GET by a non-SHA id: %d %s", g.status, g.body)
+		if g.Status != 200 || !bytes.Contains(g.Body, []byte("IL-0213")) {
+			t.Fatalf("GET by a non-SHA id: %d %s", g.Status, g.Body)
 		}
 	})
 	t.Run("ListedByText", func(t *testing.T) {
-		if r := ts.post(t, map[string]any{"query": listed}); r.status != 200 || r.code() != "" {
-			t.Fatalf("%d %s", r.status, r.body)
+		if r := ts.post(t, map[string]any{"query": listed}); r.Status != 200 || r.Code() != "" {
+			t.Fatalf("%d %s", r.Status, r.Body)
 		}
 	})
 	t.Run("UnlistedText", func(t *testing.T) {
 		r := ts.post(t, map[string]any{"query": other})
-		if r.code() != gqledge.CodeForbidden || r.status != http.StatusBadRequest {
-			t.Fatalf("%d %q %s", r.status, r.code(), r.body)
+		if r.Code() != gqledge.CodeForbidden || r.Status != http.StatusBadRequest {
+			t.Fatalf("%d %q %s", r.Status, r.Code(), r.Body)
 		}
 	})
 	t.Run("UnknownID", func(t *testing.T) {
-		if r := ts.post(t, map[string]any{"extensions": apqExt(hashOf(other))}); r.code() != gqledge.CodePersistedQueryNotFound {
-			t.Fatalf("%q %s", r.code(), r.body)
+		if r := ts.post(t, map[string]any{"extensions": apqExt(hashOf(other))}); r.Code() != gqledge.CodePersistedQueryNotFound {
+			t.Fatalf("%q %s", r.Code(), r.Body)
 		}
 	})
 	t.Run("NoRegistration", func(t *testing.T) {
 		for i := 0; i < 2; i++ {
-			if r := ts.post(t, map[string]any{"query": other, "extensions": apqExt(hashOf(other))}); r.code() == "" {
-				t.Fatalf("APQ registration of an unlisted document: %s", r.body)
+			if r := ts.post(t, map[string]any{"query": other, "extensions": apqExt(hashOf(other))}); r.Code() == "" {
+				t.Fatalf("APQ registration of an unlisted document: %s", r.Body)
 			}
 		}
 	})
 	t.Run("IDWithOtherText", func(t *testing.T) {
-		if r := ts.post(t, map[string]any{"query": other, "extensions": apqExt(hashOf(listed))}); r.code() != gqledge.CodeForbidden {
-			t.Fatalf("%q %s", r.code(), r.body)
+		if r := ts.post(t, map[string]any{"query": other, "extensions": apqExt(hashOf(listed))}); r.Code() != gqledge.CodeForbidden {
+			t.Fatalf("%q %s", r.Code(), r.Body)
 		}
 	})
 	t.Run("RejectionsCounted", func(t *testing.T) {

@@ -1,4 +1,4 @@
-package server_test
+package gqledge_test
 
 import (
 	"bytes"
@@ -6,14 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,134 +21,6 @@ import (
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/server/gqledge"
 )
-
-// fieldCounter counts resolver calls: every field gqlgen resolves.
-type fieldCounter struct{ n atomic.Int64 }
-
-func (*fieldCounter) ExtensionName() string                   { return "FieldCounter" }
-func (*fieldCounter) Validate(graphql.ExecutableSchema) error { return nil }
-func (c *fieldCounter) InterceptField(ctx context.Context, next graphql.Resolver) (any, error) {
-	c.n.Add(1)
-	return next(ctx)
-}
-
-// hostileServer is the real handler over the store of a newTestServer,
-// built with cfg and a resolver counter.
-type hostileServer struct {
-	*httptest.Server
-	ts     *testServer
-	srv    *server.Server
-	fields *fieldCounter
-	log    *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func newHostileServer(tb testing.TB, incs []*incidentlib.Incident, cfg server.Config) *hostileServer {
-	tb.Helper()
-	ts := newTestServer(tb, incs)
-	hs := &hostileServer{ts: ts, fields: &fieldCounter{}, log: &syncBuffer{}}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewJSONHandler(hs.log, nil))
-	}
-	cfg.Extensions = append(cfg.Extensions, hs.fields)
-	hs.Server, hs.srv = testutil.ServerTest(tb, ts.DB, cfg, testutil.ServerParts{})
-	return hs
-}
-
-// work is what the server did: resolver calls and bbolt read transactions.
-type work struct{ fields, tx int64 }
-
-func (hs *hostileServer) work() work {
-	return work{hs.fields.n.Load(), int64(hs.ts.DB.Maintenance().StoreStats().ReadTxTotal)}
-}
-
-// response is one HTTP answer, decoded when it is JSON.
-type response struct {
-	status int
-	header http.Header
-	raw    []byte
-	gqlResponse
-}
-
-func (hs *hostileServer) do(tb testing.TB, req *http.Request) *response {
-	tb.Helper()
-	resp, err := hs.Client().Do(req)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	out := &response{status: resp.StatusCode, header: resp.Header, raw: raw}
-	if strings.Contains(resp.Header.Get("Content-Type"), "json") && len(raw) > 0 && raw[0] == '{' {
-		if err := json.Unmarshal(raw, &out.gqlResponse); err != nil {
-			tb.Fatalf("response is not JSON (%d): %.300s", resp.StatusCode, raw)
-		}
-	}
-	return out
-}
-
-func (hs *hostileServer) postBody(tb testing.TB, body []byte, headers ...string) *response {
-	tb.Helper()
-	req, _ := http.NewRequest(http.MethodPost, hs.URL+"/graphql", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	// The statuses of the GraphQL-over-HTTP media type, unless the test
-	// asks for another.
-	req.Header.Set("Accept", "application/graphql-response+json")
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	return hs.do(tb, req)
-}
-
-func (hs *hostileServer) post(tb testing.TB, q string, vars map[string]any, headers ...string) *response {
-	tb.Helper()
-	body, _ := json.Marshal(map[string]any{"query": q, "variables": vars})
-	return hs.postBody(tb, body, headers...)
-}
-
-func (hs *hostileServer) get(tb testing.TB, q string, headers ...string) *response {
-	tb.Helper()
-	req, _ := http.NewRequest(http.MethodGet, hs.URL+"/graphql?"+url.Values{"query": {q}}.Encode(), nil)
-	req.Header.Set("Accept", "application/graphql-response+json")
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	return hs.do(tb, req)
-}
-
-func (r *response) ext(key string) any {
-	if len(r.Errors) == 0 {
-		return nil
-	}
-	return r.Errors[0].Extensions[key]
-}
-
-// cost is extensions.cost of the response, -1 when it has none.
-func (r *response) cost() int {
-	var v struct {
-		Extensions struct{ Cost *int }
-	}
-	if json.Unmarshal(r.raw, &v) != nil || v.Extensions.Cost == nil {
-		return -1
-	}
-	return *v.Extensions.Cost
-}
 
 // fragmentChain is a document whose fragments double at each of n steps:
 // F0 spreads F1 twice, in fields sel(a) and sel(b), F1 spreads F2 twice,
@@ -172,10 +41,10 @@ func repeat(s string, n int) string { return strings.Repeat(s, n) }
 // code and status, before any resolver runs or the store is read.
 func TestHostileRequestsRefused(t *testing.T) {
 	seeds := seedIncidents(t)
-	def := newHostileServer(t, seeds, server.Config{})
+	def := testutil.NewCountingServer(t, seeds, server.Config{})
 	// Limits raised out of the way, to reach the checks behind them.
-	bigDocs := newHostileServer(t, seeds, server.Config{Limits: gqledge.Limits{MaxTokens: 200_000}})
-	loose := newHostileServer(t, seeds, server.Config{Limits: gqledge.Limits{MaxTokens: 200_000, MaxDepth: 10_000, MaxAliases: 1 << 30}})
+	bigDocs := testutil.NewCountingServer(t, seeds, server.Config{Limits: gqledge.Limits{MaxTokens: 200_000}})
+	loose := testutil.NewCountingServer(t, seeds, server.Config{Limits: gqledge.Limits{MaxTokens: 200_000, MaxDepth: 10_000, MaxAliases: 1 << 30}})
 
 	thousandAliases := func() string {
 		var b strings.Builder
@@ -230,12 +99,12 @@ func TestHostileRequestsRefused(t *testing.T) {
 	copy(big, `{"query": "{ incident(id: \"IL-0213\") { id } }", "variables": {"x": "`)
 	big[len(big)-2], big[len(big)-1] = '"', '}'
 
-	post := func(hs *hostileServer, q string) func(t *testing.T) *response {
-		return func(t *testing.T) *response { return hs.post(t, q, nil) }
+	post := func(hs *testutil.CountingServer, q string) func(t *testing.T) *testutil.Reply {
+		return func(t *testing.T) *testutil.Reply { return hs.Post(t, q, nil) }
 	}
 	cases := []struct {
 		name   string
-		send   func(t *testing.T) *response
+		send   func(t *testing.T) *testutil.Reply
 		status int
 		code   string
 	}{
@@ -254,54 +123,54 @@ func TestHostileRequestsRefused(t *testing.T) {
 		{"FragmentChainDoublingFlat", post(loose, flatDoubling), 400, gqledge.CodeRepeatLimit},
 		{"FragmentCycle", post(def, `{ incident(id: "IL-0213") { ...A } } fragment A on Incident { related { ...B } } fragment B on Incident { related { ...A } }`), 400, "GRAPHQL_VALIDATION_FAILED"},
 		{"FragmentCycleLimitsRaised", post(loose, `{ incident(id: "IL-0213") { ...A } } fragment A on Incident { ...B id } fragment B on Incident { ...A id }`), 400, "GRAPHQL_VALIDATION_FAILED"},
-		{"BodyTooLarge", func(t *testing.T) *response { return def.postBody(t, big) }, 413, gqledge.CodeBodyTooLarge},
-		{"BodyTooLargeChunked", func(t *testing.T) *response {
+		{"BodyTooLarge", func(t *testing.T) *testutil.Reply { return def.PostBody(t, big) }, 413, gqledge.CodeBodyTooLarge},
+		{"BodyTooLargeChunked", func(t *testing.T) *testutil.Reply {
 			req, _ := http.NewRequest(http.MethodPost, def.URL+"/graphql", io.MultiReader(bytes.NewReader(big)))
 			req.Header.Set("Content-Type", "application/json")
 			req.ContentLength = -1
-			return def.do(t, req)
+			return def.Do(t, req)
 		}, 413, gqledge.CodeBodyTooLarge},
-		{"BatchOf500", func(t *testing.T) *response { return def.postBody(t, batch(500)) }, 400, gqledge.CodeBatchLimit},
-		{"MutationOverGET", func(t *testing.T) *response {
-			return def.get(t, `mutation { reviewIncident(id: "IL-0213", decision: APPROVE) { incident { id } } }`)
+		{"BatchOf500", func(t *testing.T) *testutil.Reply { return def.PostBody(t, batch(500)) }, 400, gqledge.CodeBatchLimit},
+		{"MutationOverGET", func(t *testing.T) *testutil.Reply {
+			return def.Get(t, `mutation { reviewIncident(id: "IL-0213", decision: APPROVE) { incident { id } } }`)
 		}, 405, gqledge.CodeMethodNotAllowed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := [3]work{def.work(), bigDocs.work(), loose.work()}
+			before := [3]testutil.Work{def.Work(), bigDocs.Work(), loose.Work()}
 			r := c.send(t)
-			if r.status != c.status || r.code() != c.code {
-				t.Fatalf("status %d code %q, want %d %s: %.300s", r.status, r.code(), c.status, c.code, r.raw)
+			if r.Status != c.status || r.Code() != c.code {
+				t.Fatalf("status %d code %q, want %d %s: %.300s", r.Status, r.Code(), c.status, c.code, r.Raw)
 			}
-			if after := [3]work{def.work(), bigDocs.work(), loose.work()}; after != before {
+			if after := [3]testutil.Work{def.Work(), bigDocs.Work(), loose.Work()}; after != before {
 				t.Fatalf("work done before the refusal: %+v, then %+v", before, after)
 			}
-			if r.cost() < 0 {
-				t.Errorf("no extensions.cost: %.300s", r.raw)
+			if r.Cost() < 0 {
+				t.Errorf("no extensions.cost: %.300s", r.Raw)
 			}
 		})
 	}
 	t.Run("CostOverLimitReportsCostAndLimit", func(t *testing.T) {
-		r := def.post(t, expensive, nil)
-		cost, _ := r.ext("cost").(float64)
-		limit, _ := r.ext("limit").(float64)
-		if int(limit) != gqledge.DefaultMaxCost || int(cost) <= int(limit) || r.cost() != int(cost) {
-			t.Fatalf("cost %v limit %v extensions.cost %d", r.ext("cost"), r.ext("limit"), r.cost())
+		r := def.Post(t, expensive, nil)
+		cost, _ := r.Ext("cost").(float64)
+		limit, _ := r.Ext("limit").(float64)
+		if int(limit) != gqledge.DefaultMaxCost || int(cost) <= int(limit) || r.Cost() != int(cost) {
+			t.Fatalf("cost %v limit %v extensions.Cost %d", r.Ext("cost"), r.Ext("limit"), r.Cost())
 		}
 	})
 	t.Run("RefusedAgainWithoutParsing", func(t *testing.T) {
 		// The second time, the refusal comes from the guard's memory of
 		// refused documents: the same code and extensions.
 		q := `{ incident(id: "IL-0213") { ` + repeat("related { ", 15) + "id" + repeat(" }", 15) + " } }"
-		a, b := def.post(t, q, nil), def.post(t, q, nil)
-		if a.code() != gqledge.CodeDepthLimit || b.code() != gqledge.CodeDepthLimit || string(a.raw) != string(b.raw) {
-			t.Fatalf("%s\n%s", a.raw, b.raw)
+		a, b := def.Post(t, q, nil), def.Post(t, q, nil)
+		if a.Code() != gqledge.CodeDepthLimit || b.Code() != gqledge.CodeDepthLimit || string(a.Raw) != string(b.Raw) {
+			t.Fatalf("%s\n%s", a.Raw, b.Raw)
 		}
 	})
 	t.Run("MutationOverGETAllowsPOST", func(t *testing.T) {
-		r := def.get(t, `mutation { reviewIncident(id: "IL-0213", decision: APPROVE) { incident { id } } }`)
-		if r.header.Get("Allow") != "POST" {
-			t.Fatalf("Allow %q", r.header.Get("Allow"))
+		r := def.Get(t, `mutation { reviewIncident(id: "IL-0213", decision: APPROVE) { incident { id } } }`)
+		if r.Header.Get("Allow") != "POST" {
+			t.Fatalf("Allow %q", r.Header.Get("Allow"))
 		}
 	})
 }
@@ -310,7 +179,7 @@ func TestHostileRequestsRefused(t *testing.T) {
 // list page of the N+1 proof at first: 100 under the default limits.
 func TestDefaultLimitsAdmitTheREADMEQueries(t *testing.T) {
 	incs := seedIncidents(t)
-	hs := newHostileServer(t, incs, server.Config{Prod: true})
+	hs := testutil.NewCountingServer(t, incs, server.Config{Prod: true})
 	queries := map[string]string{
 		"IncidentTitle": `{ incident(id: "IL-0213") { title(lang: KO) organization { name } symptoms { label } } }`,
 		"ListPage": `query ListPage {
@@ -345,18 +214,18 @@ func TestDefaultLimitsAdmitTheREADMEQueries(t *testing.T) {
   organizations(first: 10) { totalCount nodes { slug name incidentCount } }
   nodes(ids: ["IL-0213", "org:roblox", "term:symptom:high-latency"]) { id }
 }`,
-		"NPlusOneProofAt100": strings.Replace(listPageQuery, "$n: Int", "$n: Int = 100", 1),
+		"NPlusOneProofAt100": strings.Replace(testutil.ListPageQuery, "$n: Int", "$n: Int = 100", 1),
 	}
 	for name, q := range queries {
 		t.Run(name, func(t *testing.T) {
-			r := hs.post(t, q, nil)
-			if r.status != 200 || len(r.Errors) > 0 {
-				t.Fatalf("status %d: %+v", r.status, r.Errors)
+			r := hs.Post(t, q, nil)
+			if r.Status != 200 || len(r.Errors) > 0 {
+				t.Fatalf("status %d: %+v", r.Status, r.Errors)
 			}
-			if c := r.cost(); c <= 0 || c > gqledge.DefaultMaxCost {
+			if c := r.Cost(); c <= 0 || c > gqledge.DefaultMaxCost {
 				t.Fatalf("cost %d", c)
 			}
-			t.Logf("cost %d", r.cost())
+			t.Logf("cost %d", r.Cost())
 		})
 	}
 }
@@ -373,27 +242,27 @@ func TestRequestTimeout(t *testing.T) {
 			}
 			return next(ctx)
 		})}
-		hs := newHostileServer(t, incs, waiter)
-		r := hs.post(t, `{ taxonomy(kind: SEVERITY) { slug } incident(id: "IL-0213") { id title } }`, nil)
+		hs := testutil.NewCountingServer(t, incs, waiter)
+		r := hs.Post(t, `{ taxonomy(kind: SEVERITY) { slug } incident(id: "IL-0213") { id title } }`, nil)
 		var data struct {
 			Taxonomy []struct{ Slug string }
 			Incident *struct{ ID string }
 		}
 		if err := json.Unmarshal(r.Data, &data); err != nil {
-			t.Fatalf("%s: %v", r.raw, err)
+			t.Fatalf("%s: %v", r.Raw, err)
 		}
-		if r.status != 200 || r.code() != incidentlib.ETIMEOUT || len(data.Taxonomy) == 0 || data.Incident != nil {
-			t.Fatalf("status %d: %s", r.status, r.raw)
+		if r.Status != 200 || r.Code() != incidentlib.ETIMEOUT || len(data.Taxonomy) == 0 || data.Incident != nil {
+			t.Fatalf("status %d: %s", r.Status, r.Raw)
 		}
 	})
 	t.Run("DeadlineBeforeExecution", func(t *testing.T) {
-		hs := newHostileServer(t, incs, server.Config{Limits: gqledge.Limits{RequestTimeout: time.Nanosecond}})
-		before := hs.work()
-		r := hs.post(t, `{ incident(id: "IL-0213") { id } }`, nil)
-		if r.code() != incidentlib.ETIMEOUT || r.cost() < 0 {
-			t.Fatalf("status %d: %s", r.status, r.raw)
+		hs := testutil.NewCountingServer(t, incs, server.Config{Limits: gqledge.Limits{RequestTimeout: time.Nanosecond}})
+		before := hs.Work()
+		r := hs.Post(t, `{ incident(id: "IL-0213") { id } }`, nil)
+		if r.Code() != incidentlib.ETIMEOUT || r.Cost() < 0 {
+			t.Fatalf("status %d: %s", r.Status, r.Raw)
 		}
-		if hs.work() != before {
+		if hs.Work() != before {
 			t.Fatalf("work done after the deadline")
 		}
 	})
@@ -412,7 +281,7 @@ func TestRateLimit(t *testing.T) {
 	// The rate refills a thousandth of a cost per second: nothing comes
 	// back while the test runs. A response served from the response cache
 	// costs nothing (it runs no resolver): the cache is off here.
-	hs := newHostileServer(t, incs, server.Config{
+	hs := testutil.NewCountingServer(t, incs, server.Config{
 		ResponseCacheBytes: -1,
 		Limits:             gqledge.Limits{MaxCost: 1000},
 		RateLimit:          gqledge.RateLimit{CostPerSecond: 0.001, Burst: 1000, TrustedProxyHeader: "X-Forwarded-For"},
@@ -420,80 +289,80 @@ func TestRateLimit(t *testing.T) {
 	const big = `{ incidents(first: 60) { nodes { id title date org orgSlug dateKind url updatedAt } } }` // 1 + 60 × 9
 	const small = `{ incident(id: "IL-0213") { id } }`
 	// A client is a verified token's name (or its address): two API tokens.
-	alice, bob := apiToken(t, hs.ts.DB, "alice", incidentlib.RoleEditor), apiToken(t, hs.ts.DB, "bob", incidentlib.RoleEditor)
-	first := hs.post(t, big, nil, "Authorization", "Bearer "+alice)
-	if first.status != 200 || len(first.Errors) > 0 || first.cost() < 501 || first.cost() > 1000 {
-		t.Fatalf("the first request (cost %d) must pass and cost over half the burst: %s", first.cost(), first.raw)
+	alice, bob := testutil.APIToken(t, hs.DB, "alice", incidentlib.RoleEditor), testutil.APIToken(t, hs.DB, "bob", incidentlib.RoleEditor)
+	first := hs.Post(t, big, nil, "Authorization", "Bearer "+alice)
+	if first.Status != 200 || len(first.Errors) > 0 || first.Cost() < 501 || first.Cost() > 1000 {
+		t.Fatalf("the first request (cost %d) must pass and cost over half the burst: %s", first.Cost(), first.Raw)
 	}
 	t.Run("RefusedWithRetryAfter", func(t *testing.T) {
-		before := hs.work()
-		r := hs.post(t, big, nil, "Authorization", "Bearer "+alice)
-		if r.status != http.StatusTooManyRequests || r.code() != gqledge.CodeRateLimited {
-			t.Fatalf("status %d: %s", r.status, r.raw)
+		before := hs.Work()
+		r := hs.Post(t, big, nil, "Authorization", "Bearer "+alice)
+		if r.Status != http.StatusTooManyRequests || r.Code() != gqledge.CodeRateLimited {
+			t.Fatalf("status %d: %s", r.Status, r.Raw)
 		}
-		if s, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || s < 1 {
-			t.Fatalf("Retry-After %q", r.header.Get("Retry-After"))
+		if s, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || s < 1 {
+			t.Fatalf("Retry-After %q", r.Header.Get("Retry-After"))
 		}
-		if hs.work() != before {
+		if hs.Work() != before {
 			t.Fatal("a refused request ran")
 		}
 	})
 	t.Run("RefusedNotCharged", func(t *testing.T) {
 		// What the refused request would have cost is still there.
-		if r := hs.post(t, small, nil, "Authorization", "Bearer "+alice); r.status != 200 || len(r.Errors) > 0 {
-			t.Fatalf("status %d: %s", r.status, r.raw)
+		if r := hs.Post(t, small, nil, "Authorization", "Bearer "+alice); r.Status != 200 || len(r.Errors) > 0 {
+			t.Fatalf("status %d: %s", r.Status, r.Raw)
 		}
 	})
 	t.Run("KeyedByToken", func(t *testing.T) {
-		if r := hs.post(t, big, nil, "Authorization", "Bearer "+bob); r.status != 200 {
-			t.Fatalf("another token has its own bucket: %d %s", r.status, r.raw)
+		if r := hs.Post(t, big, nil, "Authorization", "Bearer "+bob); r.Status != 200 {
+			t.Fatalf("another token has its own bucket: %d %s", r.Status, r.Raw)
 		}
 	})
 	t.Run("KeyedByTrustedProxyHeader", func(t *testing.T) {
 		for _, ip := range []string{"203.0.113.7", "203.0.113.8"} {
-			if r := hs.post(t, big, nil, "X-Forwarded-For", "198.51.100.1, "+ip); r.status != 200 {
-				t.Fatalf("client %s: %d %s", ip, r.status, r.raw)
+			if r := hs.Post(t, big, nil, "X-Forwarded-For", "198.51.100.1, "+ip); r.Status != 200 {
+				t.Fatalf("client %s: %d %s", ip, r.Status, r.Raw)
 			}
 		}
-		if r := hs.post(t, big, nil, "X-Forwarded-For", "192.0.2.1, 203.0.113.7"); r.status != http.StatusTooManyRequests {
-			t.Fatalf("the proxy's entry decides, not the client's: %d %s", r.status, r.raw)
+		if r := hs.Post(t, big, nil, "X-Forwarded-For", "192.0.2.1, 203.0.113.7"); r.Status != http.StatusTooManyRequests {
+			t.Fatalf("the proxy's entry decides, not the client's: %d %s", r.Status, r.Raw)
 		}
 	})
 	t.Run("EmptyBucketRefusedBeforeTheBody", func(t *testing.T) {
-		tiny := newHostileServer(t, incs, server.Config{
+		tiny := testutil.NewCountingServer(t, incs, server.Config{
 			ResponseCacheBytes: -1,
 			Limits:             gqledge.Limits{MaxCost: 3},
 			RateLimit:          gqledge.RateLimit{CostPerSecond: 0.001},
 		})
 		for i := 0; i < 3; i++ { // { __typename } costs 1
-			if r := tiny.post(t, `{ __typename }`, nil); r.status != 200 || r.cost() != 1 {
-				t.Fatalf("request %d: %d %s", i, r.status, r.raw)
+			if r := tiny.Post(t, `{ __typename }`, nil); r.Status != 200 || r.Cost() != 1 {
+				t.Fatalf("request %d: %d %s", i, r.Status, r.Raw)
 			}
 		}
 		// Not even JSON: refused for the rate before the body is read.
-		r := tiny.postBody(t, []byte("not json"))
-		if r.status != http.StatusTooManyRequests || r.code() != gqledge.CodeRateLimited || r.header.Get("Retry-After") == "" {
-			t.Fatalf("status %d: %s", r.status, r.raw)
+		r := tiny.PostBody(t, []byte("not json"))
+		if r.Status != http.StatusTooManyRequests || r.Code() != gqledge.CodeRateLimited || r.Header.Get("Retry-After") == "" {
+			t.Fatalf("status %d: %s", r.Status, r.Raw)
 		}
 	})
 	t.Run("ProxyHeaderIgnoredUnlessTrusted", func(t *testing.T) {
-		plain := newHostileServer(t, incs, server.Config{
+		plain := testutil.NewCountingServer(t, incs, server.Config{
 			ResponseCacheBytes: -1,
 			Limits:             gqledge.Limits{MaxCost: 1000},
 			RateLimit:          gqledge.RateLimit{CostPerSecond: 0.001},
 		})
-		if r := plain.post(t, big, nil, "X-Forwarded-For", "203.0.113.1"); r.status != 200 {
-			t.Fatalf("%d %s", r.status, r.raw)
+		if r := plain.Post(t, big, nil, "X-Forwarded-For", "203.0.113.1"); r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Raw)
 		}
-		if r := plain.post(t, big, nil, "X-Forwarded-For", "203.0.113.2"); r.status != http.StatusTooManyRequests {
-			t.Fatalf("a header nobody trusts must not make a new client: %d %s", r.status, r.raw)
+		if r := plain.Post(t, big, nil, "X-Forwarded-For", "203.0.113.2"); r.Status != http.StatusTooManyRequests {
+			t.Fatalf("a header nobody trusts must not make a new client: %d %s", r.Status, r.Raw)
 		}
 	})
 }
 
 func TestBatch(t *testing.T) {
 	incs := seedIncidents(t)
-	hs := newHostileServer(t, incs, server.Config{ResponseCacheBytes: -1, Limits: gqledge.Limits{MaxCost: 100}})
+	hs := testutil.NewCountingServer(t, incs, server.Config{ResponseCacheBytes: -1, Limits: gqledge.Limits{MaxCost: 100}})
 	ops := func(qs ...string) []byte {
 		var list []map[string]any
 		for _, q := range qs {
@@ -503,38 +372,38 @@ func TestBatch(t *testing.T) {
 		return b
 	}
 	t.Run("AnswersAnArray", func(t *testing.T) {
-		r := hs.postBody(t, ops(`{ incident(id: "IL-0213") { id } }`, `{ incident(id: "IL-0216") { id } }`))
+		r := hs.PostBody(t, ops(`{ incident(id: "IL-0213") { id } }`, `{ incident(id: "IL-0216") { id } }`))
 		var out []struct {
 			Data       struct{ Incident struct{ ID string } }
 			Extensions struct{ Cost int }
 		}
-		if err := json.Unmarshal(r.raw, &out); err != nil || r.status != 200 {
-			t.Fatalf("%d %s", r.status, r.raw)
+		if err := json.Unmarshal(r.Raw, &out); err != nil || r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Raw)
 		}
 		if len(out) != 2 || out[0].Data.Incident.ID != "IL-0213" || out[1].Data.Incident.ID != "IL-0216" || out[0].Extensions.Cost == 0 {
-			t.Fatalf("%s", r.raw)
+			t.Fatalf("%s", r.Raw)
 		}
 	})
 	t.Run("SharesTheCostLimit", func(t *testing.T) {
 		q := `{ incidents(first: 30) { nodes { id } } }` // 1 + 30 × 2 = 61: one fits, two do not
-		r := hs.postBody(t, ops(q, q))
-		var out []gqlResponse
-		if err := json.Unmarshal(r.raw, &out); err != nil || len(out) != 2 {
-			t.Fatalf("%d %s", r.status, r.raw)
+		r := hs.PostBody(t, ops(q, q))
+		var out []testutil.GQLResult
+		if err := json.Unmarshal(r.Raw, &out); err != nil || len(out) != 2 {
+			t.Fatalf("%d %s", r.Status, r.Raw)
 		}
-		if len(out[0].Errors) > 0 || out[1].code() != gqledge.CodeCostLimit {
-			t.Fatalf("%s", r.raw)
+		if len(out[0].Errors) > 0 || out[1].Code() != gqledge.CodeCostLimit {
+			t.Fatalf("%s", r.Raw)
 		}
 	})
 	t.Run("EmptyBatch", func(t *testing.T) {
-		if r := hs.postBody(t, []byte("[]")); r.status != 400 || r.code() != gqledge.CodeBadRequest {
-			t.Fatalf("%d %s", r.status, r.raw)
+		if r := hs.PostBody(t, []byte("[]")); r.Status != 400 || r.Code() != gqledge.CodeBadRequest {
+			t.Fatalf("%d %s", r.Status, r.Raw)
 		}
 	})
 }
 
 func TestCostExtension(t *testing.T) {
-	hs := newHostileServer(t, seedIncidents(t), server.Config{})
+	hs := testutil.NewCountingServer(t, seedIncidents(t), server.Config{})
 	for name, c := range map[string]struct {
 		q       string
 		nonzero bool
@@ -545,15 +414,15 @@ func TestCostExtension(t *testing.T) {
 		"FieldError":      {`{ incidents(first: 101) { totalCount } }`, true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := hs.post(t, c.q, nil)
-			if got := r.cost(); got < 0 || (got > 0) != c.nonzero {
-				t.Fatalf("extensions.cost %d: %s", got, r.raw)
+			r := hs.Post(t, c.q, nil)
+			if got := r.Cost(); got < 0 || (got > 0) != c.nonzero {
+				t.Fatalf("extensions.cost %d: %s", got, r.Raw)
 			}
 		})
 	}
 	t.Run("ConnectionCostsPageTimesChildren", func(t *testing.T) {
-		one := hs.post(t, `{ incidents(first: 10) { nodes { id title } } }`, nil).cost()
-		two := hs.post(t, `{ incidents(first: 20) { nodes { id title } } }`, nil).cost()
+		one := hs.Post(t, `{ incidents(first: 10) { nodes { id title } } }`, nil).Cost()
+		two := hs.Post(t, `{ incidents(first: 20) { nodes { id title } } }`, nil).Cost()
 		if one <= 0 || two-1 != 2*(one-1) {
 			t.Fatalf("first: 10 costs %d, first: 20 costs %d", one, two)
 		}
@@ -566,17 +435,17 @@ func TestCostExtension(t *testing.T) {
 // one is refused every time it is sent.
 func TestCostOfABodyKept(t *testing.T) {
 	// Without the response cache, which would answer the bodies sent again.
-	hs := newHostileServer(t, seedIncidents(t), server.Config{Limits: gqledge.Limits{MaxCost: 500}, ResponseCacheBytes: -1})
+	hs := testutil.NewCountingServer(t, seedIncidents(t), server.Config{Limits: gqledge.Limits{MaxCost: 500}, ResponseCacheBytes: -1})
 	const q = `query($n: Int) { incidents(first: $n) { nodes { id related { id title } } } }`
 	want := map[int]int{}
 	for round := range 3 {
 		for _, n := range []int{20, 1, 10} {
-			r := hs.post(t, q, map[string]any{"n": n})
+			r := hs.Post(t, q, map[string]any{"n": n})
 			if round == 0 {
-				want[n] = r.cost()
+				want[n] = r.Cost()
 			}
-			if got := r.cost(); got <= 0 || got != want[n] {
-				t.Fatalf("round %d, first: %d: cost %d, first sent %d: %s", round, n, got, want[n], r.raw)
+			if got := r.Cost(); got <= 0 || got != want[n] {
+				t.Fatalf("round %d, first: %d: cost %d, first sent %d: %s", round, n, got, want[n], r.Raw)
 			}
 		}
 	}
@@ -584,15 +453,15 @@ func TestCostOfABodyKept(t *testing.T) {
 		t.Fatalf("costs by page size: %v", want)
 	}
 	for range 2 {
-		r := hs.post(t, q, map[string]any{"n": 100})
-		if r.code() != gqledge.CodeCostLimit || r.cost() <= 500 {
-			t.Fatalf("an operation over the cost limit: %d %s", r.status, r.raw)
+		r := hs.Post(t, q, map[string]any{"n": 100})
+		if r.Code() != gqledge.CodeCostLimit || r.Cost() <= 500 {
+			t.Fatalf("an operation over the cost limit: %d %s", r.Status, r.Raw)
 		}
 	}
 }
 
 func TestGraphQLOverHTTP(t *testing.T) {
-	hs := newHostileServer(t, seedIncidents(t), server.Config{})
+	hs := testutil.NewCountingServer(t, seedIncidents(t), server.Config{})
 	const q = `{ incident(id: "IL-0213") { id } }`
 	body, _ := json.Marshal(map[string]any{"query": q})
 	req := func(method, ct, accept string, b []byte) *http.Request {
@@ -641,25 +510,25 @@ func TestGraphQLOverHTTP(t *testing.T) {
 	}{"GetQueryOK", getOK, 200, "application/json"})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := hs.do(t, c.req)
-			if r.status != c.status || !strings.HasPrefix(r.header.Get("Content-Type"), c.contentType) {
-				t.Fatalf("status %d content type %q, want %d %s: %.300s", r.status, r.header.Get("Content-Type"), c.status, c.contentType, r.raw)
+			r := hs.Do(t, c.req)
+			if r.Status != c.status || !strings.HasPrefix(r.Header.Get("Content-Type"), c.contentType) {
+				t.Fatalf("status %d content type %q, want %d %s: %.300s", r.Status, r.Header.Get("Content-Type"), c.status, c.contentType, r.Raw)
 			}
-			if c.status == 405 && r.header.Get("Allow") == "" {
+			if c.status == 405 && r.Header.Get("Allow") == "" {
 				t.Fatal("405 without Allow")
 			}
 			// A request that fails before execution has no data entry
 			// (the GraphQL specification's request error).
-			if len(r.Errors) > 0 && bytes.Contains(r.raw, []byte(`"data"`)) {
-				t.Fatalf("a request error with a data entry: %s", r.raw)
+			if len(r.Errors) > 0 && bytes.Contains(r.Raw, []byte(`"data"`)) {
+				t.Fatalf("a request error with a data entry: %s", r.Raw)
 			}
 		})
 	}
 	t.Run("MalformedJSONIsNotEchoed", func(t *testing.T) {
 		secret := `{"query": "{ __typename }", "variables": {"password": "hunter2"`
-		r := hs.postBody(t, []byte(secret))
-		if r.status != 400 || r.code() != gqledge.CodeBadRequest || bytes.Contains(r.raw, []byte("hunter2")) {
-			t.Fatalf("%d %s", r.status, r.raw)
+		r := hs.PostBody(t, []byte(secret))
+		if r.Status != 400 || r.Code() != gqledge.CodeBadRequest || bytes.Contains(r.Raw, []byte("hunter2")) {
+			t.Fatalf("%d %s", r.Status, r.Raw)
 		}
 	})
 }
@@ -668,7 +537,7 @@ func TestGraphQLOverHTTP(t *testing.T) {
 // logs no internal error.
 func TestClientGone(t *testing.T) {
 	var cancel context.CancelFunc
-	hs := newHostileServer(t, seedIncidents(t), server.Config{Prod: true, Extensions: []graphql.HandlerExtension{
+	hs := testutil.NewCountingServer(t, seedIncidents(t), server.Config{Prod: true, Extensions: []graphql.HandlerExtension{
 		fieldFunc(func(ctx context.Context, next graphql.Resolver) (any, error) {
 			if graphql.GetFieldContext(ctx).Field.Name == "incident" {
 				cancel()
@@ -682,39 +551,39 @@ func TestClientGone(t *testing.T) {
 	req := httptest.NewRequest(http.MethodPost, "/graphql", bytes.NewReader(body)).WithContext(ctx)
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
-	hs.srv.ServeHTTP(rec, req)
-	var resp gqlResponse
+	hs.Srv.ServeHTTP(rec, req)
+	var resp testutil.GQLResult
 	_ = json.Unmarshal(rec.Body.Bytes(), &resp)
-	if resp.code() != gqledge.CodeCanceled {
+	if resp.Code() != gqledge.CodeCanceled {
 		t.Fatalf("%s", rec.Body.Bytes())
 	}
-	if strings.Contains(hs.log.String(), "internal error") {
-		t.Fatalf("logged as an internal error: %s", hs.log.String())
+	if strings.Contains(hs.Log.String(), "internal error") {
+		t.Fatalf("logged as an internal error: %s", hs.Log.String())
 	}
 }
 
 func TestProdMode(t *testing.T) {
 	incs := seedIncidents(t)
-	prod := newHostileServer(t, incs, server.Config{Prod: true})
-	dev := newHostileServer(t, incs, server.Config{})
+	prod := testutil.NewCountingServer(t, incs, server.Config{Prod: true})
+	dev := testutil.NewCountingServer(t, incs, server.Config{})
 	t.Run("IntrospectionOff", func(t *testing.T) {
 		for _, q := range []string{`{ __schema { types { name } } }`, `{ __type(name: "Incident") { name fields { name } } }`} {
-			before := prod.work()
-			r := prod.post(t, q, nil)
-			if r.status != 400 || r.code() != gqledge.CodeIntrospectionOff || bytes.Contains(r.raw, []byte("relatedIds")) {
-				t.Fatalf("%s: %d %.300s", q, r.status, r.raw)
+			before := prod.Work()
+			r := prod.Post(t, q, nil)
+			if r.Status != 400 || r.Code() != gqledge.CodeIntrospectionOff || bytes.Contains(r.Raw, []byte("relatedIds")) {
+				t.Fatalf("%s: %d %.300s", q, r.Status, r.Raw)
 			}
-			if prod.work() != before {
+			if prod.Work() != before {
 				t.Fatal("resolvers ran")
 			}
-			if d := dev.post(t, q, nil); len(d.Errors) > 0 {
+			if d := dev.Post(t, q, nil); len(d.Errors) > 0 {
 				t.Fatalf("dev mode: %+v", d.Errors)
 			}
 		}
 	})
 	t.Run("IntrospectionFlag", func(t *testing.T) {
-		on := newHostileServer(t, incs, server.Config{Prod: true, Introspection: true})
-		if r := on.post(t, `{ __schema { queryType { name } } }`, nil); len(r.Errors) > 0 {
+		on := testutil.NewCountingServer(t, incs, server.Config{Prod: true, Introspection: true})
+		if r := on.Post(t, `{ __schema { queryType { name } } }`, nil); len(r.Errors) > 0 {
 			t.Fatalf("%+v", r.Errors)
 		}
 	})
@@ -725,39 +594,39 @@ func TestProdMode(t *testing.T) {
 			`{ taxonomy(kind: SYMPTOMS) { slug } }`,
 			`{ incident(id: "IL-0213") { titl } }`,
 		} {
-			p, d := prod.post(t, q, nil), dev.post(t, q, nil)
-			if len(p.Errors) == 0 || bytes.Contains(p.raw, []byte("Did you mean")) {
-				t.Errorf("prod %s: %s", q, p.raw)
+			p, d := prod.Post(t, q, nil), dev.Post(t, q, nil)
+			if len(p.Errors) == 0 || bytes.Contains(p.Raw, []byte("Did you mean")) {
+				t.Errorf("prod %s: %s", q, p.Raw)
 			}
-			if !bytes.Contains(d.raw, []byte("Did you mean")) {
-				t.Errorf("dev mode suggests, or this case tests nothing: %s: %s", q, d.raw)
+			if !bytes.Contains(d.Raw, []byte("Did you mean")) {
+				t.Errorf("dev mode suggests, or this case tests nothing: %s: %s", q, d.Raw)
 			}
 		}
 	})
 	t.Run("GraphiQLOff", func(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodGet, prod.URL+"/", nil)
-		if r := prod.do(t, req); r.status != http.StatusNotFound {
-			t.Fatalf("prod: %d", r.status)
+		if r := prod.Do(t, req); r.Status != http.StatusNotFound {
+			t.Fatalf("prod: %d", r.Status)
 		}
 		req, _ = http.NewRequest(http.MethodGet, dev.URL+"/", nil)
-		if r := dev.do(t, req); r.status != 200 {
-			t.Fatalf("dev: %d", r.status)
+		if r := dev.Do(t, req); r.Status != 200 {
+			t.Fatalf("dev: %d", r.Status)
 		}
 	})
 	t.Run("SchemaPublished", func(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodGet, prod.URL+"/schema.graphql", nil)
-		r := prod.do(t, req)
+		r := prod.Do(t, req)
 		for _, want := range []string{"type Query", "type Incident implements Node", "input IncidentFilter", "An incident by id, such as IL-0213."} {
-			if !bytes.Contains(r.raw, []byte(want)) {
+			if !bytes.Contains(r.Raw, []byte(want)) {
 				t.Errorf("the SDL lacks %q", want)
 			}
 		}
-		if r.status != 200 {
-			t.Fatalf("status %d", r.status)
+		if r.Status != 200 {
+			t.Fatalf("status %d", r.Status)
 		}
 	})
 	t.Run("PanicIsGenericAndHasNoStack", func(t *testing.T) {
-		panicky := newHostileServer(t, incs, server.Config{Prod: true, Extensions: []graphql.HandlerExtension{
+		panicky := testutil.NewCountingServer(t, incs, server.Config{Prod: true, Extensions: []graphql.HandlerExtension{
 			fieldFunc(func(ctx context.Context, next graphql.Resolver) (any, error) {
 				if graphql.GetFieldContext(ctx).Field.Name == "title" {
 					panic("boom in a resolver")
@@ -765,84 +634,84 @@ func TestProdMode(t *testing.T) {
 				return next(ctx)
 			}),
 		}})
-		r := panicky.post(t, `{ incident(id: "IL-0213") { id title } }`, nil)
-		if r.code() != incidentlib.EINTERNAL || r.Errors[0].Message != "internal error" {
-			t.Fatalf("%s", r.raw)
+		r := panicky.Post(t, `{ incident(id: "IL-0213") { id title } }`, nil)
+		if r.Code() != incidentlib.EINTERNAL || r.Errors[0].Message != "internal error" {
+			t.Fatalf("%s", r.Raw)
 		}
 		for _, leak := range []string{"boom", "goroutine", ".go:", "panic"} {
-			if bytes.Contains(r.raw, []byte(leak)) {
-				t.Fatalf("the response leaks %q: %s", leak, r.raw)
+			if bytes.Contains(r.Raw, []byte(leak)) {
+				t.Fatalf("the response leaks %q: %s", leak, r.Raw)
 			}
 		}
 	})
 	t.Run("InternalErrorHasRequestID", func(t *testing.T) {
-		broken := newHostileServer(t, incs, server.Config{Prod: true})
-		if err := broken.ts.DB.Close(); err != nil {
+		broken := testutil.NewCountingServer(t, incs, server.Config{Prod: true})
+		if err := broken.DB.Close(); err != nil {
 			t.Fatal(err)
 		}
-		r := broken.post(t, `{ incidents(first: 1) { totalCount } }`, nil)
-		id, _ := r.ext("requestId").(string)
-		if r.code() != incidentlib.EINTERNAL || r.Errors[0].Message != "internal error" || id == "" || id != r.header.Get("X-Request-Id") {
-			t.Fatalf("id %q header %q: %s", id, r.header.Get("X-Request-Id"), r.raw)
+		r := broken.Post(t, `{ incidents(first: 1) { totalCount } }`, nil)
+		id, _ := r.Ext("requestId").(string)
+		if r.Code() != incidentlib.EINTERNAL || r.Errors[0].Message != "internal error" || id == "" || id != r.Header.Get("X-Request-Id") {
+			t.Fatalf("id %q header %q: %s", id, r.Header.Get("X-Request-Id"), r.Raw)
 		}
-		if bytes.Contains(r.raw, []byte("database")) {
-			t.Fatalf("the response leaks the cause: %s", r.raw)
+		if bytes.Contains(r.Raw, []byte("database")) {
+			t.Fatalf("the response leaks the cause: %s", r.Raw)
 		}
 		found := false
-		for _, line := range strings.Split(broken.log.String(), "\n") {
+		for _, line := range strings.Split(broken.Log.String(), "\n") {
 			if strings.Contains(line, `"msg":"internal error"`) && strings.Contains(line, `"request_id":"`+id+`"`) {
 				found = true
 			}
 		}
 		if !found {
-			t.Fatalf("no log line of the internal error with request_id %s:\n%s", id, broken.log.String())
+			t.Fatalf("no log line of the internal error with request_id %s:\n%s", id, broken.Log.String())
 		}
 	})
 }
 
 func TestCORS(t *testing.T) {
-	hs := newHostileServer(t, seedIncidents(t), server.Config{CORSOrigins: []string{"https://app.example.org", "http://localhost:3000"}})
-	closed := newHostileServer(t, seedIncidents(t), server.Config{})
-	preflight := func(hs *hostileServer, origin string) *response {
+	hs := testutil.NewCountingServer(t, seedIncidents(t), server.Config{CORSOrigins: []string{"https://app.example.org", "http://localhost:3000"}})
+	closed := testutil.NewCountingServer(t, seedIncidents(t), server.Config{})
+	preflight := func(hs *testutil.CountingServer, origin string) *testutil.Reply {
 		req, _ := http.NewRequest(http.MethodOptions, hs.URL+"/graphql", nil)
 		req.Header.Set("Origin", origin)
 		req.Header.Set("Access-Control-Request-Method", "POST")
 		req.Header.Set("Access-Control-Request-Headers", "content-type")
-		return hs.do(t, req)
+		return hs.Do(t, req)
 	}
 	t.Run("AllowedPreflight", func(t *testing.T) {
 		r := preflight(hs, "https://app.example.org")
-		if r.status != http.StatusNoContent || r.header.Get("Access-Control-Allow-Origin") != "https://app.example.org" ||
-			!strings.Contains(r.header.Get("Access-Control-Allow-Methods"), "POST") || !strings.Contains(r.header.Get("Access-Control-Allow-Headers"), "Content-Type") {
-			t.Fatalf("%d %v", r.status, r.header)
+		if r.Status != http.StatusNoContent || r.Header.Get("Access-Control-Allow-Origin") != "https://app.example.org" ||
+			!strings.Contains(r.Header.Get("Access-Control-Allow-Methods"), "POST") || !strings.Contains(r.Header.Get("Access-Control-Allow-Headers"), "Content-Type") {
+			t.Fatalf("%d %v", r.Status, r.Header)
 		}
 		// The headers docs/cluster.md and tracing ask clients to send.
 		for _, h := range []string{"Authorization", "Idempotency-Key", "Traceparent", "Tracestate"} {
-			if !strings.Contains(r.header.Get("Access-Control-Allow-Headers"), h) {
-				t.Fatalf("preflight does not allow %s: %v", h, r.header)
+			if !strings.Contains(r.Header.Get("Access-Control-Allow-Headers"), h) {
+				t.Fatalf("preflight does not allow %s: %v", h, r.Header)
 			}
 		}
 	})
 	t.Run("AllowedRequest", func(t *testing.T) {
-		r := hs.post(t, `{ __typename }`, nil, "Origin", "http://localhost:3000")
-		if r.header.Get("Access-Control-Allow-Origin") != "http://localhost:3000" || !strings.Contains(r.header.Get("Vary"), "Origin") {
-			t.Fatalf("%v", r.header)
+		r := hs.Post(t, `{ __typename }`, nil, "Origin", "http://localhost:3000")
+		if r.Header.Get("Access-Control-Allow-Origin") != "http://localhost:3000" || !strings.Contains(r.Header.Get("Vary"), "Origin") {
+			t.Fatalf("%v", r.Header)
 		}
-		if r.header.Get("Access-Control-Allow-Credentials") != "" {
+		if r.Header.Get("Access-Control-Allow-Credentials") != "" {
 			t.Fatal("credentials must never be allowed")
 		}
 	})
 	t.Run("OtherOriginRefused", func(t *testing.T) {
-		if r := preflight(hs, "https://evil.example.com"); r.status != http.StatusForbidden || r.header.Get("Access-Control-Allow-Origin") != "" {
-			t.Fatalf("%d %v", r.status, r.header)
+		if r := preflight(hs, "https://evil.example.com"); r.Status != http.StatusForbidden || r.Header.Get("Access-Control-Allow-Origin") != "" {
+			t.Fatalf("%d %v", r.Status, r.Header)
 		}
-		if r := hs.post(t, `{ __typename }`, nil, "Origin", "https://evil.example.com"); r.header.Get("Access-Control-Allow-Origin") != "" {
-			t.Fatalf("%v", r.header)
+		if r := hs.Post(t, `{ __typename }`, nil, "Origin", "https://evil.example.com"); r.Header.Get("Access-Control-Allow-Origin") != "" {
+			t.Fatalf("%v", r.Header)
 		}
 	})
 	t.Run("NoListNoCORS", func(t *testing.T) {
-		if r := preflight(closed, "https://app.example.org"); r.header.Get("Access-Control-Allow-Origin") != "" {
-			t.Fatalf("%v", r.header)
+		if r := preflight(closed, "https://app.example.org"); r.Header.Get("Access-Control-Allow-Origin") != "" {
+			t.Fatalf("%v", r.Header)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package server_test
+package gqledge_test
 
 import (
 	"bytes"
@@ -45,14 +45,14 @@ func TestStaleMarksEveryResponse(t *testing.T) {
 	)
 	marked := func(name string, r *rawResponse, graphql, want bool) {
 		t.Helper()
-		if r.status != http.StatusOK {
-			t.Fatalf("%s: status %d: %.300s", name, r.status, r.body)
+		if r.Status != http.StatusOK {
+			t.Fatalf("%s: status %d: %.300s", name, r.Status, r.Body)
 		}
-		if got := r.header.Get(server.StaleHeader) == "true"; got != want {
-			t.Errorf("%s: header %s %q, want it %v", name, server.StaleHeader, r.header.Get(server.StaleHeader), want)
+		if got := r.Header.Get(server.StaleHeader) == "true"; got != want {
+			t.Errorf("%s: header %s %q, want it %v", name, server.StaleHeader, r.Header.Get(server.StaleHeader), want)
 		}
-		if graphql && staleOf(t, r.body) != want {
-			t.Errorf("%s: extensions.stale is %v, want %v: %.300s", name, !want, want, r.body)
+		if graphql && staleOf(t, r.Body) != want {
+			t.Errorf("%s: extensions.stale is %v, want %v: %.300s", name, !want, want, r.Body)
 		}
 	}
 
@@ -62,7 +62,7 @@ func TestStaleMarksEveryResponse(t *testing.T) {
 	marked("POST", freshPost, true, false)
 	freshGet := warm(t, ts, get)
 	marked("GET", freshGet, true, false)
-	if freshGet.header.Get("ETag") == "" {
+	if freshGet.Header.Get("ETag") == "" {
 		t.Fatal("a cached GET carries no ETag")
 	}
 	marked("REST incident", rest(restIncident), false, false)
@@ -78,16 +78,16 @@ func TestStaleMarksEveryResponse(t *testing.T) {
 		marked("stale POST", r, true, true)
 		g := get()
 		marked("stale GET", g, true, true)
-		if g.header.Get("ETag") != "" || g.header.Get("Cache-Control") != "no-store" {
-			t.Errorf("a stale GET is cacheable downstream: ETag %q, Cache-Control %q", g.header.Get("ETag"), g.header.Get("Cache-Control"))
+		if g.Header.Get("ETag") != "" || g.Header.Get("Cache-Control") != "no-store" {
+			t.Errorf("a stale GET is cacheable downstream: ETag %q, Cache-Control %q", g.Header.Get("ETag"), g.Header.Get("Cache-Control"))
 		}
-		if !bytes.Equal(dataOf(t, r.body), dataOf(t, freshPost.body)) {
-			t.Errorf("the stale POST's data differ from the level one's: %.300s", r.body)
+		if !bytes.Equal(dataOf(t, r.Body), dataOf(t, freshPost.Body)) {
+			t.Errorf("the stale POST's data differ from the level one's: %.300s", r.Body)
 		}
 	}
 	// A conditional GET with the level response's ETag is answered in
 	// full, marked: a 304 would tell the client its copy is current.
-	cond := ts.get(t, getParams, "If-None-Match", freshGet.header.Get("ETag"))
+	cond := ts.get(t, getParams, "If-None-Match", freshGet.Header.Get("ETag"))
 	marked("stale conditional GET", cond, true, true)
 	for _, n := range []string{"hit", "stores"} {
 		if got := c.get(t, n); got != 0 {
@@ -97,15 +97,15 @@ func TestStaleMarksEveryResponse(t *testing.T) {
 	marked("stale REST incident", rest(restIncident), false, true)
 	staleCSV := rest(restCSV) // from the cache: its bytes carry no mark, the header does
 	marked("stale REST CSV", staleCSV, false, true)
-	if !bytes.Equal(staleCSV.body, freshCSV.body) {
+	if !bytes.Equal(staleCSV.Body, freshCSV.Body) {
 		t.Error("the stale CSV export differs from the level one")
 	}
 
 	// Level again: the cache answers, unmarked.
 	stale.Store(false)
 	c = ts.counters(t)
-	if r := post(); !bytes.Equal(r.body, freshPost.body) {
-		t.Errorf("level again: the POST's bytes differ from the first: %.300s", r.body)
+	if r := post(); !bytes.Equal(r.Body, freshPost.Body) {
+		t.Errorf("level again: the POST's bytes differ from the first: %.300s", r.Body)
 	} else {
 		marked("level POST", r, true, false)
 	}

@@ -1,4 +1,4 @@
-package gqledge
+package streams
 
 import (
 	"github.com/coder/websocket"

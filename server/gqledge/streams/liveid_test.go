@@ -1,7 +1,6 @@
-package server_test
+package streams_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -24,6 +23,9 @@ import (
 	"github.com/incidentlib/incidentlib/storage"
 )
 
+// adminToken is the --admin-token of the tests that need one.
+const adminToken = "test-admin-token-0123456789"
+
 // Identity per operation, not per connection (docs/subscriptions.md,
 // "Tokens on open streams"): through the real handler, over loopback.
 
@@ -36,9 +38,9 @@ func upsertVars(id string) map[string]any {
 }
 
 // wsOp sends one operation on ws.
-func wsOp(t testing.TB, ws *wsClient, id, query string, vars map[string]any) {
+func wsOp(t testing.TB, ws *testutil.WSClient, id, query string, vars map[string]any) {
 	t.Helper()
-	ws.send(t, map[string]any{"id": id, "type": "subscribe", "payload": map[string]any{"query": query, "variables": vars}})
+	ws.Send(t, map[string]any{"id": id, "type": "subscribe", "payload": map[string]any{"query": query, "variables": vars}})
 }
 
 // payloadCode is the first error code of a next or error message's
@@ -63,12 +65,12 @@ func payloadCode(t testing.TB, p json.RawMessage) string {
 }
 
 // wsClosed reads until the connection closes and returns its close code.
-func wsClosed(t testing.TB, ws *wsClient) websocket.StatusCode {
+func wsClosed(t testing.TB, ws *testutil.WSClient) websocket.StatusCode {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for {
-		_, _, err := ws.c.Read(ctx)
+		_, _, err := ws.C.Read(ctx)
 		if err != nil {
 			return websocket.CloseStatus(err)
 		}
@@ -78,10 +80,10 @@ func wsClosed(t testing.TB, ws *wsClient) websocket.StatusCode {
 // wsUnauthorized: the connection's operation id gets an error message
 // with UNAUTHENTICATED (next messages before it skipped), then the
 // connection closes with 4401.
-func wsUnauthorized(t testing.TB, ws *wsClient, id string) {
+func wsUnauthorized(t testing.TB, ws *testutil.WSClient, id string) {
 	t.Helper()
 	for {
-		m := ws.read(t)
+		m := ws.Read(t)
 		if m.Type == "next" && m.ID == id {
 			continue
 		}
@@ -97,10 +99,10 @@ func wsUnauthorized(t testing.TB, ws *wsClient, id string) {
 
 // sseUnauthorized: the stream's next event carries UNAUTHENTICATED, then
 // complete.
-func sseUnauthorized(t testing.TB, s *sseStream) {
+func sseUnauthorized(t testing.TB, s *testutil.SSEStream) {
 	t.Helper()
 	for {
-		ev, code := s.event(t)
+		ev, code := s.Event(t)
 		if code == "" && ev.Seq != "" {
 			continue // an event sent before the token failed
 		}
@@ -109,7 +111,7 @@ func sseUnauthorized(t testing.TB, s *sseStream) {
 		}
 		break
 	}
-	if _, code := s.event(t); code != "complete" {
+	if _, code := s.Event(t); code != "complete" {
 		t.Fatalf("after UNAUTHENTICATED: %q", code)
 	}
 }
@@ -119,51 +121,51 @@ func sseUnauthorized(t testing.TB, s *sseStream) {
 // mutation: nothing is written), with TokenRecheck far away, so that only
 // the per-operation check can refuse it.
 func TestTokenJudgedPerOperation(t *testing.T) {
-	f := newLive(t, 5, server.Config{Subscriptions: gqledge.LiveOptions{TokenRecheck: time.Hour}})
+	f := testutil.NewLive(t, 5, server.Config{Subscriptions: gqledge.LiveOptions{TokenRecheck: time.Hour}})
 	for _, c := range []struct {
 		name string
 		// open returns the connection, opened with the token in the
 		// upgrade's header or connection_init, and ends the token.
-		open func(t *testing.T) (*wsClient, func())
+		open func(t *testing.T) (*testutil.WSClient, func())
 	}{
-		{"RevokedInit", func(t *testing.T) (*wsClient, func()) {
-			tok := createToken(t, f, "rev-init")
-			ws := dialWS(t, f.hs.URL, nil)
-			ws.init(t, map[string]any{"Authorization": "Bearer " + tok})
+		{"RevokedInit", func(t *testing.T) (*testutil.WSClient, func()) {
+			tok := testutil.CreateToken(t, f, "rev-init")
+			ws := testutil.DialWS(t, f.HS.URL, nil)
+			ws.Init(t, map[string]any{"Authorization": "Bearer " + tok})
 			return ws, func() {
-				if _, err := f.db.Tokens().RevokeToken(context.Background(), "rev-init"); err != nil {
+				if _, err := f.DB.Tokens().RevokeToken(context.Background(), "rev-init"); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}},
-		{"RevokedHeader", func(t *testing.T) (*wsClient, func()) {
-			tok := createToken(t, f, "rev-header")
-			ws := dialWS(t, f.hs.URL, http.Header{"Authorization": {"Bearer " + tok}})
-			ws.init(t, nil)
+		{"RevokedHeader", func(t *testing.T) (*testutil.WSClient, func()) {
+			tok := testutil.CreateToken(t, f, "rev-header")
+			ws := testutil.DialWS(t, f.HS.URL, http.Header{"Authorization": {"Bearer " + tok}})
+			ws.Init(t, nil)
 			return ws, func() {
-				if _, err := f.db.Tokens().RevokeToken(context.Background(), "rev-header"); err != nil {
+				if _, err := f.DB.Tokens().RevokeToken(context.Background(), "rev-header"); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}},
-		{"ExpiredHeader", func(t *testing.T) (*wsClient, func()) {
+		{"ExpiredHeader", func(t *testing.T) (*testutil.WSClient, func()) {
 			expires := time.Now().Add(1500 * time.Millisecond)
-			tok, _, err := f.db.Tokens().CreateToken(context.Background(), "exp-header", incidentlib.RoleEditor, expires)
+			tok, _, err := f.DB.Tokens().CreateToken(context.Background(), "exp-header", incidentlib.RoleEditor, expires)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ws := dialWS(t, f.hs.URL, http.Header{"Authorization": {"Bearer " + tok}})
-			ws.init(t, nil)
+			ws := testutil.DialWS(t, f.HS.URL, http.Header{"Authorization": {"Bearer " + tok}})
+			ws.Init(t, nil)
 			return ws, func() { time.Sleep(time.Until(expires) + 10*time.Millisecond) }
 		}},
-		{"ExpiredInit", func(t *testing.T) (*wsClient, func()) {
+		{"ExpiredInit", func(t *testing.T) (*testutil.WSClient, func()) {
 			expires := time.Now().Add(1500 * time.Millisecond)
-			tok, _, err := f.db.Tokens().CreateToken(context.Background(), "exp-init", incidentlib.RoleEditor, expires)
+			tok, _, err := f.DB.Tokens().CreateToken(context.Background(), "exp-init", incidentlib.RoleEditor, expires)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ws := dialWS(t, f.hs.URL, nil)
-			ws.init(t, map[string]any{"Authorization": "Bearer " + tok})
+			ws := testutil.DialWS(t, f.HS.URL, nil)
+			ws.Init(t, map[string]any{"Authorization": "Bearer " + tok})
 			return ws, func() { time.Sleep(time.Until(expires) + 10*time.Millisecond) }
 		}},
 	} {
@@ -172,17 +174,17 @@ func TestTokenJudgedPerOperation(t *testing.T) {
 			defer ws.Close(websocket.StatusNormalClosure, "")
 			// The token works: its mutation writes.
 			wsOp(t, ws, "w1", upsertDoc, upsertVars("IL-"+c.name+"-1"))
-			if m := ws.read(t); m.Type != "next" || payloadCode(t, m.Payload) != "" {
+			if m := ws.Read(t); m.Type != "next" || payloadCode(t, m.Payload) != "" {
 				t.Fatalf("%+v %s", m, m.Payload)
 			}
-			if m := ws.read(t); m.Type != "complete" {
+			if m := ws.Read(t); m.Type != "complete" {
 				t.Fatalf("%+v", m)
 			}
 			end()
-			seq := f.db.Incidents().Seq()
+			seq := f.DB.Incidents().Seq()
 			wsOp(t, ws, "w2", upsertDoc, upsertVars("IL-"+c.name+"-2"))
 			wsUnauthorized(t, ws, "w2")
-			if f.db.Incidents().Seq() != seq {
+			if f.DB.Incidents().Seq() != seq {
 				t.Fatal("a mutation of a revoked or expired token wrote")
 			}
 		})
@@ -195,54 +197,54 @@ func TestTokenJudgedPerOperation(t *testing.T) {
 // away; and an expired token's streams end within TokenRecheck.
 func TestRevokeEndsOpenStreams(t *testing.T) {
 	t.Run("Revoked", func(t *testing.T) {
-		f := newLive(t, 5, server.Config{AdminToken: wrToken, Subscriptions: gqledge.LiveOptions{TokenRecheck: time.Hour}})
-		tok := createToken(t, f, "ed")
-		ws := dialWS(t, f.hs.URL, nil)
+		f := testutil.NewLive(t, 5, server.Config{AdminToken: adminToken, Subscriptions: gqledge.LiveOptions{TokenRecheck: time.Hour}})
+		tok := testutil.CreateToken(t, f, "ed")
+		ws := testutil.DialWS(t, f.HS.URL, nil)
 		defer ws.Close(websocket.StatusNormalClosure, "")
-		ws.init(t, map[string]any{"Authorization": "Bearer " + tok})
+		ws.Init(t, map[string]any{"Authorization": "Bearer " + tok})
 		wsOp(t, ws, "h", historyDoc, nil)
-		sse, st, b := openSSEDoc(t, f.hs.URL, historyDoc, http.Header{"Authorization": {"Bearer " + tok}})
+		sse, st, b := openSSEDoc(t, f.HS.URL, historyDoc, http.Header{"Authorization": {"Bearer " + tok}})
 		if sse == nil {
 			t.Fatalf("%d %s", st, b)
 		}
 		defer sse.Close()
-		waitMetric(t, f, `incidentlib_subscriptions_active{transport="ws"}`, 1)
-		waitMetric(t, f, `incidentlib_subscriptions_active{transport="sse"}`, 1)
+		testutil.WaitMetric(t, f, `incidentlib_subscriptions_active{transport="ws"}`, 1)
+		testutil.WaitMetric(t, f, `incidentlib_subscriptions_active{transport="sse"}`, 1)
 		// The token sees authors.
-		f.write(t, 1, "seen", "")
-		if m := ws.read(t); m.Type != "next" || !strings.Contains(string(m.Payload), `"author"`) {
+		f.Write(t, 1, "seen", "")
+		if m := ws.Read(t); m.Type != "next" || !strings.Contains(string(m.Payload), `"author"`) {
 			t.Fatalf("%+v %s", m, m.Payload)
 		}
-		if name, data, err := sse.next(); err != nil || name != "next" || !strings.Contains(string(data), `"author"`) {
+		if name, data, err := sse.Next(); err != nil || name != "next" || !strings.Contains(string(data), `"author"`) {
 			t.Fatalf("%s %s %v", name, data, err)
 		}
-		r, err := http.NewRequest(http.MethodPost, f.hs.URL+"/graphql", strings.NewReader(`{"query":"mutation { revokeToken(name: \"ed\") { userErrors { code } } }"}`))
+		r, err := http.NewRequest(http.MethodPost, f.HS.URL+"/graphql", strings.NewReader(`{"query":"mutation { revokeToken(name: \"ed\") { userErrors { code } } }"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
 		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("Authorization", "Bearer "+wrToken)
+		r.Header.Set("Authorization", "Bearer "+adminToken)
 		resp, err := http.DefaultClient.Do(r)
 		if err != nil || resp.StatusCode != http.StatusOK {
 			t.Fatalf("%v %v", err, resp)
 		}
 		resp.Body.Close()
 		// A write after the revocation is never delivered to them.
-		f.write(t, 2, "unseen", "")
+		f.Write(t, 2, "unseen", "")
 		wsUnauthorized(t, ws, "h")
 		sseUnauthorized(t, sse)
 	})
 	t.Run("Expired", func(t *testing.T) {
-		f := newLive(t, 5, server.Config{Subscriptions: gqledge.LiveOptions{TokenRecheck: 100 * time.Millisecond}})
-		tok, _, err := f.db.Tokens().CreateToken(context.Background(), "soon", incidentlib.RoleEditor, time.Now().Add(1500*time.Millisecond))
+		f := testutil.NewLive(t, 5, server.Config{Subscriptions: gqledge.LiveOptions{TokenRecheck: 100 * time.Millisecond}})
+		tok, _, err := f.DB.Tokens().CreateToken(context.Background(), "soon", incidentlib.RoleEditor, time.Now().Add(1500*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}
-		ws := dialWS(t, f.hs.URL, http.Header{"Authorization": {"Bearer " + tok}})
+		ws := testutil.DialWS(t, f.HS.URL, http.Header{"Authorization": {"Bearer " + tok}})
 		defer ws.Close(websocket.StatusNormalClosure, "")
-		ws.init(t, nil)
+		ws.Init(t, nil)
 		wsOp(t, ws, "h", historyDoc, nil)
-		sse, st, b := openSSEDoc(t, f.hs.URL, historyDoc, http.Header{"Authorization": {"Bearer " + tok}})
+		sse, st, b := openSSEDoc(t, f.HS.URL, historyDoc, http.Header{"Authorization": {"Bearer " + tok}})
 		if sse == nil {
 			t.Fatalf("%d %s", st, b)
 		}
@@ -252,31 +254,11 @@ func TestRevokeEndsOpenStreams(t *testing.T) {
 	})
 }
 
-// openSSEDoc is openSSE with another document.
-func openSSEDoc(t testing.TB, url, doc string, header http.Header) (*sseStream, int, []byte) {
+// openSSEDoc is testutil.OpenSSE with another document.
+func openSSEDoc(t testing.TB, url, doc string, header http.Header) (*testutil.SSEStream, int, []byte) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	b, _ := json.Marshal(map[string]any{"query": doc})
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/graphql", bytes.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		cancel()
-		return nil, resp.StatusCode, body
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	return &sseStream{resp: resp, sc: sc, stop: cancel}, http.StatusOK, nil
+	return testutil.OpenSSEBody(t, url, b, header)
 }
 
 // TestConnectionInitAuthorization: connection_init's Authorization is one
@@ -284,8 +266,8 @@ func openSSEDoc(t testing.TB, url, doc string, header http.Header) (*sseStream, 
 // string or an empty one close the connection with 4400, never serving it
 // as anonymous.
 func TestConnectionInitAuthorization(t *testing.T) {
-	f := newLive(t, 3, server.Config{})
-	tok := createToken(t, f, "init")
+	f := testutil.NewLive(t, 3, server.Config{})
+	tok := testutil.CreateToken(t, f, "init")
 	for _, c := range []struct {
 		name    string
 		payload string
@@ -304,18 +286,18 @@ func TestConnectionInitAuthorization(t *testing.T) {
 		{"BadToken", `{"Authorization":"Bearer il_nope"}`, 4403},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ws := dialWS(t, f.hs.URL, nil)
+			ws := testutil.DialWS(t, f.HS.URL, nil)
 			defer ws.Close(websocket.StatusNormalClosure, "")
-			if err := ws.c.Write(context.Background(), websocket.MessageText, []byte(`{"type":"connection_init","payload":`+c.payload+`}`)); err != nil {
+			if err := ws.C.Write(context.Background(), websocket.MessageText, []byte(`{"type":"connection_init","payload":`+c.payload+`}`)); err != nil {
 				t.Fatal(err)
 			}
 			if c.code == 0 {
-				if m := ws.read(t); m.Type != "connection_ack" {
+				if m := ws.Read(t); m.Type != "connection_ack" {
 					t.Fatalf("%+v", m)
 				}
 				return
 			}
-			_, b, err := ws.c.Read(context.Background())
+			_, b, err := ws.C.Read(context.Background())
 			if websocket.CloseStatus(err) != c.code {
 				t.Fatalf("want close %d, got %v %s", c.code, err, b)
 			}
@@ -327,14 +309,14 @@ func TestConnectionInitAuthorization(t *testing.T) {
 // whose payload would be echoed in the pong) closes the connection with
 // 1007; nothing is echoed.
 func TestWebSocketTextMustBeUTF8(t *testing.T) {
-	f := newLive(t, 3, server.Config{})
-	ws := dialWS(t, f.hs.URL, nil)
+	f := testutil.NewLive(t, 3, server.Config{})
+	ws := testutil.DialWS(t, f.HS.URL, nil)
 	defer ws.Close(websocket.StatusNormalClosure, "")
-	ws.init(t, nil)
-	if err := ws.c.Write(context.Background(), websocket.MessageText, []byte("{\"type\":\"ping\",\"payload\":{\"x\":\"\xff\xfe\"}}")); err != nil {
+	ws.Init(t, nil)
+	if err := ws.C.Write(context.Background(), websocket.MessageText, []byte("{\"type\":\"ping\",\"payload\":{\"x\":\"\xff\xfe\"}}")); err != nil {
 		t.Fatal(err)
 	}
-	_, b, err := ws.c.Read(context.Background())
+	_, b, err := ws.C.Read(context.Background())
 	if websocket.CloseStatus(err) != websocket.StatusInvalidFramePayloadData {
 		t.Fatalf("want close 1007, got %v %q", err, b)
 	}
@@ -346,17 +328,17 @@ func TestWebSocketTextMustBeUTF8(t *testing.T) {
 // that holds no subscription is closed after IdleTimeout, which frees its
 // place.
 func TestStreamsPerClient(t *testing.T) {
-	f := newLive(t, 3, server.Config{Subscriptions: gqledge.LiveOptions{MaxConnsPerClient: 2, IdleTimeout: 300 * time.Millisecond}})
-	a := dialWS(t, f.hs.URL, nil)
+	f := testutil.NewLive(t, 3, server.Config{Subscriptions: gqledge.LiveOptions{MaxConnsPerClient: 2, IdleTimeout: 300 * time.Millisecond}})
+	a := testutil.DialWS(t, f.HS.URL, nil)
 	defer a.Close(websocket.StatusNormalClosure, "")
-	a.init(t, nil)
-	b := mustSSE(t, f.hs.URL, nil)
+	a.Init(t, nil)
+	b := testutil.MustSSE(t, f.HS.URL, nil)
 	defer b.Close()
-	_, resp, err := websocket.Dial(context.Background(), "ws"+f.hs.URL[4:]+"/graphql", &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+	_, resp, err := websocket.Dial(context.Background(), "ws"+f.HS.URL[4:]+"/graphql", &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
 	if err == nil || resp == nil || resp.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("a third WebSocket: %v %v", err, resp)
 	}
-	if s, st, body := openSSE(t, f.hs.URL, nil, nil); s != nil || st != http.StatusTooManyRequests || errorCode(t, body) != incidentlib.ESUBSCRIPTIONLIMIT {
+	if s, st, body := testutil.OpenSSE(t, f.HS.URL, nil, nil); s != nil || st != http.StatusTooManyRequests || testutil.ErrorCode(t, body) != incidentlib.ESUBSCRIPTIONLIMIT {
 		t.Fatalf("a third SSE stream: %d %s", st, body)
 	}
 	// The idle WebSocket is closed, and its place is free again.
@@ -364,7 +346,7 @@ func TestStreamsPerClient(t *testing.T) {
 		t.Fatalf("idle close %d", code)
 	}
 	for i := 0; ; i++ {
-		c, _, err := websocket.Dial(context.Background(), "ws"+f.hs.URL[4:]+"/graphql", &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+		c, _, err := websocket.Dial(context.Background(), "ws"+f.HS.URL[4:]+"/graphql", &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
 		if err == nil {
 			c.Close(websocket.StatusNormalClosure, "")
 			break
@@ -386,7 +368,7 @@ func TestStreamsPerClient(t *testing.T) {
 // streams); a copy per WebSocket subscriber adds n times its size.
 func TestSubscribersShareTheEncoding(t *testing.T) {
 	const n, events = 24, 24 // enough events that a collection in a round is a small part of each
-	f := newLive(t, 5, server.Config{})
+	f := testutil.NewLive(t, 5, server.Config{})
 	pad := strings.Repeat("a long summary ", 1300)
 	size := uint64(len(pad))
 	round := 0
@@ -396,10 +378,10 @@ func TestSubscribersShareTheEncoding(t *testing.T) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		for i := range events {
-			inc := *f.incs[i%len(f.incs)]
+			inc := *f.Incs[i%len(f.Incs)]
 			inc.Summary.En = fmt.Sprintf("%d %d %s", round, i, pad)
 			inc.UpdatedAt, inc.Review = "", incidentlib.Review{}
-			if _, err := f.db.Incidents().UpsertIncident(context.Background(), &inc, incidentlib.WriteOptions{}); err != nil {
+			if _, err := f.DB.Incidents().UpsertIncident(context.Background(), &inc, incidentlib.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -416,11 +398,11 @@ func TestSubscribersShareTheEncoding(t *testing.T) {
 	doc := `subscription { incidentChanged { seq incident { summary } } }`
 	var got sync.WaitGroup
 	for i := range n {
-		ws := dialWS(t, f.hs.URL, nil)
+		ws := testutil.DialWS(t, f.HS.URL, nil)
 		defer ws.Close(websocket.StatusNormalClosure, "")
-		ws.init(t, nil)
+		ws.Init(t, nil)
 		wsOp(t, ws, "s", doc, nil)
-		sse, st, b := openSSEDoc(t, f.hs.URL, doc, nil)
+		sse, st, b := openSSEDoc(t, f.HS.URL, doc, nil)
 		if sse == nil {
 			t.Fatalf("%d %s", st, b)
 		}
@@ -430,7 +412,7 @@ func TestSubscribersShareTheEncoding(t *testing.T) {
 			defer got.Done()
 			buf := make([]byte, 4096)
 			for seen := 0; seen < events; {
-				_, r, err := ws.c.Reader(context.Background())
+				_, r, err := ws.C.Reader(context.Background())
 				if err != nil {
 					t.Errorf("ws %d: %v", i, err)
 					return
@@ -449,7 +431,7 @@ func TestSubscribersShareTheEncoding(t *testing.T) {
 			defer got.Done()
 			buf := make([]byte, 4096)
 			for seen := 0; seen < events; {
-				k, err := sse.resp.Body.Read(buf)
+				k, err := sse.Body().Read(buf)
 				if err != nil {
 					t.Errorf("sse %d: %v", i, err)
 					return
@@ -458,8 +440,8 @@ func TestSubscribersShareTheEncoding(t *testing.T) {
 			}
 		}()
 	}
-	waitMetric(t, f, `incidentlib_subscriptions_active{transport="ws"}`, n)
-	waitMetric(t, f, `incidentlib_subscriptions_active{transport="sse"}`, n)
+	testutil.WaitMetric(t, f, `incidentlib_subscriptions_active{transport="ws"}`, n)
+	testutil.WaitMetric(t, f, `incidentlib_subscriptions_active{transport="sse"}`, n)
 	with := perEvent(got.Wait)
 	t.Logf("per event of %d bytes: %d bytes allocated without subscribers, %d with %d", size, alone, with, 2*n)
 	if with > alone && with-alone > 3*n*size/2 {
@@ -474,22 +456,22 @@ func TestSubscribersShareTheEncoding(t *testing.T) {
 // on a connection opened before the revocation (error UNAUTHENTICATED,
 // close 4401; TestTokenJudgedPerOperation, TestRevokeEndsOpenStreams).
 func TestRevokedTokenOnEveryStreamPath(t *testing.T) {
-	f := newLive(t, 3, server.Config{Subscriptions: gqledge.LiveOptions{TokenRecheck: time.Hour}})
-	tok := createToken(t, f, "gone")
-	open := dialWS(t, f.hs.URL, nil)
+	f := testutil.NewLive(t, 3, server.Config{Subscriptions: gqledge.LiveOptions{TokenRecheck: time.Hour}})
+	tok := testutil.CreateToken(t, f, "gone")
+	open := testutil.DialWS(t, f.HS.URL, nil)
 	defer open.Close(websocket.StatusNormalClosure, "")
-	open.init(t, map[string]any{"Authorization": "Bearer " + tok})
-	if _, err := f.db.Tokens().RevokeToken(context.Background(), "gone"); err != nil {
+	open.Init(t, map[string]any{"Authorization": "Bearer " + tok})
+	if _, err := f.DB.Tokens().RevokeToken(context.Background(), "gone"); err != nil {
 		t.Fatal(err)
 	}
 	bearer := http.Header{"Authorization": {"Bearer " + tok}}
 	t.Run("SSEPost", func(t *testing.T) {
-		if s, st, b := openSSE(t, f.hs.URL, nil, bearer); s != nil || st != http.StatusUnauthorized || errorCode(t, b) != incidentlib.EUNAUTHENTICATED {
+		if s, st, b := testutil.OpenSSE(t, f.HS.URL, nil, bearer); s != nil || st != http.StatusUnauthorized || testutil.ErrorCode(t, b) != incidentlib.EUNAUTHENTICATED {
 			t.Fatalf("%d %s", st, b)
 		}
 	})
 	t.Run("SSEGet", func(t *testing.T) {
-		req, err := http.NewRequest(http.MethodGet, f.hs.URL+"/graphql?"+url.Values{"query": {liveDoc}}.Encode(), nil)
+		req, err := http.NewRequest(http.MethodGet, f.HS.URL+"/graphql?"+url.Values{"query": {testutil.LiveDoc}}.Encode(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -501,26 +483,26 @@ func TestRevokedTokenOnEveryStreamPath(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized || errorCode(t, b) != incidentlib.EUNAUTHENTICATED {
+		if resp.StatusCode != http.StatusUnauthorized || testutil.ErrorCode(t, b) != incidentlib.EUNAUTHENTICATED {
 			t.Fatalf("%d %s", resp.StatusCode, b)
 		}
 	})
 	t.Run("WebSocketHeader", func(t *testing.T) {
-		_, resp, err := websocket.Dial(context.Background(), "ws"+f.hs.URL[4:]+"/graphql", &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}, HTTPHeader: bearer})
+		_, resp, err := websocket.Dial(context.Background(), "ws"+f.HS.URL[4:]+"/graphql", &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}, HTTPHeader: bearer})
 		if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("%v %v", err, resp)
 		}
 	})
 	t.Run("WebSocketInit", func(t *testing.T) {
-		ws := dialWS(t, f.hs.URL, nil)
+		ws := testutil.DialWS(t, f.HS.URL, nil)
 		defer ws.Close(websocket.StatusNormalClosure, "")
-		ws.send(t, map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + tok}})
+		ws.Send(t, map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + tok}})
 		if code := wsClosed(t, ws); code != 4403 {
 			t.Fatalf("close %d", code)
 		}
 	})
 	t.Run("WebSocketOpen", func(t *testing.T) {
-		open.subscribe(t, "late", nil)
+		open.Subscribe(t, "late", nil)
 		wsUnauthorized(t, open, "late")
 	})
 }

@@ -1,4 +1,4 @@
-package server_test
+package gqledge_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/server/gqledge"
 )
@@ -39,7 +40,7 @@ func FuzzGraphQL(f *testing.F) {
 	} {
 		f.Add(seed.q, []byte(seed.vars), seed.get)
 	}
-	hs := newHostileServer(f, seedIncidents(f), server.Config{Prod: true})
+	hs := testutil.NewCountingServer(f, seedIncidents(f), server.Config{Prod: true})
 	refusals := map[string]bool{
 		gqledge.CodeCostLimit: true, gqledge.CodeDepthLimit: true, gqledge.CodeAliasLimit: true, gqledge.CodeRepeatLimit: true,
 		gqledge.CodeTokenLimit: true, gqledge.CodeBodyTooLarge: true, gqledge.CodeBatchLimit: true, gqledge.CodeMethodNotAllowed: true,
@@ -66,9 +67,9 @@ func FuzzGraphQL(f *testing.F) {
 			req.Header.Set("Content-Type", "application/json")
 		}
 		req.Header.Set("Accept", "application/graphql-response+json")
-		before := hs.work()
+		before := hs.Work()
 		rec := httptest.NewRecorder()
-		hs.srv.ServeHTTP(rec, req)
+		hs.Srv.ServeHTTP(rec, req)
 		raw := rec.Body.Bytes()
 
 		switch rec.Code {
@@ -120,7 +121,7 @@ func FuzzGraphQL(f *testing.F) {
 				refused = true
 			}
 		}
-		if refused && hs.work() != before {
+		if refused && hs.Work() != before {
 			t.Fatalf("a refused request ran resolvers or read the store: %.500s", raw)
 		}
 	})

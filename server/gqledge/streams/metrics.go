@@ -1,4 +1,4 @@
-package gqledge
+package streams
 
 import (
 	"github.com/prometheus/client_golang/prometheus"

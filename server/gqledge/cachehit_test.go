@@ -1,4 +1,4 @@
-package server_test
+package gqledge_test
 
 import (
 	"bytes"
@@ -35,13 +35,13 @@ func (ts *testServer) rawPost(tb testing.TB, method string, body []byte, headers
 func warm(tb testing.TB, ts *testServer, send func() *rawResponse) *rawResponse {
 	tb.Helper()
 	first := send()
-	if first.status != http.StatusOK || first.code() != "" {
-		tb.Fatalf("the warming request failed: %d %s", first.status, first.body)
+	if first.Status != http.StatusOK || first.Code() != "" {
+		tb.Fatalf("the warming request failed: %d %s", first.Status, first.Body)
 	}
 	c := ts.counters(tb)
 	second := send()
-	if c.get(tb, "hit") != 1 || !bytes.Equal(first.body, second.body) {
-		tb.Fatalf("the warmed request is not a hit (%v hits): %s", c.get(tb, "hit"), second.body)
+	if c.get(tb, "hit") != 1 || !bytes.Equal(first.Body, second.Body) {
+		tb.Fatalf("the warmed request is not a hit (%v hits): %s", c.get(tb, "hit"), second.Body)
 	}
 	return first
 }
@@ -50,8 +50,8 @@ func warm(tb testing.TB, ts *testServer, send func() *rawResponse) *rawResponse 
 // the cache (c counts from before it).
 func refused(tb testing.TB, c *counters, r *rawResponse, status int, code string) {
 	tb.Helper()
-	if r.status != status || r.code() != code {
-		tb.Errorf("want %d %s, got %d %q: %.300s", status, code, r.status, r.code(), r.body)
+	if r.Status != status || r.Code() != code {
+		tb.Errorf("want %d %s, got %d %q: %.300s", status, code, r.Status, r.Code(), r.Body)
 	}
 	if h := c.get(tb, "hit"); h != 0 {
 		tb.Errorf("a request that must be refused was counted as a hit (%v)", h)
@@ -123,8 +123,8 @@ func TestCacheHitStillGuarded(t *testing.T) {
 		c := ts.counters(t)
 		r := ts.get(t, url.Values{"query": {doc}, "operationName": {"M"}})
 		refused(t, c, r, http.StatusMethodNotAllowed, gqledge.CodeMethodNotAllowed)
-		if r.header.Get("Allow") != "POST" {
-			t.Errorf("Allow %q", r.header.Get("Allow"))
+		if r.Header.Get("Allow") != "POST" {
+			t.Errorf("Allow %q", r.Header.Get("Allow"))
 		}
 	})
 
@@ -139,18 +139,18 @@ func TestCacheHitStillGuarded(t *testing.T) {
 		params := url.Values{"query": {`{ __typename }`}}
 		warm(t, ts, func() *rawResponse { return ts.post(t, body) }) // 2 left
 		c := ts.counters(t)
-		if r := ts.get(t, params); r.status != http.StatusOK || c.get(t, "hit") != 1 {
-			t.Fatalf("by GET: %d, %v hits: %s", r.status, c.get(t, "hit"), r.body)
+		if r := ts.get(t, params); r.Status != http.StatusOK || c.get(t, "hit") != 1 {
+			t.Fatalf("by GET: %d, %v hits: %s", r.Status, c.get(t, "hit"), r.Body)
 		}
 		for _, q := range []string{`{ a: __typename }`, `{ b: __typename }`} { // 0 left
-			if r := ts.post(t, map[string]any{"query": q}); r.status != http.StatusOK {
-				t.Fatalf("%s: %d %s", q, r.status, r.body)
+			if r := ts.post(t, map[string]any{"query": q}); r.Status != http.StatusOK {
+				t.Fatalf("%s: %d %s", q, r.Status, r.Body)
 			}
 		}
 		c = ts.counters(t)
 		for _, r := range []*rawResponse{ts.post(t, body), ts.get(t, params)} {
 			refused(t, c, r, http.StatusTooManyRequests, gqledge.CodeRateLimited)
-			if r.header.Get("Retry-After") == "" {
+			if r.Header.Get("Retry-After") == "" {
 				t.Error("no Retry-After")
 			}
 		}
@@ -196,8 +196,8 @@ func TestCacheHitStillGuarded(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				c := ts.counters(t)
 				r := ts.post(t, body)
-				if !bytes.Contains(r.body, []byte(`"errors"`)) || bytes.Contains(r.body, []byte(`"nodes"`)) {
-					t.Errorf("gqlgen's APQ refuses this request; it was answered %d %s", r.status, r.body)
+				if !bytes.Contains(r.Body, []byte(`"errors"`)) || bytes.Contains(r.Body, []byte(`"nodes"`)) {
+					t.Errorf("gqlgen's APQ refuses this request; it was answered %d %s", r.Status, r.Body)
 				}
 				if h := c.get(t, "hit"); h != 0 {
 					t.Errorf("answered from the cache (%v hits)", h)

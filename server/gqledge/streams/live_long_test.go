@@ -1,6 +1,6 @@
 //go:build long
 
-package server_test
+package streams_test
 
 import "testing"
 

@@ -1,4 +1,4 @@
-package gqledge
+package streams
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/live"
+	"github.com/incidentlib/incidentlib/server/gqledge"
 )
 
 // GraphQL over SSE, the distinct-connections mode of the graphql-sse
@@ -38,13 +39,19 @@ func sseRefuse(w http.ResponseWriter, rf *liveRefusal) {
 		}
 	}
 	if rf.status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
-		w.Header().Set("WWW-Authenticate", wwwAuthenticate)
+		w.Header().Set("WWW-Authenticate", gqledge.WWWAuthenticate)
 	}
-	w.Header().Set("Content-Type", mediaJSON)
+	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(rf.status)
 	b, _ := json.Marshal(requestErrors{Errors: rf.errs})
 	_, _ = w.Write(b)
+}
+
+// requestErrors is the body of a refusal, {"errors": [...]}, as the edge
+// writes a request error.
+type requestErrors struct {
+	Errors gqlerror.List `json:"errors"`
 }
 
 func simpleRefusal(status int, code, msg string) *liveRefusal {
@@ -58,21 +65,18 @@ func refusalError(code, msg string) *gqlerror.Error {
 // admit authenticates r and applies the rate limit's admission: the
 // request with its identity and the client's key, or the refusal.
 func (l *liveServer) admit(r *http.Request) (*http.Request, string, *liveRefusal) {
-	g := l.e.guard
-	if g.authenticate != nil {
-		ar, err := g.authenticate(r)
+	if authenticate := l.e.Authenticator(); authenticate != nil {
+		ar, err := authenticate(r)
 		if err != nil {
 			return nil, "", simpleRefusal(http.StatusUnauthorized, incidentlib.EUNAUTHENTICATED, incidentlib.ErrorMessage(err))
 		}
 		r = ar
 	}
-	client := clientKey(r, g.proxy)
-	if g.rate != nil {
-		if ok, retry := g.rate.admits(client); !ok {
-			rf := simpleRefusal(http.StatusTooManyRequests, CodeRateLimited, "too many requests: the client has used its cost per second")
-			rf.header = http.Header{"Retry-After": {retryAfter(retry)}}
-			return nil, "", rf
-		}
+	client := l.e.ClientKey(r)
+	if ok, retry := l.e.AdmitRate(client); !ok {
+		rf := simpleRefusal(http.StatusTooManyRequests, gqledge.CodeRateLimited, "too many requests: the client has used its cost per second")
+		rf.header = http.Header{"Retry-After": {retry}}
+		return nil, "", rf
 	}
 	return r, client, nil
 }
@@ -92,31 +96,31 @@ func (l *liveServer) serveSSE(w http.ResponseWriter, r *http.Request, exec graph
 		return
 	}
 	defer l.dropConn(client)
-	// The stream's token is judged again while it lives (liveauth.go).
+	// The stream's token is judged again while it lives (auth.go).
 	cred := l.newCredential(r.Context(), r, r.Header.Get("Authorization"))
 	defer cred.release()
-	var wp *wireParams
-	var rerr *RequestError
+	var params graphql.RawParams
+	var rerr error
 	switch r.Method {
 	case http.MethodGet:
-		wp, rerr = decodeQuery(r.URL.RawQuery)
+		params, rerr = gqledge.DecodeQuery(r.URL.RawQuery)
 	case http.MethodPost:
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, l.e.guard.lim.MaxBody))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, l.e.Limits().MaxBody))
 		if err != nil {
-			sseRefuse(w, simpleRefusal(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "the request body could not be read or is too large"))
+			sseRefuse(w, simpleRefusal(http.StatusRequestEntityTooLarge, gqledge.CodeBodyTooLarge, "the request body could not be read or is too large"))
 			return
 		}
-		wp, rerr = decodeBody(body)
+		params, rerr = gqledge.DecodeBody(body)
 	default:
 		w.Header().Set("Allow", "GET, POST")
-		sseRefuse(w, simpleRefusal(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "subscribe over SSE with POST or GET"))
+		sseRefuse(w, simpleRefusal(http.StatusMethodNotAllowed, gqledge.CodeMethodNotAllowed, "subscribe over SSE with POST or GET"))
 		return
 	}
 	if rerr != nil {
-		sseRefuse(w, &liveRefusal{status: http.StatusBadRequest, errs: gqlerror.List{refusalError(CodeBadRequest, rerr.Error())}})
+		sseRefuse(w, &liveRefusal{status: http.StatusBadRequest, errs: gqlerror.List{refusalError(gqledge.CodeBadRequest, rerr.Error())}})
 		return
 	}
-	s, rf := l.start(r.Context(), exec, &wp.params, client)
+	s, rf := l.start(r.Context(), exec, &params, client)
 	if rf != nil {
 		sseRefuse(w, rf)
 		return

@@ -1,4 +1,12 @@
-package gqledge
+// Package respcache is the GraphQL edge's whole-response cache: an LRU of
+// responses bounded in bytes and invalidated by the store's sequence
+// (cache.go), and the HTTP caching of the responses it replays: ETags,
+// If-None-Match, Cache-Control and Vary (httpcache.go). It knows nothing of
+// GraphQL or of the edge's request state: server/gqledge decides which
+// requests it reads, computes their keys, captures a miss's response
+// (Capture), and stores and replays it (gqledge's caching.go and
+// download.go).
+package respcache
 
 import (
 	"crypto/sha256"
@@ -32,67 +40,78 @@ import (
 //
 // The request is read before gqlgen reads it (and given back to it
 // unchanged); what a body or GET query string says is memoized by its exact
-// bytes (memo), so a page's repeated requests are not decoded again.
+// bytes (gqledge's memo), so a page's repeated requests are not decoded
+// again.
 //
-// A hit is answered before the guard decodes the document (serveHit, called
-// from the guard in guard.go once its HTTP checks have passed): see there
-// why a request the guard would refuse is never answered from the cache.
+// A hit is answered before the guard decodes the document (gqledge's
+// serveHit, called from the guard in guard.go once its HTTP checks have
+// passed): see there why a request the guard would refuse is never
+// answered from the cache.
 
-const (
-	// DefaultResponseCacheBytes is the response cache's default bound.
-	DefaultResponseCacheBytes = 64 << 20
-	// entryOverhead is what an entry costs beyond its body and headers:
-	// the struct, the map slot and the list links, rounded up.
-	entryOverhead = 256
-	// maxCachedRequestBody is the largest request body whose response is
-	// considered for caching; larger requests pass through untouched.
-	maxCachedRequestBody = 64 << 10
-)
+// EntryOverhead is what an entry costs beyond its body and headers: the
+// struct, the map slot and the list links, rounded up.
+const EntryOverhead = 256
 
 // Cache outcomes, as logged and as the outcome label of
 // incidentlib_response_cache_requests_total.
 const (
-	cacheHit    = "hit"    // served from the cache
-	cacheMiss   = "miss"   // not in the cache: executed
-	cacheStale  = "stale"  // in the cache from an older store sequence: executed
-	cacheBypass = "bypass" // not a request the cache reads: not a GET or JSON POST, malformed, over 64 KiB, or without a document; or the server's reads are stale (stale.go)
-	cacheOff    = "off"    // the cache is turned off
+	Hit    = "hit"    // served from the cache
+	Miss   = "miss"   // not in the cache: executed
+	Stale  = "stale"  // in the cache from an older store sequence: executed
+	Bypass = "bypass" // not a request the cache reads: not a GET or JSON POST, malformed, over 64 KiB, or without a document; or the server's reads are stale (gqledge's stale.go)
+	Off    = "off"    // the cache is turned off
 )
 
-// cacheKey identifies one response.
-type cacheKey [sha256.Size]byte
+// Key identifies one response.
+type Key [sha256.Size]byte
 
-// cachedResponse is one stored response.
-type cachedResponse struct {
-	key    cacheKey
-	seq    uint64
-	status int
-	header http.Header
-	body   []byte
-	op     string // operation name, for logs and metrics on a hit
-	cost   any    // the operation's cost, when known, for logs on a hit
-	size   int64
-	born   int64 // Unix nanoseconds, when entries also expire by age (upstream data)
+// Entry is one stored response.
+type Entry struct {
+	Key    Key
+	Seq    uint64 // the store sequence read before the response was computed
+	Status int
+	Header http.Header
+	Body   []byte
+	Op     string // operation name, for logs and metrics on a hit
+	Cost   any    // the operation's cost, when known, for logs on a hit
+	Size   int64  // what the entry holds against the bound (Measure)
+	Born   int64  // Unix nanoseconds, when entries also expire by age (upstream data)
 
 	// Computed once, when the entry is made, for every replay: the ETag,
 	// the Content-Length header, the cost as logged and the request
 	// duration histogram of a hit on it.
-	etag          string
-	contentLength []string
-	costText      string
-	hitDuration   prometheus.Observer
+	ETag          string
+	ContentLength []string
+	CostText      string
+	HitDuration   prometheus.Observer
 
-	prev, next *cachedResponse
+	prev, next *Entry
 }
 
-// respCache is an LRU of responses bounded in bytes.
-type respCache struct {
+// Measure sets e.Size from its body and headers.
+func (e *Entry) Measure() {
+	e.Size = int64(len(e.Body)) + HeaderSize(e.Header) + EntryOverhead
+}
+
+// HeaderSize is what h costs an entry, in bytes.
+func HeaderSize(h http.Header) int64 {
+	var n int64
+	for k, vs := range h {
+		for _, v := range vs {
+			n += int64(len(k) + len(v) + 4)
+		}
+	}
+	return n
+}
+
+// Cache is an LRU of responses bounded in bytes.
+type Cache struct {
 	max int64
 
 	mu    sync.Mutex
 	size  int64
-	items map[cacheKey]*cachedResponse
-	root  cachedResponse // sentinel: root.next is the most recently used
+	items map[Key]*Entry
+	root  Entry // sentinel: root.next is the most recently used
 
 	requests  *prometheus.CounterVec
 	outcomes  map[string]prometheus.Counter // requests by outcome, resolved once
@@ -100,10 +119,12 @@ type respCache struct {
 	stores    prometheus.Counter
 }
 
-func newRespCache(max int64, reg prometheus.Registerer) (*respCache, error) {
-	c := &respCache{
+// New makes a cache of at most max bytes (0: off, every lookup misses and
+// nothing is stored) and registers its metrics on reg.
+func New(max int64, reg prometheus.Registerer) (*Cache, error) {
+	c := &Cache{
 		max:   max,
-		items: map[cacheKey]*cachedResponse{},
+		items: map[Key]*Entry{},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "incidentlib_response_cache_requests_total",
 			Help: "GraphQL requests by response cache outcome: hit, miss, stale (an entry from an older store sequence), bypass (not cacheable by shape), off.",
@@ -119,7 +140,7 @@ func newRespCache(max int64, reg prometheus.Registerer) (*respCache, error) {
 	}
 	c.root.prev, c.root.next = &c.root, &c.root
 	c.outcomes = map[string]prometheus.Counter{}
-	for _, o := range []string{cacheHit, cacheMiss, cacheStale, cacheBypass, cacheOff} {
+	for _, o := range []string{Hit, Miss, Stale, Bypass, Off} {
 		c.outcomes[o] = c.requests.WithLabelValues(o)
 	}
 	c.evictions.WithLabelValues("size")
@@ -146,37 +167,44 @@ func newRespCache(max int64, reg prometheus.Registerer) (*respCache, error) {
 	return c, nil
 }
 
-func (c *respCache) enabled() bool { return c.max > 0 }
+// Enabled says whether the cache keeps anything.
+func (c *Cache) Enabled() bool { return c.max > 0 }
 
-// get returns the entry for key if it was computed at the store sequence
+// Max is the cache's bound in bytes.
+func (c *Cache) Max() int64 { return c.max }
+
+// Count counts a request with outcome (Hit, Miss, Stale, Bypass or Off).
+func (c *Cache) Count(outcome string) { c.outcomes[outcome].Inc() }
+
+// Get returns the entry for key if it was computed at the store sequence
 // seq (and, when bornAfter is not 0, not before it), and the outcome.
-func (c *respCache) get(key cacheKey, seq uint64, bornAfter int64) (*cachedResponse, string) {
+func (c *Cache) Get(key Key, seq uint64, bornAfter int64) (*Entry, string) {
 	c.mu.Lock()
 	e := c.items[key]
 	switch {
 	case e == nil:
 		c.mu.Unlock()
-		return nil, cacheMiss
-	case e.seq != seq || e.born < bornAfter:
+		return nil, Miss
+	case e.Seq != seq || e.Born < bornAfter:
 		c.remove(e)
 		c.mu.Unlock()
 		c.evictions.WithLabelValues("stale").Inc()
-		return nil, cacheStale
+		return nil, Stale
 	}
 	c.unlink(e)
 	c.pushFront(e)
 	c.mu.Unlock()
-	return e, cacheHit
+	return e, Hit
 }
 
-// peek returns the entry for key only if it is usable (as get would serve
+// Peek returns the entry for key only if it is usable (as Get would serve
 // it), marking it recently used; it changes nothing else and counts
 // nothing, so that a caller that finds no usable entry can go the usual way
-// (get, which counts the outcome and drops a stale entry).
-func (c *respCache) peek(key cacheKey, seq uint64, bornAfter int64) *cachedResponse {
+// (Get, which counts the outcome and drops a stale entry).
+func (c *Cache) Peek(key Key, seq uint64, bornAfter int64) *Entry {
 	c.mu.Lock()
 	e := c.items[key]
-	if e == nil || e.seq != seq || e.born < bornAfter {
+	if e == nil || e.Seq != seq || e.Born < bornAfter {
 		c.mu.Unlock()
 		return nil
 	}
@@ -186,20 +214,20 @@ func (c *respCache) peek(key cacheKey, seq uint64, bornAfter int64) *cachedRespo
 	return e
 }
 
-// put stores e unless a write has made it stale already (seq is the store's
+// Put stores e unless a write has made it stale already (seq is the store's
 // sequence now) or it alone exceeds the bound.
-func (c *respCache) put(e *cachedResponse, seq uint64) {
-	if e.seq != seq || e.size > c.max {
+func (c *Cache) Put(e *Entry, seq uint64) {
+	if e.Seq != seq || e.Size > c.max {
 		return
 	}
 	var evicted int
 	c.mu.Lock()
-	if old := c.items[e.key]; old != nil {
+	if old := c.items[e.Key]; old != nil {
 		c.remove(old)
 	}
-	c.items[e.key] = e
+	c.items[e.Key] = e
 	c.pushFront(e)
-	c.size += e.size
+	c.size += e.Size
 	for c.size > c.max && c.root.prev != &c.root {
 		c.remove(c.root.prev)
 		evicted++
@@ -211,18 +239,18 @@ func (c *respCache) put(e *cachedResponse, seq uint64) {
 	}
 }
 
-func (c *respCache) remove(e *cachedResponse) {
+func (c *Cache) remove(e *Entry) {
 	c.unlink(e)
-	delete(c.items, e.key)
-	c.size -= e.size
+	delete(c.items, e.Key)
+	c.size -= e.Size
 }
 
-func (c *respCache) unlink(e *cachedResponse) {
+func (c *Cache) unlink(e *Entry) {
 	e.prev.next, e.next.prev = e.next, e.prev
 	e.prev, e.next = nil, nil
 }
 
-func (c *respCache) pushFront(e *cachedResponse) {
+func (c *Cache) pushFront(e *Entry) {
 	e.prev, e.next = &c.root, c.root.next
 	c.root.next.prev = e
 	c.root.next = e

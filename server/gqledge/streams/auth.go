@@ -1,4 +1,4 @@
-package gqledge
+package streams
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 //   - each graphql-transport-ws subscribe message (a query, a mutation or
 //     a subscription) re-authenticates the connection's token, and runs
 //     with the identity found then; a token that no longer authenticates
-//     ends the connection (liveauth: closeUnauthorized, 4401);
+//     ends the connection (auth.go: closeUnauthorized, 4401);
 //   - every open stream's token is judged again every TokenRecheck (the
 //     bound on another cluster node, and on expiry), and at once after a
 //     mutation that needs the admin role (revokeToken among them) has run
@@ -35,9 +35,6 @@ import (
 // A token is looked up in memory by the token service (storage keeps the
 // tokens in memory): a re-check reads nothing from the file, and is done
 // once per distinct token, not per stream.
-
-// DefaultTokenRecheck is LiveOptions.TokenRecheck's default.
-const DefaultTokenRecheck = 2 * time.Second
 
 // credential is the token a stream was opened with, judged again while
 // the stream lives.
@@ -51,7 +48,7 @@ type credential struct {
 }
 
 // errReleased is the cause of a credential whose stream ended by itself.
-var errReleased = errors.New("gqledge: the stream ended")
+var errReleased = errors.New("streams: the stream ended")
 
 // newCredential makes the credential of r (authenticated: its identity in
 // its context) with header, its token, under parent; it is judged again
@@ -107,13 +104,13 @@ func (c *credential) reauthenticate() (*http.Request, error) {
 // authenticate is Options.Authenticate over base with the Authorization
 // header value header: the request with its identity, or EUNAUTHENTICATED.
 func (l *liveServer) authenticate(base *http.Request, header string) (*http.Request, error) {
-	g := l.e.guard
-	if g.authenticate == nil {
+	authenticate := l.e.Authenticator()
+	if authenticate == nil {
 		return nil, incidentlib.Errorf(incidentlib.EUNAUTHENTICATED, "this server takes no bearer tokens")
 	}
 	r := base.Clone(context.WithoutCancel(base.Context()))
 	r.Header.Set("Authorization", header)
-	ar, err := g.authenticate(r)
+	ar, err := authenticate(r)
 	if err != nil {
 		if incidentlib.ErrorCode(err) != incidentlib.EUNAUTHENTICATED {
 			err = incidentlib.Errorf(incidentlib.EUNAUTHENTICATED, "%s", incidentlib.ErrorMessage(err))
