@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/importer"
 	"github.com/incidentlib/incidentlib/storage"
 )
@@ -95,10 +96,54 @@ func formatList() string {
 	return strings.Join(names, ", ")
 }
 
+// The import's report, the same whichever path wrote the records (in
+// memory, streamed, to a server): the problems that stopped it, on
+// stderr, or the counts and what was skipped, on stdout.
+
+// reportProblems lists the problems that stopped an import, which wrote
+// nothing, and returns exit status 1.
 func reportProblems(w io.Writer, problems []string) error {
 	for _, p := range problems {
 		fmt.Fprintln(w, p)
 	}
 	fmt.Fprintf(w, "import: %d problems; nothing was written\n", len(problems))
 	return exitCode(1)
+}
+
+// reportInvalid reports the records a write refused (incidentlib.ErrorList)
+// as the import's problems; any other error is returned as it is.
+func reportInvalid(w io.Writer, err error) error {
+	list := incidentlib.ErrorList(err)
+	if len(list) == 0 {
+		return err
+	}
+	lines := make([]string, len(list))
+	for i, e := range list {
+		lines[i] = e.Message
+	}
+	return reportProblems(w, lines)
+}
+
+// reportSkipped lists the bad records an import skipped (--skip-bad) and
+// the files that hold no records.
+func reportSkipped(w io.Writer, problems []string, skipped []importer.Skip) {
+	if len(problems) > 0 {
+		fmt.Fprintf(w, "skipped %d bad records (--skip-bad):\n", len(problems))
+		for _, p := range problems {
+			fmt.Fprintf(w, "  %s\n", p)
+		}
+	}
+	if len(skipped) > 0 {
+		fmt.Fprintf(w, "skipped %d files that hold no records:\n", len(skipped))
+		for _, s := range skipped {
+			fmt.Fprintf(w, "  %s: %s\n", s.Path, s.Reason)
+		}
+	}
+}
+
+// addResult adds a batch's or a request's counts to sum.
+func addResult(sum, r *incidentlib.ImportResult) {
+	sum.Created += r.Created
+	sum.Updated += r.Updated
+	sum.Unchanged += r.Unchanged
 }

@@ -61,9 +61,7 @@ func importRemote(ctx context.Context, rf remoteFlags, files []importInput, chun
 		if err != nil {
 			return err
 		}
-		sum.Created += res.Created
-		sum.Updated += res.Updated
-		sum.Unchanged += res.Unchanged
+		addResult(&sum, res)
 		done += len(part)
 		clear(part)
 		part = part[:0]
