@@ -124,7 +124,9 @@ lint:
 # (graph/generated.go, graph/model/models_gen.go), server/assets, testdata
 # and e2e/, scanned by `duplicates` (this workplace's copy-paste scan, not
 # a Go tool: not part of make test). Prints the pairs, then the count of
-# those not marked boilerplate.
+# those not marked boilerplate, and how many of these are only the lines
+# of an import block (the scan passes over import lines but not the
+# package paths between `import (` and `)`).
 DUPS_MOST ?= 200
 dups:
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
@@ -133,7 +135,12 @@ dups:
 	while read -r f; do mkdir -p "$$tmp/$$(dirname "$$f")"; cp "$$f" "$$tmp/$$f"; done; \
 	duplicates --repo "$$tmp" --most $(DUPS_MOST) --seconds 120 > "$$tmp.out"; \
 	cat "$$tmp.out"; \
-	echo "not marked boilerplate: $$(grep -E '^D[0-9]+ ' "$$tmp.out" | grep -vc boilerplate) of $$(grep -cE '^D[0-9]+ ' "$$tmp.out") listed"; \
+	imports=0; \
+	for side in $$(grep -E '^D[0-9]+ ' "$$tmp.out" | grep -v boilerplate | awk '{print $$2}'); do \
+		f=$${side%:*}; r=$${side##*:}; \
+		sed -n "$${r%-*},$${r#*-}p" "$$tmp/$$f" | grep -qvE '^[[:space:]]*(([A-Za-z_.][A-Za-z0-9_]* )?"[^"]*")?[[:space:]]*$$' || imports=$$((imports+1)); \
+	done; \
+	echo "not marked boilerplate: $$(grep -E '^D[0-9]+ ' "$$tmp.out" | grep -vc boilerplate) of $$(grep -cE '^D[0-9]+ ' "$$tmp.out") listed ($$imports of them lines of an import block)"; \
 	rm -f "$$tmp.out"
 
 fmt:
