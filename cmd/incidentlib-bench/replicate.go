@@ -119,12 +119,7 @@ func (b *replicateBench) run(ctx context.Context, stdout io.Writer) error {
 	}
 	incs = nil
 	fmt.Fprintf(stdout, "replicate: the primary holds %d incidents (filled in %s)\n", b.count, time.Since(t0).Round(time.Millisecond))
-	srv, err := newServer(primary, nil, server.Config{Prod: true}, nil)
-	if err != nil {
-		return err
-	}
-	srv.SetReady(true)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, ln, err := readyServer(primary, server.Config{Prod: true})
 	if err != nil {
 		return err
 	}

@@ -155,12 +155,7 @@ func (b *subscribeBench) run(ctx context.Context, path string, out io.Writer) er
 		return err
 	}
 	limit := b.idle + b.subs + 100
-	srv, err := newServer(db, nil, server.Config{SubscriptionLimits: live.Options{MaxTotal: limit, MaxPerClient: limit}}, nil)
-	if err != nil {
-		return err
-	}
-	srv.SetReady(true)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, ln, err := readyServer(db, server.Config{SubscriptionLimits: live.Options{MaxTotal: limit, MaxPerClient: limit}})
 	if err != nil {
 		return err
 	}
