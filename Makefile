@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin/incidentlib
 PKGS := ./...
 
-.PHONY: e2e-deps run build test test-cluster test-cluster-processes image test-short test-long generate check-generate bench fuzz lint fmt clean
+.PHONY: dups e2e-deps run build test test-cluster test-cluster-processes image test-short test-long generate check-generate bench fuzz lint fmt clean
 
 run: build
 	$(BIN) serve --addr 127.0.0.1:8080 --db ./data/incidentlib.db
@@ -32,8 +32,10 @@ e2e/node_modules/.package-lock.json: e2e/package-lock.json e2e/package.json
 
 e2e-deps: e2e/node_modules/.package-lock.json
 
+# lint (go vet, gofmt and golangci-lint, below) runs after check-generate,
+# never beside it (go generate rewrites graph/ while it runs), then the tests.
 test: check-generate e2e-deps
-	$(GO) vet $(PKGS)
+	$(MAKE) lint
 	$(GO) test -race -count=1 -timeout 12m $(RACE_PKGS)
 	$(GO) test -count=1 ./gen/
 	$(MAKE) test-cluster
@@ -70,14 +72,26 @@ generate:
 	$(GO) generate ./graph
 
 # The generated code is committed; this fails if it is not what
-# `make generate` produces.
+# `make generate` produces. gqlgen writes below graph/ only (gqlgen.yml:
+# generated.go, model/models_gen.go and a {name}.resolvers.go per schema
+# file, follow-schema), so the whole of graph/ is kept before and compared
+# after, files created or deleted included; where anything differs, the
+# kept tree is put back, so the check leaves the tree as it found it, and
+# the failure names the files.
 check-generate:
-	@tmp=$$(mktemp -d); cp graph/generated.go graph/model/models_gen.go graph/schema.resolvers.go $$tmp/; \
-	$(GO) generate ./graph; \
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	cp -a graph "$$tmp/graph"; \
+	$(GO) generate ./graph; gen=$$?; \
 	status=0; \
-	for f in generated.go schema.resolvers.go; do cmp -s graph/$$f $$tmp/$$f || { echo "graph/$$f differs from 'make generate'"; status=1; }; done; \
-	cmp -s graph/model/models_gen.go $$tmp/models_gen.go || { echo "graph/model/models_gen.go differs from 'make generate'"; status=1; }; \
-	rm -rf $$tmp; exit $$status
+	for f in $$( (cd graph && find . -type f; cd "$$tmp/graph" && find . -type f) | sed 's|^\./||' | sort -u); do \
+		if [ ! -e "$$tmp/graph/$$f" ]; then echo "graph/$$f: created by 'make generate'"; rm -f "graph/$$f"; status=1; \
+		elif [ ! -e "graph/$$f" ]; then echo "graph/$$f: deleted by 'make generate'"; mkdir -p "$$(dirname "graph/$$f")"; cp -p "$$tmp/graph/$$f" "graph/$$f"; status=1; \
+		elif ! cmp -s "graph/$$f" "$$tmp/graph/$$f"; then echo "graph/$$f differs from 'make generate'"; mkdir -p "$$(dirname "graph/$$f")"; cp -p "$$tmp/graph/$$f" "graph/$$f"; status=1; \
+		fi; \
+	done; \
+	if [ $$gen -ne 0 ]; then echo "go generate ./graph failed"; exit 1; fi; \
+	if [ $$status -ne 0 ]; then echo "check-generate: the files above are put back as they were; run 'make generate' and commit its output"; fi; \
+	exit $$status
 
 # A count (2000x) rather than a duration keeps CI's short runs clear of the
 # fuzzing coordinator's deadline race in Go 1.26 (golang/go#75804).
@@ -98,7 +112,7 @@ bench:
 # golangci-lint v2 with .golangci.yml (govet, staticcheck, errcheck,
 # ineffassign, unused, dupl), run from the module proxy rather than made a
 # dependency; `make lint GOLANGCI_LINT=golangci-lint` uses one on PATH.
-# Not part of `make test`.
+# Part of `make test`.
 GOLANGCI_LINT_VERSION ?= v2.15.0
 GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
@@ -106,6 +120,30 @@ lint:
 	$(GO) vet $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
 	$(GOLANGCI_LINT) run $(PKGS)
+
+# Repeated code in the program's own code, as docs/design.md counts it: a
+# copy of the tracked non-test .go files without the generated code
+# (graph/generated.go, graph/model/models_gen.go), server/assets, testdata
+# and e2e/, scanned by `duplicates` (this workplace's copy-paste scan, not
+# a Go tool: not part of make test). Prints the pairs, then the count of
+# those not marked boilerplate, and how many of these are only the lines
+# of an import block (the scan passes over import lines but not the
+# package paths between `import (` and `)`).
+DUPS_MOST ?= 200
+dups:
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	git ls-files '*.go' | grep -v -e '_test\.go$$' -e '^e2e/' -e '^testdata/' -e '/testdata/' -e '^server/assets/' \
+		-e '^graph/generated\.go$$' -e '^graph/model/models_gen\.go$$' | \
+	while read -r f; do mkdir -p "$$tmp/$$(dirname "$$f")"; cp "$$f" "$$tmp/$$f"; done; \
+	duplicates --repo "$$tmp" --most $(DUPS_MOST) --seconds 120 > "$$tmp.out"; \
+	cat "$$tmp.out"; \
+	imports=0; \
+	for side in $$(grep -E '^D[0-9]+ ' "$$tmp.out" | grep -v boilerplate | awk '{print $$2}'); do \
+		f=$${side%:*}; r=$${side##*:}; \
+		sed -n "$${r%-*},$${r#*-}p" "$$tmp/$$f" | grep -qvE '^[[:space:]]*(([A-Za-z_.][A-Za-z0-9_]* )?"[^"]*")?[[:space:]]*$$' || imports=$$((imports+1)); \
+	done; \
+	echo "not marked boilerplate: $$(grep -E '^D[0-9]+ ' "$$tmp.out" | grep -vc boilerplate) of $$(grep -cE '^D[0-9]+ ' "$$tmp.out") listed ($$imports of them lines of an import block)"; \
+	rm -f "$$tmp.out"
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

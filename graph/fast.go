@@ -154,6 +154,15 @@ type fastExec struct {
 
 func bail() { panic(errBail) }
 
+// batched returns a batch resolver's results for n objects, or bails on
+// an error or an answer for another number of objects.
+func batched[T any](res []T, err error, n int) []T {
+	if err != nil || len(res) != n {
+		bail()
+	}
+	return res
+}
+
 // must returns v, or bails on an error.
 func must[T any](v T, err error) T {
 	if err != nil {

@@ -55,16 +55,10 @@ func (x *fastExec) incidents(objs []*model.Incident, sel ast.SelectionSet) *inci
 		switch f.Name {
 		case "organization":
 			orgs, err := ir.Organization(x.ctx, objs)
-			if err != nil || len(orgs) != len(objs) {
-				bail()
-			}
-			b.rel[i] = x.organizations(orgs, f.Selections)
+			b.rel[i] = x.organizations(batched(orgs, err, len(objs)), f.Selections)
 		case "organizations":
 			lists, err := ir.Organizations(x.ctx, objs)
-			if err != nil || len(lists) != len(objs) {
-				bail()
-			}
-			b.rel[i] = x.incidentOrgs(lists, f.Selections)
+			b.rel[i] = x.incidentOrgs(batched(lists, err, len(objs)), f.Selections)
 		case "related", "recurrences", "relatedBy":
 			var lists [][]*model.Incident
 			var err error
@@ -76,15 +70,10 @@ func (x *fastExec) incidents(objs []*model.Incident, sel ast.SelectionSet) *inci
 			default:
 				lists, err = ir.RelatedBy(x.ctx, objs)
 			}
-			if err != nil || len(lists) != len(objs) {
-				bail()
-			}
-			b.rel[i] = x.flatten(lists, f.Selections)
+			b.rel[i] = x.flatten(batched(lists, err, len(objs)), f.Selections)
 		case "recurrenceOf":
 			incs, err := ir.RecurrenceOf(x.ctx, objs)
-			if err != nil || len(incs) != len(objs) {
-				bail()
-			}
+			incs = batched(incs, err, len(objs))
 			lists := make([][]*model.Incident, len(incs))
 			for k, inc := range incs {
 				if inc != nil {

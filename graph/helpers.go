@@ -61,10 +61,16 @@ func (r *Resolver) connection(ctx context.Context, filter *incidentlib.IncidentF
 // below its present incidents is read ahead, one batch per loader per
 // level (prefetchConnection).
 func (r *Resolver) endPage(ctx context.Context, pi *model.PageInfo, n int, cursor func(i int) *string, present []*incidentlib.Incident) error {
+	endCursors(pi, n, cursor)
+	return r.prefetchConnection(ctx, present)
+}
+
+// endCursors sets the start and end cursors of a page of n edges to the
+// first and last edge's (cursor(i) is edge i's); an empty page has none.
+func endCursors(pi *model.PageInfo, n int, cursor func(i int) *string) {
 	if n > 0 {
 		pi.StartCursor, pi.EndCursor = cursor(0), cursor(n-1)
 	}
-	return r.prefetchConnection(ctx, present)
 }
 
 // withTerm returns filter narrowed to one term or organization.

@@ -40,9 +40,7 @@ func versionConnection(p *incidentlib.VersionPage) *model.IncidentVersionConnect
 		c.Edges = append(c.Edges, &model.IncidentVersionEdge{Cursor: cur, Node: node})
 		c.Nodes = append(c.Nodes, node)
 	}
-	if n := len(c.Edges); n > 0 {
-		c.PageInfo.StartCursor, c.PageInfo.EndCursor = &c.Edges[0].Cursor, &c.Edges[n-1].Cursor
-	}
+	endCursors(c.PageInfo, len(c.Edges), func(i int) *string { return &c.Edges[i].Cursor })
 	return c
 }
 

@@ -96,10 +96,7 @@ func (r *queryResolver) TaxonomyHistory(ctx context.Context, first *int, after *
 		conn.Nodes[i] = n
 		conn.Edges[i] = &model.TaxonomyChangeEdge{Cursor: p.Cursors[i], Node: n}
 	}
-	if len(conn.Edges) > 0 {
-		conn.PageInfo.StartCursor = &conn.Edges[0].Cursor
-		conn.PageInfo.EndCursor = &conn.Edges[len(conn.Edges)-1].Cursor
-	}
+	endCursors(conn.PageInfo, len(conn.Edges), func(i int) *string { return &conn.Edges[i].Cursor })
 	return conn, nil
 }
 

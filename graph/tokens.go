@@ -52,24 +52,35 @@ func guarded[S any](ctx context.Context, need incidentlib.Role, svc S, what stri
 	return svc, nil
 }
 
+// tokenRoles pairs each GraphQL token role with the role its tokens
+// grant: one table, read both ways.
+var tokenRoles = [...]struct {
+	gql  model.TokenRole
+	role incidentlib.Role
+}{
+	{model.TokenRoleEditor, incidentlib.RoleEditor},
+	{model.TokenRoleReviewer, incidentlib.RoleReviewer},
+	{model.TokenRoleAdmin, incidentlib.RoleAdmin},
+}
+
+// roleOf is the role a token of GraphQL role r grants (RoleReader for a
+// role not in tokenRoles).
 func roleOf(r model.TokenRole) incidentlib.Role {
-	switch r {
-	case model.TokenRoleEditor:
-		return incidentlib.RoleEditor
-	case model.TokenRoleReviewer:
-		return incidentlib.RoleReviewer
-	case model.TokenRoleAdmin:
-		return incidentlib.RoleAdmin
+	for _, t := range tokenRoles {
+		if t.gql == r {
+			return t.role
+		}
 	}
 	return incidentlib.RoleReader
 }
 
+// tokenRole is the GraphQL role of a token that grants r (EDITOR for a
+// role not in tokenRoles).
 func tokenRole(r incidentlib.Role) model.TokenRole {
-	switch r {
-	case incidentlib.RoleReviewer:
-		return model.TokenRoleReviewer
-	case incidentlib.RoleAdmin:
-		return model.TokenRoleAdmin
+	for _, t := range tokenRoles {
+		if t.role == r {
+			return t.gql
+		}
 	}
 	return model.TokenRoleEditor
 }

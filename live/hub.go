@@ -236,13 +236,20 @@ func (h *Hub) Close() {
 	}
 	h.closed = true
 	close(h.stop)
+	h.endAllUnlock(ErrClosed, ReasonShutdown)
+}
+
+// endAllUnlock ends every subscription with err and r. h.mu is held on
+// entry, so that a caller keeps it from its own check (Close: closed) to
+// the snapshot of the subscriptions; it is released before they end.
+func (h *Hub) endAllUnlock(err error, r Reason) {
 	subs := make([]*Subscription, 0, len(h.subs))
 	for s := range h.subs {
 		subs = append(subs, s)
 	}
 	h.mu.Unlock()
 	for _, s := range subs {
-		s.end(ErrClosed, ReasonShutdown)
+		s.end(err, r)
 	}
 }
 

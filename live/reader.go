@@ -94,14 +94,7 @@ func (h *Hub) failAll(err error) {
 		err = incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the change log could not be read: subscribe again with since set to the seq of the last event received")
 	}
 	h.mu.Lock()
-	subs := make([]*Subscription, 0, len(h.subs))
-	for s := range h.subs {
-		subs = append(subs, s)
-	}
-	h.mu.Unlock()
-	for _, s := range subs {
-		s.end(err, ReasonError)
-	}
+	h.endAllUnlock(err, ReasonError)
 }
 
 // readLive hands the changes after pos to the live subscribers.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -36,8 +35,7 @@ type cacheBench struct {
 var cacheTargetNames = []string{"static-post", "post", "static-get", "get", "uncached"}
 
 func runCache(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("cache", flag.ContinueOnError)
-	fs.SetOutput(stdout)
+	fs := flagSet("cache", stdout)
 	var b cacheBench
 	b.loadFlags.register(fs, "the first round's measurement of the -profile target", clientTransport)
 	fs.StringVar(&b.profile, "profile", "post", "the target -cpuprofile and -memprofile measure: "+strings.Join(cacheTargetNames, ", ")+" (post and get are the response cache's)")

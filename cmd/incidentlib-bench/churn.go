@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -33,8 +32,7 @@ type churnBench struct {
 }
 
 func runChurn(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("churn", flag.ContinueOnError)
-	fs.SetOutput(stdout)
+	fs := flagSet("churn", stdout)
 	var b churnBench
 	b.flags(fs, 20_000, "generated incidents loaded before the churn (at least 100)", "generator and churn seed", "directory for the store (default: a temporary directory, removed afterwards)")
 	fs.IntVar(&b.writes, "writes", 200_000, "writes of the churn: upserts and deletes (at least 100)")

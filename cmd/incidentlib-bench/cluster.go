@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -47,8 +46,7 @@ type clusterBench struct {
 }
 
 func runCluster(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
-	fs.SetOutput(stdout)
+	fs := flagSet("cluster", stdout)
 	var b clusterBench
 	fs.IntVar(&b.writes, "writes", 2000, "upserts per run (each concurrency, each setup)")
 	fs.IntVar(&b.incidents, "incidents", 100_000, "incidents the wiped member catches up with")

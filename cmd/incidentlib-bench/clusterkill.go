@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -40,8 +39,7 @@ const killToken = "il_cluster-kill-benchmark-admin-token"
 // the first write acknowledged after the kill; the killed node is
 // started again (and waited for) before the next round.
 func runClusterKill(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("cluster-kill", flag.ContinueOnError)
-	fs.SetOutput(stdout)
+	fs := flagSet("cluster-kill", stdout)
 	rounds := fs.Int("rounds", 5, "SIGKILLs of the leader, each after the killed node came back")
 	dirFlag := fs.String("db", "", "directory for the binary and the stores (default: a temporary directory, removed afterwards)")
 	if err := fs.Parse(args); err != nil {

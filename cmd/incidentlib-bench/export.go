@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
@@ -17,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/incidentlib/incidentlib/gen"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/storage"
 )
@@ -32,8 +29,7 @@ type exportBench struct {
 }
 
 func runExportBench(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	fs.SetOutput(stdout)
+	fs := flagSet("export", stdout)
 	var b exportBench
 	b.flags(fs, 100_000, "generated incidents in the store (at least 100)", "generator seed", "directory for the store (default: a temporary directory, removed afterwards)")
 	fs.IntVar(&b.cache, "record-cache", 10_000, "decoded records the store keeps, as serve --record-cache")
@@ -49,24 +45,13 @@ func runExportBench(ctx context.Context, args []string, stdout io.Writer) error 
 func (b *exportBench) run(ctx context.Context, dir string, stdout io.Writer) error {
 	tax := seeds.MustTaxonomy()
 	fmt.Fprintf(stdout, "export: %d incidents, GOMAXPROCS %d, record cache %d, load average %s\n", b.incidents, runtime.GOMAXPROCS(0), b.cache, loadAvg())
-	start := time.Now()
-	incs, err := gen.Generate(gen.Options{Count: b.incidents, Seed: b.seed, Taxonomy: tax})
-	if err != nil {
-		return err
-	}
-	dbPath := filepath.Join(dir, "export.db")
-	os.Remove(dbPath)
-	db, err := storage.Open(dbPath, storage.Options{Taxonomy: tax, NoSync: true, RecordCache: b.cache})
+	// The corpus is not kept: the collector takes it back (it is not the
+	// server's memory).
+	db, _, err := b.store(ctx, filepath.Join(dir, "export.db"), true, storage.Options{Taxonomy: tax, NoSync: true, RecordCache: b.cache}, stdout)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if err := importUnlinked(ctx, db, incs); err != nil {
-		return err
-	}
-	// incs is not read again: the collector takes the corpus back (it is
-	// not the server's memory).
-	fmt.Fprintf(stdout, "store: generated and imported in %s (not part of the figures)\n", time.Since(start).Round(time.Millisecond))
 
 	// The response cache is off: every request streams from the store.
 	url, stop, err := serveUncached(db, nil)

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -50,8 +49,7 @@ type graphqlBench struct {
 }
 
 func runGraphQL(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("graphql", flag.ContinueOnError)
-	fs.SetOutput(stdout)
+	fs := flagSet("graphql", stdout)
 	var b graphqlBench
 	b.loadFlags.register(fs, "the first round's list page measurement", clientTransport)
 	fs.StringVar(&b.dump, "dump", "", "write the responses of the two queries into this directory")

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -45,8 +44,7 @@ type hostileBench struct {
 }
 
 func runHostile(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("hostile", flag.ContinueOnError)
-	fs.SetOutput(stdout)
+	fs := flagSet("hostile", stdout)
 	var b hostileBench
 	fs.DurationVar(&b.duration, "duration", 5*time.Second, "how long each phase runs (a duration such as 5s)")
 	fs.DurationVar(&b.warmup, "warmup", time.Second, "how long the normal client runs, unmeasured, first")

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -50,8 +49,7 @@ func runInstr(ctx context.Context, args []string, stdout io.Writer) error {
 	if spec := os.Getenv(instrChildEnv); spec != "" {
 		return serveInstrChild(ctx, spec)
 	}
-	fs := flag.NewFlagSet("instr", flag.ContinueOnError)
-	fs.SetOutput(stdout)
+	fs := flagSet("instr", stdout)
 	count := fs.Int("count", 10_000, "generated incidents in the store (at least 100)")
 	seed := fs.Int64("seed", 1, "generator seed")
 	first := fs.Int("first", 20, "page size of the list page, 1 to 100")

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -27,6 +28,14 @@ func register(name, about string, run func(ctx context.Context, args []string, s
 		panic("benchmark registered twice: " + name)
 	}
 	benchmarks[name] = benchmark{about, run}
+}
+
+// flagSet is a benchmark's flag set: a parse error is returned, not
+// exited on, and the usage (-h) goes to stdout.
+func flagSet(name string, stdout io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	return fs
 }
 
 func main() {

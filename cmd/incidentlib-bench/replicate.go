@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -45,8 +44,7 @@ type replicateBench struct {
 }
 
 func runReplicate(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("replicate", flag.ContinueOnError)
-	fs.SetOutput(stdout)
+	fs := flagSet("replicate", stdout)
 	var b replicateBench
 	fs.IntVar(&b.count, "count", 20_000, "generated incidents in the primary (at least 100; the README figure is for 100000)")
 	fs.Int64Var(&b.seed, "seed", 1, "generator seed")
@@ -121,12 +119,7 @@ func (b *replicateBench) run(ctx context.Context, stdout io.Writer) error {
 	}
 	incs = nil
 	fmt.Fprintf(stdout, "replicate: the primary holds %d incidents (filled in %s)\n", b.count, time.Since(t0).Round(time.Millisecond))
-	srv, err := newServer(primary, nil, server.Config{Prod: true}, nil)
-	if err != nil {
-		return err
-	}
-	srv.SetReady(true)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, ln, err := readyServer(primary, server.Config{Prod: true})
 	if err != nil {
 		return err
 	}

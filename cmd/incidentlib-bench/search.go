@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,7 +22,6 @@ import (
 	"unicode"
 
 	"github.com/incidentlib/incidentlib"
-	"github.com/incidentlib/incidentlib/gen"
 	"github.com/incidentlib/incidentlib/search"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
@@ -47,8 +45,7 @@ type searchBench struct {
 }
 
 func runSearchBench(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("search", flag.ContinueOnError)
-	fs.SetOutput(stdout)
+	fs := flagSet("search", stdout)
 	var b searchBench
 	b.flags(fs, 100_000, "generated incidents in the store (at least 100)", "generator and query seed", "directory for the store and the index (default: a temporary directory, removed afterwards)")
 	fs.IntVar(&b.clients, "clients", 8, "concurrent clients")
@@ -74,25 +71,15 @@ func runSearchBench(ctx context.Context, args []string, stdout io.Writer) error 
 func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) error {
 	tax := seeds.MustTaxonomy()
 	fmt.Fprintf(stdout, "search: %d incidents, %d clients, %d queries per class, GOMAXPROCS %d, gc-percent %d, search-concurrency %d\n", b.incidents, b.clients, b.queries, runtime.GOMAXPROCS(0), b.gcPercent, b.turns)
-	start := time.Now()
-	incs, err := gen.Generate(gen.Options{Count: b.incidents, Seed: b.seed, Taxonomy: tax})
-	if err != nil {
-		return err
-	}
 	dbPath := filepath.Join(dir, "search.db")
-	os.Remove(dbPath)
 	// A record cache that holds the store, as a server of this size would
 	// be configured (--record-cache), warmed before the HTTP measurement.
-	db, err := storage.Open(dbPath, storage.Options{Taxonomy: tax, NoSync: true, RecordCache: max(10_000, b.incidents)})
+	// Links play no part in search.
+	db, incs, err := b.store(ctx, dbPath, true, storage.Options{Taxonomy: tax, NoSync: true, RecordCache: max(10_000, b.incidents)}, stdout)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	// Links play no part in search.
-	if err := importUnlinked(ctx, db, incs); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "store: generated and imported in %s (not part of the figures)\n", time.Since(start).Round(time.Millisecond))
 
 	idxPath := dbPath + ".search"
 	os.RemoveAll(idxPath)
@@ -101,7 +88,7 @@ func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) err
 	if err != nil {
 		return err
 	}
-	start = time.Now()
+	start := time.Now()
 	cpu0 := searchCPU()
 	x, err := search.Open(ctx, db.Incidents(), idxPath, search.Options{BatchSize: b.batch, Concurrency: b.turns, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"net"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/incidentlib/incidentlib"
@@ -32,4 +34,20 @@ func serveUncached(db *storage.DB, search incidentlib.SearchService) (url string
 	}
 	srv.SetReady(true)
 	return listen(srv)
+}
+
+// readyServer builds the handler over db with cfg (newServer: private
+// metrics, no search), marks it ready and opens a loopback listener for
+// the benchmark to serve it on with its own http.Server.
+func readyServer(db *storage.DB, cfg server.Config) (*server.Server, net.Listener, error) {
+	srv, err := newServer(db, nil, cfg, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv.SetReady(true)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	return srv, ln, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/incidentlib/incidentlib"
-	"github.com/incidentlib/incidentlib/gen"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/storage"
 )
@@ -31,8 +29,7 @@ type statsBench struct {
 }
 
 func runStatsBench(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("stats", flag.ContinueOnError)
-	fs.SetOutput(stdout)
+	fs := flagSet("stats", stdout)
 	var b statsBench
 	b.flags(fs, 100_000, "generated incidents in the store (at least 100)", "generator and filter seed", "directory for the store, kept and reused when it holds -incidents incidents (default: a temporary directory, removed afterwards)")
 	fs.IntVar(&b.queries, "queries", 300, "queries per filter, one at a time")
@@ -101,25 +98,12 @@ func (b *statsBench) run(ctx context.Context, dir string, stdout io.Writer) erro
 		return err
 	}
 	fmt.Fprintf(stdout, "stats: %d incidents, %d queries per filter at one client, GOMAXPROCS %d, load average %s\n", b.incidents, b.queries, runtime.GOMAXPROCS(0), loadAvg())
-	start := time.Now()
-	incs, err := gen.Generate(gen.Options{Count: b.incidents, Seed: b.seed, Taxonomy: tax})
-	if err != nil {
-		return err
-	}
-	db, err := storage.Open(filepath.Join(dir, "stats.db"), storage.Options{Taxonomy: tax, NoSync: true, RecordCache: 10_000})
+	// Links play no part in the aggregates; a kept -db is reused.
+	db, incs, err := b.store(ctx, filepath.Join(dir, "stats.db"), false, storage.Options{Taxonomy: tax, NoSync: true, RecordCache: 10_000}, stdout)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if n, err := db.Incidents().CountIncidents(ctx, incidentlib.IncidentFilter{}); err != nil {
-		return err
-	} else if n != len(incs) {
-		// Links play no part in the aggregates.
-		if err := importUnlinked(ctx, db, incs); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "store: generated and imported in %s (not part of the figures)\n", time.Since(start).Round(time.Millisecond))
-	}
 	if b.profile != "" {
 		f, err := os.Create(b.profile)
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -40,8 +39,7 @@ type subscribeBench struct {
 }
 
 func runSubscribe(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("subscribe", flag.ContinueOnError)
-	fs.SetOutput(stdout)
+	fs := flagSet("subscribe", stdout)
 	var b subscribeBench
 	fs.IntVar(&b.idle, "idle", 10_000, "idle subscribers for the memory figure, held by a child process (each side of a connection takes a file descriptor)")
 	fs.IntVar(&b.subs, "subscribers", 1_000, "subscribers receiving every write, for the latency figures")
@@ -157,12 +155,7 @@ func (b *subscribeBench) run(ctx context.Context, path string, out io.Writer) er
 		return err
 	}
 	limit := b.idle + b.subs + 100
-	srv, err := newServer(db, nil, server.Config{SubscriptionLimits: live.Options{MaxTotal: limit, MaxPerClient: limit}}, nil)
-	if err != nil {
-		return err
-	}
-	srv.SetReady(true)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, ln, err := readyServer(db, server.Config{SubscriptionLimits: live.Options{MaxTotal: limit, MaxPerClient: limit}})
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -121,3 +122,5 @@ func saveBackup(body io.Reader, want int64, output string, stdout io.Writer) err
 	fmt.Fprintf(stdout, "backup: %d bytes to %s, check: ok\n", n, output)
 	return nil
 }
+
+var errStdoutTerminal = errors.New("backup: standard output is a terminal; redirect it to a file (> FILE) or use --output FILE")

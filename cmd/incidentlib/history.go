@@ -44,7 +44,7 @@ func runHistory(ctx context.Context, args []string, getenv func(string) string, 
 			return nil
 		})
 	case "import":
-		// An alias of import --db for a history export (importhistory.go).
+		// An alias of import --db for a history export (historyimport.go).
 		if err := f.parse(args); err != nil {
 			return err
 		}

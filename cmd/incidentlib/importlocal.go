@@ -119,12 +119,12 @@ func importLocal(ctx context.Context, db *storage.DB, res *importer.Result, skip
 	for _, p := range res.Problems {
 		bad[p.Where] = true
 	}
-	if len(res.Problems) > 0 && !skipBad {
-		var lines []string
-		for _, p := range res.Problems {
-			lines = append(lines, p.String())
-		}
-		return reportProblems(stderr, lines)
+	var problems []string
+	for _, p := range res.Problems {
+		problems = append(problems, p.String())
+	}
+	if len(problems) > 0 && !skipBad {
+		return reportProblems(stderr, problems)
 	}
 	all, err := db.Incidents().AllIncidents(ctx)
 	if err != nil {
@@ -139,15 +139,7 @@ func importLocal(ctx context.Context, db *storage.DB, res *importer.Result, skip
 		KeepUpdatedAt: true, Merges: plan.Merges, Progress: prog.update,
 	})
 	if err != nil {
-		list := incidentlib.ErrorList(err)
-		if len(list) == 0 {
-			return err
-		}
-		var lines []string
-		for _, e := range list {
-			lines = append(lines, e.Message)
-		}
-		return reportProblems(stderr, lines)
+		return reportInvalid(stderr, err)
 	}
 	counts := plan.Counts()
 	fmt.Fprintf(stdout, "imported %d records into %d incidents: %d created, %d updated, %d merged; %d incidents written, %d unchanged\n",
@@ -163,18 +155,7 @@ func importLocal(ctx context.Context, db *storage.DB, res *importer.Result, skip
 			fmt.Fprintf(stdout, "merged %s into %s (the same postmortem); %s keeps resolving\n", d, plan.Merges[d], d)
 		}
 	}
-	if len(res.Problems) > 0 {
-		fmt.Fprintf(stdout, "skipped %d bad records (--skip-bad):\n", len(res.Problems))
-		for _, p := range res.Problems {
-			fmt.Fprintf(stdout, "  %s\n", p.String())
-		}
-	}
-	if len(res.Skipped) > 0 {
-		fmt.Fprintf(stdout, "skipped %d files that hold no records:\n", len(res.Skipped))
-		for _, s := range res.Skipped {
-			fmt.Fprintf(stdout, "  %s: %s\n", s.Path, s.Reason)
-		}
-	}
+	reportSkipped(stdout, problems, res.Skipped)
 	if um := importer.UnmappedCounts(res.Records); len(um) > 0 {
 		total := 0
 		var top []string

@@ -201,15 +201,7 @@ func importStream(ctx context.Context, db *storage.DB, files []importInput, skip
 		return reportProblems(stderr, problems)
 	}
 	if err := chk.Finish(ctx); err != nil {
-		list := incidentlib.ErrorList(err)
-		if len(list) == 0 {
-			return err
-		}
-		var lines []string
-		for _, e := range list {
-			lines = append(lines, e.Message)
-		}
-		return reportProblems(stderr, lines)
+		return reportInvalid(stderr, err)
 	}
 	interrupted, err := db.Incidents().InterruptedImport(ctx)
 	if err != nil {
@@ -237,9 +229,7 @@ func importStream(ctx context.Context, db *storage.DB, files []importInput, skip
 			}
 			return err
 		}
-		res.Created += r.Created
-		res.Updated += r.Updated
-		res.Unchanged += r.Unchanged
+		addResult(&res, r)
 		done += len(batch)
 		clear(batch)
 		clear(encoded)
@@ -276,18 +266,7 @@ func importStream(ctx context.Context, db *storage.DB, files []importInput, skip
 	}
 	fmt.Fprintf(stdout, "imported %d records into %d incidents: %d created, %d updated, 0 merged; %d incidents written, %d unchanged\n",
 		total, total, res.Created, res.Updated+res.Unchanged, res.Created+res.Updated, res.Unchanged)
-	if len(problems) > 0 {
-		fmt.Fprintf(stdout, "skipped %d bad records (--skip-bad):\n", len(problems))
-		for _, p := range problems {
-			fmt.Fprintf(stdout, "  %s\n", p)
-		}
-	}
-	if len(skipped) > 0 {
-		fmt.Fprintf(stdout, "skipped %d files that hold no records:\n", len(skipped))
-		for _, s := range skipped {
-			fmt.Fprintf(stdout, "  %s: %s\n", s.Path, s.Reason)
-		}
-	}
+	reportSkipped(stdout, problems, skipped)
 	return nil
 }
 

@@ -2,16 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
-	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,86 +15,17 @@ import (
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/cluster"
 	"github.com/incidentlib/incidentlib/cmd/internal/clusternode"
-	"github.com/incidentlib/incidentlib/importer"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/server/admin"
 	"github.com/incidentlib/incidentlib/server/metrics"
-	"github.com/incidentlib/incidentlib/storage"
 )
-
-const defaultDB = "./data/incidentlib.db"
-
-// storeFlags are the flags of every command that opens the store.
-type storeFlags struct {
-	path        *string
-	openTimeout *time.Duration
-	recordCache *int
-	upstream    *string // links to ids not in the store resolve from here (follow.go)
-	// allowSelfReview lets a reviewer approve what they wrote (a library
-	// of one person; storage.Options.AllowSelfReview).
-	allowSelfReview *bool
-}
-
-func addStoreFlags(f *flags) storeFlags {
-	return storeFlags{
-		path:        f.str("db", defaultDB, "path of the bbolt database file"),
-		openTimeout: f.duration("open-timeout", time.Second, false, "how long to wait for a database file another process holds"),
-		recordCache: f.count("record-cache", 10_000, 0, "decoded records kept in memory, in records; 0 turns the cache off"),
-		upstream:    addUpstreamFlag(f),
-		allowSelfReview: f.boolean("allow-self-review", false,
-			"let a reviewer approve an incident they wrote a version of since its last approval (a library of one person); otherwise SELF_REVIEW"),
-	}
-}
-
-// open opens the store the flags name.
-func (s storeFlags) open(readOnly bool) (*storage.DB, error) {
-	return s.openObserved(readOnly, nil, nil, 0)
-}
-
-// openObserved is open with observeCommit, if not nil, receiving the
-// duration of every write commit (serve's metrics:
-// storage.Options.ObserveCommit), logger, if not nil, the store's report
-// of a corrupt file or a full disk, and the record size limit maxRecord
-// (storage.Options.MaxRecordBytes; 0 for the default).
-func (s storeFlags) openObserved(readOnly bool, observeCommit func(time.Duration), logger *slog.Logger, maxRecord int) (*storage.DB, error) {
-	tax, err := seeds.Taxonomy()
-	if err != nil {
-		return nil, err
-	}
-	if readOnly {
-		if _, err := os.Stat(*s.path); err != nil {
-			return nil, fmt.Errorf("open %s: %w", *s.path, err)
-		}
-	}
-	return storage.Open(*s.path, storage.Options{
-		OpenTimeout: *s.openTimeout, Taxonomy: tax, ReadOnly: readOnly, RecordCache: *s.recordCache,
-		UpstreamLinks: *s.upstream != "", ObserveCommit: observeCommit, Logger: logger, MaxRecordBytes: maxRecord,
-		AllowSelfReview: *s.allowSelfReview,
-	})
-}
-
-// with opens the store, runs fn on it and closes it.
-func (s storeFlags) with(readOnly bool, fn func(*storage.DB) error) error {
-	db, err := s.open(readOnly)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if !readOnly {
-		// A cluster node's writes come from the cluster's log only.
-		if err := db.ClusterLog().RefuseIfLogged(context.Background(), "this command"); err != nil {
-			return err
-		}
-	}
-	return fn(db)
-}
 
 func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f := newFlags("serve", getenv, stderr)
 	addr := f.str("addr", "127.0.0.1:8080", "address to listen on")
 	sf := addStoreFlags(f)
-	xf := addSearchFlags(f, sf) // the full-text index (search.go)
+	xf := addSearchFlags(f, sf) // the full-text index (searchflags.go)
 	xf.addServing(f)
 	of := addOutboundFlags(f, sf)
 	cf := addClusterFlags(f) // cluster mode (clusterflags.go)
@@ -303,85 +230,6 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		logger.Warn("subscription streams did not finish in time", "err", err)
 	}
 	return nil
-}
-
-func runImport(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	f := newFlags("import", getenv, stderr)
-	sf := addStoreFlags(f)
-	rf := addRemoteFlags(f, "send the records to the running server at this URL (importIncidents) instead of opening --db; IL-JSON only")
-	chunk := f.count("chunk", 1000, 0, "with --server: records per request, each request all or nothing; 0 sends all in one (held in memory)")
-	batch := f.count("batch", 2000, 1, "records written per transaction, in records (and at most 16MiB of them); memory grows with it")
-	maxRecord := addMaxRecordFlag(f)
-	format := f.str("format", "", "the format of every file: "+formatList()+"; empty detects each file's format")
-	skipBad := f.boolean("skip-bad", false, "write the good records and list the bad ones, instead of writing nothing")
-	f.checks = append(f.checks, func() error {
-		if *format != "" && !importer.Format(*format).IsValid() {
-			return fmt.Errorf("--format must be one of %s, got %q", formatList(), *format)
-		}
-		return nil
-	})
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if f.NArg() == 0 {
-		return errors.New("import: name at least one file or directory (or - for standard input)")
-	}
-	// The live heap of an import is one batch and the ids: a larger
-	// collector budget costs little memory and saves a third of the time;
-	// a soft limit of 512MiB (unless GOMEMLIMIT) keeps its peaks down.
-	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	if getenv("GOMEMLIMIT") == "" && os.Getenv("GOMEMLIMIT") == "" {
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(512 << 20))
-	}
-	dir := spoolDir(*sf.path)
-	if rf.remote() {
-		dir = os.TempDir()
-	}
-	inputs, cleanup, err := importInputs(f.Args(), stdin, dir)
-	defer cleanup()
-	if err != nil {
-		return err
-	}
-	if hist, err := historyInputs(inputs); err != nil {
-		return err
-	} else if hist != nil { // export --history's lines (importhistory.go)
-		if *skipBad {
-			return errors.New("import: a history import writes all or nothing; --skip-bad is for records")
-		}
-		if rf.remote() {
-			return importHistoryRemote(ctx, rf, hist, stdout, stderr)
-		}
-		return sf.with(false, func(db *storage.DB) error { return importHistoryLocal(ctx, db, hist, stdout) })
-	}
-	if rf.remote() {
-		return importRemote(ctx, rf, inputs, *chunk, int(*maxRecord), stdout, stderr)
-	}
-	files, skipped, ok, err := streamFiles(inputs, *format)
-	if err != nil {
-		return err
-	}
-	return sf.with(false, func(db *storage.DB) error {
-		if ok {
-			err := importStream(ctx, db, files, skipped, importOptions{skipBad: *skipBad, maxRecord: int(*maxRecord), batch: *batch,
-				stopAfter: stopAfterHook(getenv)}, stdout, stderr)
-			if err != errNeedsPlan {
-				return err
-			}
-		}
-		res, err := readCollections(inputs, *format, int(*maxRecord))
-		if err != nil {
-			return err
-		}
-		return importLocal(ctx, db, res, *skipBad, stdout, stderr)
-	})
-}
-
-func formatList() string {
-	names := make([]string, len(importer.Formats))
-	for i, f := range importer.Formats {
-		names[i] = string(f)
-	}
-	return strings.Join(names, ", ")
 }
 
 // httpOptions are serve's settings of its http.Server.
