@@ -53,8 +53,9 @@ func retitle(t testing.TB, db *storage.DB, id, title string) uint64 {
 type clientLine struct {
 	Data *struct {
 		IncidentChanged struct {
-			Seq, Action, ID string
-			Incident        *struct{ ID, Title string }
+			Seq, Action string
+			ID          string `json:"incidentId"`
+			Incident    *struct{ ID, Title string }
 		}
 	}
 	Errors []map[string]any

@@ -35,13 +35,13 @@ import (
 // of both transports (the JavaScript clients run in e2e/).
 
 const liveDoc = `subscription($f: IncidentFilter, $since: String) {
-  incidentChanged(filter: $f, since: $since) { seq action id matchesFilter incident { id title severity { slug } } }
+  incidentChanged(filter: $f, since: $since) { seq action incidentId matchesFilter incident { id title severity { slug } } }
 }`
 
 type liveEvent struct {
 	Seq           string
 	Action        string
-	ID            string
+	ID            string `json:"incidentId"`
 	MatchesFilter bool
 	Incident      *struct {
 		ID       string
