@@ -40,22 +40,31 @@ func runNode(t *testing.T, dir string, write func(i int), name string, args ...s
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	var stop atomic.Bool
-	writes := make(chan struct{})
-	go func() {
-		defer close(writes)
-		for i := 0; write != nil && !stop.Load(); i++ {
-			write(i)
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
+	stop := writeEvery(write)
 	err := cmd.Run()
-	stop.Store(true)
-	<-writes
+	stop()
 	if err != nil {
 		t.Fatalf("%s %s: %v\n%s\n%s", filepath.Base(name), strings.Join(args, " "), err, stdout.String(), stderr.String())
 	}
 	return stdout.Bytes()
+}
+
+// writeEvery calls write (if not nil) every 50ms, counting from 0, until
+// stop is called; stop returns when the last call has.
+func writeEvery(write func(i int)) (stop func()) {
+	var done atomic.Bool
+	writes := make(chan struct{})
+	go func() {
+		defer close(writes)
+		for i := 0; write != nil && !done.Load(); i++ {
+			write(i)
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	return func() {
+		done.Store(true)
+		<-writes
+	}
 }
 
 // servedSchema writes GET /schema.graphql of the server at base, as it
