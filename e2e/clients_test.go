@@ -13,7 +13,7 @@ import (
 // The client set-ups of docs/clients.md, each run with the real library
 // (the versions pinned in package-lock.json) against the real server.
 
-// TestApolloClient: possibleTypes generated from introspection make
+// TestApolloClient: possibleTypes generated from GET /schema.graphql make
 // fragments on Node match; fetchMore appends page 2 to page 1 for `nodes`
 // (the type policy of docs/clients.md) and for `edges`
 // (relayStylePagination) instead of replacing it.
