@@ -22,7 +22,7 @@ const client = transport === 'ws'
   : createSSE({ url: url + '/graphql', retryAttempts: 0, headers: auth });
 const out = (v) => process.stdout.write(JSON.stringify(v) + '\n');
 const query = `subscription($since: String) {
-  incidentChanged(since: $since) { seq action id incident { id title } }
+  incidentChanged(since: $since) { seq action incidentId incident { id title } }
 }`;
 let got = 0;
 try {

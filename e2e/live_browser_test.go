@@ -32,7 +32,7 @@ func TestBrowserSubscribes(t *testing.T) {
   window.liveEvents = []; window.liveErrors = [];
   const client = graphqlWs.createClient({ url: 'ws://' + location.host + '/graphql' });
   client.subscribe(
-    { query: 'subscription { incidentChanged { seq action id incident { title } } }' },
+    { query: 'subscription { incidentChanged { seq action incidentId incident { title } } }' },
     { next: (r) => window.liveEvents.push(r), error: (e) => window.liveErrors.push(String(e && e.message || JSON.stringify(e))), complete: () => {} },
   );
   return true;

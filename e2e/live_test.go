@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,8 +52,9 @@ func retitle(t testing.TB, db *storage.DB, id, title string) uint64 {
 type clientLine struct {
 	Data *struct {
 		IncidentChanged struct {
-			Seq, Action, ID string
-			Incident        *struct{ ID, Title string }
+			Seq, Action string
+			ID          string `json:"incidentId"`
+			Incident    *struct{ ID, Title string }
 		}
 	}
 	Errors []map[string]any
@@ -84,15 +84,7 @@ func runClient(t *testing.T, write func(i int), args ...string) []clientLine {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var stop atomic.Bool
-	writes := make(chan struct{})
-	go func() {
-		defer close(writes)
-		for i := 0; write != nil && !stop.Load(); i++ {
-			write(i)
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
+	stop := writeEvery(write)
 	var lines []clientLine
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(nil, 1<<20)
@@ -104,8 +96,7 @@ func runClient(t *testing.T, write func(i int), args ...string) []clientLine {
 		lines = append(lines, l)
 	}
 	err = cmd.Wait()
-	stop.Store(true)
-	<-writes
+	stop()
 	if err != nil {
 		t.Fatalf("node live.mjs %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}

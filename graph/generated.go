@@ -68,11 +68,11 @@ type ComplexityRoot struct {
 	}
 
 	DeletedIncident struct {
-		DeletedAt func(childComplexity int) int
-		DeletedBy func(childComplexity int) int
-		ID        func(childComplexity int) int
-		Record    func(childComplexity int) int
-		Version   func(childComplexity int) int
+		DeletedAt  func(childComplexity int) int
+		DeletedBy  func(childComplexity int) int
+		IncidentID func(childComplexity int) int
+		Record     func(childComplexity int) int
+		Version    func(childComplexity int) int
 	}
 
 	DurationStats struct {
@@ -161,8 +161,8 @@ type ComplexityRoot struct {
 
 	IncidentChange struct {
 		Action        func(childComplexity int) int
-		ID            func(childComplexity int) int
 		Incident      func(childComplexity int) int
+		IncidentID    func(childComplexity int) int
 		MatchesFilter func(childComplexity int) int
 		Seq           func(childComplexity int) int
 	}
@@ -634,12 +634,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.DeletedIncident.DeletedBy(childComplexity), true
-	case "DeletedIncident.id":
-		if e.ComplexityRoot.DeletedIncident.ID == nil {
+	case "DeletedIncident.incidentId":
+		if e.ComplexityRoot.DeletedIncident.IncidentID == nil {
 			break
 		}
 
-		return e.ComplexityRoot.DeletedIncident.ID(childComplexity), true
+		return e.ComplexityRoot.DeletedIncident.IncidentID(childComplexity), true
 	case "DeletedIncident.record":
 		if e.ComplexityRoot.DeletedIncident.Record == nil {
 			break
@@ -1089,18 +1089,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.IncidentChange.Action(childComplexity), true
-	case "IncidentChange.id":
-		if e.ComplexityRoot.IncidentChange.ID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.IncidentChange.ID(childComplexity), true
 	case "IncidentChange.incident":
 		if e.ComplexityRoot.IncidentChange.Incident == nil {
 			break
 		}
 
 		return e.ComplexityRoot.IncidentChange.Incident(childComplexity), true
+	case "IncidentChange.incidentId":
+		if e.ComplexityRoot.IncidentChange.IncidentID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IncidentChange.IncidentID(childComplexity), true
 	case "IncidentChange.matchesFilter":
 		if e.ComplexityRoot.IncidentChange.MatchesFilter == nil {
 			break
@@ -2676,7 +2676,11 @@ type IncidentVersionConnection {
 
 "A deleted incident: its tombstone and its last record. Restore it with restoreIncident."
 type DeletedIncident {
-  id: ID!
+  """
+  The deleted incident's id. A DeletedIncident has no id of its own: it is
+  a view of the incident's tombstone, not an object node(id:) resolves.
+  """
+  incidentId: ID!
   "The version of the delete."
   version: Int!
   deletedAt: String!
@@ -3447,8 +3451,13 @@ type IncidentChange {
   "The store sequence of the change (on a replica, the primary's): resume after it with since."
   seq: String!
   action: ChangeAction!
-  "The incident's id."
-  id: ID!
+  """
+  The incident's id (also incident.id, but a deletion has no incident). An
+  IncidentChange has no id of its own: an event is not an object node(id:)
+  resolves, and repeating the incident's id as its id would make a
+  normalizing cache (Relay, Apollo) merge the event into the incident.
+  """
+  incidentId: ID!
   "The incident as of the change; null for a deletion."
   incident: Incident
   """
@@ -3691,8 +3700,8 @@ func (ec *executionContext) childFields_DeleteIncidentPayload(ctx context.Contex
 
 func (ec *executionContext) childFields_DeletedIncident(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
-	case "id":
-		return ec.fieldContext_DeletedIncident_id(ctx, field)
+	case "incidentId":
+		return ec.fieldContext_DeletedIncident_incidentId(ctx, field)
 	case "version":
 		return ec.fieldContext_DeletedIncident_version(ctx, field)
 	case "deletedAt":
@@ -3879,8 +3888,8 @@ func (ec *executionContext) childFields_IncidentChange(ctx context.Context, fiel
 		return ec.fieldContext_IncidentChange_seq(ctx, field)
 	case "action":
 		return ec.fieldContext_IncidentChange_action(ctx, field)
-	case "id":
-		return ec.fieldContext_IncidentChange_id(ctx, field)
+	case "incidentId":
+		return ec.fieldContext_IncidentChange_incidentId(ctx, field)
 	case "incident":
 		return ec.fieldContext_IncidentChange_incident(ctx, field)
 	case "matchesFilter":
@@ -6057,16 +6066,16 @@ func (ec *executionContext) fieldContext_DeleteIncidentPayload_userErrors(_ cont
 	return fc, nil
 }
 
-func (ec *executionContext) _DeletedIncident_id(ctx context.Context, field graphql.CollectedField, obj *model.DeletedIncident) (ret graphql.Marshaler) {
+func (ec *executionContext) _DeletedIncident_incidentId(ctx context.Context, field graphql.CollectedField, obj *model.DeletedIncident) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_DeletedIncident_id(ctx, field)
+			return ec.fieldContext_DeletedIncident_incidentId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ID, nil
+			return obj.IncidentID, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -6076,7 +6085,7 @@ func (ec *executionContext) _DeletedIncident_id(ctx context.Context, field graph
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_DeletedIncident_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_DeletedIncident_incidentId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("DeletedIncident", field, false, false, "ID")
 }
 
@@ -8192,16 +8201,16 @@ func (ec *executionContext) fieldContext_IncidentChange_action(_ context.Context
 	return graphql.NewScalarFieldContext("IncidentChange", field, false, false, "ChangeAction")
 }
 
-func (ec *executionContext) _IncidentChange_id(ctx context.Context, field graphql.CollectedField, obj *model.IncidentChange) (ret graphql.Marshaler) {
+func (ec *executionContext) _IncidentChange_incidentId(ctx context.Context, field graphql.CollectedField, obj *model.IncidentChange) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_IncidentChange_id(ctx, field)
+			return ec.fieldContext_IncidentChange_incidentId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ID, nil
+			return obj.IncidentID, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -8211,7 +8220,7 @@ func (ec *executionContext) _IncidentChange_id(ctx context.Context, field graphq
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_IncidentChange_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_IncidentChange_incidentId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("IncidentChange", field, false, false, "ID")
 }
 
@@ -16013,8 +16022,8 @@ func (ec *executionContext) _DeletedIncident(ctx context.Context, sel ast.Select
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("DeletedIncident")
-		case "id":
-			out.Values[i] = ec._DeletedIncident_id(ctx, field, obj)
+		case "incidentId":
+			out.Values[i] = ec._DeletedIncident_incidentId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -16596,8 +16605,8 @@ func (ec *executionContext) _IncidentChange(ctx context.Context, sel ast.Selecti
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
-		case "id":
-			out.Values[i] = ec._IncidentChange_id(ctx, field, obj)
+		case "incidentId":
+			out.Values[i] = ec._IncidentChange_incidentId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

@@ -113,7 +113,7 @@ func (r *queryResolver) DeletedIncident(ctx context.Context, id string) (*model.
 	if err != nil || tomb == nil {
 		return nil, err
 	}
-	d := &model.DeletedIncident{ID: id, Version: tomb.Version, DeletedAt: tomb.At,
+	d := &model.DeletedIncident{IncidentID: id, Version: tomb.Version, DeletedAt: tomb.At,
 		DeletedBy: model.NewIncidentVersion(tomb).Author()}
 	if inc != nil && inc.Org != "" {
 		rec, err := inc.MarshalJSON()

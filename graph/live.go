@@ -38,7 +38,7 @@ func liveStartFrom(ctx context.Context) *LiveStart {
 // IncidentChangeOf is the GraphQL view of change c, in the language of
 // ctx's request, with whether it matches the subscriber's filter.
 func (r *Resolver) IncidentChangeOf(ctx context.Context, c *incidentlib.Change, matches bool) *model.IncidentChange {
-	ic := &model.IncidentChange{Seq: strconv.FormatUint(c.Seq, 10), Action: incidentlib.ActionOf(*c), ID: c.ID, MatchesFilter: matches}
+	ic := &model.IncidentChange{Seq: strconv.FormatUint(c.Seq, 10), Action: incidentlib.ActionOf(*c), IncidentID: c.ID, MatchesFilter: matches}
 	if !c.Deleted && c.Incident != nil {
 		ic.Incident = r.view(ctx).NewIncident(c.Incident)
 	}

@@ -240,12 +240,26 @@ func TestSearchOverGraphQL(t *testing.T) {
 			t.Errorf("after the write: %+v", s.Edges)
 		}
 	})
+	t.Run("OnlyExclusionsEverythingBut", func(t *testing.T) {
+		all := ss.search(t, map[string]any{"q": "-zzzqx"}).Search.TotalCount
+		consul := ss.search(t, map[string]any{"q": "consul", "first": 100}).Search
+		got := ss.search(t, map[string]any{"q": "-consul", "first": 100}).Search
+		if all == 0 || consul.TotalCount == 0 || got.TotalCount != all-consul.TotalCount {
+			t.Fatalf("-consul finds %d, consul %d, of %d", got.TotalCount, consul.TotalCount, all)
+		}
+		for _, e := range got.Edges {
+			for _, c := range consul.Edges {
+				if e.Node.ID == c.Node.ID {
+					t.Errorf("-consul finds %s", e.Node.ID)
+				}
+			}
+		}
+	})
 	codes := map[string]struct {
 		vars map[string]any
 		code string
 	}{
 		"ErrBadQueryUnbalancedQuote": {map[string]any{"q": `"consul`}, incidentlib.EBADQUERY},
-		"ErrBadQueryOnlyExclusions":  {map[string]any{"q": "-consul"}, incidentlib.EBADQUERY},
 		"ErrBadQueryEmpty":           {map[string]any{"q": ""}, incidentlib.EBADQUERY},
 		"ErrBadQueryUnknownPrefix":   {map[string]any{"q": "author:someone"}, incidentlib.EBADQUERY},
 		"ErrCursorMalformed":         {map[string]any{"q": "consul", "after": "%%%"}, incidentlib.EBADCURSOR},

@@ -35,7 +35,7 @@ func TestReplicaSubscriptions(t *testing.T) {
 		if since != "" {
 			vars["since"] = since
 		}
-		b, _ := json.Marshal(map[string]any{"query": `subscription($since: String) { incidentChanged(since: $since) { seq id incident { title } } }`, "variables": vars})
+		b, _ := json.Marshal(map[string]any{"query": `subscription($since: String) { incidentChanged(since: $since) { seq incidentId incident { title } } }`, "variables": vars})
 		ctx, cancel := context.WithCancel(context.Background())
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, rs.URL+"/graphql", strings.NewReader(string(b)))
 		req.Header.Set("Content-Type", "application/json")
@@ -54,7 +54,8 @@ func TestReplicaSubscriptions(t *testing.T) {
 				var r struct {
 					Data struct {
 						IncidentChanged struct {
-							Seq, ID  string
+							Seq      string
+							ID       string `json:"incidentId"`
 							Incident struct{ Title string }
 						}
 					}

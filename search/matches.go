@@ -67,6 +67,17 @@ func (t *topState) matches(m *memIndex, c *compiled, keep []uint64) ([]clauseQ, 
 			}
 		}
 	}
+	if c.all {
+		// Every slot (the dead ones go below), none scored.
+		for w := range set {
+			set[w] = ^uint64(0)
+		}
+		if r := len(m.slots) & 63; r != 0 {
+			set[len(m.slots)>>6] = 1<<r - 1
+		} else {
+			set[len(m.slots)>>6] = 0
+		}
+	}
 	// Dead slots and the filter.
 	for w, b := range set {
 		if m.dead == 0 && keep == nil {

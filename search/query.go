@@ -108,12 +108,7 @@ func parse(q string) ([]clause, error) {
 	if len(out) == 0 {
 		return nil, badQuery("the query is empty")
 	}
-	for _, c := range out {
-		if !c.exclude {
-			return out, nil
-		}
-	}
-	return nil, badQuery("the query only excludes: give at least one word or phrase to find")
+	return out, nil
 }
 
 func startsWithSpace(s string) bool {
@@ -150,6 +145,9 @@ type compiled struct {
 	must    []clauseQ // every one must match
 	mustNot []clauseQ // none may match
 	bonus   *clauseQ  // adds to the score of what matches the rest
+	// all: the query only excludes (-kubernetes), so every incident but
+	// the excluded ones matches, each with score 0 (in number order).
+	all bool
 }
 
 // clauseQ is a term or a phrase in some fields of the index, or one of
@@ -218,6 +216,10 @@ func compile(clauses []clause, lang incidentlib.Lang) (*compiled, error) {
 		if cl.field == "" {
 			bonus = append(bonus, cl.text)
 		}
+	}
+	if len(c.must) == 0 && !slices.ContainsFunc(clauses, func(cl clause) bool { return !cl.exclude }) {
+		c.all = true // a lone negation: everything but
+		return c, nil
 	}
 	if len(c.must) == 0 {
 		return nil, badQuery("the query has no word to search for: words such as %q are too common to be indexed", clauses[0].text)

@@ -147,7 +147,7 @@ func (x *Index) Search(ctx context.Context, q incidentlib.SearchQuery, page inci
 	}
 	suggestions := []string{}
 	if total == 0 {
-		suggestions = suggest(x.mem, p, keepBits)
+		suggestions = suggest(x.mem, p, keepBits, x.spelling(ctx))
 	}
 	x.mu.RUnlock()
 	out := &incidentlib.SearchPage{

@@ -395,7 +395,6 @@ func TestBadQueries(t *testing.T) {
 		"UnbalancedQuote":   `"leader election`,
 		"QuoteInsideWord":   `lea"der`,
 		"EmptyPhrase":       `leader ""`,
-		"OnlyExclusions":    "-leader -disk",
 		"LoneDash":          "leader - disk",
 		"UnknownPrefix":     "summary:leader",
 		"PrefixWithNothing": "title:",
@@ -419,6 +418,31 @@ func TestBadQueries(t *testing.T) {
 			}
 		})
 	}
+	// A lone negation means everything but: every incident, none of those
+	// that hold a word excluded, in number order, with facets over them.
+	t.Run("OnlyExclusions", func(t *testing.T) {
+		all, leader, disk := run(t, x, "-zzzz"), run(t, x, "leader"), run(t, x, "disk")
+		if all.TotalCount != len(handMade()) {
+			t.Fatalf("-zzzz finds %d of %d", all.TotalCount, len(handMade()))
+		}
+		got := run(t, x, "-leader -disk")
+		excluded := map[string]bool{}
+		for _, h := range append(leader.Hits, disk.Hits...) {
+			excluded[h.ID] = true
+		}
+		if len(excluded) == 0 || got.TotalCount != all.TotalCount-len(excluded) || len(got.Hits) != got.TotalCount {
+			t.Fatalf("-leader -disk: %d of %d, %d excluded", got.TotalCount, all.TotalCount, len(excluded))
+		}
+		for i, h := range got.Hits {
+			if excluded[h.ID] || i > 0 && h.ID < got.Hits[i-1].ID {
+				t.Errorf("hit %d %s (excluded %v)", i, h.ID, excluded[h.ID])
+			}
+		}
+		set, err := x.matchSet(context.Background(), incidentlib.SearchQuery{Query: "-leader -disk"})
+		if err != nil || int(set.GetCardinality()) != got.TotalCount {
+			t.Errorf("matchSet: %v %v", set, err)
+		}
+	})
 	t.Run("NotBadQueries", func(t *testing.T) {
 		for _, q := range []string{"14:00", "raft_threshold_mb", "keep-alive", "-disk leader", "IL-0213", "http", `"http://example.com"`} {
 			if _, err := x.Search(context.Background(), incidentlib.SearchQuery{Query: q}, incidentlib.PageArgs{}); err != nil && incidentlib.ErrorCode(err) != "" {

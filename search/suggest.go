@@ -21,12 +21,14 @@ const maxSuggestWord = 32
 // suggestion is a word one letter off a word of the query.
 type suggestion struct {
 	word string
+	term string
 	df   int // incidents holding its term in the clause's fields, slots counted
 }
 
 // suggest returns up to maxSuggestions corrected queries of p (keep as for
-// topK). The caller holds m's read lock.
-func suggest(m *memIndex, p *prepared, keep []uint64) []string {
+// topK), each corrected word spelled as spell spells its term (spelling.go)
+// when it can. The caller holds m's read lock.
+func suggest(m *memIndex, p *prepared, keep []uint64, spell func(term string, fs []ifield) string) []string {
 	out := []string{}
 	fixes := map[int][]suggestion{} // by clause
 	for i, cl := range p.clauses {
@@ -38,6 +40,11 @@ func suggest(m *memIndex, p *prepared, keep []uint64) []string {
 			continue // the word is known; something else finds nothing
 		}
 		if s := corrections(m, strings.ToLower(cl.text), fields); len(s) > 0 {
+			for j := range s {
+				if w := spell(s[j].term, fields); w != "" {
+					s[j].word = w
+				}
+			}
 			fixes[i] = s
 		}
 	}
@@ -95,7 +102,7 @@ func corrections(m *memIndex, w string, fields []ifield) []suggestion {
 		}
 		seen[t] = true
 		if df := dfOf(m, t, fields); df > 0 {
-			out = append(out, suggestion{c, df})
+			out = append(out, suggestion{c, t, df})
 		}
 	}
 	seen[oneTerm(w)] = true

@@ -55,6 +55,7 @@ func TestSuggestions(t *testing.T) {
 		inc("IL-0001", "Acme", "Consul leader election stalled", "The leader lost its lease.", ""),
 		inc("IL-0002", "Globex", "Certificate expired", "A certificate on the load balancer expired.", ""),
 		inc("IL-0003", "Initech", "Consul cluster lost quorum", "Two servers failed.", ""),
+		inc("IL-0004", "Hooli", "Idle connections dropped", "The load balancer sent no Keepalive.", ""),
 	})
 	x := mustOpen(t, db)
 	cases := []struct {
@@ -71,6 +72,9 @@ func TestSuggestions(t *testing.T) {
 		{"PrefixKept", "title:elcetion", []string{"title:election"}},
 		{"NoneForAKnownWord", "consul certificate", []string{}},
 		{"NoneForKorean", "커넥션", []string{}},
+		// keepale and keepalive are one term: the suggestion is the word
+		// the library wrote, not the first candidate that made the term.
+		{"WordAsWritten", "keepalve", []string{"keepalive"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

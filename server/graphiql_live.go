@@ -21,7 +21,7 @@ var liveExample = ExampleTab{Query: `# Live updates: every change of an incident
 # with a filter, matchesFilter says whether the incident is (still) in it.
 subscription Changes($since: String) {
   incidentChanged(since: $since) {
-    seq action id matchesFilter
+    seq action incidentId matchesFilter
     incident { id title updatedAt organization { name } }
   }
 }

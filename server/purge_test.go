@@ -135,7 +135,7 @@ func TestPurgeThroughTheAPI(t *testing.T) {
 	t.Run("Subscription", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		q, _ := json.Marshal(map[string]any{"query": `subscription { incidentChanged(since: "0") { seq id incident { title summary
+		q, _ := json.Marshal(map[string]any{"query": `subscription { incidentChanged(since: "0") { seq incidentId incident { title summary
 			history(first: 50) { nodes { record } } } } }`})
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/graphql", bytes.NewReader(q))
 		req.Header.Set("Content-Type", "application/json")

@@ -79,7 +79,7 @@ func raiseFileLimit() uint64 {
 	return l.Cur
 }
 
-const benchSubscription = `{"query":"subscription { incidentChanged { seq action id incident { id title updatedAt organization { name } } } }"}`
+const benchSubscription = `{"query":"subscription { incidentChanged { seq action incidentId incident { id title updatedAt organization { name } } } }"}`
 
 // dialSSE opens one SSE subscription on a raw connection and reads its
 // response headers; the caller reads the events (or leaves it idle).

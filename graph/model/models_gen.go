@@ -51,7 +51,9 @@ type CreateTokenPayload struct {
 
 // A deleted incident: its tombstone and its last record. Restore it with restoreIncident.
 type DeletedIncident struct {
-	ID string `json:"id"`
+	// The deleted incident's id. A DeletedIncident has no id of its own: it is
+	// a view of the incident's tombstone, not an object node(id:) resolves.
+	IncidentID string `json:"incidentId"`
 	// The version of the delete.
 	Version   int            `json:"version"`
 	DeletedAt string         `json:"deletedAt"`
@@ -72,8 +74,11 @@ type IncidentChange struct {
 	// The store sequence of the change (on a replica, the primary's): resume after it with since.
 	Seq    string                   `json:"seq"`
 	Action incidentlib.ChangeAction `json:"action"`
-	// The incident's id.
-	ID string `json:"id"`
+	// The incident's id (also incident.id, but a deletion has no incident). An
+	// IncidentChange has no id of its own: an event is not an object node(id:)
+	// resolves, and repeating the incident's id as its id would make a
+	// normalizing cache (Relay, Apollo) merge the event into the incident.
+	IncidentID string `json:"incidentId"`
 	// The incident as of the change; null for a deletion.
 	Incident *Incident `json:"incident,omitempty"`
 	// Whether the incident matches the subscription's filter after the change

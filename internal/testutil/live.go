@@ -28,13 +28,13 @@ import (
 
 // LiveDoc is the subscription the clients send by default.
 const LiveDoc = `subscription($f: IncidentFilter, $since: String) {
-  incidentChanged(filter: $f, since: $since) { seq action id matchesFilter incident { id title severity { slug } } }
+  incidentChanged(filter: $f, since: $since) { seq action incidentId matchesFilter incident { id title severity { slug } } }
 }`
 
 type LiveEvent struct {
 	Seq           string
 	Action        string
-	ID            string
+	ID            string `json:"incidentId"`
 	MatchesFilter bool
 	Incident      *struct {
 		ID       string
