@@ -166,7 +166,7 @@ func TestTokenCommandsThroughARunningServer(t *testing.T) {
 		t.Fatalf("the author is not the token's name: %s", rec)
 	}
 
-	if _, errOut, code := runBin(t, bin, "token", "list", "--db", db, "--open-timeout", "100ms"); code == 0 || !strings.Contains(errOut, "--server") {
+	if _, errOut, code := runBin(t, bin, "token", "list", "--db", db, "--open-timeout", "100ms", "--control-socket", "off"); code == 0 || !strings.Contains(errOut, "--server") {
 		t.Fatalf("token list --db on a store the server holds: exit %d %s", code, errOut)
 	}
 	list, errOut, code := runBin(t, bin, append([]string{"token", "list"}, remote...)...)
