@@ -469,7 +469,8 @@ func TestSubscribersShareTheEncoding(t *testing.T) {
 
 // TestRevokedTokenOnEveryStreamPath: every way a token reaches an
 // operation over the stream transports refuses a revoked one, and none
-// serves it as anonymous: SSE by POST and by GET (401), the WebSocket
+// serves it as anonymous: SSE by POST and by GET (UNAUTHENTICATED in an
+// event stream, gqledge/livesserefusal.go), the WebSocket
 // upgrade's header (401), connection_init (close 4403), and a subscribe
 // on a connection opened before the revocation (error UNAUTHENTICATED,
 // close 4401; TestTokenJudgedPerOperation, TestRevokeEndsOpenStreams).
@@ -484,8 +485,15 @@ func TestRevokedTokenOnEveryStreamPath(t *testing.T) {
 	}
 	bearer := http.Header{"Authorization": {"Bearer " + tok}}
 	t.Run("SSEPost", func(t *testing.T) {
-		if s, st, b := openSSE(t, f.hs.URL, nil, bearer); s != nil || st != http.StatusUnauthorized || errorCode(t, b) != incidentlib.EUNAUTHENTICATED {
+		s, st, b := openSSE(t, f.hs.URL, nil, bearer)
+		if s == nil {
 			t.Fatalf("%d %s", st, b)
+		}
+		if s.resp.Header.Get("WWW-Authenticate") == "" {
+			t.Error("no WWW-Authenticate")
+		}
+		if code := s.refusal(t); code != incidentlib.EUNAUTHENTICATED {
+			t.Fatalf("code %q", code)
 		}
 	})
 	t.Run("SSEGet", func(t *testing.T) {
@@ -501,7 +509,7 @@ func TestRevokedTokenOnEveryStreamPath(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized || errorCode(t, b) != incidentlib.EUNAUTHENTICATED {
+		if streamRefusal(t, resp.StatusCode, b) != incidentlib.EUNAUTHENTICATED {
 			t.Fatalf("%d %s", resp.StatusCode, b)
 		}
 	})
