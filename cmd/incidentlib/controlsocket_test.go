@@ -43,17 +43,7 @@ func TestTokenAddThroughTheControlSocket(t *testing.T) {
 	}
 	secret := newTokenOf(t, out)
 	post := func(query string, vars map[string]any) (int, string) {
-		body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-		req, _ := http.NewRequest(http.MethodPost, p.base+"/graphql", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+secret)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return postGraphQL(t, p.base, "Bearer "+secret, query, vars)
 	}
 	status, body := post(`mutation($i: IncidentInput!) { upsertIncident(input: $i) { incident { id } userErrors { code } } }`,
 		map[string]any{"i": map[string]any{"id": "IL-0001", "org": "Acme", "orgSlug": "acme", "title": map[string]any{"en": "x"}}})
@@ -125,4 +115,21 @@ func TestControlSocketFlag(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--control-socket") || !strings.Contains(err.Error(), "others may write") {
 		t.Errorf("an explicit socket in a directory others may write: %v", err)
 	}
+}
+
+// postGraphQL posts a GraphQL request to base with the Authorization
+// header auth and returns the status and the body.
+func postGraphQL(t *testing.T, base, auth, query string, vars map[string]any) (int, string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	req, _ := http.NewRequest(http.MethodPost, base+"/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", auth)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
