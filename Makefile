@@ -7,6 +7,8 @@ PKGS := ./...
 .PHONY: dups e2e-deps run build test test-cluster test-cluster-processes image test-short test-long generate check-generate bench fuzz lint fmt clean
 
 run: build
+	@echo 'The first token, while this serves (from another shell; the store'"'"'s control socket, docs/editing.md):'
+	@echo '  $(BIN) token add --db ./data/incidentlib.db --name NAME --role editor'
 	$(BIN) serve --addr 127.0.0.1:8080 --db ./data/incidentlib.db
 
 build:

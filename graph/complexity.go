@@ -5,13 +5,34 @@ import (
 	"github.com/incidentlib/incidentlib/graph/model"
 )
 
-// The cost of a query is gqlgen's complexity: every field costs 1 plus what
-// it selects, except the fields of Complexity, which return lists and cost
-// 1 plus the number of items they return times what each item selects: a
-// connection its page size, the lists below their sizes. The sizes of lists
-// that no argument bounds are fixed, realistic figures, so that the cost of
-// a query is known before it runs and does not depend on the data.
+// The cost of a query is gqlgen's complexity, walked by Cost (cost.go):
+// every field costs 1 plus what it selects, except the fields of
+// Complexity, which return lists and cost 1 plus the number of items they
+// return times what each item selects: a connection its page size (its
+// items; the rest of its page once), the lists below their sizes. The
+// sizes of lists that no argument bounds are fixed, realistic figures, so
+// that the cost of a query is known before it runs and does not depend on
+// the data.
+//
+// A unit is about a microsecond of CPU: what the work that a field does
+// beside its items measured on a store of 10,000 generated incidents
+// (server's BenchmarkFieldCost; docs/limits.md, "How the costs were
+// measured"). A field of an item measured 0.1 to 0.7 µs and costs 1, the
+// floor that keeps a query's cost at least its number of fields; the
+// fields that rank or count over the store cost their measured time.
 const (
+	// SimilarBase is what one similar() ranking costs on top of its items:
+	// measured 7.1 ms of CPU and 2.3 store read transactions per ranking,
+	// whatever its first (3 and 20 measured the same).
+	SimilarBase = 7_000
+	// FacetKindBase is what counting one kind of facet costs on top of its
+	// counts: measured 1.1 ms of CPU per kind over the whole store (a
+	// filter narrows it; the cost assumes none).
+	FacetKindBase = 1_000
+	// YearsBase is what counting the years costs on top of its counts:
+	// measured 0.64 ms of CPU over the whole store.
+	YearsBase = 600
+
 	// RelatedSize is the assumed length of Incident.related: the corpus
 	// gives an incident 0 to 3 related incidents.
 	RelatedSize = 3
@@ -21,9 +42,6 @@ const (
 	// RelatedBySize is the assumed length of Incident.relatedBy: as many
 	// incidents name one as it names.
 	RelatedBySize = RelatedSize
-	// SimilarBase is what one similar() ranking costs on top of its items:
-	// it is its own store read for each incident it is asked on.
-	SimilarBase = 10
 	// TermListSize is the assumed length of an incident's domains,
 	// symptoms, components and contributing factors (1 to 4 each).
 	TermListSize = 3
@@ -95,10 +113,10 @@ func Complexity() ComplexityRoot {
 		if n == 0 {
 			n = len(incidentlib.TermKinds)
 		}
-		return costList(n, child)
+		return costAdd(costMul(n, FacetKindBase), costList(n, child))
 	}
 	c.Facet.Counts = func(child int) int { return costList(FacetCountsSize, child) }
-	c.IncidentConnection.Years = func(child int) int { return costList(YearsSize, child) }
+	c.IncidentConnection.Years = func(child int) int { return costAdd(YearsBase, costList(YearsSize, child)) }
 	c.IncidentSearchConnection.Facets = c.IncidentConnection.Facets
 	c.IncidentSearchConnection.Years = c.IncidentConnection.Years
 	statsComplexity(&c)

@@ -87,7 +87,9 @@ query Facets {
   }
 }
 `},
-	{Query: `# A write needs a token: incidentlib token add --name NAME --role editor
+	{Query: `# A write needs a token. Make one on the machine that serves, with the
+# server's --db (make run's here), while it serves:
+#   bin/incidentlib token add --db ./data/incidentlib.db --name NAME --role editor
 # (docs/editing.md). Paste it in the Headers pane below. The author stored
 # is the token's name, whatever review.writtenBy says; every change is a
 # version in the incident's history, and a new version is a DRAFT.

@@ -146,7 +146,7 @@ func hostileRequests() []hostileRequest {
 		post("fragment chain doubling 40 times", chain(40, "related { ...NEXT } recurrences { ...NEXT }"), gqledge.CodeDepthLimit),
 		post("fragment fan-out 3^9 within the depth", chain(9, "related { ...NEXT } recurrences { ...NEXT } recurrenceOf { ...NEXT }"), gqledge.CodeCostLimit),
 		post("fragment cycle", `{ incidents { nodes { ...A } } } fragment A on Incident { related { ...B } } fragment B on Incident { related { ...A } }`, "GRAPHQL_VALIDATION_FAILED"),
-		post("cost 27,801", `{ incidents(first: 100) { nodes { related { related { related { id title } } } similar(first: 100) { incident { id } } } } }`, gqledge.CodeCostLimit),
+		post("cost 726,801", `{ incidents(first: 100) { nodes { related { related { related { id title } } } similar(first: 100) { incident { id } } } } }`, gqledge.CodeCostLimit),
 		post("introspection in prod", `{ __schema { types { name fields { name } } } }`, gqledge.CodeIntrospectionOff),
 		{name: "10 MB body", method: http.MethodPost, body: big, code: gqledge.CodeBodyTooLarge},
 		{name: "batch of 500", method: http.MethodPost, body: batchBody, code: gqledge.CodeBatchLimit},

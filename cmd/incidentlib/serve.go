@@ -53,6 +53,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	// Request limits, rate limit, CORS, introspection, memory limit (limitflags.go).
 	lf := addLimitFlags(f)
 	sub := addSubscribeFlags(f) // GraphQL subscriptions (subscribeflags.go)
+	// The control socket: token add --db while serving (controlsocket.go).
+	ctl := addControlSocketFlag(f, sf)
 	readHeader := f.duration("read-header-timeout", 5*time.Second, false, "time to read a request's headers")
 	readTimeout := f.duration("read-timeout", 30*time.Second, false, "time to read a whole request")
 	writeTimeout := f.duration("write-timeout", 60*time.Second, false, "time to write a response")
@@ -180,6 +182,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	stopControl, err := ctl.start(controlTokens{Writes: writes, Reads: reads}, logger)
+	if err != nil {
+		return err
+	}
+	defer stopControl()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err

@@ -23,9 +23,11 @@ import (
 //	incidentlib token revoke --db PATH NAME
 //
 // Each works on a closed store (--db, which token add creates when no file
-// is there: taxonomy only, so the seeds still load into it), or, with
-// --server URL --token ADMIN_TOKEN, through a running server that holds the
-// store open (createToken, tokens, revokeToken).
+// is there: taxonomy only, so the seeds still load into it), on the store
+// of a running server that holds it through the server's control socket
+// (--db still; controlsocket.go), or, with --server URL --token
+// ADMIN_TOKEN, through a running server's admin mutations (createToken,
+// tokens, revokeToken).
 func runToken(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return errors.New("token: say add, list or revoke (incidentlib token add --name NAME --role editor)")
@@ -42,11 +44,14 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		return nil
 	})
-	// with opens the store, saying what to do when a running server holds it.
-	with := func(readOnly bool, fn func(*storage.DB) error) error {
-		err := sf.with(readOnly, fn)
+	ctl := addControlSocketFlag(f, sf)
+	// with opens the store or, when a running server holds it, reaches
+	// that server through its control socket (controlsocket.go), saying
+	// what to do when neither can be.
+	with := func(readOnly bool, fn func(tokenOps) error) error {
+		err := sf.with(readOnly, func(db *storage.DB) error { return fn(db.Tokens()) })
 		if errors.Is(err, storage.ErrLocked) {
-			return fmt.Errorf("%w: a running server holds it; manage its tokens through it with --server URL --token ADMIN_TOKEN", err)
+			return withControl(err, ctl, fn)
 		}
 		return err
 	}
@@ -78,8 +83,8 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 		if rf.remote() {
 			return tokenAddRemote(ctx, rf, *name, r, until, stdout)
 		}
-		return with(false, func(db *storage.DB) error {
-			secret, info, err := db.Tokens().CreateToken(ctx, *name, r, until)
+		return with(false, func(db tokenOps) error {
+			secret, info, err := db.CreateToken(ctx, *name, r, until)
 			if err != nil {
 				return fmt.Errorf("token add: %s", incidentlib.ErrorMessage(err))
 			}
@@ -93,8 +98,8 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 		if rf.remote() {
 			return tokenListRemote(ctx, rf, stdout)
 		}
-		return with(true, func(db *storage.DB) error {
-			infos, err := db.Tokens().ListTokens(ctx)
+		return with(true, func(db tokenOps) error {
+			infos, err := db.ListTokens(ctx)
 			if err != nil {
 				return err
 			}
@@ -113,8 +118,8 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 		if rf.remote() {
 			return tokenRevokeRemote(ctx, rf, name, stdout)
 		}
-		return with(false, func(db *storage.DB) error {
-			if _, err := db.Tokens().RevokeToken(ctx, name); err != nil {
+		return with(false, func(db tokenOps) error {
+			if _, err := db.RevokeToken(ctx, name); err != nil {
 				return fmt.Errorf("token revoke: %s", incidentlib.ErrorMessage(err))
 			}
 			fmt.Fprintf(stdout, "revoked the token %q\n", name)

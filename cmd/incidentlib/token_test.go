@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -138,17 +136,7 @@ func TestTokenCommandsThroughARunningServer(t *testing.T) {
 	secret := newTokenOf(t, out)
 
 	post := func(auth, query string, vars map[string]any) (int, string) {
-		body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-		req, _ := http.NewRequest(http.MethodPost, p.base+"/graphql", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", auth)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return postGraphQL(t, p.base, auth, query, vars)
 	}
 	status, body := post("Bearer "+secret, `mutation($i: IncidentInput!) { upsertIncident(input: $i) { userErrors { code } } }`,
 		map[string]any{"i": map[string]any{"id": "IL-0001", "org": "Acme", "orgSlug": "acme", "title": map[string]any{"en": "x"},
@@ -166,7 +154,7 @@ func TestTokenCommandsThroughARunningServer(t *testing.T) {
 		t.Fatalf("the author is not the token's name: %s", rec)
 	}
 
-	if _, errOut, code := runBin(t, bin, "token", "list", "--db", db, "--open-timeout", "100ms"); code == 0 || !strings.Contains(errOut, "--server") {
+	if _, errOut, code := runBin(t, bin, "token", "list", "--db", db, "--open-timeout", "100ms", "--control-socket", "off"); code == 0 || !strings.Contains(errOut, "--server") {
 		t.Fatalf("token list --db on a store the server holds: exit %d %s", code, errOut)
 	}
 	list, errOut, code := runBin(t, bin, append([]string{"token", "list"}, remote...)...)

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/99designs/gqlgen/complexity"
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -15,6 +14,7 @@ import (
 	"github.com/vektah/gqlparser/v2/parser"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/graph"
 )
 
 // limitsExtension checks each document before gqlgen validates it (token,
@@ -142,7 +142,7 @@ func (l *limitsExtension) MutateOperationContext(ctx context.Context, opCtx *gra
 	if rp != nil && rp.body != nil && rp.body.costPlus1.Load() > 0 {
 		cost = int(rp.body.costPlus1.Load() - 1)
 	} else {
-		cost = complexity.Calculate(ctx, l.g.es, opCtx.Operation, opCtx.Variables)
+		cost = graph.Cost(ctx, l.g.es, opCtx.Operation, opCtx.Variables) // a connection's page once (graph/cost.go)
 		if rp != nil && rp.body != nil {
 			rp.body.costPlus1.Store(int64(cost) + 1)
 		}

@@ -451,7 +451,8 @@ func TestSubscribersShareTheEncoding(t *testing.T) {
 
 // TestRevokedTokenOnEveryStreamPath: every way a token reaches an
 // operation over the stream transports refuses a revoked one, and none
-// serves it as anonymous: SSE by POST and by GET (401), the WebSocket
+// serves it as anonymous: SSE by POST and by GET (UNAUTHENTICATED in an
+// event stream, gqledge/streams/refusal.go), the WebSocket
 // upgrade's header (401), connection_init (close 4403), and a subscribe
 // on a connection opened before the revocation (error UNAUTHENTICATED,
 // close 4401; TestTokenJudgedPerOperation, TestRevokeEndsOpenStreams).
@@ -466,8 +467,15 @@ func TestRevokedTokenOnEveryStreamPath(t *testing.T) {
 	}
 	bearer := http.Header{"Authorization": {"Bearer " + tok}}
 	t.Run("SSEPost", func(t *testing.T) {
-		if s, st, b := testutil.OpenSSE(t, f.HS.URL, nil, bearer); s != nil || st != http.StatusUnauthorized || testutil.ErrorCode(t, b) != incidentlib.EUNAUTHENTICATED {
+		s, st, b := testutil.OpenSSE(t, f.HS.URL, nil, bearer)
+		if s == nil {
 			t.Fatalf("%d %s", st, b)
+		}
+		if s.Header().Get("WWW-Authenticate") == "" {
+			t.Error("no WWW-Authenticate")
+		}
+		if code := s.Refusal(t); code != incidentlib.EUNAUTHENTICATED {
+			t.Fatalf("code %q", code)
 		}
 	})
 	t.Run("SSEGet", func(t *testing.T) {
@@ -483,7 +491,7 @@ func TestRevokedTokenOnEveryStreamPath(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized || testutil.ErrorCode(t, b) != incidentlib.EUNAUTHENTICATED {
+		if testutil.StreamRefusal(t, resp.StatusCode, b) != incidentlib.EUNAUTHENTICATED {
 			t.Fatalf("%d %s", resp.StatusCode, b)
 		}
 	})

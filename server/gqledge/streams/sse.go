@@ -19,8 +19,10 @@ import (
 // GraphQL over SSE, the distinct-connections mode of the graphql-sse
 // protocol: one operation per request (POST with a JSON body, or GET with
 // the query string), answered with text/event-stream: `next` events with
-// execution results, then `complete`. A refusal before any event is an
-// HTTP error status with a JSON body {"errors": [...]}, as for a query.
+// execution results, then `complete`. A refusal before any event is a
+// `next` event with {"errors": [...]} then `complete` (livesserefusal.go),
+// or, for one a retry may cure (429, 5xx), an HTTP error status with that
+// JSON body.
 
 // sseTransport is the gqlgen transport of SSE requests.
 type sseTransport struct{ l *liveServer }
@@ -92,7 +94,7 @@ func (l *liveServer) serveSSE(w http.ResponseWriter, r *http.Request, exec graph
 		rf = l.holdConn(client)
 	}
 	if rf != nil {
-		sseRefuse(w, rf)
+		sseRefuseOperation(w, rf)
 		return
 	}
 	defer l.dropConn(client)
@@ -117,12 +119,12 @@ func (l *liveServer) serveSSE(w http.ResponseWriter, r *http.Request, exec graph
 		return
 	}
 	if rerr != nil {
-		sseRefuse(w, &liveRefusal{status: http.StatusBadRequest, errs: gqlerror.List{refusalError(gqledge.CodeBadRequest, rerr.Error())}})
+		sseRefuseOperation(w, &liveRefusal{status: http.StatusBadRequest, errs: gqlerror.List{refusalError(gqledge.CodeBadRequest, rerr.Error())}})
 		return
 	}
 	s, rf := l.start(r.Context(), exec, &params, client)
 	if rf != nil {
-		sseRefuse(w, rf)
+		sseRefuseOperation(w, rf)
 		return
 	}
 	rc := http.NewResponseController(w)
