@@ -4,7 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,13 +15,20 @@ import (
 // any case: a new author of the program's own writes cannot be forgotten.
 func TestReservedAuthorsComplete(t *testing.T) {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	names, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	found := 0
-	for _, pkg := range pkgs {
-		for _, f := range pkg.Files {
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		{
 			ast.Inspect(f, func(n ast.Node) bool {
 				vs, ok := n.(*ast.ValueSpec)
 				if !ok {

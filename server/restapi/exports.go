@@ -218,33 +218,36 @@ func setFilterParam(f *incidentlib.IncidentFilter, name, v string) error {
 	case "reviewed":
 		f.Reviewed, err = boolean()
 	case "reviewStates": // WITHDRAWN brings withdrawn incidents into the export
-		var ss []string
-		if ss, err = list(); err == nil {
-			for _, s := range ss {
-				st := incidentlib.ReviewState(s)
-				if !st.IsValid() {
-					return invalid(name, "%q is not a review state: DRAFT, IN_REVIEW, REVIEWED, DISPUTED or WITHDRAWN", s)
-				}
-				f.ReviewStates = append(f.ReviewStates, st)
-			}
-		}
+		f.ReviewStates, err = appendEnums(f.ReviewStates, list, name, "a review state: DRAFT, IN_REVIEW, REVIEWED, DISPUTED or WITHDRAWN")
 	case "isRecurrence":
 		f.IsRecurrence, err = boolean()
 	case "hasRecurrences":
 		f.HasRecurrences, err = boolean()
 	case "verification":
-		var vs []string
-		if vs, err = list(); err == nil {
-			for _, s := range vs {
-				ver := incidentlib.Verification(s)
-				if !ver.IsValid() {
-					return invalid(name, "%q is not a verification: PRIMARY_SOURCE, SECONDARY_REPORT, FIRST_PERSON_ACCOUNT or UNKNOWN", s)
-				}
-				f.Verification = append(f.Verification, ver)
-			}
-		}
+		f.Verification, err = appendEnums(f.Verification, list, name, "a verification: PRIMARY_SOURCE, SECONDARY_REPORT, FIRST_PERSON_ACCOUNT or UNKNOWN")
 	}
 	return err
+}
+
+// appendEnums appends to dst a parameter's comma list (list) as values of
+// an enum, each checked by its IsValid; a value that is none is refused
+// as not being what (INVALID, naming the parameter).
+func appendEnums[T interface {
+	~string
+	IsValid() bool
+}](dst []T, list func() ([]string, error), name, what string) ([]T, error) {
+	ss, err := list()
+	if err != nil {
+		return dst, err
+	}
+	for _, s := range ss {
+		v := T(s)
+		if !v.IsValid() {
+			return dst, invalid(name, "%q is not %s", s, what)
+		}
+		dst = append(dst, v)
+	}
+	return dst, nil
 }
 
 // eachIncident calls fn for every incident f selects, in order, reading a
