@@ -10,7 +10,7 @@ import (
 )
 
 // checkHistoryGrammar holds every stored history to the history grammar
-// (incidentlib.ValidateHistory), the one that history import holds an
+// (validateHistory), the one that history import holds an
 // imported history to: a store written before the rules, or changed
 // underneath, is reported by check, with the allowances the store's own
 // past gives (storeHistoryAllowances).
@@ -22,7 +22,7 @@ func checkHistoryGrammar(tx *bolt.Tx, add func(string, ...any)) {
 		if len(cur) == 0 {
 			return
 		}
-		for _, e := range incidentlib.ValidateHistory(cur[0].ID, cur, allow) {
+		for _, e := range validateHistory(cur[0].ID, cur, allow) {
 			add("history: %s", e.Message)
 		}
 		cur = cur[:0]

@@ -55,7 +55,7 @@ func (st Versions) ExportHistory(ctx context.Context, w io.Writer) error {
 			if cur == nil {
 				return nil
 			}
-			cur.HistoryAllowances = incidentlib.HistoryAllowancesOf(cur.versionsOf())
+			cur.HistoryAllowances = historyAllowancesOf(cur.versionsOf())
 			b, err := json.Marshal(cur)
 			if err != nil {
 				return err
@@ -105,7 +105,7 @@ func (l *historyLine) versionsOf() []incidentlib.IncidentVersion {
 // It is an administrator's operation (history import --db). Returns
 // ECONFLICT if the store holds any history of an id of the file, EINVALID
 // for a malformed line, a history that breaks the history grammar
-// (incidentlib.ValidateHistory, with the allowances the line states), a
+// (validateHistory, with the allowances the line states), a
 // member named twice, a record that fails validation or a link to an
 // incident the store will not hold; a grammar error's field is the line
 // (from 0), then ["history", index, member]. Returns how many incidents it
@@ -137,7 +137,7 @@ func (st Versions) ImportHistory(ctx context.Context, r io.Reader) (int, error) 
 				}
 			}
 		}
-		es = append(es, incidentlib.ValidateHistory(l.ID, l.versionsOf(), l.HistoryAllowances)...)
+		es = append(es, validateHistory(l.ID, l.versionsOf(), l.HistoryAllowances)...)
 		allowed.Gaps = allowed.Gaps || l.Gaps
 		allowed.Unordered = allowed.Unordered || l.Unordered
 		if len(es) > 0 {
@@ -187,7 +187,7 @@ func (st Versions) ImportHistory(ctx context.Context, r io.Reader) (int, error) 
 				default:
 					inc := new(incidentlib.Incident)
 					if err = json.Unmarshal(v.Record, inc); err == nil {
-						// Its id and version: ValidateHistory.
+						// Its id and version: validateHistory (historygrammar.go).
 						if verr := inc.ValidateIncoming(st.db.Taxonomies().Taxonomy(), st.db.maxRecord, len(v.Record)); verr != nil {
 							return incidentlib.Errorf(incidentlib.EINVALID, "incident %s version %d: %v", l.ID, v.Version, verr)
 						}

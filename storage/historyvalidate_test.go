@@ -1,4 +1,4 @@
-package incidentlib_test
+package storage
 
 import (
 	"encoding/json"
@@ -42,7 +42,7 @@ func TestValidateHistory(t *testing.T) {
 		"ImportWithItsVersion": {hv(7, i, false), hv(8, u, false)},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if es := incidentlib.ValidateHistory("IL-0001", vs, incidentlib.HistoryAllowances{}); len(es) > 0 {
+			if es := validateHistory("IL-0001", vs, incidentlib.HistoryAllowances{}); len(es) > 0 {
 				t.Fatal(es)
 			}
 		})
@@ -65,17 +65,17 @@ func TestValidateHistory(t *testing.T) {
 		"RestoreFirst":       {[]incidentlib.IncidentVersion{hv(1, r, false)}, 0, "action", incidentlib.HistoryAllowances{}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			es := incidentlib.ValidateHistory("IL-0001", c.vs, incidentlib.HistoryAllowances{})
+			es := validateHistory("IL-0001", c.vs, incidentlib.HistoryAllowances{})
 			want := []string{"history", fmt.Sprint(c.at), c.member}
 			if !slices.ContainsFunc(es, func(e *incidentlib.Error) bool { return e.Code == incidentlib.EINVALID && slices.Equal(e.Field, want) }) {
 				t.Fatalf("no EINVALID on %v: %v", want, es)
 			}
 			if c.allow != (incidentlib.HistoryAllowances{}) {
-				if es := incidentlib.ValidateHistory("IL-0001", c.vs, c.allow); len(es) > 0 {
+				if es := validateHistory("IL-0001", c.vs, c.allow); len(es) > 0 {
 					t.Fatalf("refused with %+v: %v", c.allow, es)
 				}
-				if got := incidentlib.HistoryAllowancesOf(c.vs); got != c.allow {
-					t.Fatalf("HistoryAllowancesOf says %+v, want %+v", got, c.allow)
+				if got := historyAllowancesOf(c.vs); got != c.allow {
+					t.Fatalf("historyAllowancesOf says %+v, want %+v", got, c.allow)
 				}
 			}
 		})
@@ -83,11 +83,11 @@ func TestValidateHistory(t *testing.T) {
 	t.Run("TimesBack", func(t *testing.T) {
 		vs := []incidentlib.IncidentVersion{hv(1, c, false), hv(2, u, false)}
 		vs[1].At = "2026-03-01T08:00:00Z"
-		if es := incidentlib.ValidateHistory("IL-0001", vs, incidentlib.HistoryAllowances{}); !slices.ContainsFunc(es, func(e *incidentlib.Error) bool { return slices.Equal(e.Field, []string{"history", "1", "at"}) }) {
+		if es := validateHistory("IL-0001", vs, incidentlib.HistoryAllowances{}); !slices.ContainsFunc(es, func(e *incidentlib.Error) bool { return slices.Equal(e.Field, []string{"history", "1", "at"}) }) {
 			t.Fatal(es)
 		}
-		allow := incidentlib.HistoryAllowancesOf(vs)
-		if !allow.Unordered || len(incidentlib.ValidateHistory("IL-0001", vs, allow)) > 0 {
+		allow := historyAllowancesOf(vs)
+		if !allow.Unordered || len(validateHistory("IL-0001", vs, allow)) > 0 {
 			t.Fatalf("%+v", allow)
 		}
 	})
