@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/incidentlib/incidentlib/server"
+	"github.com/incidentlib/incidentlib/server/gqledge"
 )
 
 func init() {
@@ -98,25 +99,6 @@ type serverTimes struct {
 	status map[string]map[int]int
 }
 
-type timedWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *timedWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *timedWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
 func (st *serverTimes) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st.inFlight.Add(1)
@@ -126,7 +108,7 @@ func (st *serverTimes) wrap(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		tw := &timedWriter{ResponseWriter: w}
+		tw := gqledge.NewStatusWriter(w) // the server's own status recorder
 		start := time.Now()
 		h.ServeHTTP(tw, r)
 		d := time.Since(start)
@@ -135,7 +117,7 @@ func (st *serverTimes) wrap(h http.Handler) http.Handler {
 		if st.status[kind] == nil {
 			st.status[kind] = map[int]int{}
 		}
-		st.status[kind][tw.status]++
+		st.status[kind][tw.Status()]++
 		st.mu.Unlock()
 	})
 }
