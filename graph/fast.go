@@ -24,7 +24,7 @@ import (
 // parsing, validation, complexity and cost limits, timeouts, metrics and
 // logging around it are gqlgen's and the server's as for any operation.
 // Whatever it does not cover (mutations, the fields named in
-// FastReadsHandsOn, @defer, any field error or null in a non-null
+// FastReadsHandsOn, any field error or null in a non-null
 // position, a partial read of an upstream library) it hands to gqlgen's
 // executor unchanged: it bails out before writing a response, and the
 // records it read stay in the request's loaders for the executor. It
