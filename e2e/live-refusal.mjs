@@ -21,7 +21,7 @@ const client = createClient({
   fetchFn: (...args) => { requests++; return fetch(...args); },
 });
 const query = `subscription($since: String) {
-  incidentChanged(since: $since) { seq action id }
+  incidentChanged(since: $since) { seq action incidentId }
 }`;
 const results = [];
 let error;
