@@ -9,7 +9,7 @@ import (
 // Reads is every read of the store that the whole handler uses: the
 // incidents, organizations and taxonomy (and FastReads' snapshots of
 // them), the change log, backups, the store's figures, the API tokens'
-// reads, the taxonomy's history, the aggregates, the history and the
+// reads, the taxonomy's history (its pages and the replicas' feed), the aggregates, the history and the
 // incident sets. storage.Reads implements it (DB.Reads: each read
 // forwarded to the store's room that holds it). The writes are not here: they
 // are the one incidentlib.Writer, the second value Assemble takes.
@@ -26,6 +26,7 @@ type Reads interface {
 	incidentlib.IncidentAggregates
 	incidentlib.HistoryService
 	incidentlib.HistoryLog
+	incidentlib.TaxonomyLog
 	incidentlib.IncidentSets
 }
 
@@ -46,6 +47,6 @@ func Assemble(reads Reads, writes incidentlib.Writer, incidents incidentlib.Inci
 		cfg.Upstream = true
 	}
 	es := graph.NewExecutableSchema(graph.Config{Resolvers: res, Complexity: graph.Complexity()})
-	srv, err := New(Services{Changes: reads, Incidents: reads, Writer: writes, Backups: reads, Monitor: reads, Tokens: reads, Sets: reads}, res, es, m, cfg)
+	srv, err := New(Services{Changes: reads, Incidents: reads, Writer: writes, Backups: reads, Monitor: reads, Tokens: reads, Sets: reads, History: reads, TaxonomyLog: reads}, res, es, m, cfg)
 	return srv, res, err
 }

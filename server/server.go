@@ -144,6 +144,14 @@ type Services struct {
 	// Sets, if set with Changes, gives subscriptions' filters the sets of
 	// matching incidents; without it there are no subscriptions.
 	Sets incidentlib.IncidentSets
+	// History, if set, is the change log's history: the change feed
+	// serves every version with its entry to a replica's or an admin's
+	// token (restapi.Deps.History); without it, current records only.
+	History incidentlib.HistoryLog
+	// TaxonomyLog, if set, is the taxonomy's history, which replicas read
+	// at GET /api/v1/taxonomy/changes (restapi.Deps.TaxonomyLog); without
+	// it there is no such endpoint.
+	TaxonomyLog incidentlib.TaxonomyLog
 }
 
 // Server is the HTTP side of the library.
@@ -265,7 +273,8 @@ func New(svc Services, res *graph.Resolver, es graphql.ExecutableSchema, m *metr
 	})
 	mux.Handle("GET /metrics", m.Handler())
 	mux.Handle("GET /admin/backup", admin.NewBackups(auth, svc.Backups, cfg.BackupDir, cfg.BackupTimeout, cfg.Logger))
-	s.api = restapi.Mount(mux, svc.Changes, svc.Incidents, auth.Authenticate, cfg.Logger)
+	s.api = restapi.Mount(mux, restapi.Deps{Changes: svc.Changes, History: svc.History, TaxonomyLog: svc.TaxonomyLog,
+		Incidents: svc.Incidents, Authenticate: auth.Authenticate, Logger: cfg.Logger})
 	if err := restapi.MountExports(mux, restapi.ExportOptions{Incidents: svc.Incidents, Downloads: edge,
 		PublicURL: cfg.PublicURL, Authenticate: auth.Authenticate, Logger: cfg.Logger}); err != nil {
 		return nil, err

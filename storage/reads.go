@@ -12,10 +12,9 @@ import (
 // Reads is every read of the store the server takes (server.Reads, which
 // it satisfies: cmd/internal/clusternode asserts it) as one value: each
 // read forwarded by name to the room that holds it, never by embedding.
-// DB.Reads returns it. The writes are not here: they are Writer. It is
-// also a TaxonomyLog and a HistoryLog, as the store was: the REST API
-// finds those on the change log it is given (server/restapi: taxfeed.go's
-// and api.go's type assertions), so each must stay here while it does.
+// DB.Reads returns it. The writes are not here: they are Writer. Its
+// TaxonomyLog and HistoryLog are the REST API's feeds (server.Reads;
+// server.Assemble names them in restapi.Deps).
 type Reads struct {
 	incidents   Incidents
 	versions    Versions
@@ -24,7 +23,7 @@ type Reads struct {
 	maintenance Maintenance
 }
 
-// The REST API's type assertions on its change log (see Reads).
+// The REST API's feeds (see Reads).
 var (
 	_ incidentlib.TaxonomyLog = Reads{}
 	_ incidentlib.HistoryLog  = Reads{}

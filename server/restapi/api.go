@@ -71,21 +71,42 @@ const FeedHeader = "Incidentlib-Feed"
 // API serves the REST endpoints.
 type API struct {
 	log       incidentlib.ChangeLog
+	history   incidentlib.HistoryLog // nil: the change feed serves current records only
 	incidents incidentlib.IncidentService
 	logger    *slog.Logger
 	stopOnce  sync.Once
 	stop      chan struct{} // closed by StopLongPolls
 }
 
-// Mount adds the REST endpoints to mux: the feed reads changes, the
-// incident endpoints incidents; internal errors go to logger.
-//
-// authenticate identifies a request's sender (admin.Auth.Authenticate):
-// reads need no token, but a request with a token that is not valid is
-// refused with 401 before anything is read.
-func Mount(mux *http.ServeMux, changes incidentlib.ChangeLog, incidents incidentlib.IncidentService,
-	authenticate func(*http.Request) (*http.Request, error), logger *slog.Logger) *API {
-	a := &API{log: changes, incidents: incidents, logger: logger, stop: make(chan struct{})}
+// Deps are what the REST endpoints read, each a named capability: none
+// is found on another by type assertion.
+type Deps struct {
+	// Changes is the store's change log, which the change feed reads.
+	Changes incidentlib.ChangeLog
+	// History, if set, is the change log's history: with a replica's or
+	// an admin's token the change feed is the history feed (every
+	// version with its entry). Nil: the feed serves current records to
+	// every token.
+	History incidentlib.HistoryLog
+	// TaxonomyLog, if set, is the taxonomy's history, served for
+	// replicas at GET /api/v1/taxonomy/changes (taxfeed.go). Nil: no
+	// such endpoint.
+	TaxonomyLog incidentlib.TaxonomyLog
+	// Incidents answers the reads of incidents by id.
+	Incidents incidentlib.IncidentService
+	// Authenticate identifies a request's sender (admin.Auth.Authenticate):
+	// reads need no token, but a request with a token that is not valid
+	// is refused with 401 before anything is read. Nil: no token is
+	// looked at.
+	Authenticate func(*http.Request) (*http.Request, error)
+	// Logger receives internal errors.
+	Logger *slog.Logger
+}
+
+// Mount adds the REST endpoints to mux, reading what d names.
+func Mount(mux *http.ServeMux, d Deps) *API {
+	a := &API{log: d.Changes, history: d.History, incidents: d.Incidents, logger: d.Logger, stop: make(chan struct{})}
+	authenticate := d.Authenticate
 	authed := func(h http.HandlerFunc) http.HandlerFunc {
 		if authenticate == nil {
 			return h
@@ -102,7 +123,7 @@ func Mount(mux *http.ServeMux, changes incidentlib.ChangeLog, incidents incident
 	mux.HandleFunc("GET /api/v1/changes", authed(a.changes))
 	mux.HandleFunc("GET /api/v1/incidents/{id}", authed(a.incident))
 	mux.HandleFunc("GET /api/v1/incidents", authed(a.incidentList))
-	a.mountTaxonomyFeed(mux, changes, authed)
+	a.mountTaxonomyFeed(mux, d.TaxonomyLog, authed)
 	return a
 }
 
@@ -223,13 +244,13 @@ func (a *API) changes(w http.ResponseWriter, r *http.Request) {
 	}
 	// A replica's or an admin's token reads the history feed: every
 	// version, with its author (changefeed/feed.go); without one, current records.
-	hist, history := db.(incidentlib.HistoryLog)
+	history := a.history != nil
 	if id, ok := incidentlib.IdentityFrom(r.Context()); !ok || !id.Role.Allows(incidentlib.RoleAdmin) {
 		history = false
 	}
 	var changes []incidentlib.Change
 	if history {
-		changes, err = hist.VersionsSince(r.Context(), p.since, p.limit)
+		changes, err = a.history.VersionsSince(r.Context(), p.since, p.limit)
 		if !sent && err == nil {
 			h.Set(FeedHeader, "history")
 		}

@@ -25,11 +25,10 @@ import (
 //	    authors are sent only to an admin's or a replica's token, as on
 //	    the change feed.
 
-// mountTaxonomyFeed adds the taxonomy's feed to mux when the change log
-// keeps the taxonomy's history.
-func (a *API) mountTaxonomyFeed(mux *http.ServeMux, log incidentlib.ChangeLog, authed func(http.HandlerFunc) http.HandlerFunc) {
-	tl, ok := log.(incidentlib.TaxonomyLog)
-	if !ok {
+// mountTaxonomyFeed adds the taxonomy's feed to mux when it is given the
+// taxonomy's history (Deps.TaxonomyLog).
+func (a *API) mountTaxonomyFeed(mux *http.ServeMux, tl incidentlib.TaxonomyLog, authed func(http.HandlerFunc) http.HandlerFunc) {
+	if tl == nil {
 		return
 	}
 	mux.HandleFunc("GET /api/v1/taxonomy/changes", authed(func(w http.ResponseWriter, r *http.Request) {
