@@ -27,8 +27,9 @@ type Report struct {
 
 // Check compares the index at path with the store without changing
 // either: every incident the index has applied must be in it, made from
-// the same version of the record, and nothing else may be.
-func Check(ctx context.Context, db incidentlib.ChangeLog, path string) (*Report, error) {
+// the same version of the record, and nothing else may be; and it must
+// have been made from db (its path, and opts.StoreID as given to Open).
+func Check(ctx context.Context, db Store, path string, opts Options) (*Report, error) {
 	rep := &Report{StoreSeq: db.Seq()}
 	// No directory, or one whose index was never saved (a full disk at
 	// its first save): serve builds it.
@@ -36,15 +37,13 @@ func Check(ctx context.Context, db incidentlib.ChangeLog, path string) (*Report,
 		rep.Missing = true
 		return rep, nil
 	}
-	if named, ok := db.(interface{ Path() string }); ok {
-		why, err := otherStore(path, named)
-		if err != nil {
-			why = err.Error()
-		}
-		if why != "" {
-			rep.Problems = append(rep.Problems, fmt.Sprintf("search index: %s (serve rebuilds it)", why))
-			return rep, nil
-		}
+	why, err := otherStore(path, identityOf(db, opts))
+	if err != nil {
+		why = err.Error()
+	}
+	if why != "" {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("search index: %s (serve rebuilds it)", why))
+		return rep, nil
 	}
 	m, err := load(path)
 	if err != nil {
@@ -107,8 +106,8 @@ func Check(ctx context.Context, db incidentlib.ChangeLog, path string) (*Report,
 
 // CheckLines runs Check and says what it found in lines for the check
 // command, and whether that is a failure.
-func CheckLines(ctx context.Context, db incidentlib.ChangeLog, path string) (lines []string, failed bool, err error) {
-	rep, err := Check(ctx, db, path)
+func CheckLines(ctx context.Context, db Store, path string, opts Options) (lines []string, failed bool, err error) {
+	rep, err := Check(ctx, db, path, opts)
 	if err != nil {
 		return nil, false, err
 	}

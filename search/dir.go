@@ -21,8 +21,8 @@ import (
 // way nothing is overwritten.
 //
 // Identity: the file "store.json" records the store the index was made
-// from (its StoreID, random and written once into the store, and its
-// path). An index whose record names another store is rebuilt from the
+// from (its StoreID, random and written once into the store, given as
+// Options.StoreID, and its path). An index whose record names another store is rebuilt from the
 // store at open (ErrRebuild), never shared.
 
 const (
@@ -81,16 +81,8 @@ type identity struct {
 	StorePath string `json:"store_path"`
 }
 
-func identityOf(db interface{ Path() string }) identity {
-	return identity{StoreID: storeID(db), StorePath: absPath(db.Path())}
-}
-
-// storeID is db's StoreID, "" for a store without one.
-func storeID(db any) string {
-	if s, ok := db.(interface{ StoreID() string }); ok {
-		return s.StoreID()
-	}
-	return ""
+func identityOf(db interface{ Path() string }, opts Options) identity {
+	return identity{StoreID: opts.StoreID, StorePath: absPath(db.Path())}
 }
 
 func absPath(p string) string {
@@ -116,13 +108,12 @@ func readIdentity(dir string) (id identity, ok bool, err error) {
 	return id, true, nil
 }
 
-// otherStore says why the identity recorded in dir is not db's, or "".
-func otherStore(dir string, db interface{ Path() string }) (string, error) {
+// otherStore says why the identity recorded in dir is not want, or "".
+func otherStore(dir string, want identity) (string, error) {
 	rec, ok, err := readIdentity(dir)
 	if err != nil || !ok {
 		return "", err
 	}
-	want := identityOf(db)
 	switch {
 	case rec.StoreID != "" && want.StoreID != "" && rec.StoreID != want.StoreID:
 		return fmt.Sprintf("%s was made from another store (id %s at %s), not %s (id %s)", dir, rec.StoreID, rec.StorePath, want.StorePath, want.StoreID), nil
@@ -132,10 +123,10 @@ func otherStore(dir string, db interface{ Path() string }) (string, error) {
 	return "", nil
 }
 
-// writeIdentity records db as the store of the index in dir: aside, then
+// writeIdentity records id as the store of the index in dir: aside, then
 // renamed.
-func writeIdentity(dir string, db Store) error {
-	b, err := json.Marshal(identityOf(db))
+func writeIdentity(dir string, id identity) error {
+	b, err := json.Marshal(id)
 	if err != nil {
 		return err
 	}

@@ -148,6 +148,12 @@ type Options struct {
 	// the change log's SeqAbove), so that searches rarely wait for a
 	// catch-up, and saves the index every saveEvery when it changed.
 	Follow bool
+	// StoreID is the store's id (storage's DB.StoreID: random, written
+	// once into the store), recorded with the index beside the store's
+	// path (dir.go): an index recorded with another id was made from
+	// another store, and is rebuilt even at the same path. "": the path
+	// alone tells the stores apart.
+	StoreID string
 }
 
 // saveEvery is how often a following index saves itself when it changed.
@@ -238,7 +244,7 @@ func openLocked(ctx context.Context, db Store, path string, opts Options, rebuil
 	case statErr != nil:
 		return nil, fmt.Errorf("open the search index: %w", statErr)
 	default:
-		why, err := otherStore(path, db)
+		why, err := otherStore(path, identityOf(db, opts))
 		if err != nil {
 			return nil, fmt.Errorf("open the search index: %w", err)
 		}
@@ -329,7 +335,7 @@ func (x *Index) save() error {
 	if !x.identified {
 		// The store's identity before the index: an index file is never
 		// there without the record of its store.
-		if err := writeIdentity(x.path, x.db); err != nil {
+		if err := writeIdentity(x.path, identityOf(x.db, x.opts)); err != nil {
 			return fmt.Errorf("search: save the index's store identity: %w", err)
 		}
 		x.identified = true

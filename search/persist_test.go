@@ -48,7 +48,7 @@ func TestReopenAfterUpdates(t *testing.T) {
 			if err := x.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if rep, err := Check(ctx, db.Incidents(), indexPath(db)); err != nil || len(rep.Problems) > 0 || rep.Pending > 0 {
+			if rep, err := Check(ctx, db.Incidents(), indexPath(db), Options{}); err != nil || len(rep.Problems) > 0 || rep.Pending > 0 {
 				t.Fatalf("check after close: %+v, %v", rep, err)
 			}
 			x = mustOpen(t, db)

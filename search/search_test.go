@@ -749,7 +749,7 @@ func TestConsistency(t *testing.T) {
 		if _, err := db.Incidents().DeleteIncident(ctx, "IL-0004", incidentlib.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		rep, err := Check(ctx, db.Incidents(), indexPath(db))
+		rep, err := Check(ctx, db.Incidents(), indexPath(db), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -863,7 +863,7 @@ func TestCheck(t *testing.T) {
 	t.Run("Consistent", func(t *testing.T) {
 		db := searchStore(t, handMade())
 		mustOpen(t, db).Close()
-		rep, err := Check(ctx, db.Incidents(), indexPath(db))
+		rep, err := Check(ctx, db.Incidents(), indexPath(db), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -873,7 +873,7 @@ func TestCheck(t *testing.T) {
 	})
 	t.Run("Missing", func(t *testing.T) {
 		db := searchStore(t, handMade())
-		rep, err := Check(ctx, db.Incidents(), indexPath(db))
+		rep, err := Check(ctx, db.Incidents(), indexPath(db), Options{})
 		if err != nil || !rep.Missing {
 			t.Errorf("report %+v, %v", rep, err)
 		}
@@ -900,7 +900,7 @@ func TestCheck(t *testing.T) {
 				t.Fatal(err)
 			}
 			x.Close()
-			rep, err := Check(ctx, db.Incidents(), indexPath(db))
+			rep, err := Check(ctx, db.Incidents(), indexPath(db), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -913,7 +913,7 @@ func TestCheck(t *testing.T) {
 				t.Fatal(err)
 			}
 			x.Close()
-			if rep, err := Check(ctx, db.Incidents(), indexPath(db)); err != nil || len(rep.Problems) > 0 {
+			if rep, err := Check(ctx, db.Incidents(), indexPath(db), Options{}); err != nil || len(rep.Problems) > 0 {
 				t.Errorf("after rebuild: %+v, %v", rep, err)
 			}
 		})
@@ -940,7 +940,7 @@ func TestCheck(t *testing.T) {
 		if _, err := Open(ctx, db.Incidents(), indexPath(db), Options{}); !errors.Is(err, ErrRebuild) || !strings.Contains(err.Error(), "incidentlib-search-2") {
 			t.Fatalf("open: %v, want ErrRebuild naming the old format", err)
 		}
-		if rep, err := Check(ctx, db.Incidents(), indexPath(db)); err != nil || len(rep.Problems) != 1 {
+		if rep, err := Check(ctx, db.Incidents(), indexPath(db), Options{}); err != nil || len(rep.Problems) != 1 {
 			t.Errorf("check: %+v, %v", rep, err)
 		}
 		x, err := Rebuild(ctx, db.Incidents(), indexPath(db), Options{})
@@ -964,7 +964,7 @@ func TestCheck(t *testing.T) {
 		if !errors.Is(err, ErrRebuild) {
 			t.Errorf("open: %v, want ErrRebuild", err)
 		}
-		rep, err := Check(ctx, small.Incidents(), indexPath(big))
+		rep, err := Check(ctx, small.Incidents(), indexPath(big), Options{})
 		if err != nil || len(rep.Problems) == 0 {
 			t.Errorf("check: %+v, %v", rep, err)
 		}

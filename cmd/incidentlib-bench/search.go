@@ -90,7 +90,7 @@ func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) err
 	}
 	start := time.Now()
 	cpu0 := searchCPU()
-	x, err := search.Open(ctx, db.Incidents(), idxPath, search.Options{BatchSize: b.batch, Concurrency: b.turns, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	x, err := search.Open(ctx, db.Incidents(), idxPath, search.Options{BatchSize: b.batch, StoreID: db.StoreID(), Concurrency: b.turns, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ func runCheck(ctx context.Context, args []string, getenv func(string) string, st
 	if err := reportUpstreamLinks(ctx, db, sf, stdout); err != nil {
 		return err
 	}
-	searchProblems, err := xf.check(ctx, db.Incidents(), stdout) // an index behind the store is no problem
+	searchProblems, err := xf.check(ctx, db, stdout) // an index behind the store is no problem
 	if err != nil {
 		return err
 	}

@@ -35,7 +35,7 @@ func runReindex(ctx context.Context, args []string, getenv func(string) string, 
 		return fmt.Errorf("reindex: %s is a cluster node's store (log position %d): a node's index follows its store; start the node (serve rebuilds a missing or damaged index) and write through a running node with --server", db.Path(), seq)
 	}
 	began := time.Now()
-	x, err := search.Rebuild(ctx, db.Incidents(), path, search.Options{BatchSize: *batch, Logger: slog.New(slog.NewTextHandler(stderr, nil))})
+	x, err := search.Rebuild(ctx, db.Incidents(), path, search.Options{BatchSize: *batch, StoreID: db.StoreID(), Logger: slog.New(slog.NewTextHandler(stderr, nil))})
 	if err != nil {
 		return err
 	}

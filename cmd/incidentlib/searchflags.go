@@ -11,6 +11,7 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/search"
+	"github.com/incidentlib/incidentlib/storage"
 )
 
 // searchFlags locate the search index of the store.
@@ -48,20 +49,20 @@ func (s searchFlags) indexPath() string {
 // rebuilding it if it belongs to another store or program version), and
 // keeps it following the store's commits until stop. svc is nil when
 // search is off.
-func (s searchFlags) start(ctx context.Context, db search.Store, logger *slog.Logger) (svc incidentlib.SearchService, stop func(), err error) {
+func (s searchFlags) start(ctx context.Context, db *storage.DB, logger *slog.Logger) (svc incidentlib.SearchService, stop func(), err error) {
 	path := s.indexPath()
 	if path == "" {
 		return nil, func() {}, nil
 	}
 	began := time.Now()
-	opts := search.Options{Logger: logger, Follow: true}
+	opts := search.Options{Logger: logger, Follow: true, StoreID: db.StoreID()}
 	if s.concurrency != nil {
 		opts.Concurrency = *s.concurrency
 	}
-	x, err := search.Open(ctx, db, path, opts)
+	x, err := search.Open(ctx, db.Incidents(), path, opts)
 	if errors.Is(err, search.ErrRebuild) {
 		logger.Warn("rebuilding the search index", "reason", err.Error())
-		x, err = search.Rebuild(ctx, db, path, opts)
+		x, err = search.Rebuild(ctx, db.Incidents(), path, opts)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -76,12 +77,12 @@ func (s searchFlags) start(ctx context.Context, db search.Store, logger *slog.Lo
 
 // check compares the index with the store and prints what it found. A
 // missing index or one pending catch-up is not a failure.
-func (s searchFlags) check(ctx context.Context, db incidentlib.ChangeLog, stdout io.Writer) (failures int, err error) {
+func (s searchFlags) check(ctx context.Context, db *storage.DB, stdout io.Writer) (failures int, err error) {
 	path := s.indexPath()
 	if path == "" {
 		return 0, nil
 	}
-	lines, failed, err := search.CheckLines(ctx, db, path)
+	lines, failed, err := search.CheckLines(ctx, db.Incidents(), path, search.Options{StoreID: db.StoreID()})
 	if err != nil {
 		return 0, err
 	}

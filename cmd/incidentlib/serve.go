@@ -151,7 +151,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		}
 	}
 
-	searchSvc, stopSearch, err := xf.start(ctx, db.Incidents(), logger) // catches up with the store first
+	searchSvc, stopSearch, err := xf.start(ctx, db, logger) // catches up with the store first
 	if err != nil {
 		return err
 	}
