@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,36 +24,34 @@ import (
 )
 
 func init() {
-	register("cache", "the list page from the response cache, by POST and by persisted GET, against a static handler and uncached, over loopback", runCache)
+	registerCommand("cache", "the list page from the response cache, by POST and by persisted GET, against a static handler and uncached, over loopback", func() command { return &cacheBench{} })
 }
 
 type cacheBench struct {
-	loadFlags
+	load    loadFlags
 	profile string // the target profiled
 }
 
 // The targets of the cache benchmark, by the names -profile takes.
 var cacheTargetNames = []string{"static-post", "post", "static-get", "get", "uncached"}
 
-func runCache(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flagSet("cache", stdout)
-	var b cacheBench
-	b.loadFlags.register(fs, "the first round's measurement of the -profile target", clientTransport)
+func (b *cacheBench) declare(fs *flag.FlagSet) {
+	b.load.register(fs, "the first round's measurement of the -profile target", clientTransport)
 	fs.StringVar(&b.profile, "profile", "post", "the target -cpuprofile and -memprofile measure: "+strings.Join(cacheTargetNames, ", ")+" (post and get are the response cache's)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := b.loadFlags.check(); err != nil {
+}
+
+func (b *cacheBench) check() error {
+	if err := b.load.check(); err != nil {
 		return err
 	}
 	if !slices.Contains(cacheTargetNames, b.profile) {
 		return fmt.Errorf("-profile must be one of %s, got %q", strings.Join(cacheTargetNames, ", "), b.profile)
 	}
-	return b.run(ctx, stdout)
+	return nil
 }
 
 func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
-	db, _, done, err := b.openGenerated(ctx, "cache", stdout)
+	db, _, done, err := b.load.openGenerated(ctx, "cache", stdout)
 	if err != nil {
 		return err
 	}
@@ -74,7 +73,7 @@ func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
 	var urls [2]string
 	for i, s := range []*server.Server{cached, uncached} {
 		s.SetReady(true)
-		u, stop, err := listenTurns(s, b.takeTurns)
+		u, stop, err := listenTurns(s, b.load.takeTurns)
 		if err != nil {
 			return err
 		}
@@ -82,10 +81,10 @@ func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
 		urls[i] = u + "/graphql"
 	}
 
-	client := newLoadClient(b.concurrency, b.client)
+	client := newLoadClient(b.load.concurrency, b.load.client)
 	defer client.close()
 
-	vars := map[string]any{"first": b.first}
+	vars := map[string]any{"first": b.load.first}
 	varsJSON, _ := json.Marshal(vars)
 	hash := gqledge.DocumentHash(ListPageQuery)
 	ext := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": hash}}
@@ -127,23 +126,23 @@ func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
 		{name: "uncached, POST", method: http.MethodPost, url: urls[1], body: postBody, want: want},
 	}
 	fmt.Fprintf(stdout, "cache: GOMAXPROCS=%d NumCPU=%d %s gc-percent=%d concurrency=%d client=%s take-turns=%v duration=%s rounds=%d\n",
-		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.gcPercent, b.concurrency, b.client, b.takeTurns, b.duration, b.rounds)
-	fmt.Fprintf(stdout, "cache: list page (first: %d) response %d bytes sha256 %s; persisted GET %s\n", b.first, len(want), sha(want), strings.TrimPrefix(getQuery, "?")[:60]+"…")
+		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.load.gcPercent, b.load.concurrency, b.load.client, b.load.takeTurns, b.load.duration, b.load.rounds)
+	fmt.Fprintf(stdout, "cache: list page (first: %d) response %d bytes sha256 %s; persisted GET %s\n", b.load.first, len(want), sha(want), strings.TrimPrefix(getQuery, "?")[:60]+"…")
 
 	for _, t := range targets {
-		if _, err := drive(ctx, client, b.concurrency, t, b.warmup); err != nil {
+		if _, err := drive(ctx, client, b.load.concurrency, t, b.load.warmup); err != nil {
 			return fmt.Errorf("warm-up %s: %w", t.name, err)
 		}
 	}
 	hitsBefore, missesBefore := cacheOutcomes(reg)
 	results := make([][]result, len(targets))
-	for round := 0; round < b.rounds; round++ {
+	for round := 0; round < b.load.rounds; round++ {
 		for i, t := range targets {
 			var prof *profiles
 			if round == 0 && cacheTargetNames[i] == b.profile {
-				prof = &b.prof
+				prof = &b.load.prof
 			}
-			r, err := measure(ctx, client, b.concurrency, t, b.duration, prof)
+			r, err := measure(ctx, client, b.load.concurrency, t, b.load.duration, prof)
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", round+1, t.name, err)
 			}
@@ -154,7 +153,7 @@ func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
 	}
 	hits, misses := cacheOutcomes(reg)
 
-	fmt.Fprintf(stdout, "\nmedian of %d interleaved rounds of %s, %d connections (client %s), take-turns %v, nproc %d:\n", b.rounds, b.duration, b.concurrency, b.client, b.takeTurns, runtime.NumCPU())
+	fmt.Fprintf(stdout, "\nmedian of %d interleaved rounds of %s, %d connections (client %s), take-turns %v, nproc %d:\n", b.load.rounds, b.load.duration, b.load.concurrency, b.load.client, b.load.takeTurns, runtime.NumCPU())
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "target\treq/s\tp50\tp99\tCPU/req\tallocs/req\tB/req\terrors\t")
 	med := make([]result, len(targets))

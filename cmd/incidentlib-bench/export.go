@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,34 +21,36 @@ import (
 )
 
 func init() {
-	register("export", "the CSV export (GET /api/v1/incidents.csv) and the Atom feed of a generated store over loopback: time, size and the peak heap while streaming", runExportBench)
+	registerCommand("export", "the CSV export (GET /api/v1/incidents.csv) and the Atom feed of a generated store over loopback: time, size and the peak heap while streaming", func() command { return &exportBench{} })
 }
 
 type exportBench struct {
-	corpus
-	cache int
+	corpus corpus
+	cache  int
 }
 
-func runExportBench(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flagSet("export", stdout)
-	var b exportBench
-	b.flags(fs, 100_000, "generated incidents in the store (at least 100)", "generator seed", "directory for the store (default: a temporary directory, removed afterwards)")
+func (b *exportBench) declare(fs *flag.FlagSet) {
+	b.corpus.flags(fs, 100_000, "generated incidents in the store (at least 100)", "generator seed", "directory for the store (default: a temporary directory, removed afterwards)")
 	fs.IntVar(&b.cache, "record-cache", 10_000, "decoded records the store keeps, as serve --record-cache")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if b.incidents < 100 || b.cache < 0 {
+}
+
+func (b *exportBench) check() error {
+	if b.corpus.incidents < 100 || b.cache < 0 {
 		return errors.New("-incidents at least 100, -record-cache not negative")
 	}
-	return b.in("export", func(dir string) error { return b.run(ctx, dir, stdout) })
+	return nil
 }
 
-func (b *exportBench) run(ctx context.Context, dir string, stdout io.Writer) error {
+func (b *exportBench) run(ctx context.Context, stdout io.Writer) error {
+	return b.corpus.in("export", func(dir string) error { return b.runIn(ctx, dir, stdout) })
+}
+
+func (b *exportBench) runIn(ctx context.Context, dir string, stdout io.Writer) error {
 	tax := seeds.MustTaxonomy()
-	fmt.Fprintf(stdout, "export: %d incidents, GOMAXPROCS %d, record cache %d, load average %s\n", b.incidents, runtime.GOMAXPROCS(0), b.cache, loadAvg())
+	fmt.Fprintf(stdout, "export: %d incidents, GOMAXPROCS %d, record cache %d, load average %s\n", b.corpus.incidents, runtime.GOMAXPROCS(0), b.cache, loadAvg())
 	// The corpus is not kept: the collector takes it back (it is not the
 	// server's memory).
-	db, _, err := b.store(ctx, filepath.Join(dir, "export.db"), true, storage.Options{Taxonomy: tax, NoSync: true, RecordCache: b.cache}, stdout)
+	db, _, err := b.corpus.store(ctx, filepath.Join(dir, "export.db"), true, storage.Options{Taxonomy: tax, NoSync: true, RecordCache: b.cache}, stdout)
 	if err != nil {
 		return err
 	}

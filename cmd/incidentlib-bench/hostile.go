@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,7 +27,7 @@ import (
 )
 
 func init() {
-	register("hostile", "a normal client alone, then while a hostile client sends refused requests as fast as it can", runHostile)
+	registerCommand("hostile", "a normal client alone, then while a hostile client sends refused requests as fast as it can", func() command { return &hostileBench{} })
 }
 
 type hostileBench struct {
@@ -44,9 +45,7 @@ type hostileBench struct {
 	attack        string // internal: run as the attacking process against this URL
 }
 
-func runHostile(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flagSet("hostile", stdout)
-	var b hostileBench
+func (b *hostileBench) declare(fs *flag.FlagSet) {
 	fs.DurationVar(&b.duration, "duration", 5*time.Second, "how long each phase runs (a duration such as 5s)")
 	fs.DurationVar(&b.warmup, "warmup", time.Second, "how long the normal client runs, unmeasured, first")
 	fs.IntVar(&b.rounds, "rounds", 3, "interleaved rounds of the two phases; the median round is reported (at least 1)")
@@ -59,9 +58,9 @@ func runHostile(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&b.attack, "attack", "", "internal: be the hostile client's process, attacking this /graphql URL for -duration")
 	fs.StringVar(&b.kinds, "kinds", "", "only the hostile requests whose name contains one of these comma-separated words (default: all)")
 	fs.BoolVar(&b.responseCache, "response-cache", false, "leave the response cache on (off by default: the normal client's page would be served from it)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+}
+
+func (b *hostileBench) check() error {
 	switch {
 	case b.duration <= 0 || b.warmup < 0:
 		return errors.New("-duration must be positive and -warmup not negative")
@@ -74,6 +73,10 @@ func runHostile(ctx context.Context, args []string, stdout io.Writer) error {
 	case b.attacker != "process" && b.attacker != "goroutine":
 		return fmt.Errorf("-attacker must be process or goroutine, got %q", b.attacker)
 	}
+	return nil
+}
+
+func (b *hostileBench) run(ctx context.Context, stdout io.Writer) error {
 	reqs, err := selectHostile(b.kinds)
 	if err != nil {
 		return err
@@ -86,7 +89,7 @@ func runHostile(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "sent %d\n", attack(ctx, client, b.attack, reqs, b.hostile))
 		return nil
 	}
-	return b.run(ctx, reqs, stdout)
+	return b.measure(ctx, reqs, stdout)
 }
 
 // serverTimes records how long the handler took for each hostile request
@@ -161,7 +164,7 @@ type hostilePhase struct {
 	normalErrMsg string
 }
 
-func (b *hostileBench) run(ctx context.Context, reqs []hostileRequest, stdout io.Writer) error {
+func (b *hostileBench) measure(ctx context.Context, reqs []hostileRequest, stdout io.Writer) error {
 	db, _, done, err := tempGenerated(ctx, "hostile", b.count, b.seed, stdout)
 	if err != nil {
 		return err

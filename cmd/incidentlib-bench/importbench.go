@@ -23,27 +23,37 @@ import (
 // (rusage Maxrss, the kernel's VmHWM) for each size.
 
 func init() {
-	register("import", "incidentlib import of generated corpora: records/s and peak RSS per size", runImportBench)
+	registerCommand("import", "incidentlib import of generated corpora: records/s and peak RSS per size", func() command { return &importBench{} })
 }
 
-func runImportBench(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("import", flag.ContinueOnError)
-	sizes := fs.String("sizes", "10000,100000", "corpus sizes, in records, comma-separated (add 1000000 for the full run: minutes, and 3.2 GB of disk for the corpus and 5 GB for the store)")
-	batch := fs.Int("batch", 0, "import --batch, in records; 0: the command's default")
-	dir := fs.String("dir", "", "folder for the corpora and stores (default a temporary one, removed afterwards)")
-	seed := fs.Int64("seed", 1, "gen --seed")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	var counts []int
-	for _, s := range strings.Split(*sizes, ",") {
+type importBench struct {
+	sizes  string
+	batch  int
+	dir    string
+	seed   int64
+	counts []int // -sizes, parsed by check
+}
+
+func (b *importBench) declare(fs *flag.FlagSet) {
+	fs.StringVar(&b.sizes, "sizes", "10000,100000", "corpus sizes, in records, comma-separated (add 1000000 for the full run: minutes, and 3.2 GB of disk for the corpus and 5 GB for the store)")
+	fs.IntVar(&b.batch, "batch", 0, "import --batch, in records; 0: the command's default")
+	fs.StringVar(&b.dir, "dir", "", "folder for the corpora and stores (default a temporary one, removed afterwards)")
+	fs.Int64Var(&b.seed, "seed", 1, "gen --seed")
+}
+
+func (b *importBench) check() error {
+	for _, s := range strings.Split(b.sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
 			return fmt.Errorf("--sizes: %q is not a number of records", s)
 		}
-		counts = append(counts, n)
+		b.counts = append(b.counts, n)
 	}
-	work := *dir
+	return nil
+}
+
+func (b *importBench) run(ctx context.Context, stdout io.Writer) error {
+	work := b.dir
 	if work == "" {
 		d, err := os.MkdirTemp("", "incidentlib-import-bench-")
 		if err != nil {
@@ -60,13 +70,13 @@ func runImportBench(ctx context.Context, args []string, stdout io.Writer) error 
 	}
 	fmt.Fprintf(stdout, "import: NumCPU=%d %s load=%s mem=%s\n", runtime.NumCPU(), runtime.Version(), loadAvg(), memTotal())
 	fmt.Fprintf(stdout, "%10s %10s %9s %10s %11s %12s %10s  %s\n", "records", "input MB", "wall s", "records/s", "us/record", "peak RSS MB", "CPU s", "load before/after")
-	for _, n := range counts {
+	for _, n := range b.counts {
 		corpus := filepath.Join(work, fmt.Sprintf("corpus-%d.jsonl", n))
 		f, err := os.Create(corpus)
 		if err != nil {
 			return err
 		}
-		g := exec.CommandContext(ctx, bin, "gen", "--count", strconv.Itoa(n), "--seed", strconv.FormatInt(*seed, 10))
+		g := exec.CommandContext(ctx, bin, "gen", "--count", strconv.Itoa(n), "--seed", strconv.FormatInt(b.seed, 10))
 		g.Stdout, g.Stderr = f, os.Stderr
 		err = g.Run()
 		f.Close()
@@ -77,8 +87,8 @@ func runImportBench(ctx context.Context, args []string, stdout io.Writer) error 
 		db := filepath.Join(work, fmt.Sprintf("store-%d.db", n))
 		os.Remove(db)
 		cmdArgs := []string{"import", "--db", db}
-		if *batch > 0 {
-			cmdArgs = append(cmdArgs, "--batch", strconv.Itoa(*batch))
+		if b.batch > 0 {
+			cmdArgs = append(cmdArgs, "--batch", strconv.Itoa(b.batch))
 		}
 		imp := exec.CommandContext(ctx, bin, append(cmdArgs, corpus)...)
 		var out strings.Builder

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,7 +30,7 @@ import (
 )
 
 func init() {
-	register("replicate", "a replica copies a primary over loopback (records/s, connections); the outbound client with keep-alive against without", runReplicate)
+	registerCommand("replicate", "a replica copies a primary over loopback (records/s, connections); the outbound client with keep-alive against without", func() command { return &replicateBench{} })
 }
 
 type replicateBench struct {
@@ -43,9 +44,7 @@ type replicateBench struct {
 	cpuProfile  string
 }
 
-func runReplicate(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flagSet("replicate", stdout)
-	var b replicateBench
+func (b *replicateBench) declare(fs *flag.FlagSet) {
 	fs.IntVar(&b.count, "count", 20_000, "generated incidents in the primary (at least 100; the README figure is for 100000)")
 	fs.Int64Var(&b.seed, "seed", 1, "generator seed")
 	fs.IntVar(&b.page, "page", replica.MaxPageSize, fmt.Sprintf("changes per feed request and replica transaction, 1 to %d", replica.MaxPageSize))
@@ -54,9 +53,9 @@ func runReplicate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&b.concurrency, "concurrency", 32, "concurrent requests of the keep-alive measurement")
 	fs.IntVar(&b.rounds, "rounds", 3, "interleaved keep-alive rounds; the median is reported")
 	fs.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of the replication (primary and replica) to this file")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+}
+
+func (b *replicateBench) check() error {
 	switch {
 	case b.count < 100:
 		return fmt.Errorf("-count must be at least 100, got %d", b.count)
@@ -69,7 +68,7 @@ func runReplicate(ctx context.Context, args []string, stdout io.Writer) error {
 	case b.rounds < 1:
 		return fmt.Errorf("-rounds must be at least 1, got %d", b.rounds)
 	}
-	return b.run(ctx, stdout)
+	return nil
 }
 
 // countingListener counts the TCP connections a server accepts.

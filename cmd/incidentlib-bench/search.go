@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,11 +30,11 @@ import (
 )
 
 func init() {
-	register("search", "full-text search on a generated store: index build rate and size, query latency by class with and without filters", runSearchBench)
+	registerCommand("search", "full-text search on a generated store: index build rate and size, query latency by class with and without filters", func() command { return &searchBench{} })
 }
 
 type searchBench struct {
-	corpus
+	corpus    corpus
 	clients   int
 	queries   int
 	batch     int
@@ -44,10 +45,8 @@ type searchBench struct {
 	turns     int
 }
 
-func runSearchBench(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flagSet("search", stdout)
-	var b searchBench
-	b.flags(fs, 100_000, "generated incidents in the store (at least 100)", "generator and query seed", "directory for the store and the index (default: a temporary directory, removed afterwards)")
+func (b *searchBench) declare(fs *flag.FlagSet) {
+	b.corpus.flags(fs, 100_000, "generated incidents in the store (at least 100)", "generator and query seed", "directory for the store and the index (default: a temporary directory, removed afterwards)")
 	fs.IntVar(&b.clients, "clients", 8, "concurrent clients")
 	fs.IntVar(&b.queries, "queries", 800, "queries per class, spread over the clients")
 	fs.IntVar(&b.batch, "batch", 2000, "changes per index batch while building")
@@ -56,26 +55,30 @@ func runSearchBench(ctx context.Context, args []string, stdout io.Writer) error 
 	fs.IntVar(&b.turns, "search-concurrency", runtime.GOMAXPROCS(0), "searches run at once, as serve --search-concurrency (the others wait in line)")
 	fs.IntVar(&b.gcPercent, "gc-percent", server.DefaultGCPercent, "garbage collector budget in percent of the live heap, as serve --gc-percent")
 	fs.StringVar(&b.profile, "cpuprofile", "", "write CPU profiles of the build, of the queries and of the queries over HTTP to PREFIX.build.pprof, PREFIX.query.pprof and PREFIX.http.pprof")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if b.incidents < 100 || b.clients < 1 || b.queries < b.clients || b.batch < 1 || b.page < 1 || b.page > incidentlib.MaxPageSize || b.turns < 1 {
+}
+
+func (b *searchBench) check() error {
+	if b.corpus.incidents < 100 || b.clients < 1 || b.queries < b.clients || b.batch < 1 || b.page < 1 || b.page > incidentlib.MaxPageSize || b.turns < 1 {
 		return errors.New("-incidents at least 100, -clients at least 1, -queries at least -clients, -batch at least 1, -first 1 to 100, -search-concurrency at least 1")
 	}
+	return nil
+}
+
+func (b *searchBench) run(ctx context.Context, stdout io.Writer) error {
 	if _, err := server.SetGCPercent(b.gcPercent); err != nil {
 		return fmt.Errorf("-gc-percent: %w", err)
 	}
-	return b.in("search", func(dir string) error { return b.run(ctx, dir, stdout) })
+	return b.corpus.in("search", func(dir string) error { return b.runIn(ctx, dir, stdout) })
 }
 
-func (b *searchBench) run(ctx context.Context, dir string, stdout io.Writer) error {
+func (b *searchBench) runIn(ctx context.Context, dir string, stdout io.Writer) error {
 	tax := seeds.MustTaxonomy()
-	fmt.Fprintf(stdout, "search: %d incidents, %d clients, %d queries per class, GOMAXPROCS %d, gc-percent %d, search-concurrency %d\n", b.incidents, b.clients, b.queries, runtime.GOMAXPROCS(0), b.gcPercent, b.turns)
+	fmt.Fprintf(stdout, "search: %d incidents, %d clients, %d queries per class, GOMAXPROCS %d, gc-percent %d, search-concurrency %d\n", b.corpus.incidents, b.clients, b.queries, runtime.GOMAXPROCS(0), b.gcPercent, b.turns)
 	dbPath := filepath.Join(dir, "search.db")
 	// A record cache that holds the store, as a server of this size would
 	// be configured (--record-cache), warmed before the HTTP measurement.
 	// Links play no part in search.
-	db, incs, err := b.store(ctx, dbPath, true, storage.Options{Taxonomy: tax, NoSync: true, RecordCache: max(10_000, b.incidents)}, stdout)
+	db, incs, err := b.corpus.store(ctx, dbPath, true, storage.Options{Taxonomy: tax, NoSync: true, RecordCache: max(10_000, b.corpus.incidents)}, stdout)
 	if err != nil {
 		return err
 	}
@@ -275,7 +278,7 @@ type queryClass struct {
 // incident would search for it: one English word of it, three, two
 // adjacent words as a phrase, and the start of a Korean word.
 func (b *searchBench) queryClasses(ctx context.Context, x *search.Index, incs []*incidentlib.Incident) []queryClass {
-	r := rand.New(rand.NewPCG(uint64(b.seed), 7))
+	r := rand.New(rand.NewPCG(uint64(b.corpus.seed), 7))
 	words := func(s string, keep func(string) bool) []string {
 		var out []string
 		for _, w := range strings.FieldsFunc(s, func(c rune) bool { return !unicode.IsLetter(c) && !unicode.IsDigit(c) }) {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -27,7 +28,7 @@ import (
 )
 
 func init() {
-	register("subscribe", "GraphQL subscriptions over SSE: memory per idle subscriber, delivery latency from commit to the last of many subscribers, and the writer's latency with and without them", runSubscribe)
+	registerCommand("subscribe", "GraphQL subscriptions over SSE: memory per idle subscriber, delivery latency from commit to the last of many subscribers, and the writer's latency with and without them", func() command { return &subscribeBench{} })
 }
 
 type subscribeBench struct {
@@ -38,9 +39,7 @@ type subscribeBench struct {
 	hold                          string // child mode: hold idle subscriptions to this URL
 }
 
-func runSubscribe(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flagSet("subscribe", stdout)
-	var b subscribeBench
+func (b *subscribeBench) declare(fs *flag.FlagSet) {
 	fs.IntVar(&b.idle, "idle", 10_000, "idle subscribers for the memory figure, held by a child process (each side of a connection takes a file descriptor)")
 	fs.IntVar(&b.subs, "subscribers", 1_000, "subscribers receiving every write, for the latency figures")
 	fs.IntVar(&b.writes, "writes", 100, "writes measured with and without the subscribers, in writes")
@@ -49,21 +48,25 @@ func runSubscribe(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&b.dir, "db", "", "directory for the store (default: a temporary directory, removed afterwards)")
 	fs.BoolVar(&b.noSync, "nosync", false, "skip fsync at commit (the output says so)")
 	fs.StringVar(&b.hold, "hold", "", "internal: hold -idle subscriptions to this URL until standard input closes")
-	if err := fs.Parse(args); err != nil {
-		return err
+}
+
+func (b *subscribeBench) check() error {
+	if b.hold == "" && (b.idle < 0 || b.subs < 1 || b.writes < 10 || b.interval <= 0 || b.incidents < 10) {
+		return errors.New("-idle must be at least 0, -subscribers 1, -writes 10, -incidents 10 and -interval positive")
 	}
+	return nil
+}
+
+func (b *subscribeBench) run(ctx context.Context, stdout io.Writer) error {
 	if b.hold != "" {
 		return holdSubscriptions(b.hold, b.idle, stdout)
-	}
-	if b.idle < 0 || b.subs < 1 || b.writes < 10 || b.interval <= 0 || b.incidents < 10 {
-		return errors.New("-idle must be at least 0, -subscribers 1, -writes 10, -incidents 10 and -interval positive")
 	}
 	dir, done, err := workDir(b.dir, "subscribe")
 	if err != nil {
 		return err
 	}
 	defer done()
-	return b.run(ctx, filepath.Join(dir, "subscribe.db"), stdout)
+	return b.runIn(ctx, filepath.Join(dir, "subscribe.db"), stdout)
 }
 
 // raiseFileLimit raises the soft limit of open files to the hard one and
@@ -137,7 +140,7 @@ func serverMemory() uint64 {
 	return m.HeapInuse + m.StackInuse
 }
 
-func (b *subscribeBench) run(ctx context.Context, path string, out io.Writer) error {
+func (b *subscribeBench) runIn(ctx context.Context, path string, out io.Writer) error {
 	tax, err := seeds.Taxonomy()
 	if err != nil {
 		return err
