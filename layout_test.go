@@ -29,10 +29,12 @@ type listedPackage struct {
 // path in the module ("" is the root package): the domain, the readers
 // and writers of IL-JSON (upstream peeks at a record's id), and the
 // change feed with its reader; the HTTP edge (server/...) writes the feed
-// and checks request bodies' UTF-8 with it too.
+// and checks request bodies' UTF-8 with it too; the binary
+// (cmd/incidentlib) reads the lines of history files with it
+// (iljson.EachLine, as storage's history import does).
 var codecUsers = map[string]bool{
 	"": true, "/storage": true, "/importer": true, "/search": true, "/graph": true, "/graph/model": true,
-	"/upstream": true, "/changefeed": true, "/replica": true,
+	"/upstream": true, "/changefeed": true, "/replica": true, "/cmd/incidentlib": true,
 }
 
 // importRules returns one line per import of pkgs that breaks an arrow of
@@ -60,7 +62,7 @@ func importRules(pkgs []listedPackage) []string {
 			case from == module+"/iljson":
 				why = "the codec (iljson) imports nothing of ours: it is below the root package"
 			case to == module+"/iljson" && !codecUsers[strings.TrimPrefix(from, module)] && !under(from, "/server"):
-				why = "only the root package, storage, importer, search, graph, upstream, changefeed and the feed's users (server/..., replica) may import the codec (iljson)"
+				why = "only the root package, storage, importer, search, graph, upstream, changefeed, the feed's users (server/..., replica) and the binary (cmd/incidentlib) may import the codec (iljson)"
 			case from == module+"/changefeed" && to != module && to != module+"/iljson":
 				why = "changefeed imports nothing of ours but the root package and the codec"
 			case to == module+"/storage" && !under(from, "/cmd") && from != module+"/internal/testutil":

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -13,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/iljson"
 )
 
 // Export and import of history (export --history, history import): one
@@ -113,19 +113,13 @@ func (l *historyLine) versionsOf() []incidentlib.IncidentVersion {
 func (st Versions) ImportHistory(ctx context.Context, r io.Reader) (int, error) {
 	var lines []historyLine
 	var allowed incidentlib.HistoryAllowances // what the lines needed, for check
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
-	for n := 1; sc.Scan(); n++ {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
+	err := iljson.EachLine(r, func(n int, b []byte) error {
 		var l historyLine
 		if err := json.Unmarshal(b, &l); err != nil {
-			return 0, incidentlib.Errorf(incidentlib.EINVALID, "line %d: %v", n, err)
+			return incidentlib.Errorf(incidentlib.EINVALID, "line %d: %v", n, err)
 		}
 		if _, ok := incidentlib.ParseID(l.ID); !ok || len(l.History) == 0 {
-			return 0, incidentlib.Errorf(incidentlib.EINVALID, "line %d: no incident id or no history", n)
+			return incidentlib.Errorf(incidentlib.EINVALID, "line %d: no incident id or no history", n)
 		}
 		// The member grammar of the line, records included (they are
 		// stored as given), and the history grammar.
@@ -145,14 +139,15 @@ func (st Versions) ImportHistory(ctx context.Context, r io.Reader) (int, error) 
 				e.Message = fmt.Sprintf("line %d: %s", n, e.Message)
 				e.Field = append([]string{strconv.Itoa(n - 1)}, e.Field...) // the line, from 0 (importIncidents' histories index)
 			}
-			return 0, es
+			return es
 		}
 		lines = append(lines, l)
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return 0, err
 	}
-	err := st.db.update(ctx, func(w *writeTx) error {
+	err = st.db.update(ctx, func(w *writeTx) error {
 		w.trusted = true
 		var live []*incidentlib.Incident
 		for _, l := range lines {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/graph/model"
+	"github.com/incidentlib/incidentlib/iljson"
 	"github.com/incidentlib/incidentlib/importer"
 	"github.com/incidentlib/incidentlib/storage"
 )
@@ -67,14 +68,9 @@ func historyFile(in importInput) (bool, error) {
 		return false, err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(bufio.NewReaderSize(f, 1<<20))
-	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
 	histLine, plainLine := 0, 0
-	for n := 1; sc.Scan(); n++ {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
+	var mixed error
+	err = iljson.EachLine(bufio.NewReaderSize(f, 1<<20), func(n int, b []byte) error {
 		if isHistoryLine(b) {
 			if histLine == 0 {
 				histLine = n
@@ -84,17 +80,22 @@ func historyFile(in importInput) (bool, error) {
 		}
 		if histLine > 0 && plainLine > 0 {
 			if histLine > plainLine {
-				return false, fmt.Errorf("import: %s line %d is an incident with its history (export --history), line %d is not: a file holds histories or records, not both", in.name, histLine, plainLine)
+				mixed = fmt.Errorf("import: %s line %d is an incident with its history (export --history), line %d is not: a file holds histories or records, not both", in.name, histLine, plainLine)
+			} else {
+				mixed = fmt.Errorf("import: %s line %d is not an incident with its history, line %d is (export --history): a file holds histories or records, not both", in.name, plainLine, histLine)
 			}
-			return false, fmt.Errorf("import: %s line %d is not an incident with its history, line %d is (export --history): a file holds histories or records, not both", in.name, plainLine, histLine)
+			return mixed
 		}
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	switch {
+	case mixed != nil:
+		return false, mixed
+	case err != nil && histLine == 0:
 		// A file that is not lines of text (or has longer lines than a
 		// history line may be) is for the record importers to read.
-		if histLine == 0 {
-			return false, nil
-		}
+		return false, nil
+	case err != nil:
 		return false, fmt.Errorf("import: %s: %w", in.name, err)
 	}
 	return histLine > 0, nil
@@ -154,20 +155,14 @@ func importHistoryRemote(ctx context.Context, rf remoteFlags, inputs []importInp
 	}
 	defer done()
 	var hs []*model.HistoryImportInput
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
-	for n := 1; sc.Scan(); n++ {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
+	if err := iljson.EachLine(r, func(n int, b []byte) error {
 		h, err := model.HistoryInputOf(b)
 		if err != nil {
 			return fmt.Errorf("import: history line %d: %w", n, err)
 		}
 		hs = append(hs, h)
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return err
 	}
 	rem, err := rf.dial()
