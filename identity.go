@@ -73,19 +73,25 @@ type Identity struct {
 // with (serve --admin-token): the author its writes record is "admin".
 var BootstrapAdmin = Identity{Name: "admin", Role: RoleAdmin}
 
-type identityKey struct{}
-
 // WithIdentity returns ctx carrying the identity the server verified for
 // the request.
-func WithIdentity(ctx context.Context, id Identity) context.Context {
-	return context.WithValue(ctx, identityKey{}, id)
-}
+func WithIdentity(ctx context.Context, id Identity) context.Context { return withValue(ctx, id) }
 
 // IdentityFrom returns the identity ctx carries, and whether it carries
 // one. A request without a token carries none: an anonymous reader.
-func IdentityFrom(ctx context.Context) (Identity, bool) {
-	id, ok := ctx.Value(identityKey{}).(Identity)
-	return id, ok
+func IdentityFrom(ctx context.Context) (Identity, bool) { return valueFrom[Identity](ctx) }
+
+// ctxKey is the context key of the value of type T a context carries
+// (withValue): one key per type, which no other package can make.
+type ctxKey[T any] struct{}
+
+func withValue[T any](ctx context.Context, v T) context.Context {
+	return context.WithValue(ctx, ctxKey[T]{}, v)
+}
+
+func valueFrom[T any](ctx context.Context) (T, bool) {
+	v, ok := ctx.Value(ctxKey[T]{}).(T)
+	return v, ok
 }
 
 // TokenInfo describes an API token; never its secret.

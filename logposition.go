@@ -21,18 +21,11 @@ type LogPosition struct {
 	At  time.Time
 }
 
-type logPositionKey struct{}
-
 // WithLogPosition marks the writes run with ctx as the log's write at p.
-func WithLogPosition(ctx context.Context, p LogPosition) context.Context {
-	return context.WithValue(ctx, logPositionKey{}, p)
-}
+func WithLogPosition(ctx context.Context, p LogPosition) context.Context { return withValue(ctx, p) }
 
 // LogPositionFrom returns the log position WithLogPosition put in ctx.
-func LogPositionFrom(ctx context.Context) (LogPosition, bool) {
-	p, ok := ctx.Value(logPositionKey{}).(LogPosition)
-	return p, ok
-}
+func LogPositionFrom(ctx context.Context) (LogPosition, bool) { return valueFrom[LogPosition](ctx) }
 
 // LogApplier is a store that applies a replicated log's writes through
 // its IncidentWriter under WithLogPosition.
