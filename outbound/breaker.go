@@ -110,17 +110,9 @@ func breakerBucket(window time.Duration) time.Duration {
 }
 
 // stateValue maps a breaker state to the gauge value: 0 closed, 1 half-open,
-// 2 open (gobreaker's own numbering).
-func stateValue(s gobreaker.State) float64 {
-	switch s {
-	case gobreaker.StateHalfOpen:
-		return 1
-	case gobreaker.StateOpen:
-		return 2
-	default:
-		return 0
-	}
-}
+// 2 open, which is gobreaker's own numbering of State (client_test.go
+// checks each value).
+func stateValue(s gobreaker.State) float64 { return float64(s) }
 
 // upstreamFor returns the per-host state for key (see hostKey), creating it
 // on first use. Beyond Config.MaxHosts distinct hosts, the shared "other"
