@@ -45,6 +45,9 @@ type Config struct {
 	QueryCacheSize int
 	// Logger receives internal errors; default slog.Default().
 	Logger *slog.Logger
+	// SearchQueue, when set, is the search index's queue and saves, read
+	// for /metrics (the index serve opens; nil: the figures stay 0).
+	SearchQueue metrics.SearchQueue
 	// The HTTP edge (server/gqledge). ResponseCacheBytes bounds the
 	// whole-response cache in bytes: 0 means
 	// gqledge.DefaultResponseCacheBytes, negative turns it off.
@@ -183,7 +186,9 @@ func New(svc Services, res *graph.Resolver, es graphql.ExecutableSchema, m *metr
 			return nil, err
 		}
 	}
-	m.ObserveSearch(res.Search)
+	if cfg.SearchQueue != nil {
+		m.ObserveSearch(cfg.SearchQueue)
+	}
 	s := &Server{Metrics: m}
 	gql := handler.New(es)
 	queryCache := lru.New[*ast.QueryDocument](cfg.QueryCacheSize)

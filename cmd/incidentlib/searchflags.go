@@ -11,6 +11,7 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/search"
+	"github.com/incidentlib/incidentlib/server/metrics"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
@@ -47,12 +48,12 @@ func (s searchFlags) indexPath() string {
 
 // start opens the index for serve, catching it up with the store (and
 // rebuilding it if it belongs to another store or program version), and
-// keeps it following the store's commits until stop. svc is nil when
-// search is off.
-func (s searchFlags) start(ctx context.Context, db *storage.DB, logger *slog.Logger) (svc incidentlib.SearchService, stop func(), err error) {
+// keeps it following the store's commits until stop. svc and queue (the
+// same index, for /metrics) are nil when search is off.
+func (s searchFlags) start(ctx context.Context, db *storage.DB, logger *slog.Logger) (svc incidentlib.SearchService, queue metrics.SearchQueue, stop func(), err error) {
 	path := s.indexPath()
 	if path == "" {
-		return nil, func() {}, nil
+		return nil, nil, func() {}, nil
 	}
 	began := time.Now()
 	opts := search.Options{Logger: logger, Follow: true, StoreID: db.StoreID()}
@@ -65,10 +66,10 @@ func (s searchFlags) start(ctx context.Context, db *storage.DB, logger *slog.Log
 		x, err = search.Rebuild(ctx, db.Incidents(), path, opts)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	logger.Info("search index ready", "path", path, "seq", x.Seq(), "took", time.Since(began).String())
-	return x, func() {
+	return x, x, func() {
 		if err := x.Close(); err != nil { // stops following the store
 			logger.Warn("closing the search index", "err", err)
 		}

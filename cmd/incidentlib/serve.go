@@ -151,7 +151,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		}
 	}
 
-	searchSvc, stopSearch, err := xf.start(ctx, db, logger) // catches up with the store first
+	searchSvc, searchQueue, stopSearch, err := xf.start(ctx, db, logger) // catches up with the store first
 	if err != nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	cfg := sub.config(pu.config(lf.config(ef.config(server.Config{Prod: *prod, QueryCacheSize: *queryCache, Logger: logger, Primary: of.primary(),
+	cfg := sub.config(pu.config(lf.config(ef.config(server.Config{Prod: *prod, QueryCacheSize: *queryCache, Logger: logger, SearchQueue: searchQueue, Primary: of.primary(),
 		AdminToken: *adminToken, BackupDir: filepath.Dir(db.Path()), GenericExecutor: *executor == "gqlgen"}, of))))
 	// Two values: the reads and the one write side. A store alone writes
 	// its own file; a cluster node writes through the cluster's log.

@@ -204,17 +204,20 @@ func (m *Metrics) WatchStore(mon incidentlib.StoreMonitor) error {
 	return m.reg.Register(newStoreCollector(mon))
 }
 
-// ObserveSearch reads the queue of svc, when it has one, for
-// incidentlib_search_waiting.
-func (m *Metrics) ObserveSearch(svc incidentlib.SearchService) {
-	if q, ok := svc.(interface{ Waiting() int }); ok {
-		f := q.Waiting
-		m.searchWaiting.Store(&f)
-	}
-	if q, ok := svc.(interface{ SaveFailures() uint64 }); ok {
-		f := q.SaveFailures
-		m.searchSaveFailures.Store(&f)
-	}
+// SearchQueue is what the search index tells the metrics: how many
+// searches wait for their turn now, and how many saves of the index
+// failed (search.Index has both).
+type SearchQueue interface {
+	Waiting() int
+	SaveFailures() uint64
+}
+
+// ObserveSearch reads q for incidentlib_search_waiting and
+// incidentlib_search_index_save_failures_total at scrape time.
+func (m *Metrics) ObserveSearch(q SearchQueue) {
+	waiting, failures := q.Waiting, q.SaveFailures
+	m.searchWaiting.Store(&waiting)
+	m.searchSaveFailures.Store(&failures)
 }
 
 // ObserveFastReads counts the operations fr answers and hands on.

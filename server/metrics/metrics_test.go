@@ -110,3 +110,22 @@ func TestStoreFiguresAtScrape(t *testing.T) {
 }
 
 func formatUint(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// queueFigures is a search queue that says fixed figures.
+type queueFigures struct{}
+
+func (queueFigures) Waiting() int         { return 7 }
+func (queueFigures) SaveFailures() uint64 { return 3 }
+
+// TestSearchQueueAtScrape: the search figures are read from the queue the
+// server is given by name (Config.SearchQueue), at scrape time.
+func TestSearchQueueAtScrape(t *testing.T) {
+	db := testutil.ServerStore(t, testutil.Corpus(t, 3, 5), storage.Options{})
+	hs, _ := testutil.ServerTest(t, db, server.Config{SearchQueue: queueFigures{}}, testutil.ServerParts{})
+	text := scrape(t, hs)
+	for _, want := range []string{"incidentlib_search_waiting 7\n", "incidentlib_search_index_save_failures_total 3\n"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %q", strings.TrimSpace(want))
+		}
+	}
+}
