@@ -217,6 +217,31 @@ func (n *Node) fetch(ctx context.Context, replies *fetchReplies, seq uint64) ([]
 	}
 }
 
+// localSubjectSeq returns the sequence of the last message on subject in
+// this node's own copy of the stream (0: none there), a direct get its
+// server answers without asking the leader: a guess that may be behind
+// the leader's, which a publish expecting it confirms (the stream refuses
+// it otherwise, and the writer asks the leader, SubjectSeq).
+func (n *Node) localSubjectSeq(ctx context.Context, subject string) (uint64, error) {
+	req, _ := json.Marshal(struct {
+		LastBySubject string `json:"last_by_subj"`
+	}{subject})
+	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	m, err := n.nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+n.cfg.Stream, req)
+	if err != nil {
+		return 0, err
+	}
+	switch status := m.Header.Get("Status"); status {
+	case "":
+	case "404":
+		return 0, nil
+	default:
+		return 0, fmt.Errorf("direct get of the last of %s: %s %s", subject, status, m.Header.Get("Description"))
+	}
+	return strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+}
+
 // SubjectSeq returns the sequence of the last message on subject (0:
 // none), from the stream's leader, never from a replica that may be
 // behind: UNAVAILABLE without a quorum.
