@@ -95,45 +95,44 @@ func TestGroupCommitManyWriters(t *testing.T) {
 			_, freshErr[i] = m.mb.Writer.UpsertIncident(editor(m.name), inc, incidentlib.WriteOptions{})
 		})
 	}
+	// race runs racers writers of inc once start closes, each with a copy
+	// of its own title expecting the version inc was at.
+	race := func(inc *incidentlib.Incident, title string, write func(r int, edit *incidentlib.Incident, v *int)) {
+		for r := range racers {
+			wg.Go(func() {
+				<-start
+				edit := *inc
+				edit.Title.En = fmt.Sprintf("%s %d", title, r)
+				v := version[inc.ID]
+				write(r, &edit, &v)
+			})
+		}
+	}
 	// Through the writer: the stream takes one publish per expected
 	// version of the subject.
 	winners := make([][]string, 2)
 	var mu sync.Mutex
 	for k := range 2 {
-		inc := shared[k]
-		for r := range racers {
-			wg.Go(func() {
-				<-start
-				edit := *inc
-				edit.Title.En = fmt.Sprintf("racer %d", r)
-				v := version[inc.ID]
-				_, err := c.members[r%2].mb.Writer.UpsertIncident(editor("racer"), &edit, incidentlib.WriteOptions{ExpectedVersion: &v})
-				switch {
-				case err == nil:
-					mu.Lock()
-					winners[k] = append(winners[k], edit.Title.En)
-					mu.Unlock()
-				case incidentlib.ErrorCode(err) != incidentlib.ECONFLICT:
-					t.Errorf("racer %d on %s: %v", r, inc.ID, err)
-				}
-			})
-		}
+		race(shared[k], "racer", func(r int, edit *incidentlib.Incident, v *int) {
+			_, err := c.members[r%2].mb.Writer.UpsertIncident(editor("racer"), edit, incidentlib.WriteOptions{ExpectedVersion: v})
+			switch {
+			case err == nil:
+				mu.Lock()
+				winners[k] = append(winners[k], edit.Title.En)
+				mu.Unlock()
+			case incidentlib.ErrorCode(err) != incidentlib.ECONFLICT:
+				t.Errorf("racer %d on %s: %v", r, edit.ID, err)
+			}
+		})
 	}
 	// Published as they are: the store decides at apply, the first in the
 	// log wins, in whatever group it falls.
 	rawSeqs := make([][]uint64, 2)
 	for k := range 2 {
-		inc := shared[2+k]
 		rawSeqs[k] = make([]uint64, racers)
-		for r := range racers {
-			wg.Go(func() {
-				<-start
-				edit := *inc
-				edit.Title.En = fmt.Sprintf("raw racer %d", r)
-				v := version[inc.ID]
-				rawSeqs[k][r] = rawWrite(t, c.members[r%2], fmt.Sprintf("raw-%s-%d", inc.ID, r), &cluster.Write{Op: cluster.OpUpsert, ID: inc.ID, Record: &edit, ExpectedVersion: &v})
-			})
-		}
+		race(shared[2+k], "raw racer", func(r int, edit *incidentlib.Incident, v *int) {
+			rawSeqs[k][r] = rawWrite(t, c.members[r%2], fmt.Sprintf("raw-%s-%d", edit.ID, r), &cluster.Write{Op: cluster.OpUpsert, ID: edit.ID, Record: edit, ExpectedVersion: v})
+		})
 	}
 	// Refused at apply: a bad record, a delete of a missing incident.
 	badSeqs := make([]uint64, 8)
