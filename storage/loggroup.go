@@ -36,8 +36,6 @@ type logGroup struct {
 	broken error
 }
 
-var _ incidentlib.LogGrouper = ClusterLog{}
-
 // ApplyLogGroup runs fn with a context under which the log's writes join
 // one transaction; see incidentlib.LogGrouper.
 func (st ClusterLog) ApplyLogGroup(ctx context.Context, fn func(ctx context.Context, g incidentlib.LogGroup) error) error {
