@@ -48,6 +48,35 @@ type LogApplier interface {
 	Rejections(ctx context.Context) ([]LogRejection, error)
 }
 
+// LogGrouper is a store that applies consecutive writes of a log in one
+// transaction (group commit): one commit, and one sync to disk, for many
+// writes, each judged exactly as if applied alone.
+type LogGrouper interface {
+	// ApplyLogGroup runs fn with a context under which the store's writes
+	// run under WithLogPosition join one write transaction, in the order
+	// fn makes them. A write refused by a check of the stored state
+	// writes only its position and refusal, as alone; one refused before
+	// the transaction is recorded with g.Skip. The transaction commits
+	// (and is synced) once fn returns nil, with the position of the last
+	// write; nothing is written if fn returns an error or a write failed
+	// after it began writing (g.Broken): the error is returned. Only the
+	// incident writes (IncidentWriter's and HistoryWriter's but imports
+	// and purges) join a group; another write under its context fails.
+	ApplyLogGroup(ctx context.Context, fn func(ctx context.Context, g LogGroup) error) error
+}
+
+// LogGroup is the transaction of an ApplyLogGroup, for its fn.
+type LogGroup interface {
+	// Seq returns the log position the transaction has reached so far.
+	Seq() uint64
+	// Skip stores seq as the position with the refusal rejected, as
+	// LogApplier.SkipLogged does, in the transaction.
+	Skip(seq uint64, rejected error) error
+	// Broken returns the error of a write that failed after it began
+	// writing, nil while there is none: the group is then rolled back.
+	Broken() error
+}
+
 // LogRejection is a write of the log that the store refused.
 type LogRejection struct {
 	Seq     uint64

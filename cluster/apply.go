@@ -26,6 +26,7 @@ type Store interface {
 	incidentlib.TokenWriter
 	incidentlib.TaxonomyWriter
 	incidentlib.LogApplier
+	incidentlib.LogGrouper // group.go
 	// IncidentVersion (incidentlib.HistoryService's) gives a purged
 	// version's time (erase.go).
 	IncidentVersion(ctx context.Context, id string, version int) (*incidentlib.IncidentVersion, error)
@@ -53,9 +54,10 @@ type Result struct {
 	content string
 }
 
-// Applier applies the log's messages in order to the node's store, each
-// in one transaction with its sequence, and hands each result to the
-// request of this node that published it.
+// Applier applies the log's messages in order to the node's store, in
+// transactions that store the sequence reached (a run of incident writes
+// in one, group.go; the others one each), and hands each result to the
+// request of this node that published it once its transaction committed.
 type Applier struct {
 	store   Store
 	node    *Node // reads an import's chunks back
@@ -137,33 +139,25 @@ func (a *Applier) expect(key string) (<-chan Result, func()) {
 // lately.
 func (a *Applier) resultOf(key string) (Result, bool) { return a.recent.Get(key) }
 
-// Apply applies one message (Node.Follow's apply function). A write the
+// Apply applies one message in a transaction of its own. A write the
 // store refuses (a bad record, a conflict found at apply) is recorded as
 // refused with the position, identically on every node; an internal error
 // (a full disk) is retried until it passes or ctx ends, so that no node
 // skips a write another applied. A message of a newer format or rule set
-// stops applying: Apply returns an error and Follow ends.
+// stops applying: Apply returns an error and Follow ends. (ApplyBatch,
+// group.go, is Node.Follow's apply function: it applies runs of incident
+// writes in one transaction, and the other messages here.)
 func (a *Applier) Apply(ctx context.Context, m Message) error {
 	start := time.Now()
 	ctx, span := tracing.Start(tracing.Extract(ctx, http.Header(m.Header)), "cluster apply")
 	defer span.End()
-	format, rules := headerInt(m.Header, HeaderFormat), headerInt(m.Header, HeaderRules)
-	if format > FormatVersion || rules > RulesVersion {
-		err := fmt.Errorf("message %d has format %d and rule set %d; this node knows format %d and rule set %d: upgrade it", m.Seq, format, rules, FormatVersion, RulesVersion)
-		a.log.Error("the log holds a write of a newer version: this node stops applying it until it is upgraded",
-			"seq", m.Seq, "format", format, "rules", rules, "known_format", FormatVersion, "known_rules", RulesVersion)
-		a.metrics.setNewer(true)
-		a.mu.Lock()
-		a.stopped = err
-		close(a.moved)
-		a.moved = make(chan struct{})
-		a.mu.Unlock()
+	if err := a.checkVersion(m); err != nil {
 		return err
 	}
 	var res Result
 	for attempt := 0; ; attempt++ {
 		res = a.applyOnce(ctx, m)
-		if res.Err == nil || !incidentlib.IsInternal(incidentlib.ErrorCode(res.Err)) && incidentlib.ErrorCode(res.Err) != incidentlib.ESTORAGEFULL {
+		if !retried(res.Err) {
 			break
 		}
 		a.log.Error("a write of the log could not be applied; trying again", "seq", m.Seq, "err", res.Err, "attempt", attempt+1)
@@ -173,23 +167,62 @@ func (a *Applier) Apply(ctx context.Context, m Message) error {
 		case <-time.After(min(time.Duration(attempt+1)*200*time.Millisecond, 5*time.Second)):
 		}
 	}
-	res.Seq = m.Seq
-	if res.Err != nil {
-		a.metrics.rejected()
+	a.metrics.observeApply(time.Since(start), 1)
+	a.done([]Message{m}, []Result{res})
+	return nil
+}
+
+// retried reports whether an apply's error is no refusal but a fault of
+// this node (internal, a full disk): nothing was written, and the write
+// is tried again.
+func retried(err error) bool {
+	return err != nil && (incidentlib.IsInternal(incidentlib.ErrorCode(err)) || incidentlib.ErrorCode(err) == incidentlib.ESTORAGEFULL)
+}
+
+// checkVersion stops applying at a message of a newer format or rule set
+// than this node's: it returns the error that stops Follow.
+func (a *Applier) checkVersion(m Message) error {
+	format, rules := headerInt(m.Header, HeaderFormat), headerInt(m.Header, HeaderRules)
+	if format <= FormatVersion && rules <= RulesVersion {
+		return nil
 	}
-	a.metrics.observeApply(time.Since(start), m.Seq)
-	res.content = m.Header.Get(HeaderContent)
-	a.recent.Add(m.MsgID, res)
+	err := fmt.Errorf("message %d has format %d and rule set %d; this node knows format %d and rule set %d: upgrade it", m.Seq, format, rules, FormatVersion, RulesVersion)
+	a.log.Error("the log holds a write of a newer version: this node stops applying it until it is upgraded",
+		"seq", m.Seq, "format", format, "rules", rules, "known_format", FormatVersion, "known_rules", RulesVersion)
+	a.metrics.setNewer(true)
 	a.mu.Lock()
-	a.applied.Store(m.Seq)
-	if ch, ok := a.waiters[m.MsgID]; ok {
-		ch <- res
-		delete(a.waiters, m.MsgID)
+	a.stopped = err
+	close(a.moved)
+	a.moved = make(chan struct{})
+	a.mu.Unlock()
+	return err
+}
+
+// done hands the results of msgs, applied and committed in order, to the
+// requests of this node that published them and moves the position past
+// the last.
+func (a *Applier) done(msgs []Message, results []Result) {
+	for i, m := range msgs {
+		results[i].Seq = m.Seq
+		if results[i].Err != nil {
+			a.metrics.rejected()
+		}
+		results[i].content = m.Header.Get(HeaderContent)
+		a.recent.Add(m.MsgID, results[i])
+	}
+	last := msgs[len(msgs)-1].Seq
+	a.metrics.setApplied(last)
+	a.mu.Lock()
+	a.applied.Store(last)
+	for i, m := range msgs {
+		if ch, ok := a.waiters[m.MsgID]; ok {
+			ch <- results[i]
+			delete(a.waiters, m.MsgID)
+		}
 	}
 	close(a.moved)
 	a.moved = make(chan struct{})
 	a.mu.Unlock()
-	return nil
 }
 
 // applyOnce runs the write at m.Seq in the store and makes sure the
@@ -198,42 +231,11 @@ func (a *Applier) applyOnce(ctx context.Context, m Message) Result {
 	var res Result
 	var w Write
 	if err := json.Unmarshal(m.Data, &w); err != nil {
-		res.Err = incidentlib.Errorf(incidentlib.EINVALID, "message %d is not a write: %v", m.Seq, err)
+		res.Err = notAWrite(m.Seq, err)
 	} else {
-		wctx := incidentlib.WithLogPosition(ctx, incidentlib.LogPosition{Seq: m.Seq, At: w.At})
-		wctx = incidentlib.WithIdentity(wctx, w.identity())
-		opts := incidentlib.WriteOptions{ExpectedUpdatedAt: w.ExpectedUpdatedAt, ExpectedVersion: w.ExpectedVersion}
-		switch w.Op {
-		case OpUpsert:
-			res.Incident, res.Err = a.store.UpsertIncident(wctx, w.Record, opts)
-		case OpDelete:
-			res.Deleted, res.Err = a.store.DeleteIncident(wctx, w.ID, opts)
-		case OpRestore:
-			res.Incident, res.Err = a.store.RestoreIncident(wctx, w.ID, w.Version, w.Comment, opts)
-		case OpSubmit:
-			res.Incident, res.Err = a.store.SubmitForReview(wctx, w.ID, opts)
-		case OpDecide:
-			res.Incident, res.Err = a.store.DecideReview(wctx, w.ID, w.Decision, w.Comment, opts)
-		case OpWithdraw:
-			res.Incident, res.Err = a.store.WithdrawIncident(wctx, w.ID, w.Comment, opts)
-		case OpPurge:
-			res.Purged, res.Err = a.purge(wctx, m.Seq, &w) // erase.go
-		case OpImport:
-			res.Imported, res.Err = a.store.ImportIncidents(wctx, w.Records, incidentlib.ImportOptions{KeepUpdatedAt: w.KeepUpdatedAt, OnlyIfNew: w.OnlyIfNew, Merges: w.Merges})
-		case OpImportChunk:
-			// Applied with its commit: the position passes it.
-		case OpImportCommit:
-			var recs []*incidentlib.Incident
-			if recs, res.Err = a.chunks(ctx, m.Seq, w.Chunks); res.Err == nil {
-				res.Imported, res.Err = a.store.ImportIncidents(wctx, recs, incidentlib.ImportOptions{KeepUpdatedAt: w.KeepUpdatedAt, OnlyIfNew: w.OnlyIfNew, Merges: w.Merges})
-			}
-		default:
-			if !a.applyAdmin(wctx, &w, &res) && !a.applyHistory(ctx, wctx, m.Seq, &w, &res) {
-				res.Err = incidentlib.Errorf(incidentlib.EINVALID, "message %d: unknown write %q", m.Seq, w.Op)
-			}
-		}
+		res = a.applyWrite(ctx, m, &w)
 	}
-	if res.Err != nil && (incidentlib.IsInternal(incidentlib.ErrorCode(res.Err)) || incidentlib.ErrorCode(res.Err) == incidentlib.ESTORAGEFULL) {
+	if retried(res.Err) {
 		return res // nothing was written: tried again
 	}
 	// A write refused before the store's transaction (a bad record) left
@@ -245,6 +247,49 @@ func (a *Applier) applyOnce(ctx context.Context, m Message) Result {
 	if seq < m.Seq {
 		if err := a.store.SkipLogged(ctx, m.Seq, res.Err); err != nil {
 			return Result{Err: err}
+		}
+	}
+	return res
+}
+
+func notAWrite(seq uint64, err error) error {
+	return incidentlib.Errorf(incidentlib.EINVALID, "message %d is not a write: %v", seq, err)
+}
+
+// applyWrite runs the write w of message m in the store, under m's log
+// position, the write's time and its author.
+func (a *Applier) applyWrite(ctx context.Context, m Message, w *Write) Result {
+	var res Result
+	wctx := incidentlib.WithLogPosition(ctx, incidentlib.LogPosition{Seq: m.Seq, At: w.At})
+	wctx = incidentlib.WithIdentity(wctx, w.identity())
+	opts := incidentlib.WriteOptions{ExpectedUpdatedAt: w.ExpectedUpdatedAt, ExpectedVersion: w.ExpectedVersion}
+	switch w.Op {
+	case OpUpsert:
+		res.Incident, res.Err = a.store.UpsertIncident(wctx, w.Record, opts)
+	case OpDelete:
+		res.Deleted, res.Err = a.store.DeleteIncident(wctx, w.ID, opts)
+	case OpRestore:
+		res.Incident, res.Err = a.store.RestoreIncident(wctx, w.ID, w.Version, w.Comment, opts)
+	case OpSubmit:
+		res.Incident, res.Err = a.store.SubmitForReview(wctx, w.ID, opts)
+	case OpDecide:
+		res.Incident, res.Err = a.store.DecideReview(wctx, w.ID, w.Decision, w.Comment, opts)
+	case OpWithdraw:
+		res.Incident, res.Err = a.store.WithdrawIncident(wctx, w.ID, w.Comment, opts)
+	case OpPurge:
+		res.Purged, res.Err = a.purge(wctx, m.Seq, w) // erase.go
+	case OpImport:
+		res.Imported, res.Err = a.store.ImportIncidents(wctx, w.Records, incidentlib.ImportOptions{KeepUpdatedAt: w.KeepUpdatedAt, OnlyIfNew: w.OnlyIfNew, Merges: w.Merges})
+	case OpImportChunk:
+		// Applied with its commit: the position passes it.
+	case OpImportCommit:
+		var recs []*incidentlib.Incident
+		if recs, res.Err = a.chunks(ctx, m.Seq, w.Chunks); res.Err == nil {
+			res.Imported, res.Err = a.store.ImportIncidents(wctx, recs, incidentlib.ImportOptions{KeepUpdatedAt: w.KeepUpdatedAt, OnlyIfNew: w.OnlyIfNew, Merges: w.Merges})
+		}
+	default:
+		if !a.applyAdmin(wctx, w, &res) && !a.applyHistory(ctx, wctx, m.Seq, w, &res) {
+			res.Err = incidentlib.Errorf(incidentlib.EINVALID, "message %d: unknown write %q", m.Seq, w.Op)
 		}
 	}
 	return res

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/cluster"
@@ -32,6 +33,8 @@ type member struct {
 	db                          *storage.DB
 	mb                          *cluster.Member
 	logs                        *logBuffer
+	// reg holds the running member's metrics.
+	reg *prometheus.Registry
 }
 
 type testCluster struct {
@@ -105,7 +108,12 @@ func (c *testCluster) start(m *member) {
 		m.db = db
 	}
 	tax, maxRecord := m.db.Incidents().RecordRules()
-	mb, err := cluster.Join(context.Background(), c.config(m), m.db.Writer(), m.db.Reads(), tax, maxRecord, nil)
+	m.reg = prometheus.NewRegistry()
+	metrics, err := cluster.NewMetrics(m.reg)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	mb, err := cluster.Join(context.Background(), c.config(m), m.db.Writer(), m.db.Reads(), tax, maxRecord, metrics)
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -68,10 +68,12 @@ func (n *Node) ring(seq uint64) {
 }
 
 // Follow hands every message of the stream after from, in order, to
-// apply, until ctx ends. It reads this node's own copy of the stream
-// (direct gets) and starts again after the last message handed over when
-// a read fails. An error from apply stops Follow and is returned.
-func (n *Node) Follow(ctx context.Context, from uint64, apply func(context.Context, Message) error) error {
+// apply, until ctx ends: what each read of this node's own copy of the
+// stream (direct gets) returned, at most fetchBatch messages and
+// fetchBytes at once, so that apply may write them together. It starts
+// again after the last messages handed over when a read fails. An error
+// from apply stops Follow and is returned.
+func (n *Node) Follow(ctx context.Context, from uint64, apply func(context.Context, []Message) error) error {
 	for {
 		err := n.follow(ctx, &from, apply)
 		if ctx.Err() != nil {
@@ -97,7 +99,7 @@ type stopError struct{ err error }
 
 func (e stopError) Error() string { return e.err.Error() }
 
-func (n *Node) follow(ctx context.Context, from *uint64, apply func(context.Context, Message) error) error {
+func (n *Node) follow(ctx context.Context, from *uint64, apply func(context.Context, []Message) error) error {
 	if _, err := n.ensureStream(ctx); err != nil {
 		return err
 	}
@@ -120,17 +122,17 @@ func (n *Node) follow(ctx context.Context, from *uint64, apply func(context.Cont
 	defer func() { _ = replies.sub.Unsubscribe() }()
 	var backoff time.Duration
 	for {
-		got, err := n.fetch(ctx, replies, *from+1, func(m Message) error {
-			if err := apply(ctx, m); err != nil {
+		msgs, err := n.fetch(ctx, replies, *from+1)
+		if len(msgs) > 0 {
+			if err := apply(ctx, msgs); err != nil {
 				return stopError{err}
 			}
-			*from = m.Seq
-			return nil
-		})
+			*from = msgs[len(msgs)-1].Seq
+		}
 		if err != nil {
 			return err
 		}
-		if got > 0 {
+		if got := len(msgs); got > 0 {
 			backoff = 0
 			continue
 		}
@@ -161,10 +163,11 @@ type fetchReplies struct {
 }
 
 // fetch asks this node's copy of the stream for the messages from seq on
-// (at most fetchBatch) and hands each to each, in order; it returns how
-// many it handed over. No message at or after seq is no error. Answers to
-// an earlier fetch that came too late are skipped.
-func (n *Node) fetch(ctx context.Context, replies *fetchReplies, seq uint64, each func(Message) error) (int, error) {
+// (at most fetchBatch) and returns them, in order, with the error that
+// ended the read early, if any (the messages before it are good). No
+// message at or after seq is no error. Answers to an earlier fetch that
+// came too late are skipped.
+func (n *Node) fetch(ctx context.Context, replies *fetchReplies, seq uint64) ([]Message, error) {
 	req, _ := json.Marshal(struct {
 		Seq      uint64 `json:"seq"`
 		Batch    int    `json:"batch"`
@@ -173,15 +176,15 @@ func (n *Node) fetch(ctx context.Context, replies *fetchReplies, seq uint64, eac
 	replies.n++
 	reply := replies.prefix + "." + strconv.FormatUint(replies.n, 10)
 	if err := n.nc.PublishRequest("$JS.API.DIRECT.GET."+n.cfg.Stream, reply, req); err != nil {
-		return 0, err
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
-	got := 0
+	var got []Message
 	for {
 		m, err := replies.sub.NextMsgWithContext(ctx)
 		if err != nil {
-			if got > 0 && errors.Is(err, context.DeadlineExceeded) {
+			if len(got) > 0 && errors.Is(err, context.DeadlineExceeded) {
 				return got, nil // the rest at the next ask
 			}
 			return got, err
@@ -205,16 +208,38 @@ func (n *Node) fetch(ctx context.Context, replies *fetchReplies, seq uint64, eac
 		// Sequences follow on one another within a batch; only its first
 		// may skip what the stream no longer holds (purged below a
 		// snapshot).
-		if err != nil || s < seq || got > 0 && s != seq {
+		if err != nil || s < seq || len(got) > 0 && s != seq {
 			return got, fmt.Errorf("direct get of %d: a message with sequence %q", seq, m.Header.Get(jetstream.SequenceHeader))
 		}
 		msg := Message{Seq: s, Subject: m.Header.Get(jetstream.SubjectHeader), MsgID: m.Header.Get(jetstream.MsgIDHeader), Header: m.Header, Data: m.Data}
-		if err := each(msg); err != nil {
-			return got, err
-		}
-		got++
+		got = append(got, msg)
 		seq = s + 1
 	}
+}
+
+// localSubjectSeq returns the sequence of the last message on subject in
+// this node's own copy of the stream (0: none there), a direct get its
+// server answers without asking the leader: a guess that may be behind
+// the leader's, which a publish expecting it confirms (the stream refuses
+// it otherwise, and the writer asks the leader, SubjectSeq).
+func (n *Node) localSubjectSeq(ctx context.Context, subject string) (uint64, error) {
+	req, _ := json.Marshal(struct {
+		LastBySubject string `json:"last_by_subj"`
+	}{subject})
+	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	m, err := n.nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+n.cfg.Stream, req)
+	if err != nil {
+		return 0, err
+	}
+	switch status := m.Header.Get("Status"); status {
+	case "":
+	case "404":
+		return 0, nil
+	default:
+		return 0, fmt.Errorf("direct get of the last of %s: %s %s", subject, status, m.Header.Get("Description"))
+	}
+	return strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
 }
 
 // SubjectSeq returns the sequence of the last message on subject (0:

@@ -79,7 +79,7 @@ func Attach(ctx context.Context, node *Node, store Store, reader Reads, tax *inc
 	}()
 	go func() {
 		defer mb.wg.Done()
-		if err := node.Follow(fctx, app.Applied(), app.Apply); err != nil {
+		if err := node.Follow(fctx, app.Applied(), app.ApplyBatch); err != nil {
 			mb.followErr.Store(&err)
 		}
 	}()

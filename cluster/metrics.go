@@ -13,6 +13,7 @@ type Metrics struct {
 	appliedSeq prometheus.Gauge
 	quorum     prometheus.GaugeFunc
 	apply      prometheus.Histogram
+	batch      prometheus.Histogram
 	newer      prometheus.Gauge
 	rejects    prometheus.Counter
 	leader     prometheus.Gauge
@@ -27,7 +28,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		appliedSeq: prometheus.NewGauge(prometheus.GaugeOpts{Name: "incidentlib_cluster_applied_seq",
 			Help: "The log position (stream sequence) this node's store has applied up to."}),
 		apply: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "incidentlib_cluster_apply_seconds",
-			Help: "Time to apply one write of the log to this node's store, in seconds.", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9)}),
+			Help: "Time to apply one write of the log to this node's store, in seconds (a group's transaction shared among its writes).", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9)}),
+		batch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "incidentlib_cluster_apply_batch_messages",
+			Help: "Messages of the log applied in one transaction of this node's store (one commit and fsync for all of them).", Buckets: prometheus.ExponentialBuckets(1, 2, 9)}),
 		newer: prometheus.NewGauge(prometheus.GaugeOpts{Name: "incidentlib_cluster_newer_version",
 			Help: "1 when this node stopped applying the log at a write of a newer format or rule set: upgrade it."}),
 		rejects: prometheus.NewCounter(prometheus.CounterOpts{Name: "incidentlib_cluster_rejected_total",
@@ -43,7 +46,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		})
 	m.leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "incidentlib_cluster_stream_leader",
 		Help: "1 while this node's NATS server leads the stream of writes (its loss makes the others elect a new leader)."})
-	for _, c := range []prometheus.Collector{m.appliedSeq, m.quorum, m.apply, m.newer, m.rejects, m.leader} {
+	for _, c := range []prometheus.Collector{m.appliedSeq, m.quorum, m.apply, m.batch, m.newer, m.rejects, m.leader} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -57,10 +60,14 @@ func (m *Metrics) setApplied(seq uint64) {
 	}
 }
 
-func (m *Metrics) observeApply(d time.Duration, seq uint64) {
+// observeApply records one transaction of the store that applied n
+// messages in d: each message's share of d, and n.
+func (m *Metrics) observeApply(d time.Duration, n int) {
 	if m != nil {
-		m.apply.Observe(d.Seconds())
-		m.appliedSeq.Set(float64(seq))
+		for range n {
+			m.apply.Observe(d.Seconds() / float64(n))
+		}
+		m.batch.Observe(float64(n))
 	}
 }
 

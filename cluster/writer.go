@@ -255,8 +255,24 @@ func (wr *Writer) writeBound(ctx context.Context, subject string, w *Write, more
 	// election, a node behind) is tried again until the write timeout:
 	// nothing was written.
 	deadline := time.Now().Add(wr.node.cfg.WriteTimeout)
+	// An incident's write first guesses the subject's last sequence from
+	// this node's own copy of the stream (no request to the leader); the
+	// publish expects it, so a guess that is behind is refused by the
+	// stream and never written, and the write is judged again with the
+	// leader's answer. A condition that looks broken on a guess is judged
+	// again the same way: a node behind never answers a false CONFLICT.
+	guess := subject != SubjectLibrary
 	for try := 1; ; try++ {
-		last, err := wr.node.SubjectSeq(ctx, subject)
+		var last uint64
+		var err error
+		if guess {
+			if last, err = wr.node.localSubjectSeq(ctx, subject); err != nil {
+				guess = false
+			}
+		}
+		if !guess {
+			last, err = wr.node.SubjectSeq(ctx, subject)
+		}
 		if err != nil {
 			if wait(ctx, deadline, err) {
 				continue
@@ -264,9 +280,17 @@ func (wr *Writer) writeBound(ctx context.Context, subject string, w *Write, more
 			return Result{}, err
 		}
 		if err := wr.catchUp(ctx, last); err != nil {
+			if guess {
+				guess = false
+				continue
+			}
 			return Result{}, err
 		}
 		if err := wr.stamp(ctx, w); err != nil {
+			if guess && incidentlib.ErrorCode(err) == incidentlib.ECONFLICT {
+				guess = false
+				continue
+			}
 			return Result{}, err
 		}
 		data, err := w.encode()
@@ -281,6 +305,10 @@ func (wr *Writer) writeBound(ctx context.Context, subject string, w *Write, more
 		seq, dup, err := wr.node.Publish(ctx, subject, key, expect, hdr, data)
 		if err != nil {
 			forget()
+			if incidentlib.ErrorCode(err) == incidentlib.ECONFLICT && guess {
+				guess = false
+				continue // the guess was behind: judge again on the leader's answer
+			}
 			if incidentlib.ErrorCode(err) == incidentlib.ECONFLICT && w.ExpectedUpdatedAt == nil && try < maxTries {
 				continue // written meanwhile by another node: judge again
 			}

@@ -88,6 +88,9 @@ func (st ClusterLog) SkipLogged(ctx context.Context, seq uint64, rejected error)
 	if err := st.db.refuseWrite(); err != nil {
 		return err
 	}
+	if err := st.db.outsideGroup(ctx); err != nil { // loggroup.go
+		return err
+	}
 	err := st.db.updateGuarded(func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bucketMeta).Get(metaLogSeq); v != nil && seq <= getU64(v) {
 			cur := getU64(v)

@@ -10,4 +10,7 @@ type ClusterLog struct {
 	db *DB
 }
 
-var _ incidentlib.LogApplier = ClusterLog{}
+var (
+	_ incidentlib.LogApplier = ClusterLog{}
+	_ incidentlib.LogGrouper = ClusterLog{} // loggroup.go
+)

@@ -437,6 +437,9 @@ func (db *DB) update(ctx context.Context, fn func(*writeTx) error) error {
 	if err := db.refuseWrite(); err != nil {
 		return err
 	}
+	if err := db.outsideGroup(ctx); err != nil { // loggroup.go
+		return err
+	}
 	var seq uint64
 	start := time.Now()
 	err := db.updateGuarded(func(tx *bolt.Tx) error {

@@ -134,6 +134,14 @@ func (db *DB) mutateAs(ctx context.Context, action incidentlib.ChangeAction, com
 		cs.written = append(cs.written, w.written...)
 		return w.endLogged(logged, nil)
 	}
+	if g, ok := db.logGroup(ctx); ok {
+		// One of a group of the log's writes: on the group's transaction
+		// (loggroup.go), committed with the others.
+		if err := g.join(fn); err != nil {
+			return db.writeError(err)
+		}
+		return refused
+	}
 	var err error
 	if db.mut.inflight.Add(1) == 1 {
 		err = db.updateGuarded(fn)

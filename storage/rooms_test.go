@@ -43,6 +43,7 @@ var storeInterfaces = map[string]reflect.Type{
 	"TaxonomyLog":           reflect.TypeFor[incidentlib.TaxonomyLog](),
 	"TaxonomyApplier":       reflect.TypeFor[incidentlib.TaxonomyApplier](),
 	"LogApplier":            reflect.TypeFor[incidentlib.LogApplier](),
+	"LogGrouper":            reflect.TypeFor[incidentlib.LogGrouper](),
 	"StoreMonitor":          reflect.TypeFor[incidentlib.StoreMonitor](),
 	"Backuper":              reflect.TypeFor[incidentlib.Backuper](),
 }
@@ -54,6 +55,7 @@ var notRooms = map[string]string{
 	"Snapshot":             "a read snapshot, made by Incidents.ReadSnapshot",
 	"RemoteIncidentReader": "an upstream library's (upstream)",
 	"SearchService":        "the search index's (search)",
+	"LogGroup":             "a group's transaction, made by ClusterLog.ApplyLogGroup (loggroup.go)",
 }
 
 var rooms = []reflect.Type{

@@ -45,6 +45,9 @@ func (db *DB) adminUpdate(ctx context.Context, fn func(w *writeTx) error) error 
 	if err := db.refuseWrite(); err != nil {
 		return err
 	}
+	if err := db.outsideGroup(ctx); err != nil { // loggroup.go
+		return err
+	}
 	var (
 		seq     uint64
 		wrote   bool

@@ -196,6 +196,9 @@ func (db *DB) writeToken(ctx context.Context, r *tokenRecord) error {
 	if err := db.refuseWrite(); err != nil {
 		return err
 	}
+	if err := db.outsideGroup(ctx); err != nil { // loggroup.go
+		return err
+	}
 	err := db.writeError(db.updateGuarded(func(tx *bolt.Tx) error {
 		w := newWriteTx(db, tx)
 		logged, err := w.startLogged(ctx)

@@ -99,7 +99,7 @@ func (x Writer) MergeOrganizations(ctx context.Context, author, from, into strin
 }
 
 // The rest of cluster.Store: incidentlib.TokenWriter (the tokens' room),
-// incidentlib.LogApplier (the cluster log's) and a purged version's time
+// incidentlib.LogApplier and incidentlib.LogGrouper (the cluster log's) and a purged version's time
 // (the history's).
 func (x Writer) CreateTokenHash(ctx context.Context, name string, role incidentlib.Role, hash []byte, expires time.Time) (*incidentlib.TokenInfo, error) {
 	return x.tokens.CreateTokenHash(ctx, name, role, hash, expires)
@@ -109,6 +109,9 @@ func (x Writer) LogSeq(ctx context.Context) (seq uint64, logged bool, err error)
 }
 func (x Writer) SkipLogged(ctx context.Context, seq uint64, rejected error) error {
 	return x.clusterLog.SkipLogged(ctx, seq, rejected)
+}
+func (x Writer) ApplyLogGroup(ctx context.Context, fn func(ctx context.Context, g incidentlib.LogGroup) error) error {
+	return x.clusterLog.ApplyLogGroup(ctx, fn)
 }
 func (x Writer) Rejections(ctx context.Context) ([]incidentlib.LogRejection, error) {
 	return x.clusterLog.Rejections(ctx)

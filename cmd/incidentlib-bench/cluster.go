@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,7 +41,10 @@ type clusterBench struct {
 	tail      int
 	dir       string
 	parts     map[string]bool
-	load      loadFlags // the reads part's: the graphql benchmark's list page and its ratio
+	// cpuProfile, if set, is where the writes part writes a CPU profile
+	// of its 32 writers through the cluster.
+	cpuProfile string
+	load       loadFlags // the reads part's: the graphql benchmark's list page and its ratio
 }
 
 func runCluster(ctx context.Context, args []string, stdout io.Writer) error {
@@ -52,6 +54,7 @@ func runCluster(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&b.incidents, "incidents", 100_000, "incidents the wiped member catches up with")
 	fs.IntVar(&b.tail, "tail", 1000, "upserts published after the snapshot, which the member that starts from it applies from the stream")
 	fs.StringVar(&b.dir, "db", "", "directory for the stores (default: a temporary directory, removed afterwards)")
+	fs.StringVar(&b.cpuProfile, "writes-cpuprofile", "", "write a CPU profile of the writes part's 32 writers through the cluster to this file")
 	parts := fs.String("parts", strings.Join(clusterParts, ","), "the parts to run, comma-separated: "+strings.Join(clusterParts, ", "))
 	b.load.register(fs, "the first round's list page on the cluster member", clientTransport)
 	if err := fs.Parse(args); err != nil {
@@ -86,6 +89,8 @@ type benchMember struct {
 	name, listen, db, js string
 	store                *storage.DB
 	mb                   *cluster.Member
+	// commits counts the store's write transactions (each one fsync).
+	commits atomic.Int64
 }
 
 type benchCluster struct {
@@ -149,7 +154,8 @@ func (c *benchCluster) start(ctx context.Context, m *benchMember, bootstrap bool
 			return err
 		}
 	}
-	db, err := storage.Open(m.db, storage.Options{Taxonomy: seeds.MustTaxonomy(), RecordCache: c.recordCache})
+	db, err := storage.Open(m.db, storage.Options{Taxonomy: seeds.MustTaxonomy(), RecordCache: c.recordCache,
+		ObserveCommit: func(time.Duration) { m.commits.Add(1) }})
 	if err != nil {
 		node.Close()
 		return err
@@ -179,43 +185,6 @@ func (c *benchCluster) close() {
 	for _, m := range c.members {
 		c.stop(m)
 	}
-}
-
-// writeRun sends n upserts from writers concurrent clients through write
-// and returns the rate and the latencies.
-func writeRun(ctx context.Context, incs []*incidentlib.Incident, n, writers int, write func(ctx context.Context, i int, inc *incidentlib.Incident) error) (float64, []time.Duration, error) {
-	var next atomic.Int64
-	lat := make([][]time.Duration, writers)
-	errs := make([]error, writers)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				inc := *incs[i%len(incs)]
-				inc.Title.En = fmt.Sprintf("write %d", i)
-				t := time.Now()
-				if err := write(ctx, i, &inc); err != nil {
-					errs[w] = err
-					return
-				}
-				lat[w] = append(lat[w], time.Since(t))
-			}
-		}()
-	}
-	wg.Wait()
-	el := time.Since(start)
-	var all []time.Duration
-	for _, l := range lat {
-		all = append(all, l...)
-	}
-	return float64(len(all)) / el.Seconds(), all, errors.Join(errs...)
 }
 
 func editorCtx(ctx context.Context) context.Context {
@@ -252,55 +221,6 @@ func (b *clusterBench) run(ctx context.Context, dir string, out io.Writer) error
 	}
 	loadavg, _ = os.ReadFile("/proc/loadavg")
 	fmt.Fprintf(out, "cluster: done, load average %s", loadavg)
-	return nil
-}
-
-// writeIncidents are the incidents the write runs upsert, without links
-// or reviews (each upsert stands alone).
-func writeIncidents() ([]*incidentlib.Incident, error) {
-	incs, err := gen.Generate(gen.Options{Count: 500, Seed: 25, FirstID: 1, Taxonomy: seeds.MustTaxonomy()})
-	if err != nil {
-		return nil, err
-	}
-	for _, inc := range incs {
-		inc.Related, inc.RecurrenceOf = nil, ""
-		inc.Review.ReviewedAt, inc.Review.ReviewedBy = "", ""
-	}
-	return incs, nil
-}
-
-// writeRates compares upserts through the cluster's members with upserts
-// into one store, at 1, 8 and 32 writers.
-func (b *clusterBench) writeRates(ctx context.Context, c *benchCluster, dir string, out io.Writer) error {
-	incs, err := writeIncidents()
-	if err != nil {
-		return err
-	}
-	single, err := storage.Open(filepath.Join(dir, "single.db"), storage.Options{Taxonomy: seeds.MustTaxonomy()})
-	if err != nil {
-		return err
-	}
-	defer single.Close()
-	fmt.Fprintf(out, "writes: %d upserts per run\n", b.writes)
-	fmt.Fprintf(out, "%-8s %8s %12s %10s %10s\n", "setup", "writers", "writes/s", "p50", "p99")
-	for _, writers := range []int{1, 8, 32} {
-		rate, lat, err := writeRun(ctx, incs, b.writes, writers, func(ctx context.Context, _ int, inc *incidentlib.Incident) error {
-			_, err := single.Incidents().UpsertIncident(editorCtx(ctx), inc, incidentlib.WriteOptions{})
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "%-8s %8d %12.0f %10s %10s\n", "single", writers, rate, percentile(lat, 0.5).Round(time.Microsecond), percentile(lat, 0.99).Round(time.Microsecond))
-		rate, lat, err = writeRun(ctx, incs, b.writes, writers, func(ctx context.Context, i int, inc *incidentlib.Incident) error {
-			_, err := c.members[i%3].mb.Writer.UpsertIncident(editorCtx(ctx), inc, incidentlib.WriteOptions{})
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "%-8s %8d %12.0f %10s %10s\n", "cluster", writers, rate, percentile(lat, 0.5).Round(time.Microsecond), percentile(lat, 0.99).Round(time.Microsecond))
-	}
 	return nil
 }
 
