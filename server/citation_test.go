@@ -259,7 +259,9 @@ func TestCitationsInLists(t *testing.T) {
 		resp, b := testutil.RoundTrip(t, req)
 		var out struct {
 			Data struct {
-				Incidents struct{ Nodes []struct{ ID, Citation string } }
+				Incidents struct {
+					Nodes []struct{ ID, Citation string }
+				}
 			}
 		}
 		if err := json.Unmarshal(b, &out); err != nil || resp.StatusCode != http.StatusOK || len(out.Data.Incidents.Nodes) != 10 {

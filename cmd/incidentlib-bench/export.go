@@ -132,7 +132,7 @@ func (b *exportBench) measure(ctx context.Context, client *http.Client, u string
 	}
 	// size counts the bytes sent; rows the lines of the body, gunzipped
 	// for the snapshot.
-	body := io.Reader(resp.Body)
+	var body io.Reader
 	if resp.Header.Get("Content-Type") == "application/gzip" {
 		if body, err = gzip.NewReader(&countingReader{r: resp.Body, n: &size}); err != nil {
 			resp.Body.Close()
