@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -11,25 +12,24 @@ import (
 )
 
 // What Incident.citation needs of the request beside the record: the
-// incident's address as this request reaches the library, which the
-// server puts in the request's context (WithIncidentURLs), and a mark
-// that the response is the request's own, which the response cache reads
-// (VariesByRequest).
+// incident's address as this request reaches the library (the resolver's
+// IncidentURL, put in the request's context by Middleware, the one way
+// into GraphQL of every transport), and a mark that the response is the
+// request's own, which the response cache reads (VariesByRequest).
 
 // requestLinks is the request's way to the incidents' addresses.
 type requestLinks struct {
-	incidentURL func(id string) string
+	req         *http.Request
+	incidentURL func(r *http.Request, id string) string
 	used        atomic.Bool // a citation was written
 }
 
 type linksKey struct{}
 
-// WithIncidentURLs returns ctx in which incident id's address is
-// incidentURL(id): the server's (restapi.IncidentURL under the request's
-// restapi.BaseURL), made absolute with --public-url or the request's own
-// scheme and host.
-func WithIncidentURLs(ctx context.Context, incidentURL func(id string) string) context.Context {
-	return context.WithValue(ctx, linksKey{}, &requestLinks{incidentURL: incidentURL})
+// withIncidentURLs returns ctx in which incident id's address is
+// incidentURL(req, id).
+func withIncidentURLs(ctx context.Context, incidentURL func(r *http.Request, id string) string, req *http.Request) context.Context {
+	return context.WithValue(ctx, linksKey{}, &requestLinks{req: req, incidentURL: incidentURL})
 }
 
 // VariesByRequest reports whether the response of the request in ctx
@@ -44,11 +44,11 @@ func VariesByRequest(ctx context.Context) bool {
 func citationOf(ctx context.Context, inc *incidentlib.Incident, style model.CitationStyle, lang incidentlib.Lang) (string, error) {
 	l, _ := ctx.Value(linksKey{}).(*requestLinks)
 	if l == nil {
-		return "", incidentlib.Errorf(incidentlib.EUNAVAILABLE, "citation: the server gave this request no address for its incidents")
+		return "", incidentlib.Errorf(incidentlib.EUNAVAILABLE, "citation: the server names no address for its incidents (Resolver.IncidentURL)")
 	}
 	l.used.Store(true)
 	w := citation.Work{ID: inc.ID, Title: inc.Title.In(lang), Organization: inc.Org, Date: inc.Date,
-		Version: inc.CurrentVersion(), URL: l.incidentURL(inc.ID), Accessed: time.Now()}
+		Version: inc.CurrentVersion(), URL: l.incidentURL(l.req, inc.ID), Accessed: time.Now()}
 	switch t := inc.Title; {
 	case t.Ko != "" && (lang == incidentlib.LangKo || t.En == ""):
 		w.Lang = "ko"

@@ -3,17 +3,12 @@ package server
 import (
 	"net/http"
 
-	"github.com/incidentlib/incidentlib/graph"
 	"github.com/incidentlib/incidentlib/server/restapi"
 )
 
-// withIncidentURLs gives the GraphQL requests the incidents' addresses
-// that citations name (graph.WithIncidentURLs): restapi's, the one rule of
-// the library's absolute links, under publicURL or the request's own
-// scheme and host, as the Atom feed's.
-func withIncidentURLs(publicURL string, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		base := restapi.BaseURL(publicURL, r)
-		next.ServeHTTP(w, r.WithContext(graph.WithIncidentURLs(r.Context(), func(id string) string { return restapi.IncidentURL(base, id) })))
-	})
+// incidentURL is the resolver's IncidentURL (citations): restapi's, the
+// one rule of the library's absolute links, under publicURL or the
+// request's own scheme and host, as the Atom feed's.
+func incidentURL(publicURL string) func(r *http.Request, id string) string {
+	return func(r *http.Request, id string) string { return restapi.IncidentURL(restapi.BaseURL(publicURL, r), id) }
 }

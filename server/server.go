@@ -236,7 +236,7 @@ func New(svc Services, res *graph.Resolver, es graphql.ExecutableSchema, m *metr
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", edge.GraphQL(withIncidentURLs(cfg.PublicURL, res.Middleware(gql))))
+	mux.Handle("/graphql", edge.GraphQL(res.Middleware(gql)))
 	mux.HandleFunc("GET /schema.graphql", edge.ServeSchema)
 	mux.HandleFunc("GET /favicon.ico", serveFavicon)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
