@@ -15,6 +15,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/graph"
 	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/storage"
@@ -247,10 +248,21 @@ func TestCitations(t *testing.T) {
 // TestCitationsInLists: a page of incidents with citations is answered
 // (the read executor hands the field to gqlgen's), each citation its own
 // incident's, and never from the response cache: two hosts asking the same
-// query get their own addresses.
+// query get their own addresses. Each citation costs graph.CitationCost.
 func TestCitationsInLists(t *testing.T) {
 	incs, _, _ := citeCorpus(t)
 	ts := serveStore(t, testutil.ServerStore(t, incs, storage.Options{}), server.Config{}, testutil.ServerParts{})
+	cost := func(q string) int {
+		var out struct{ Extensions struct{ Cost int } }
+		b := postRaw(t, ts.URL, q, nil, "")
+		if err := json.Unmarshal(b[len("200 "):], &out); err != nil || out.Extensions.Cost == 0 {
+			t.Fatalf("%v %.300s", err, b)
+		}
+		return out.Extensions.Cost
+	}
+	if with, without := cost(`{ incidents(first: 10) { nodes { id c: citation(style: CSL_JSON) } } }`), cost(`{ incidents(first: 10) { nodes { id } } }`); with-without != 10*graph.CitationCost {
+		t.Errorf("10 citations cost %d, want %d", with-without, 10*graph.CitationCost)
+	}
 	q, _ := json.Marshal(map[string]any{"query": `{ incidents(first: 10) { nodes { id citation(style: BIBTEX) } } }`})
 	for _, host := range []string{"a.example", "b.example", "a.example"} {
 		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/graphql", bytes.NewReader(q))
