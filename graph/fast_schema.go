@@ -24,7 +24,7 @@ import (
 // gqlgen, whole. Introspection (__schema, __type) is handed on too.
 var FastReadsHandsOn = map[string][]string{
 	"Query":                    {"organizations", "tokens", "taxonomyHistory", "incidentVersion", "deletedIncident", "__schema", "__type"},
-	"Incident":                 {"similar", "history", "withdrawnReason"},
+	"Incident":                 {"similar", "history", "withdrawnReason", "citation"},
 	"IncidentConnection":       {"facets", "years"},
 	"IncidentSearchConnection": {"facets", "years", "suggestions"},
 	"Organization":             {"incidents"},

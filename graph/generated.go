@@ -113,6 +113,7 @@ type ComplexityRoot struct {
 
 	Incident struct {
 		ActionItems     func(childComplexity int) int
+		Citation        func(childComplexity int, style model.CitationStyle, lang *model.Lang) int
 		Components      func(childComplexity int) int
 		Contributing    func(childComplexity int) int
 		CreatedAt       func(childComplexity int) int
@@ -455,6 +456,7 @@ type IncidentResolver interface {
 	RecurrenceOf(ctx context.Context, objs []*model.Incident) ([]*model.Incident, error)
 	Recurrences(ctx context.Context, objs []*model.Incident) ([][]*model.Incident, error)
 	Similar(ctx context.Context, obj *model.Incident, first *int) ([]*model.SimilarIncident, error)
+	Citation(ctx context.Context, obj *model.Incident, style model.CitationStyle, lang *model.Lang) (string, error)
 	RelatedBy(ctx context.Context, objs []*model.Incident) ([][]*model.Incident, error)
 
 	WithdrawnReason(ctx context.Context, obj *model.Incident) (*string, error)
@@ -773,6 +775,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Incident.ActionItems(childComplexity), true
+	case "Incident.citation":
+		if e.ComplexityRoot.Incident.Citation == nil {
+			break
+		}
+
+		args, err := ec.field_Incident_citation_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Incident.Citation(childComplexity, args["style"].(model.CitationStyle), args["lang"].(*model.Lang)), true
 	case "Incident.components":
 		if e.ComplexityRoot.Incident.Components == nil {
 			break
@@ -2448,6 +2461,29 @@ func newExecutionContext(
 }
 
 var sources = []*ast.Source{
+	{Name: "../citation.graphqls", Input: `# Citations of incidents, for papers and reports (docs/graph.md, "Citations").
+
+extend type Incident {
+  """
+  A citation of the incident in style: its title (in lang, else the
+  request's language; the other language's when it has none in that one),
+  the organization as author, its date, id and version, its address in the
+  library (under serve's --public-url, else the request's own scheme and
+  host) and today's date (UTC) as the access date. A response that holds a
+  citation is not kept by the response cache (it names the request's host
+  and the day).
+  """
+  citation(style: CitationStyle!, lang: Lang): String!
+}
+
+"How Incident.citation is written."
+enum CitationStyle {
+  "A BibTeX @misc entry keyed by the id, with biblatex's date, url, urldate and version fields; UTF-8."
+  BIBTEX
+  "CSL-JSON (the Citation Style Language's data format): an array of one item of type report."
+  CSL_JSON
+}
+`, BuiltIn: false},
 	{Name: "../frontend.graphqls", Input: `# What a frontend and a dashboard read beyond the records: links both ways,
 # typed event timelines and aggregates answered from the indexes.
 
@@ -3864,6 +3900,8 @@ func (ec *executionContext) childFields_Incident(ctx context.Context, field grap
 		return ec.fieldContext_Incident_recurrences(ctx, field)
 	case "similar":
 		return ec.fieldContext_Incident_similar(ctx, field)
+	case "citation":
+		return ec.fieldContext_Incident_citation(ctx, field)
 	case "relatedBy":
 		return ec.fieldContext_Incident_relatedBy(ctx, field)
 	case "events":
@@ -4557,6 +4595,28 @@ func (ec *executionContext) field_IncidentStats_topOrganizations_args(ctx contex
 		return nil, err
 	}
 	args["first"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Incident_citation_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "style",
+		func(ctx context.Context, v any) (model.CitationStyle, error) {
+			return ec.unmarshalNCitationStyle2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐCitationStyle(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["style"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "lang",
+		func(ctx context.Context, v any) (*model.Lang, error) {
+			return ec.unmarshalOLang2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐLang(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["lang"] = arg1
 	return args, nil
 }
 
@@ -7926,6 +7986,50 @@ func (ec *executionContext) fieldContext_Incident_similar(ctx context.Context, f
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Incident_similar_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Incident_citation(ctx context.Context, field graphql.CollectedField, obj *model.Incident) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Incident_citation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Incident().Citation(ctx, obj, fc.Args["style"].(model.CitationStyle), fc.Args["lang"].(*model.Lang))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Incident_citation(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Incident",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type String does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Incident_citation_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -16529,6 +16633,12 @@ func (ec *executionContext) _Incident(ctx context.Context, sel ast.SelectionSet,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Incident_similar(ctx, field, obj)
 				})
+		case "citation":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Incident_citation(ctx, field, obj)
+				})
 		case "relatedBy":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -18997,6 +19107,16 @@ func (ec *executionContext) unmarshalNChangeAction2githubᚗcomᚋincidentlibᚋ
 }
 
 func (ec *executionContext) marshalNChangeAction2githubᚗcomᚋincidentlibᚋincidentlibᚐChangeAction(ctx context.Context, sel ast.SelectionSet, v incidentlib.ChangeAction) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNCitationStyle2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐCitationStyle(ctx context.Context, v any) (model.CitationStyle, error) {
+	var res model.CitationStyle
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNCitationStyle2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐCitationStyle(ctx context.Context, sel ast.SelectionSet, v model.CitationStyle) graphql.Marshaler {
 	return v
 }
 

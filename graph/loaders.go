@@ -389,6 +389,9 @@ func (r *Resolver) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		ls := NewLoaders(req.Context(), r)
 		ctx := context.WithValue(req.Context(), loadersKey{}, ls)
+		if r.IncidentURL != nil {
+			ctx = withIncidentURLs(ctx, r.IncidentURL, req)
+		}
 		next.ServeHTTP(w, req.WithContext(ctx))
 		ls.release()
 	})

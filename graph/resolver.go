@@ -6,6 +6,7 @@ package graph
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"sync/atomic"
 
@@ -52,6 +53,11 @@ type Resolver struct {
 	// History reads the incidents' history (history.resolvers.go); without
 	// it the history fields answer UNAVAILABLE.
 	History incidentlib.HistoryService
+	// IncidentURL, if set, is an incident's address as the request r
+	// reaches the library, which citations name (citation.go; serve's is
+	// restapi's rule, server.Assemble); without it citation answers
+	// UNAVAILABLE.
+	IncidentURL func(r *http.Request, id string) string
 
 	// views are the views of the two languages, made with a wrapper per
 	// taxonomy term and shared by every request until the taxonomy

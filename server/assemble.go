@@ -41,7 +41,8 @@ type Reads interface {
 // (upstream.LocalFirst), which a snapshot of the store cannot cover, so
 // FastReads is off and cached responses expire (Config.Upstream is set).
 func Assemble(reads Reads, writes incidentlib.Writer, incidents incidentlib.IncidentService, search incidentlib.SearchService, m *metrics.Metrics, cfg Config) (*Server, *graph.Resolver, error) {
-	res := &graph.Resolver{Incidents: reads, Organizations: reads, Snapshots: reads, Taxonomy: reads.Taxonomy(), Taxonomies: reads, TaxonomyChanges: reads, LoaderMetrics: m, Search: search, TokenService: reads, Aggregates: reads, History: reads}
+	res := &graph.Resolver{Incidents: reads, Organizations: reads, Snapshots: reads, Taxonomy: reads.Taxonomy(), Taxonomies: reads, TaxonomyChanges: reads, LoaderMetrics: m, Search: search, TokenService: reads, Aggregates: reads, History: reads,
+		IncidentURL: incidentURL(cfg.PublicURL)}
 	if incidents != nil {
 		res.Incidents, res.Snapshots = incidents, nil
 		cfg.Upstream = true

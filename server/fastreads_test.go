@@ -43,7 +43,8 @@ func newFastPair(t *testing.T, incs []*incidentlib.Incident) *fastPair {
 	}
 	t.Cleanup(func() { idx.Close() })
 	for _, generic := range []bool{false, true} {
-		hs, _ := testutil.ServerTest(t, ts.DB, server.Config{ResponseCacheBytes: -1, GenericExecutor: generic}, testutil.ServerParts{Search: idx})
+		// One public URL for both: citations name the library's address.
+		hs, _ := testutil.ServerTest(t, ts.DB, server.Config{ResponseCacheBytes: -1, GenericExecutor: generic, PublicURL: "https://incidents.example.org"}, testutil.ServerParts{Search: idx})
 		if generic {
 			p.generic = hs
 		} else {

@@ -174,6 +174,7 @@ func ExampleTabs() []ExampleTab {
 		tabs = append(tabs, searchExample)
 	}
 	tabs = append(tabs, dashboardExample) // graphiql_dashboard.go
+	tabs = append(tabs, citeExample)      // graphiql_cite.go
 	tabs = append(tabs, liveExample)      // graphiql_live.go
 	return tabs
 }

@@ -99,8 +99,9 @@ type Config struct {
 	// not honour them) and with an upstream library.
 	GenericExecutor bool
 	// PublicURL is the library's address as readers reach it, for the
-	// links and ids of the Atom feed (restapi.ValidatePublicURL); empty:
-	// the request's scheme and host.
+	// links and ids of the Atom feed and the URLs of citations
+	// (restapi.ValidatePublicURL, restapi.BaseURL); empty: the request's
+	// scheme and host.
 	PublicURL string
 	// Subscriptions (live/, server/gqledge/streams, docs/subscriptions.md):
 	// the hub's limits (subscriptions in total and per client, the buffer

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"errors"
 	"flag"
@@ -21,7 +22,7 @@ import (
 )
 
 func init() {
-	registerCommand("export", "the CSV export (GET /api/v1/incidents.csv) and the Atom feed of a generated store over loopback: time, size and the peak heap while streaming", func() command { return &exportBench{} })
+	registerCommand("export", "the CSV export (GET /api/v1/incidents.csv), the Atom feed and the snapshot (GET /api/v1/snapshot.jsonl.gz) of a generated store over loopback: time, size and the peak heap while streaming", func() command { return &exportBench{} })
 }
 
 type exportBench struct {
@@ -75,6 +76,7 @@ func (b *exportBench) runIn(ctx context.Context, dir string, stdout io.Writer) e
 		"/api/v1/incidents.csv?severities=sev1",
 		"/api/v1/incidents.csv?dateTo=2014-12-31",
 		"/feed.atom",
+		"/api/v1/snapshot.jsonl.gz",
 	} {
 		name := path
 		if i := strings.Index(path, " "); i > 0 {
@@ -131,10 +133,22 @@ func (b *exportBench) measure(ctx context.Context, client *http.Client, u string
 		wg.Wait()
 		return 0, 0, 0, 0, 0, err
 	}
-	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	// size counts the bytes sent; rows the lines of the body, gunzipped
+	// for the snapshot.
+	var body io.Reader
+	if resp.Header.Get("Content-Type") == "application/gzip" {
+		if body, err = gzip.NewReader(&countingReader{r: resp.Body, n: &size}); err != nil {
+			resp.Body.Close()
+			close(stopSampling)
+			wg.Wait()
+			return 0, 0, 0, 0, 0, err
+		}
+	} else {
+		body = &countingReader{r: resp.Body, n: &size}
+	}
+	br := bufio.NewReaderSize(body, 64<<10)
 	for {
 		line, err := br.ReadSlice('\n')
-		size += int64(len(line))
 		if len(line) > 0 && line[len(line)-1] == '\n' {
 			rows++
 		}
@@ -159,4 +173,16 @@ func (b *exportBench) measure(ctx context.Context, client *http.Client, u string
 		return 0, 0, 0, 0, 0, fmt.Errorf("status %d", resp.StatusCode)
 	}
 	return rows, size, took, maxHeap.Load(), base, nil
+}
+
+// countingReader counts the bytes read through it in *n.
+type countingReader struct {
+	r io.Reader
+	n *int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	*c.n += int64(k)
+	return k, err
 }

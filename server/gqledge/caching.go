@@ -248,6 +248,9 @@ func (cacheSignal) InterceptResponse(ctx context.Context, next graphql.ResponseH
 		// and its token may be revoked: never kept.
 		slot.noStore = true
 	}
+	if graph.VariesByRequest(ctx) { // a citation: the request's host and day
+		slot.noStore = true
+	}
 	return resp
 }
 

@@ -79,7 +79,7 @@ func (x *exports) atom(w http.ResponseWriter, r *http.Request) {
 			}
 			e := atomEntry{
 				ID: "tag:" + host + ":" + inc.ID, Title: atomContent{Type: "text", Text: xmlText(title)}, Updated: updated,
-				Links:   []atomLink{{Rel: "alternate", Type: "application/json", Href: xmlText(base + "/api/v1/incidents/" + inc.ID)}},
+				Links:   []atomLink{{Rel: "alternate", Type: "application/json", Href: xmlText(IncidentURL(base, inc.ID))}},
 				Content: &atomContent{Type: "text", Text: xmlText(summary)},
 			}
 			if summary == "" {

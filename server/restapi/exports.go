@@ -22,10 +22,14 @@ import (
 //	GET /feed.atom?domains=database
 //	    The newest AtomEntries incidents by updated_at as an Atom 1.0
 //	    feed (atom.go).
+//	GET /api/v1/snapshot.jsonl.gz
+//	    Every incident lists show by default, in id order, as the IL-JSON
+//	    lines export writes, gzipped (snapshot.go). It takes no parameter.
 //
-// Their query parameters are the fields of the GraphQL IncidentFilter,
-// lists comma-separated; an unknown, repeated or malformed parameter is
-// 400 with the REST error body. Both go through the edge (Downloads):
+// The query parameters of the first two are the fields of the GraphQL
+// IncidentFilter, lists comma-separated; an unknown, repeated or
+// malformed parameter is 400 with the REST error body. All go through the
+// edge (Downloads):
 // they count against the rate limit, carry an ETag made of the store
 // sequence and the normalized parameters (a 304 reads nothing), and are
 // cached when small enough. They read the store a page at a time, so
@@ -96,9 +100,32 @@ func MountExports(mux *http.ServeMux, o ExportOptions) error {
 			h(w, ar)
 		}
 	}
-	mux.HandleFunc("GET /api/v1/incidents.csv", authed(x.csv))
-	mux.HandleFunc("GET /feed.atom", authed(x.atom))
+	for _, e := range exportRoutes {
+		mux.HandleFunc("GET "+e.path, authed(func(w http.ResponseWriter, r *http.Request) { e.serve(x, w, r) }))
+	}
 	return nil
+}
+
+// exportRoutes are the exports MountExports serves: each is a list of
+// incidents, under the one visibility rule (incidentlib.Listed) and the
+// edge's Downloads.
+var exportRoutes = []struct {
+	path  string
+	serve func(*exports, http.ResponseWriter, *http.Request)
+}{
+	{"/api/v1/incidents.csv", (*exports).csv},
+	{"/feed.atom", (*exports).atom},
+	{SnapshotPath, (*exports).snapshot},
+}
+
+// ExportPaths are the paths MountExports serves, for the tests that walk
+// every export (withdrawn incidents left out, the rate limit, the ETag).
+func ExportPaths() []string {
+	out := make([]string, len(exportRoutes))
+	for i, e := range exportRoutes {
+		out[i] = e.path
+	}
+	return out
 }
 
 // ValidatePublicURL checks --public-url: empty, or an absolute http or
@@ -287,15 +314,27 @@ func (x *exports) eachIncident(r *http.Request, f incidentlib.IncidentFilter, or
 	}
 }
 
-// base is the address links are made absolute with: the public URL, or
-// the request's scheme and host.
-func (x *exports) base(r *http.Request) string {
-	if x.publicURL != "" {
-		return x.publicURL
+// base is the address links are made absolute with (BaseURL).
+func (x *exports) base(r *http.Request) string { return BaseURL(x.publicURL, r) }
+
+// BaseURL is the library's address for a request, the one rule of every
+// absolute link the server writes (the feed's, citations'): publicURL
+// (--public-url, without its trailing slash) when set, else the request's
+// own scheme (https when it came over TLS; no forwarded header is
+// trusted) and Host.
+func BaseURL(publicURL string, r *http.Request) string {
+	if publicURL != "" {
+		return strings.TrimSuffix(publicURL, "/")
 	}
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host
+}
+
+// IncidentURL is the address of an incident under base (BaseURL): its
+// IL-JSON, GET /api/v1/incidents/{id}.
+func IncidentURL(base, id string) string {
+	return base + "/api/v1/incidents/" + url.PathEscape(id)
 }
