@@ -31,16 +31,11 @@ func Decode(data []byte) (incidentlib.IncidentFilter, error) {
 	return f, err
 }
 
-type decoder struct{ nodes int }
+type decoder struct{ c counter }
 
 func (d *decoder) node(data []byte, f *incidentlib.IncidentFilter, path []string, depth int) error {
-	if depth > MaxDepth {
-		return incidentlib.FieldErrorf(incidentlib.EINVALID, path,
-			"%s: filters nest at most %d levels of not and or below the top filter", pathString(path), MaxDepth)
-	}
-	if d.nodes++; d.nodes > MaxNodes {
-		return incidentlib.FieldErrorf(incidentlib.EINVALID, path,
-			"%s: a filter holds at most %d filters, the top one and every not and or item counted", pathString(path), MaxNodes)
+	if err := d.c.enter(path, depth); err != nil {
+		return err
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(data, &m); err != nil || m == nil {

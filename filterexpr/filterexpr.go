@@ -71,9 +71,27 @@ func Validate(f *incidentlib.IncidentFilter) error {
 	return v.node(f, []string{"filter"}, 0)
 }
 
-type validator struct {
+// counter counts the filters and list items of one expression as a walk
+// (Validate's, Decode's) enters them.
+type counter struct {
 	nodes, items int
 }
+
+// enter counts the filter at path, depth levels below the top, refusing
+// it past MaxDepth or MaxNodes.
+func (c *counter) enter(path []string, depth int) error {
+	if depth > MaxDepth {
+		return incidentlib.FieldErrorf(incidentlib.EINVALID, path,
+			"%s: filters nest at most %d levels of not and or below the top filter", pathString(path), MaxDepth)
+	}
+	if c.nodes++; c.nodes > MaxNodes {
+		return incidentlib.FieldErrorf(incidentlib.EINVALID, path,
+			"%s: a filter holds at most %d filters, the top one and every not and or item counted", pathString(path), MaxNodes)
+	}
+	return nil
+}
+
+type validator struct{ c counter }
 
 // at is path extended by more, in a new slice.
 func at(path []string, more ...string) []string {
@@ -81,13 +99,8 @@ func at(path []string, more ...string) []string {
 }
 
 func (v *validator) node(f *incidentlib.IncidentFilter, path []string, depth int) error {
-	if depth > MaxDepth {
-		return incidentlib.FieldErrorf(incidentlib.EINVALID, path,
-			"%s: filters nest at most %d levels of not and or below the top filter", pathString(path), MaxDepth)
-	}
-	if v.nodes++; v.nodes > MaxNodes {
-		return incidentlib.FieldErrorf(incidentlib.EINVALID, path,
-			"%s: a filter holds at most %d filters, the top one and every not and or item counted", pathString(path), MaxNodes)
+	if err := v.c.enter(path, depth); err != nil {
+		return err
 	}
 	lists := []struct {
 		name string
@@ -99,7 +112,7 @@ func (v *validator) node(f *incidentlib.IncidentFilter, path []string, depth int
 		{"reviewStates", len(f.ReviewStates)}, {"verification", len(f.Verification)},
 	}
 	for _, l := range lists {
-		if v.items += l.n; v.items > MaxItems {
+		if v.c.items += l.n; v.c.items > MaxItems {
 			p := at(path, l.name)
 			return incidentlib.FieldErrorf(incidentlib.EINVALID, p,
 				"%s: a filter's lists hold at most %d items together", pathString(p), MaxItems)
