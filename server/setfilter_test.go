@@ -176,6 +176,7 @@ func (p *filterPaths) check(t *testing.T, f any, g incidentlib.IncidentFilter) {
 	t.Helper()
 	want := testutil.NewFilterOracle(p.records(t)).Select(g)
 	first := want[:min(100, len(want))]
+	fastBefore := executorCount(t, p.fast, "fast")
 	for name, hs := range map[string]*httptest.Server{"fast": p.fast, "generic": p.generic} {
 		if n, ids := p.incidents(t, hs, f); n != len(want) || !slices.Equal(ids, first) {
 			t.Errorf("%s incidents: %d %v, want %d %v", name, n, ids, len(want), first)
@@ -192,6 +193,9 @@ func (p *filterPaths) check(t *testing.T, f any, g incidentlib.IncidentFilter) {
 		if n, ids := p.search(t, hs, f); n != len(found) || !slices.Equal(ids, found[:min(100, len(found))]) {
 			t.Errorf("%s search: %d %v, want %d %v", name, n, ids, len(found), found)
 		}
+	}
+	if n := executorCount(t, p.fast, "fast") - fastBefore; n != 3 {
+		t.Errorf("FastReads answered %v of the 3 queries: it handed the filter to gqlgen", n)
 	}
 	if ids := p.csvIDs(t, f); !slices.Equal(ids, want) {
 		t.Errorf("CSV: %v, want %v", ids, want)

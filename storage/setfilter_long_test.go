@@ -8,6 +8,6 @@ import "testing"
 // incidents, seeds and rounds (make test-long).
 func TestSetFilterDifferentialLong(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3, 4} {
-		differential(t, 3000, seed, 5000)
+		differential(t, 2000, seed, 2500)
 	}
 }
