@@ -444,6 +444,16 @@ func TestSetFilterCostAndRefusals(t *testing.T) {
 			t.Errorf("%s: %s, want INVALID naming %s", q, r.Body, path)
 		}
 	}
+	// A subscription with it is refused the same way.
+	if st, code, body := testutil.OpenSSE(t, hs.URL, map[string]any{"f": bad}, nil); code == http.StatusOK {
+		_, data, err := st.Next()
+		st.Close()
+		if err != nil || !strings.Contains(string(data), incidentlib.EINVALID) || !strings.Contains(string(data), path) {
+			t.Errorf("a subscription with a bad filter at depth 3: %s %v, want INVALID naming %s", data, err, path)
+		}
+	} else if !strings.Contains(string(body), incidentlib.EINVALID) || !strings.Contains(string(body), path) {
+		t.Errorf("a subscription with a bad filter at depth 3: %d %s, want INVALID naming %s", code, body, path)
+	}
 	b, _ := json.Marshal(bad)
 	for name, v := range map[string]url.Values{
 		"DeepBadDate":    {"filter": {string(b)}},
