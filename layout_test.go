@@ -63,6 +63,12 @@ func importRules(pkgs []listedPackage) []string {
 				why = "the codec (iljson) imports nothing of ours: it is below the root package"
 			case to == module+"/iljson" && !codecUsers[strings.TrimPrefix(from, module)] && !under(from, "/server"):
 				why = "only the root package, storage, importer, search, graph, upstream, changefeed, the feed's users (server/..., replica) and the binary (cmd/incidentlib) may import the codec (iljson)"
+			case from == module+"/filterexpr" && to != module:
+				why = "filterexpr imports nothing of ours but the root package: it is the root's rules of a whole filter, kept beside it"
+			case to == module+"/filterexpr":
+				// The root's rules of a whole filter (bounds, validation at
+				// every depth, JSON form), beside the root for its size bound:
+				// whoever imports the root may import it.
 			case from == module+"/changefeed" && to != module && to != module+"/iljson":
 				why = "changefeed imports nothing of ours but the root package and the codec"
 			case to == module+"/storage" && !under(from, "/cmd") && from != module+"/internal/testutil":
@@ -174,6 +180,10 @@ func TestImportRules(t *testing.T) {
 		{"ClusterImportsStorage", "cluster", "storage", true},
 		{"ClusterImportsServer", "cluster", "server", true},
 		{"ClusterImportsRoot", "cluster", "", false},
+		{"StorageImportsFilterexpr", "storage", "filterexpr", false},
+		{"GraphImportsFilterexpr", "graph", "filterexpr", false},
+		{"FilterexprImportsStorage", "filterexpr", "storage", true},
+		{"FilterexprImportsIljson", "filterexpr", "iljson", true},
 		{"CmdImportsCluster", "cmd/incidentlib", "cluster", false},
 		{"LiveImportsRoot", "live", "", false},
 		{"LiveImportsGraph", "live", "graph", true},

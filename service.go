@@ -20,7 +20,9 @@ func (o *Organization) ID() string { return "org:" + o.Slug }
 
 // IncidentFilter selects incidents. Nil or empty fields do not constrain.
 // Within one slug list the values are ORed; across fields they are ANDed.
-// A slug that matches nothing gives an empty result, not an error.
+// A slug that matches nothing gives an empty result, not an error. Not and
+// Or make it a set filter, bounded and evaluated by package filterexpr
+// (docs/graph.md, "Set filters").
 type IncidentFilter struct {
 	IDs           []string
 	Organizations []string
@@ -49,6 +51,10 @@ type IncidentFilter struct {
 	// Verification: the incident's verification is one of these (a record
 	// without one is UNKNOWN).
 	Verification []Verification
+	// Not: the incident does not match this filter.
+	Not *IncidentFilter
+	// Or: the incident matches one of these (empty: no constraint).
+	Or []IncidentFilter
 }
 
 // TermLists returns the filter's slug lists by kind.

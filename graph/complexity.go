@@ -78,15 +78,19 @@ func Complexity() ComplexityRoot {
 		return costList(pageSize(first, last), child)
 	}
 	// The three connections of incidents take the same arguments.
-	incidents := func(child int, _ *incidentlib.IncidentFilter, _ *model.IncidentOrder, first *int, _ *string, last *int, _ *string) int {
-		return connection(child, first, last)
+	incidents := func(child int, f *incidentlib.IncidentFilter, _ *model.IncidentOrder, first *int, _ *string, last *int, _ *string) int {
+		return costAdd(connection(child, first, last), filterCost(f))
 	}
 	c.Query.Incidents, c.Organization.Incidents, c.TaxonomyTerm.Incidents = incidents, incidents, incidents
 	c.Query.Organizations = func(child int, first *int, _ *string, last *int, _ *string, _ *string, _ *model.OrganizationOrder) int {
 		return connection(child, first, last)
 	}
-	c.Query.Search = func(child int, _ string, _ *incidentlib.IncidentFilter, _ *model.Lang, first *int, _ *string) int {
-		return connection(child, first, nil)
+	c.Query.Search = func(child int, _ string, f *incidentlib.IncidentFilter, _ *model.Lang, first *int, _ *string) int {
+		return costAdd(connection(child, first, nil), filterCost(f))
+	}
+	// A subscription costs what gqlgen's default does, and its filter.
+	c.Subscription.IncidentChanged = func(child int, f *incidentlib.IncidentFilter, _ *string) int {
+		return costAdd(costAdd(1, child), filterCost(f))
 	}
 	c.Query.Nodes = func(child int, ids []string) int { return costList(len(ids), child) }
 	c.Query.Taxonomy = func(child int, _ model.TaxonomyKind) int { return costList(TaxonomySize, child) }

@@ -3115,6 +3115,16 @@ type Query {
 Selects incidents. Slug lists are ORed within a list and ANDed across lists;
 an omitted or empty list does not constrain. A slug that matches nothing gives
 an empty result.
+
+` + "`" + `not` + "`" + ` and ` + "`" + `or` + "`" + ` make a set filter: a filter selects what its own fields select,
+AND NOT what its ` + "`" + `not` + "`" + ` selects, AND what one of its ` + "`" + `or` + "`" + ` filters selects (an
+empty ` + "`" + `or` + "`" + ` list does not constrain; ` + "`" + `not: {}` + "`" + ` selects nothing). They nest at
+most 4 levels below the top filter, with at most 32 filters and 1,000 list
+items in all (INVALID naming the path, such as ` + "`" + `filter.or.2.not.dateFrom` + "`" + `),
+and each filter beyond the first adds to the query's cost. Withdrawn incidents
+stay out unless a filter outside any ` + "`" + `not` + "`" + ` that names WITHDRAWN in
+` + "`" + `reviewStates` + "`" + ` (or gives ` + "`" + `ids` + "`" + `) selects them: a ` + "`" + `not` + "`" + ` never brings one in. See
+docs/graph.md, "Set filters".
 """
 input IncidentFilter {
   ids: [ID!]
@@ -3139,6 +3149,10 @@ input IncidentFilter {
   hasRecurrences: Boolean
   "The incident's verification is one of these (a record that does not say is UNKNOWN)."
   verification: [Verification!]
+  "The incident does not match this filter (withdrawn incidents stay out all the same)."
+  not: IncidentFilter
+  "The incident matches at least one of these filters; an empty list does not constrain."
+  or: [IncidentFilter!]
 }
 
 "What kind of account an incident's record is made from."
@@ -14889,7 +14903,7 @@ func (ec *executionContext) unmarshalInputIncidentFilter(ctx context.Context, ob
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"ids", "organizations", "domains", "symptoms", "components", "rootCauses", "contributing", "severities", "dateFrom", "dateTo", "updatedSince", "reviewed", "isRecurrence", "hasRecurrences", "verification", "reviewStates"}
+	fieldsInOrder := [...]string{"ids", "organizations", "domains", "symptoms", "components", "rootCauses", "contributing", "severities", "dateFrom", "dateTo", "updatedSince", "reviewed", "isRecurrence", "hasRecurrences", "verification", "not", "or", "reviewStates"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -15001,6 +15015,20 @@ func (ec *executionContext) unmarshalInputIncidentFilter(ctx context.Context, ob
 				return it, err
 			}
 			it.Verification = data
+		case "not":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("not"))
+			data, err := ec.unmarshalOIncidentFilter2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚐIncidentFilter(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Not = data
+		case "or":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("or"))
+			data, err := ec.unmarshalOIncidentFilter2ᚕgithubᚗcomᚋincidentlibᚋincidentlibᚐIncidentFilterᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Or = data
 		case "reviewStates":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("reviewStates"))
 			data, err := ec.unmarshalOReviewState2ᚕgithubᚗcomᚋincidentlibᚋincidentlibᚐReviewStateᚄ(ctx, v)
@@ -19380,6 +19408,11 @@ func (ec *executionContext) marshalNIncidentEdge2ᚖgithubᚗcomᚋincidentlib�
 	return ec._IncidentEdge(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNIncidentFilter2githubᚗcomᚋincidentlibᚋincidentlibᚐIncidentFilter(ctx context.Context, v any) (incidentlib.IncidentFilter, error) {
+	res, err := ec.unmarshalInputIncidentFilter(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNIncidentInput2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentInput(ctx context.Context, v any) (model.IncidentInput, error) {
 	res, err := ec.unmarshalInputIncidentInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -20597,6 +20630,23 @@ func (ec *executionContext) marshalOIncident2ᚖgithubᚗcomᚋincidentlibᚋinc
 		return graphql.Null
 	}
 	return ec._Incident(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOIncidentFilter2ᚕgithubᚗcomᚋincidentlibᚋincidentlibᚐIncidentFilterᚄ(ctx context.Context, v any) ([]incidentlib.IncidentFilter, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]incidentlib.IncidentFilter, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNIncidentFilter2githubᚗcomᚋincidentlibᚋincidentlibᚐIncidentFilter(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 func (ec *executionContext) unmarshalOIncidentFilter2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚐIncidentFilter(ctx context.Context, v any) (*incidentlib.IncidentFilter, error) {

@@ -24,7 +24,9 @@ const (
 
 // statsComplexity sets the costs of the aggregates' fields.
 func statsComplexity(c *ComplexityRoot) {
-	c.Query.Stats = func(child int, _ *incidentlib.IncidentFilter) int { return costAdd(StatsBase, child) }
+	c.Query.Stats = func(child int, f *incidentlib.IncidentFilter) int {
+		return costAdd(costAdd(StatsBase, child), filterCost(f))
+	}
 	c.IncidentStats.ByYear = func(child int, _ model.TaxonomyKind) int { return costList(ByYearSize, child) }
 	c.IncidentStats.Pairs = func(child int, _, _ model.TaxonomyKind) int { return costList(PairsSize, child) }
 	c.IncidentStats.TopOrganizations = func(child int, first *int) int {

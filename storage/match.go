@@ -45,8 +45,10 @@ func (ms *matchSet) count(posting *roaring.Bitmap) uint64 {
 	return ms.bm.AndCardinality(posting)
 }
 
-// match evaluates a filter from the indexes.
-func (db *DB) match(tx *bolt.Tx, f incidentlib.IncidentFilter) (*matchSet, error) {
+// matchFields evaluates one filter's plain fields from the indexes (match,
+// setfilter.go, is the whole filter's); listedOnly applies the visibility
+// rule to them (listed.go), which a set filter applies once to the whole.
+func (db *DB) matchFields(tx *bolt.Tx, f incidentlib.IncidentFilter, listedOnly bool) (*matchSet, error) {
 	all := readPosting(tx, postAll)
 	var sets []*roaring.Bitmap
 	union := func(names []string) {
@@ -102,12 +104,12 @@ func (db *DB) match(tx *bolt.Tx, f incidentlib.IncidentFilter) (*matchSet, error
 		sets = append(sets, bm)
 	}
 	if f.Reviewed != nil || len(f.ReviewStates) > 0 {
-		bm, err := stateSet(tx, all, f.ReviewStates, f.Reviewed)
+		bm, err := stateSet(tx, all, f.ReviewStates, f.Reviewed, listedOnly)
 		if err != nil {
 			return nil, err
 		}
 		sets = append(sets, bm)
-	} else if len(f.IDs) == 0 {
+	} else if listedOnly && len(f.IDs) == 0 {
 		// The visibility rule (listed.go): unlisted (withdrawn) incidents
 		// leave lists unless the filter names their state.
 		if ls, restricted := listedOf(tx, all); restricted {
@@ -164,8 +166,9 @@ func (db *DB) match(tx *bolt.Tx, f incidentlib.IncidentFilter) (*matchSet, error
 
 // stateSet is the union of the postings of the review states ss, and
 // with reviewed (true: REVIEWED; false: any other state, WITHDRAWN only
-// when ss names it). DRAFT is every incident in none of the others.
-func stateSet(tx *bolt.Tx, all *roaring.Bitmap, ss []incidentlib.ReviewState, reviewed *bool) (*roaring.Bitmap, error) {
+// when ss names it or listedOnly is false). DRAFT is every incident in
+// none of the others.
+func stateSet(tx *bolt.Tx, all *roaring.Bitmap, ss []incidentlib.ReviewState, reviewed *bool, listedOnly bool) (*roaring.Bitmap, error) {
 	others := func() *roaring.Bitmap {
 		bms := make([]*roaring.Bitmap, 0, 4)
 		for _, s := range incidentlib.ReviewStates[1:] {
@@ -194,7 +197,7 @@ func stateSet(tx *bolt.Tx, all *roaring.Bitmap, ss []incidentlib.ReviewState, re
 		r := of(incidentlib.ReviewReviewed)
 		if !*reviewed {
 			r = roaring.AndNot(all, r)
-			if len(ss) == 0 {
+			if listedOnly && len(ss) == 0 {
 				r.AndNot(unlistedSet(tx)) // the visibility rule (listed.go)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/filterexpr"
 )
 
 // The exports, for readers who do not write GraphQL (docs/exports.md):
@@ -27,9 +28,11 @@ import (
 //	    lines export writes, gzipped (snapshot.go). It takes no parameter.
 //
 // The query parameters of the first two are the fields of the GraphQL
-// IncidentFilter, lists comma-separated; an unknown, repeated or
-// malformed parameter is 400 with the REST error body. All go through the
-// edge (Downloads):
+// IncidentFilter, lists comma-separated, or the whole filter as one
+// parameter, filter=, in its JSON form (GraphQL's variables, not and or
+// included; the other form's parameters do not go with it); an unknown,
+// repeated or malformed parameter is 400 with the REST error body. All go
+// through the edge (Downloads):
 // they count against the rate limit, carry an ETag made of the store
 // sequence and the normalized parameters (a 304 reads nothing), and are
 // cached when small enough. They read the store a page at a time, so
@@ -149,9 +152,8 @@ func ValidatePublicURL(s string) error {
 }
 
 // filterParams are the query parameters of the exports: IncidentFilter's
-// fields, as GraphQL names them.
-var filterParams = []string{"ids", "organizations", "domains", "symptoms", "components", "rootCauses", "contributing",
-	"severities", "dateFrom", "dateTo", "updatedSince", "reviewed", "reviewStates", "isRecurrence", "hasRecurrences", "verification"}
+// plain fields, as GraphQL names them (not and or are the JSON form's).
+var filterParams = slices.DeleteFunc(slices.Clone(filterexpr.Fields), func(s string) bool { return s == "not" || s == "or" })
 
 // parseFilter reads the filter of an export from q, allowing the extra
 // parameters too (set in extra, which must hold their defaults). It
@@ -159,10 +161,13 @@ var filterParams = []string{"ids", "organizations", "domains", "symptoms", "comp
 // once), which names the export in its ETag.
 func parseFilter(q url.Values, extra map[string]string) (incidentlib.IncidentFilter, string, error) {
 	var f incidentlib.IncidentFilter
+	if _, ok := q[filterParam]; ok {
+		return parseFilterJSON(q, extra)
+	}
 	for name, vs := range q {
 		_, isExtra := extra[name]
 		if !slices.Contains(filterParams, name) && !isExtra {
-			return f, "", invalid(name, "unknown parameter %q: the parameters are the fields of IncidentFilter (%s)", name, strings.Join(filterParams, ", "))
+			return f, "", invalid(name, "unknown parameter %q: the parameters are the fields of IncidentFilter (%s), or filter= with the whole filter as JSON", name, strings.Join(filterParams, ", "))
 		}
 		if len(vs) != 1 {
 			return f, "", invalid(name, "%s is given %d times; give it once, with a comma-separated list", name, len(vs))
@@ -175,13 +180,49 @@ func parseFilter(q url.Values, extra map[string]string) (incidentlib.IncidentFil
 			return f, "", err
 		}
 	}
+	return f, normalized(f, extra), nil
+}
+
+// filterParam is the parameter of the JSON form of the filter.
+const filterParam = "filter"
+
+// parseFilterJSON is parseFilter for the form filter=JSON: the filter as
+// GraphQL's variables give it (filterexpr.Decode), checked at once at
+// every depth (filterexpr.Validate, as the store checks it), beside the
+// extra parameters only.
+func parseFilterJSON(q url.Values, extra map[string]string) (incidentlib.IncidentFilter, string, error) {
+	var f incidentlib.IncidentFilter
+	for name, vs := range q {
+		_, isExtra := extra[name]
+		switch {
+		case name != filterParam && !isExtra:
+			return f, "", invalid(name, "%s does not go with filter=: put it in the filter's JSON", name)
+		case len(vs) != 1:
+			return f, "", invalid(name, "%s is given %d times; give it once", name, len(vs))
+		case isExtra:
+			extra[name] = vs[0]
+		}
+	}
+	f, err := filterexpr.Decode([]byte(q.Get(filterParam)))
+	if err == nil {
+		err = filterexpr.Validate(&f)
+	}
+	if err != nil {
+		return f, "", err
+	}
+	return f, normalized(f, extra), nil
+}
+
+// normalized is the form of a filter and the extra parameters that names
+// an export in its ETag.
+func normalized(f incidentlib.IncidentFilter, extra map[string]string) string {
 	b, _ := json.Marshal(f)
 	norm := string(b)
 	if len(extra) > 0 {
 		e, _ := json.Marshal(extra) // keys sorted
 		norm += string(e)
 	}
-	return f, norm, nil
+	return norm
 }
 
 // setFilterParam sets the field name of f from its value v.
