@@ -45,7 +45,8 @@ var executionConfig = server.Config{Prod: true, ResponseCacheBytes: -1}
 
 type graphqlBench struct {
 	loadFlags
-	dump string
+	dump     string
+	profiled string // which target's first measurement -cpuprofile and the others profile
 }
 
 func runGraphQL(ctx context.Context, args []string, stdout io.Writer) error {
@@ -53,8 +54,12 @@ func runGraphQL(ctx context.Context, args []string, stdout io.Writer) error {
 	var b graphqlBench
 	b.loadFlags.register(fs, "the first round's list page measurement", clientTransport)
 	fs.StringVar(&b.dump, "dump", "", "write the responses of the two queries into this directory")
+	fs.StringVar(&b.profiled, "profiled", profiledList, "the target -cpuprofile, -memprofile and -trace profile (first round): "+profiledList+", "+profiledDate+" or "+profiledDateSymptom)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if b.profiled != profiledList && b.profiled != profiledDate && b.profiled != profiledDateSymptom {
+		return fmt.Errorf("-profiled must be %s, %s or %s, got %q", profiledList, profiledDate, profiledDateSymptom, b.profiled)
 	}
 	if err := b.loadFlags.check(); err != nil {
 		return err
@@ -107,6 +112,7 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 
 	listBody, _ := json.Marshal(map[string]any{"query": ListPageQuery, "variables": map[string]any{"first": b.first}})
 	id := richIncident(incs)
+	symptom := commonSymptom(incs)
 	// A server that has run for a while holds every record decoded in its
 	// record cache: read them all once, so that the live heap (and with it
 	// how often the collector runs) is that server's.
@@ -157,6 +163,17 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 		{name: "static handler, same bytes as the list page", url: staticURL + "/graphql", body: listBody, want: listResp},
 		{name: "list page, gqlgen's executor only", url: genericURL + "/graphql", body: listBody, want: listResp},
 	}
+	// The filtered list pages (filtered.go): a date range varied per
+	// request, alone and with one symptom, in the query's variables.
+	for _, fl := range []struct{ name, symptom string }{{profiledDate, ""}, {profiledDateSymptom, symptom}} {
+		bodies := dateRangeBodies(b.first, fl.symptom)
+		want, _, err := fetch(ctx, client.http, gqlURL+"/graphql", bodies[0])
+		if err != nil || bytes.Contains(want, []byte(`"errors"`)) {
+			return fmt.Errorf("%s list page: %v %.300s", fl.name, err, want)
+		}
+		targets = append(targets, loadTarget{name: "list page, " + fl.name + " varied per request", url: gqlURL + "/graphql", bodies: bodies, want: want, timer: timer})
+	}
+	profiledTarget := map[string]int{profiledList: 0, profiledDate: 4, profiledDateSymptom: 5}[b.profiled]
 
 	fmt.Fprintf(stdout, "graphql: GOMAXPROCS=%d NumCPU=%d %s gc-percent=%d concurrency=%d client=%s take-turns=%v duration=%s rounds=%d\n",
 		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.gcPercent, b.concurrency, b.client, b.takeTurns, b.duration, b.rounds)
@@ -177,7 +194,7 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	for round := 0; round < b.rounds; round++ {
 		for i, t := range targets {
 			var prof *profiles
-			if round == 0 && i == 0 { // the first round's list page
+			if round == 0 && i == profiledTarget { // the first round's profiled target
 				prof = &b.prof
 			}
 			r, err := measure(ctx, client, b.concurrency, t, b.duration, prof)
@@ -219,6 +236,9 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	if med[0].cpu > 0 {
 		fmt.Fprintf(stdout, "CPU ratio static / list page per request: %.3f (the same ratio measured in CPU time, which moves less when the machine is busy)\n",
 			float64(med[2].cpu)/float64(med[0].cpu))
+	}
+	for i := 4; i < len(targets); i++ {
+		fmt.Fprintf(stdout, "%s / list page: %.3f; / static handler: %.3f (req/s)\n", targets[i].name, med[i].rps()/med[0].rps(), med[i].rps()/med[2].rps())
 	}
 	fmt.Fprintf(stdout, "list page through graph.FastReads / through gqlgen's executor: %.1fx the req/s, %.1fx less CPU per request\n",
 		med[0].rps()/med[3].rps(), float64(med[3].cpu)/float64(max(med[0].cpu, 1)))
