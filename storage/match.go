@@ -145,10 +145,14 @@ func (db *DB) match(tx *bolt.Tx, f incidentlib.IncidentFilter) (*matchSet, error
 			if t.Before(incidentlib.MinUpdatedAt) {
 				t = incidentlib.MinUpdatedAt
 			}
-			lo := append([]byte{ordUpdAsc, 0}, u64key(uint64(t.UnixNano())^(1<<63))...)
-			c := tx.Bucket(bucketOrders).Cursor()
-			for k, _ := c.Seek(lo); k != nil && k[0] == ordUpdAsc && k[1] == 0; k, _ = c.Next() {
-				bm.Add(numberOfOrderKey(ordUpdAsc, k[1:]))
+			if hasPeriods(tx) {
+				bm = updatedSinceSet(tx, t) // periods.go
+			} else { // a store without the period postings yet: the order from the bound
+				lo := append([]byte{ordUpdAsc, 0}, u64key(uint64(t.UnixNano())^(1<<63))...)
+				c := tx.Bucket(bucketOrders).Cursor()
+				for k, _ := c.Seek(lo); k != nil && k[0] == ordUpdAsc && k[1] == 0; k, _ = c.Next() {
+					bm.Add(numberOfOrderKey(ordUpdAsc, k[1:]))
+				}
 			}
 		}
 		sets = append(sets, bm)
@@ -257,6 +261,11 @@ func dateRange(tx *bolt.Tx, fromS, toS *string) (*roaring.Bitmap, *uint32, *uint
 	if from > to {
 		return bm, fromP, toP, nil
 	}
+	if hasPeriods(tx) {
+		return datePeriods.periodSet(tx, from, to), fromP, toP, nil // periods.go
+	}
+	// A store without the period postings yet (opened read-only since
+	// before them): years from their postings, the rest from the order.
 	// Years fully inside the range come from their postings.
 	c := tx.Bucket(bucketPostings).Cursor()
 	var partial [][2]uint32
