@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/json"
 	"time"
-
-	"github.com/incidentlib/incidentlib"
 )
 
 // The graphql benchmark's filtered list pages: the list page with a filter
@@ -47,16 +45,13 @@ func dateRangeBodies(first int, symptom string) [][]byte {
 	return out
 }
 
-// commonSymptom is the symptom most incidents of incs have.
-func commonSymptom(incs []*incidentlib.Incident) string {
-	n := map[string]int{}
+// commonSymptom is the symptom most incidents have (the first by slug
+// among equals), from the count of each.
+func commonSymptom(counts map[string]int) string {
 	best := ""
-	for _, inc := range incs {
-		for _, s := range inc.Symptoms {
-			n[s]++
-			if n[s] > n[best] || (n[s] == n[best] && s < best) {
-				best = s
-			}
+	for s, n := range counts {
+		if n > counts[best] || (n == counts[best] && s < best) {
+			best = s
 		}
 	}
 	return best
