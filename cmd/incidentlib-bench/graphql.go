@@ -382,22 +382,6 @@ func openStore(path string, count int) (*storage.DB, *incidentlib.Taxonomy, erro
 	return db, tax, err
 }
 
-// richIncident is the first incident with related incidents, a
-// recurrence_of link and recurrences of its own, so that the incident page
-// exercises every relation.
-func richIncident(incs []*incidentlib.Incident) string {
-	hasRecs := map[string]bool{}
-	for _, inc := range incs {
-		hasRecs[inc.RecurrenceOf] = true
-	}
-	for _, inc := range incs {
-		if len(inc.Related) > 0 && inc.RecurrenceOf != "" && hasRecs[inc.ID] {
-			return inc.ID
-		}
-	}
-	return incs[0].ID
-}
-
 func sha(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:8])
