@@ -3,7 +3,6 @@ package storage
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -195,56 +194,23 @@ func hasPeriods(tx *bolt.Tx) bool { return tx.Bucket(bucketMeta).Get(metaPeriods
 // the store has never had them. The records are read once, for their date
 // and updated_at alone.
 func indexPeriodsOnce(tx *bolt.Tx) error {
-	meta := tx.Bucket(bucketMeta)
-	if meta.Get(metaPeriods) != nil {
-		return nil
-	}
-	postings := map[string]*roaring.Bitmap{}
-	err := tx.Bucket(bucketIncidents).ForEach(func(k, v []byte) error {
-		if len(k) != 4 || len(v) < 8 {
-			return nil
-		}
+	return indexOnce(tx, metaPeriods, func(v []byte) []string { // durations.go
 		var rec struct {
 			Date      any `json:"date"`
 			UpdatedAt any `json:"updated_at"`
 		}
-		if json.Unmarshal(v[8:], &rec) != nil {
+		if json.Unmarshal(v, &rec) != nil {
 			return nil // check reports the record
 		}
 		str := func(x any) string { s, _ := x.(string); return s }
-		for _, p := range periodPostingsOf(&incidentlib.Incident{Date: str(rec.Date), UpdatedAt: str(rec.UpdatedAt)}) {
-			if postings[p] == nil {
-				postings[p] = roaring.New()
-			}
-			postings[p].Add(getU32(k))
-		}
-		return nil
+		return periodPostingsOf(&incidentlib.Incident{Date: str(rec.Date), UpdatedAt: str(rec.UpdatedAt)})
 	})
-	if err != nil {
-		return err
-	}
-	pb := tx.Bucket(bucketPostings)
-	for name, bm := range postings {
-		if err := putPosting(pb, name, bm); err != nil {
-			return err
-		}
-	}
-	return meta.Put(metaPeriods, []byte(strconv.Itoa(len(postings))))
 }
 
 // withoutPendingPeriods leaves the period postings out of what check
 // expects when the store has not had them written yet (a store made
 // before them, opened read-only since), and says so as a warning.
 func withoutPendingPeriods(tx *bolt.Tx, postings map[string]*roaring.Bitmap) []string {
-	if hasPeriods(tx) {
-		return nil
-	}
-	for name := range postings {
-		for _, p := range periodPrefixes {
-			if len(name) >= len(p) && name[:len(p)] == p {
-				delete(postings, name)
-			}
-		}
-	}
-	return []string{"the period postings (dates and updates by year, month and day) are not written yet: the next writable open of the store writes them"}
+	return withoutPending(tx, metaPeriods, periodPrefixes, postings, // durations.go
+		"the period postings (dates and updates by year, month and day) are not written yet: the next writable open of the store writes them")
 }
