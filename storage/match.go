@@ -28,7 +28,8 @@ func readPosting(tx *bolt.Tx, name string) *roaring.Bitmap {
 }
 
 // matchSet is the set of incident numbers a filter selects; all is true
-// when the filter does not constrain (bm is then the all posting).
+// when the filter does not constrain (bm is then the all posting). bm may
+// be a posting itself, pointing into the file: never modify it.
 type matchSet struct {
 	bm  *roaring.Bitmap
 	all bool
@@ -161,7 +162,16 @@ func (db *DB) match(tx *bolt.Tx, f incidentlib.IncidentFilter) (*matchSet, error
 		ms.bm, ms.all = all, true
 		return ms, nil
 	}
-	sets = append(sets, all)
+	// Every posting holds stored incidents only (check verifies it);
+	// the ids a filter names, and the targets of recurrence links, need
+	// not be stored.
+	if len(f.IDs) > 0 || (f.HasRecurrences != nil && *f.HasRecurrences) {
+		sets = append(sets, all)
+	}
+	if len(sets) == 1 {
+		ms.bm = sets[0] // one posting or set alone: no intersection to build
+		return ms, nil
+	}
 	ms.bm = roaring.FastAnd(sets...)
 	return ms, nil
 }
