@@ -3,12 +3,9 @@ package storage_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/incidentlib/incidentlib"
-	"github.com/incidentlib/incidentlib/gen"
-	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
@@ -21,31 +18,8 @@ import (
 func BenchmarkPageCrossover(b *testing.B) {
 	ctx := context.Background()
 	for _, n := range []int{10_000, 100_000} {
-		path := filepath.Join(b.TempDir(), "bench.db")
-		opts := storage.Options{Taxonomy: seeds.MustTaxonomy(), NoSync: true}
-		db, err := storage.Open(path, opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		bi := db.Incidents().NewBatchedImport(n, storage.BatchedImportOptions{KeepUpdatedAt: true})
-		var batch []*incidentlib.Incident
 		orgs := map[string]int{}
-		err = gen.Stream(gen.Options{Count: n, Seed: 1, Taxonomy: opts.Taxonomy}, func(inc *incidentlib.Incident) error {
-			orgs[inc.OrgSlug]++
-			batch = append(batch, inc)
-			if len(batch) == 5000 {
-				_, err := bi.Write(ctx, batch, false)
-				batch = batch[:0]
-				return err
-			}
-			return nil
-		})
-		if err == nil {
-			_, err = bi.Write(ctx, batch, true)
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
+		db, _, _ := streamedStore(b, n, func(inc *incidentlib.Incident) { orgs[inc.OrgSlug]++ }) // periods_bench_test.go
 		// Organizations with about 50, 300, 1,000 and 3,000 incidents.
 		for _, want := range []int{50, 300, 1000, 3000} {
 			slug, best := "", 0

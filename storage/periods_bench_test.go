@@ -31,29 +31,7 @@ func BenchmarkDateFilterPage(b *testing.B) {
 		{"updatedSince", incidentlib.IncidentFilter{UpdatedSince: ptr("2025-06-01T12:00:00Z")}},
 	}
 	for _, n := range []int{10_000, 100_000} {
-		path := filepath.Join(b.TempDir(), "bench.db")
-		opts := storage.Options{Taxonomy: seeds.MustTaxonomy(), NoSync: true}
-		db, err := storage.Open(path, opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		bi := db.Incidents().NewBatchedImport(n, storage.BatchedImportOptions{KeepUpdatedAt: true})
-		var batch []*incidentlib.Incident
-		err = gen.Stream(gen.Options{Count: n, Seed: 1, Taxonomy: opts.Taxonomy}, func(inc *incidentlib.Incident) error {
-			batch = append(batch, inc)
-			if len(batch) == 5000 {
-				_, err := bi.Write(ctx, batch, false)
-				batch = batch[:0]
-				return err
-			}
-			return nil
-		})
-		if err == nil {
-			_, err = bi.Write(ctx, batch, true)
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
+		db, path, opts := streamedStore(b, n, nil)
 		run := func(how string, db *storage.DB) {
 			for _, fc := range filters {
 				b.Run(fmt.Sprintf("%d/%s/%s", n, fc.name, how), func(b *testing.B) {
@@ -72,10 +50,44 @@ func BenchmarkDateFilterPage(b *testing.B) {
 		}
 		db.Close()
 		opts.ReadOnly = true
-		if db, err = storage.Open(path, opts); err != nil {
+		db, err := storage.Open(path, opts)
+		if err != nil {
 			b.Fatal(err)
 		}
 		run("order-walk", db)
 		db.Close()
 	}
+}
+
+// streamedStore is a store of the n incidents of the generator (seed 1),
+// streamed in transactions of 5,000; each, when set, sees every record.
+func streamedStore(b *testing.B, n int, each func(*incidentlib.Incident)) (*storage.DB, string, storage.Options) {
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "bench.db")
+	opts := storage.Options{Taxonomy: seeds.MustTaxonomy(), NoSync: true}
+	db, err := storage.Open(path, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bi := db.Incidents().NewBatchedImport(n, storage.BatchedImportOptions{KeepUpdatedAt: true})
+	var batch []*incidentlib.Incident
+	err = gen.Stream(gen.Options{Count: n, Seed: 1, Taxonomy: opts.Taxonomy}, func(inc *incidentlib.Incident) error {
+		if each != nil {
+			each(inc)
+		}
+		batch = append(batch, inc)
+		if len(batch) == 5000 {
+			_, err := bi.Write(ctx, batch, false)
+			batch = batch[:0]
+			return err
+		}
+		return nil
+	})
+	if err == nil {
+		_, err = bi.Write(ctx, batch, true)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return db, path, opts
 }
