@@ -116,6 +116,7 @@ func (st Maintenance) CheckAll(ctx context.Context) (problems, warnings []string
 				strings.Join(cycle, " -> "))
 		}
 		warnings = append(warnings, withoutPendingDurations(tx, want.postings)...) // durations.go
+		warnings = append(warnings, withoutPendingPeriods(tx, want.postings)...)   // periods.go
 		want.compare(tx, add)
 		_ = tx.Bucket(bucketAliases).ForEach(func(k, v []byte) error {
 			from, to := binary.BigEndian.Uint32(k), binary.BigEndian.Uint32(v)

@@ -352,6 +352,9 @@ func (db *DB) init() error {
 		if err := indexDurationsOnce(tx); err != nil { // durations.go
 			return err
 		}
+		if err := indexPeriodsOnce(tx); err != nil { // periods.go
+			return err
+		}
 		return db.initTaxonomy(tx)
 	})
 }

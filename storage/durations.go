@@ -66,8 +66,28 @@ var metaDurations = []byte("durations_index")
 // if the store has never had them (a store written before the index).
 // The records are read once, for their timeline alone.
 func indexDurationsOnce(tx *bolt.Tx) error {
+	return indexOnce(tx, metaDurations, func(v []byte) []string {
+		var rec struct {
+			Timeline struct {
+				DetectedAfter any `json:"detected_after"`
+				ResolvedAfter any `json:"resolved_after"`
+			} `json:"timeline"`
+		}
+		if json.Unmarshal(v, &rec) != nil {
+			return nil // check reports the record
+		}
+		str := func(x any) string { s, _ := x.(string); return s }
+		return durationPostings(&incidentlib.Incident{Timeline: incidentlib.Timeline{DetectedAfter: str(rec.Timeline.DetectedAfter), ResolvedAfter: str(rec.Timeline.ResolvedAfter)}})
+	})
+}
+
+// indexOnce writes, unless the store has marker, the postings that
+// postingsOf names for every stored record (given the record's IL-JSON),
+// then the marker: an index added to the format, written at the first
+// writable open of a store made before it. The records are read once.
+func indexOnce(tx *bolt.Tx, marker []byte, postingsOf func(rec []byte) []string) error {
 	meta := tx.Bucket(bucketMeta)
-	if meta.Get(metaDurations) != nil {
+	if meta.Get(marker) != nil {
 		return nil
 	}
 	postings := map[string]*roaring.Bitmap{}
@@ -75,18 +95,7 @@ func indexDurationsOnce(tx *bolt.Tx) error {
 		if len(k) != 4 || len(v) < 8 {
 			return nil
 		}
-		var rec struct {
-			Timeline struct {
-				DetectedAfter any `json:"detected_after"`
-				ResolvedAfter any `json:"resolved_after"`
-			} `json:"timeline"`
-		}
-		if json.Unmarshal(v[8:], &rec) != nil {
-			return nil // check reports the record
-		}
-		str := func(x any) string { s, _ := x.(string); return s }
-		inc := &incidentlib.Incident{Timeline: incidentlib.Timeline{DetectedAfter: str(rec.Timeline.DetectedAfter), ResolvedAfter: str(rec.Timeline.ResolvedAfter)}}
-		for _, p := range durationPostings(inc) {
+		for _, p := range postingsOf(v[8:]) {
 			if postings[p] == nil {
 				postings[p] = roaring.New()
 			}
@@ -103,7 +112,7 @@ func indexDurationsOnce(tx *bolt.Tx) error {
 			return err
 		}
 	}
-	return meta.Put(metaDurations, []byte(strconv.Itoa(len(postings))))
+	return meta.Put(marker, []byte(strconv.Itoa(len(postings))))
 }
 
 // durationStatsIn summarises duration which over the incidents of set.
@@ -166,13 +175,23 @@ func durationStatsIn(tx *bolt.Tx, set *roaring.Bitmap, which string) (incidentli
 // before the index, opened read-only since), and says so as a warning:
 // the next writable open writes them.
 func withoutPendingDurations(tx *bolt.Tx, postings map[string]*roaring.Bitmap) []string {
-	if tx.Bucket(bucketMeta).Get(metaDurations) != nil {
+	return withoutPending(tx, metaDurations, []string{prefixDuration}, postings,
+		"the index of durations is not written yet: the next writable open of the store writes it")
+}
+
+// withoutPending leaves the postings of an index written by indexOnce out
+// of what check expects while the store lacks its marker (made before the
+// index, opened read-only since), with warning as check's warning.
+func withoutPending(tx *bolt.Tx, marker []byte, prefixes []string, postings map[string]*roaring.Bitmap, warning string) []string {
+	if tx.Bucket(bucketMeta).Get(marker) != nil {
 		return nil
 	}
 	for name := range postings {
-		if strings.HasPrefix(name, prefixDuration) {
-			delete(postings, name)
+		for _, p := range prefixes {
+			if strings.HasPrefix(name, p) {
+				delete(postings, name)
+			}
 		}
 	}
-	return []string{"the index of durations is not written yet: the next writable open of the store writes it"}
+	return []string{warning}
 }

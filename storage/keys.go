@@ -290,5 +290,6 @@ func postingsOf(inc *incidentlib.Incident) []string {
 		p = append(p, postDated, postYear(t.Year()))
 	}
 	p = append(p, durationPostings(inc)...) // durations.go
+	p = append(p, periodPostingsOf(inc)...) // periods.go
 	return p
 }

@@ -28,7 +28,8 @@ func readPosting(tx *bolt.Tx, name string) *roaring.Bitmap {
 }
 
 // matchSet is the set of incident numbers a filter selects; all is true
-// when the filter does not constrain (bm is then the all posting).
+// when the filter does not constrain (bm is then the all posting). bm may
+// be a posting itself, pointing into the file: never modify it.
 type matchSet struct {
 	bm  *roaring.Bitmap
 	all bool
@@ -147,10 +148,14 @@ func (db *DB) matchFields(tx *bolt.Tx, f incidentlib.IncidentFilter, listedOnly 
 			if t.Before(incidentlib.MinUpdatedAt) {
 				t = incidentlib.MinUpdatedAt
 			}
-			lo := append([]byte{ordUpdAsc, 0}, u64key(uint64(t.UnixNano())^(1<<63))...)
-			c := tx.Bucket(bucketOrders).Cursor()
-			for k, _ := c.Seek(lo); k != nil && k[0] == ordUpdAsc && k[1] == 0; k, _ = c.Next() {
-				bm.Add(numberOfOrderKey(ordUpdAsc, k[1:]))
+			if hasPeriods(tx) {
+				bm = updatedSinceSet(tx, t) // periods.go
+			} else { // a store without the period postings yet: the order from the bound
+				lo := append([]byte{ordUpdAsc, 0}, u64key(uint64(t.UnixNano())^(1<<63))...)
+				c := tx.Bucket(bucketOrders).Cursor()
+				for k, _ := c.Seek(lo); k != nil && k[0] == ordUpdAsc && k[1] == 0; k, _ = c.Next() {
+					bm.Add(numberOfOrderKey(ordUpdAsc, k[1:]))
+				}
 			}
 		}
 		sets = append(sets, bm)
@@ -159,7 +164,16 @@ func (db *DB) matchFields(tx *bolt.Tx, f incidentlib.IncidentFilter, listedOnly 
 		ms.bm, ms.all = all, true
 		return ms, nil
 	}
-	sets = append(sets, all)
+	// Every posting holds stored incidents only (check verifies it);
+	// the ids a filter names, and the targets of recurrence links, need
+	// not be stored.
+	if len(f.IDs) > 0 || (f.HasRecurrences != nil && *f.HasRecurrences) {
+		sets = append(sets, all)
+	}
+	if len(sets) == 1 {
+		ms.bm = sets[0] // one posting or set alone: no intersection to build
+		return ms, nil
+	}
 	ms.bm = roaring.FastAnd(sets...)
 	return ms, nil
 }
@@ -260,6 +274,11 @@ func dateRange(tx *bolt.Tx, fromS, toS *string) (*roaring.Bitmap, *uint32, *uint
 	if from > to {
 		return bm, fromP, toP, nil
 	}
+	if hasPeriods(tx) {
+		return datePeriods.periodSet(tx, from, to), fromP, toP, nil // periods.go
+	}
+	// A store without the period postings yet (opened read-only since
+	// before them): years from their postings, the rest from the order.
 	// Years fully inside the range come from their postings.
 	c := tx.Bucket(bucketPostings).Cursor()
 	var partial [][2]uint32

@@ -83,8 +83,8 @@ func pageSize(p incidentlib.PageArgs) (n int, backward bool, err error) {
 	return n, backward, nil
 }
 
-// smallSet is the size under which a filtered page is ordered in memory
-// from the sort keys instead of by walking the order index.
+// smallSet is the size over which a filtered page is never ordered in
+// memory from the sort keys; under it, sortsInMemory decides (pagepath.go).
 var smallSet = 4096
 
 // FindIncidents returns one page of the incidents that match f in order.
@@ -116,7 +116,7 @@ func (st Incidents) FindIncidents(ctx context.Context, f incidentlib.IncidentFil
 		}
 		page.TotalCount = int(ms.bm.GetCardinality())
 		var seq orderedSeq
-		if !ms.all && page.TotalCount <= smallSet {
+		if !ms.all && sortsInMemory(page.TotalCount, n, postingCardinality(tx.Bucket(bucketPostings).Cursor(), postAll)) { // pagepath.go
 			seq = newMemSeq(tx, ord, ms.bm)
 		} else {
 			seq = &indexSeq{c: tx.Bucket(bucketOrders).Cursor(), ord: ord, ms: ms}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"text/tabwriter"
 	"time"
 
@@ -45,7 +46,8 @@ var executionConfig = server.Config{Prod: true, ResponseCacheBytes: -1}
 
 type graphqlBench struct {
 	loadFlags
-	dump string
+	dump     string
+	profiled string // which target's first measurement -cpuprofile and the others profile
 }
 
 func runGraphQL(ctx context.Context, args []string, stdout io.Writer) error {
@@ -53,8 +55,12 @@ func runGraphQL(ctx context.Context, args []string, stdout io.Writer) error {
 	var b graphqlBench
 	b.loadFlags.register(fs, "the first round's list page measurement", clientTransport)
 	fs.StringVar(&b.dump, "dump", "", "write the responses of the two queries into this directory")
+	fs.StringVar(&b.profiled, "profiled", profiledList, "the target -cpuprofile, -memprofile and -trace profile (first round): "+profiledList+", "+profiledDate+" or "+profiledDateSymptom)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if b.profiled != profiledList && b.profiled != profiledDate && b.profiled != profiledDateSymptom {
+		return fmt.Errorf("-profiled must be %s, %s or %s, got %q", profiledList, profiledDate, profiledDateSymptom, b.profiled)
 	}
 	if err := b.loadFlags.check(); err != nil {
 		return err
@@ -63,11 +69,14 @@ func runGraphQL(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
-	db, incs, done, err := b.openGenerated(ctx, "graphql", stdout)
+	old := debug.SetGCPercent(b.gcPercent)
+	defer debug.SetGCPercent(old)
+	db, corpus, done, err := tempStreamed(ctx, "graphql", b.count, b.seed, stdout) // streamcorpus.go
 	if err != nil {
 		return err
 	}
 	defer done()
+	fmt.Fprintf(stdout, "graphql: store filled; peak RSS so far %.0f MiB\n", peakRSS())
 	// Traces as serve has them: on when OTEL_EXPORTER_OTLP_ENDPOINT is set
 	// (docs/tracing.md), to measure their cost; off otherwise.
 	stopTracing, err := tracing.Setup(ctx, os.Getenv)
@@ -106,19 +115,14 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	defer client.close()
 
 	listBody, _ := json.Marshal(map[string]any{"query": ListPageQuery, "variables": map[string]any{"first": b.first}})
-	id := richIncident(incs)
-	// A server that has run for a while holds every record decoded in its
-	// record cache: read them all once, so that the live heap (and with it
-	// how often the collector runs) is that server's.
-	ids := make([]string, len(incs))
-	for i, inc := range incs {
-		ids[i] = inc.ID
-	}
-	if err := warmRecords(ctx, db, ids); err != nil {
+	id, symptom := corpus.rich, corpus.symptom
+	// A server that has run for a while holds the records it was asked for
+	// decoded in its record cache: read them once (every record, up to
+	// maxWarmRecords), so that the live heap (and with it how often the
+	// collector runs) is that server's.
+	if err := warmRecords(ctx, db, corpus.ids(maxWarmRecords)); err != nil {
 		return err
 	}
-	//nolint:ineffassign // dropped so that, from here on, the heap is the server's own
-	incs, ids = nil, nil
 	incBody, _ := json.Marshal(map[string]any{"query": IncidentPageQuery, "variables": map[string]any{"id": id}})
 
 	listResp, listHeader, err := fetch(ctx, client.http, gqlURL+"/graphql", listBody)
@@ -157,6 +161,17 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 		{name: "static handler, same bytes as the list page", url: staticURL + "/graphql", body: listBody, want: listResp},
 		{name: "list page, gqlgen's executor only", url: genericURL + "/graphql", body: listBody, want: listResp},
 	}
+	// The filtered list pages (filtered.go): a date range varied per
+	// request, alone and with one symptom, in the query's variables.
+	for _, fl := range []struct{ name, symptom string }{{profiledDate, ""}, {profiledDateSymptom, symptom}} {
+		bodies := dateRangeBodies(b.first, fl.symptom)
+		want, _, err := fetch(ctx, client.http, gqlURL+"/graphql", bodies[0])
+		if err != nil || bytes.Contains(want, []byte(`"errors"`)) {
+			return fmt.Errorf("%s list page: %v %.300s", fl.name, err, want)
+		}
+		targets = append(targets, loadTarget{name: "list page, " + fl.name + " varied per request", url: gqlURL + "/graphql", bodies: bodies, want: want, timer: timer})
+	}
+	profiledTarget := map[string]int{profiledList: 0, profiledDate: 4, profiledDateSymptom: 5}[b.profiled]
 
 	fmt.Fprintf(stdout, "graphql: GOMAXPROCS=%d NumCPU=%d %s gc-percent=%d concurrency=%d client=%s take-turns=%v duration=%s rounds=%d\n",
 		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.gcPercent, b.concurrency, b.client, b.takeTurns, b.duration, b.rounds)
@@ -165,8 +180,8 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	fmt.Fprintf(stdout, "graphql: live heap %.1f MiB with every record decoded in the record cache; the collector lets it grow to %.1f MiB\n",
-		float64(ms.HeapAlloc)/(1<<20), float64(ms.NextGC)/(1<<20))
+	fmt.Fprintf(stdout, "graphql: live heap %.1f MiB with %d records decoded in the record cache; the collector lets it grow to %.1f MiB\n",
+		float64(ms.HeapAlloc)/(1<<20), min(b.count, maxWarmRecords), float64(ms.NextGC)/(1<<20))
 
 	for _, t := range targets {
 		if _, err := drive(ctx, client, b.concurrency, t, b.warmup); err != nil {
@@ -177,7 +192,7 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	for round := 0; round < b.rounds; round++ {
 		for i, t := range targets {
 			var prof *profiles
-			if round == 0 && i == 0 { // the first round's list page
+			if round == 0 && i == profiledTarget { // the first round's profiled target
 				prof = &b.prof
 			}
 			r, err := measure(ctx, client, b.concurrency, t, b.duration, prof)
@@ -220,8 +235,12 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "CPU ratio static / list page per request: %.3f (the same ratio measured in CPU time, which moves less when the machine is busy)\n",
 			float64(med[2].cpu)/float64(med[0].cpu))
 	}
+	for i := 4; i < len(targets); i++ {
+		fmt.Fprintf(stdout, "%s / list page: %.3f; / static handler: %.3f (req/s)\n", targets[i].name, med[i].rps()/med[0].rps(), med[i].rps()/med[2].rps())
+	}
 	fmt.Fprintf(stdout, "list page through graph.FastReads / through gqlgen's executor: %.1fx the req/s, %.1fx less CPU per request\n",
 		med[0].rps()/med[3].rps(), float64(med[3].cpu)/float64(max(med[0].cpu, 1)))
+	fmt.Fprintf(stdout, "peak RSS of the process (store, servers and load generator): %.0f MiB\n", peakRSS())
 	fmt.Fprintf(stdout, "CPU/req, allocs/req and B/req count the whole process (load generator and HTTP included); the static row is that floor.\n")
 	for _, rs := range results {
 		for _, r := range rs {
@@ -361,22 +380,6 @@ func openStore(path string, count int) (*storage.DB, *incidentlib.Taxonomy, erro
 	}
 	db, err := storage.Open(path, storage.Options{Taxonomy: tax, RecordCache: max(10_000, count), NoSync: true})
 	return db, tax, err
-}
-
-// richIncident is the first incident with related incidents, a
-// recurrence_of link and recurrences of its own, so that the incident page
-// exercises every relation.
-func richIncident(incs []*incidentlib.Incident) string {
-	hasRecs := map[string]bool{}
-	for _, inc := range incs {
-		hasRecs[inc.RecurrenceOf] = true
-	}
-	for _, inc := range incs {
-		if len(inc.Related) > 0 && inc.RecurrenceOf != "" && hasRecs[inc.ID] {
-			return inc.ID
-		}
-	}
-	return incs[0].ID
 }
 
 func sha(b []byte) string {

@@ -89,7 +89,7 @@ func runInstr(ctx context.Context, args []string, stdout io.Writer) error {
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "bench.db")
 	fmt.Fprintf(stdout, "instr: generating and importing %d incidents (seed %d)\n", *count, *seed)
-	db, incs, err := openGenerated(ctx, path, *count, *seed)
+	db, corpus, err := streamGenerated(ctx, path, *count, *seed) // streamcorpus.go
 	if err != nil {
 		return err
 	}
@@ -97,8 +97,8 @@ func runInstr(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	listBody, _ := json.Marshal(map[string]any{"query": ListPageQuery, "variables": map[string]any{"first": *first}})
-	pageBody, _ := json.Marshal(map[string]any{"query": IncidentPageQuery, "variables": map[string]any{"id": richIncident(incs)}})
-	fmt.Fprintf(stdout, "instr: %s, GOMAXPROCS=1, gc-percent %d, %d requests per query (four runs, a minute or two in all)\n", valgrind, *gcPercent, *requests)
+	pageBody, _ := json.Marshal(map[string]any{"query": IncidentPageQuery, "variables": map[string]any{"id": corpus.rich}})
+	fmt.Fprintf(stdout, "instr: %s, GOMAXPROCS=1, gc-percent %d, %d requests per query (eight runs, a few minutes in all)\n", valgrind, *gcPercent, *requests)
 	outDir := dir
 	if *keep != "" {
 		if err := os.MkdirAll(*keep, 0o755); err != nil {
@@ -109,7 +109,13 @@ func runInstr(ctx context.Context, args []string, stdout io.Writer) error {
 	for _, q := range []struct {
 		name, file string
 		body       []byte
-	}{{fmt.Sprintf("list page (first: %d)", *first), "list", listBody}, {"incident page", "incident", pageBody}} {
+	}{
+		{fmt.Sprintf("list page (first: %d)", *first), "list", listBody}, {"incident page", "incident", pageBody},
+		// The filtered list pages of the graphql benchmark (filtered.go),
+		// with one of their date ranges: every range costs the same.
+		{"list page, date range", "date", dateRangeBodies(*first, "")[0]},
+		{"list page, date+symptom", "date-symptom", dateRangeBodies(*first, corpus.symptom)[0]},
+	} {
 		var total [2]uint64
 		for i, n := range []int{*requests, 0} {
 			spec, _ := json.Marshal(instrChild{DB: path, Count: *count, Body: q.body, Warm: 20, Requests: n})

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -34,7 +35,8 @@ type connSender struct {
 	conn   net.Conn
 	stamps *stampConn // conn with receive timestamps; nil where they are not read
 	br     *bufio.Reader
-	req    []byte // the whole request, headers and body
+	reqs   [][]byte // the whole requests, headers and body, sent in turn
+	next   int      // the index in reqs of the next request
 }
 
 func dialTarget(ctx context.Context, t loadTarget) (*connSender, error) {
@@ -51,12 +53,15 @@ func dialTarget(ctx context.Context, t loadTarget) (*connSender, error) {
 	if method == "" {
 		method = http.MethodPost
 	}
-	req := fmt.Appendf(nil, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, u.RequestURI(), u.Host)
-	if t.body != nil {
-		req = fmt.Appendf(req, "Content-Type: application/json\r\nContent-Length: %d\r\n", len(t.body))
+	s := &connSender{conn: conn}
+	for _, body := range t.bodyList() {
+		req := fmt.Appendf(nil, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, u.RequestURI(), u.Host)
+		if body != nil {
+			req = fmt.Appendf(req, "Content-Type: application/json\r\nContent-Length: %d\r\n", len(body))
+		}
+		s.reqs = append(s.reqs, append(append(req, "\r\n"...), body...))
 	}
-	req = append(append(req, "\r\n"...), t.body...)
-	s := &connSender{conn: conn, req: req}
+	s.next = rand.IntN(len(s.reqs)) // workers start at different bodies
 	if sc, err := stampArrivals(conn); err == nil {
 		s.conn, s.stamps = sc, sc
 	}
@@ -67,7 +72,9 @@ func dialTarget(ctx context.Context, t loadTarget) (*connSender, error) {
 // send sends the request once and returns the body of a 200 response,
 // read into buf. After an error the connection is not usable.
 func (s *connSender) send(buf []byte) ([]byte, error) {
-	if _, err := s.conn.Write(s.req); err != nil {
+	req := s.reqs[s.next]
+	s.next = (s.next + 1) % len(s.reqs)
+	if _, err := s.conn.Write(req); err != nil {
 		return nil, err
 	}
 	resp, err := http.ReadResponse(s.br, nil)

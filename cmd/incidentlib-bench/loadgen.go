@@ -109,6 +109,9 @@ type loadTarget struct {
 	method string // GET or POST; POST when empty
 	url    string
 	body   []byte // a POST's body, sent as application/json
+	// bodies, when set, are sent in turn instead of body (a frontend's
+	// filter varied per request: loadvary.go); each must give want.
+	bodies [][]byte
 	// want is the exact response expected, when known; without it any 200
 	// passes.
 	want []byte
@@ -219,14 +222,15 @@ func (t loadTarget) do(ctx context.Context, client *http.Client, buf []byte) ([]
 		method = http.MethodPost
 	}
 	var body io.Reader
-	if t.body != nil {
-		body = bytes.NewReader(t.body)
+	b := t.anyBody()
+	if b != nil {
+		body = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, t.url, body)
 	if err != nil {
 		return nil, err
 	}
-	if t.body != nil {
+	if b != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := client.Do(req)
