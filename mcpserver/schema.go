@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -51,8 +52,10 @@ func inputDef(s *ast.Schema, d *ast.Definition, defs map[string]*jsonschema.Sche
 	}
 }
 
-// typeSchema is the JSON Schema of a GraphQL input type. Null is
-// accepted wherever GraphQL accepts it (a nullable type).
+// typeSchema is the JSON Schema of a GraphQL input type. A nullable
+// field is one that may be left out: null is not offered, since a type
+// that is a list of types (["string", "null"]) is less portable across
+// the assistants' schema dialects (the MCP Inspector's --strict check).
 func typeSchema(s *ast.Schema, t *ast.Type, defs map[string]*jsonschema.Schema) *jsonschema.Schema {
 	var js *jsonschema.Schema
 	if t.Elem != nil {
@@ -69,19 +72,9 @@ func typeSchema(s *ast.Schema, t *ast.Type, defs map[string]*jsonschema.Schema) 
 			}
 		case d.Kind == ast.InputObject:
 			inputDef(s, d, defs)
-			js = &jsonschema.Schema{Ref: "#/$defs/" + d.Name}
-			if !t.NonNull {
-				return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{js, {Type: "null"}}}
-			}
-			return js
+			return &jsonschema.Schema{Ref: "#/$defs/" + d.Name}
 		default:
 			js = &jsonschema.Schema{Type: scalarType(d.Name)}
-		}
-	}
-	if !t.NonNull && js.Type != "" {
-		js.Types, js.Type = []string{js.Type, "null"}, ""
-		if js.Enum != nil {
-			js.Enum = append(js.Enum, nil)
 		}
 	}
 	return js
@@ -108,25 +101,50 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // IncidentFilter's schema under $defs.
 func inputSchema[In any](defs map[string]*jsonschema.Schema) *jsonschema.Schema {
 	js, err := jsonschema.For[In](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
-		reflect.TypeFor[Filter](): {AnyOf: []*jsonschema.Schema{{Ref: "#/$defs/" + filterType}, {Type: "null"}}},
+		reflect.TypeFor[Filter](): {Ref: "#/$defs/" + filterType},
 		reflect.TypeFor[Lang]():   langSchema,
 	}})
 	if err != nil {
 		panic(err) // the tools' argument types are this package's: a test calls every one
 	}
-	if usesRef(js) {
-		js.Defs = defs
-	}
-	return js
-}
-
-func usesRef(js *jsonschema.Schema) bool {
 	for _, p := range js.Properties {
-		for _, a := range p.AnyOf {
-			if a.Ref != "" {
-				return true
-			}
+		if p.Ref != "" {
+			js.Defs = defs
 		}
 	}
-	return false
+	return notNull(js)
+}
+
+// outputSchema is the output schema of a tool whose structured content is
+// Out: the SDK's inference without null (notNull), since every list Out
+// holds is sent empty rather than null and every optional field is
+// omitted when empty.
+func outputSchema[Out any]() *jsonschema.Schema {
+	js, err := jsonschema.For[Out](nil)
+	if err != nil {
+		panic(err) // the tools' result types are this package's: a test lists every tool
+	}
+	return notNull(js)
+}
+
+// notNull makes every type of js that is "T or null" T, all the way down.
+func notNull(js *jsonschema.Schema) *jsonschema.Schema {
+	if js == nil {
+		return nil
+	}
+	if len(js.Types) == 2 && slices.Contains(js.Types, "null") {
+		js.Type = js.Types[0]
+		if js.Type == "null" {
+			js.Type = js.Types[1]
+		}
+		js.Types = nil
+	}
+	for _, p := range js.Properties {
+		notNull(p)
+	}
+	for _, d := range js.Defs {
+		notNull(d)
+	}
+	notNull(js.Items)
+	return js
 }

@@ -57,17 +57,17 @@ func New(exec Executor) *mcp.Server {
 		Description: "Incidents whose English or Korean text matches query (every word must match; \"exact phrase\", -excluded, title:/lessons:/org: prefixes), best first, " +
 			"or without query the newest incidents; filter narrows either by the library's IncidentFilter (organizations, domains, symptoms, components, rootCauses, contributing, severities as taxonomy slugs; dateFrom/dateTo YYYY-MM-DD; ...). " +
 			"Withdrawn incidents are left out unless filter.reviewStates names WITHDRAWN.",
-		InputSchema: inputSchema[SearchArgs](defs)}, t.search)
+		InputSchema: inputSchema[SearchArgs](defs), OutputSchema: outputSchema[SearchResult]()}, t.search)
 	mcp.AddTool(s, &mcp.Tool{Name: ToolGetIncident, Title: "Read an incident", Annotations: readOnly,
 		Description: "One incident by id (such as IL-0213): its summary, timeline, impact, causes, lessons, remediation and sources, as Markdown and as structured content. An unknown id is a NOT_FOUND error.",
-		InputSchema: inputSchema[GetArgs](defs)}, t.get)
+		InputSchema: inputSchema[GetArgs](defs), OutputSchema: outputSchema[Incident]()}, t.get)
 	mcp.AddTool(s, &mcp.Tool{Name: ToolSimilar, Title: "Similar incidents", Annotations: readOnly,
 		Description: "Past incidents like one: give id (an incident of the library: ranked by the taxonomy terms they share, rare terms weighing more) " +
 			"or description (free text about what is happening now: its words are searched one by one, the incidents matching the most words come first, then the incidents sharing the most terms with the best match). Give exactly one.",
-		InputSchema: inputSchema[SimilarArgs](defs)}, t.similar)
+		InputSchema: inputSchema[SimilarArgs](defs), OutputSchema: outputSchema[SimilarResult]()}, t.similar)
 	mcp.AddTool(s, &mcp.Tool{Name: ToolLibraryStats, Title: "Library statistics", Annotations: readOnly,
 		Description: "Counts over the incidents that match filter (all listed incidents without one): how many, per year, the most common terms of each taxonomy kind, the organizations with the most incidents, and detection and resolution times.",
-		InputSchema: inputSchema[StatsArgs](defs)}, t.stats)
+		InputSchema: inputSchema[StatsArgs](defs), OutputSchema: outputSchema[Stats]()}, t.stats)
 	s.AddReceivingMiddleware(codedToolErrors)
 	return s
 }
