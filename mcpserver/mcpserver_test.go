@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -358,6 +359,18 @@ func TestMCPBehindTheEdge(t *testing.T) {
 	var out mcpserver.SearchResult
 	ok(t, call(t, b, "search_incidents", map[string]any{"first": 1}), &out)
 
+	// The server's request metric names /mcp, and its operation metric
+	// counts the tools' GraphQL operations.
+	resp, err := http.Get(hs.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `incidentlib_http_requests_total{code="200",path="/mcp"}`) {
+		t.Fatalf("no /mcp requests in the metrics:\n%s", grepLines(string(body), "http_requests_total"))
+	}
+
 	t.Run("Off", func(t *testing.T) {
 		hs, _ := library(t, server.Config{NoMCP: true})
 		if _, err := connect(t, hs.URL, ""); err == nil {
@@ -372,4 +385,14 @@ func TestMCPBehindTheEdge(t *testing.T) {
 			t.Fatalf("/mcp with NoMCP: %d", resp.StatusCode)
 		}
 	})
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
