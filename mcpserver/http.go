@@ -23,7 +23,8 @@ type HandlerOptions struct {
 	// WWWAuthenticate is the header sent with a 401.
 	WWWAuthenticate string
 	// MaxBody bounds a request's body in bytes (the GraphQL edge's
-	// Limits.MaxBody); it must be positive.
+	// Limits.MaxBody): a larger one is refused with 413. It must be
+	// positive.
 	MaxBody int64
 }
 
@@ -59,8 +60,13 @@ func NewHandler(graphql http.Handler, opts HandlerOptions) (http.Handler, error)
 		Do:      inProcess(graphql),
 		Prepare: asCaller,
 	})
+	// The SDK's DNS-rebinding guard (a loopback connection with another
+	// Host is refused) is off: it would refuse every request a reverse
+	// proxy on the same machine forwards, and the tools read nothing that
+	// /graphql, which has no such guard, does not serve to the same
+	// request; browsers are held by the CORS allow-list of the edge.
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, MaxRequestBodyBytes: opts.MaxBody, DisableLocalhostProtection: true})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if opts.Authenticate != nil {
 			ar, err := opts.Authenticate(r)
@@ -71,7 +77,6 @@ func NewHandler(graphql http.Handler, opts HandlerOptions) (http.Handler, error)
 			}
 			r = ar
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, opts.MaxBody)
 		c := caller{header: r.Header.Clone(), remoteAddr: r.RemoteAddr}
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 	}), nil

@@ -341,7 +341,7 @@ func TestWithdrawnAndTokens(t *testing.T) {
 // RATE_LIMITED, another token is not held back by it. And /mcp is not
 // served with NoMCP (serve --mcp=false).
 func TestMCPBehindTheEdge(t *testing.T) {
-	hs, db := library(t, server.Config{Limits: gqledge.Limits{MaxCost: 1000}, RateLimit: gqledge.RateLimit{CostPerSecond: 0.001, Burst: 1000}})
+	hs, db := library(t, server.Config{Limits: gqledge.Limits{MaxCost: 1000, MaxBody: 16 << 10}, RateLimit: gqledge.RateLimit{CostPerSecond: 0.001, Burst: 1000}})
 	a := mustConnect(t, hs.URL, testutil.APIToken(t, db, "mcp-a", incidentlib.RoleEditor))
 	b := mustConnect(t, hs.URL, testutil.APIToken(t, db, "mcp-b", incidentlib.RoleEditor))
 	limited := false
@@ -371,6 +371,31 @@ func TestMCPBehindTheEdge(t *testing.T) {
 		t.Fatalf("no /mcp requests in the metrics:\n%s", grepLines(string(body), "http_requests_total"))
 	}
 
+	post := func(t *testing.T, host, body string) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, hs.URL+"/mcp", strings.NewReader(body))
+		req.Host = host
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	t.Run("BodyTooLarge", func(t *testing.T) {
+		big := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_incidents","arguments":{"query":"` + strings.Repeat("a", 20<<10) + `"}}}`
+		if code := post(t, "", big); code != http.StatusRequestEntityTooLarge {
+			t.Fatalf("a body over Limits.MaxBody: %d", code)
+		}
+	})
+	t.Run("BehindAProxyOnLoopback", func(t *testing.T) {
+		// A reverse proxy on the same machine forwards the public Host.
+		if code := post(t, "incidents.example", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); code != http.StatusOK {
+			t.Fatalf("a loopback request for another host: %d", code)
+		}
+	})
 	t.Run("Off", func(t *testing.T) {
 		hs, _ := library(t, server.Config{NoMCP: true})
 		if _, err := connect(t, hs.URL, ""); err == nil {
@@ -395,4 +420,38 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestMCPCORS: /mcp is behind the CORS allow-list of every path: a
+// browser's preflight from an allowed origin may send the MCP protocol
+// version header, and the answer to its POST names the origin.
+func TestMCPCORS(t *testing.T) {
+	const origin = "https://assistant.example"
+	hs, _ := library(t, server.Config{CORSOrigins: []string{origin}})
+	req, _ := http.NewRequest(http.MethodOptions, hs.URL+"/mcp", nil)
+	req.Header.Set("Origin", origin)
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	req.Header.Set("Access-Control-Request-Headers", "authorization, content-type, mcp-protocol-version")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	allowed := strings.ToLower(resp.Header.Get("Access-Control-Allow-Headers"))
+	if resp.Header.Get("Access-Control-Allow-Origin") != origin || !strings.Contains(allowed, "mcp-protocol-version") {
+		t.Fatalf("preflight: %d %v", resp.StatusCode, resp.Header)
+	}
+	req, _ = http.NewRequest(http.MethodPost, hs.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Origin", origin)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Access-Control-Allow-Origin") != origin || !strings.Contains(string(body), "search_incidents") {
+		t.Fatalf("POST: %d %v %s", resp.StatusCode, resp.Header, body)
+	}
 }
