@@ -240,6 +240,13 @@ func TestToolsOnSeeds(t *testing.T) {
 			t.Fatalf("words %v", out.Words)
 		}
 	})
+	t.Run("SimilarByDescriptionNothing", func(t *testing.T) {
+		var out mcpserver.SimilarResult
+		ok(t, call(t, cs, "similar_incidents", map[string]any{"description": "zzqqxx wwvvkk"}), &out)
+		if out.Basis != "description" || out.Of != nil || out.Incidents == nil || len(out.Incidents) != 0 {
+			t.Fatalf("similar to nothing: %+v", out)
+		}
+	})
 	t.Run("Stats", func(t *testing.T) {
 		var all, roblox mcpserver.Stats
 		ok(t, call(t, cs, "library_stats", map[string]any{}), &all)
@@ -296,6 +303,41 @@ func TestWithdrawnAndTokens(t *testing.T) {
 	ok(t, call(t, cs, "search_incidents", map[string]any{"query": "Consul", "filter": map[string]any{"reviewStates": []string{"WITHDRAWN"}}}), &out)
 	if out.TotalCount != 1 {
 		t.Fatalf("a search naming WITHDRAWN: %+v", out)
+	}
+	// Every tool, by name: a tool added to ToolNames without a case here
+	// fails, so that none forgets the rule.
+	hides := map[string]func(t *testing.T) bool{
+		"search_incidents": func(t *testing.T) bool {
+			var out mcpserver.SearchResult
+			ok(t, call(t, cs, "search_incidents", map[string]any{"first": 100}), &out)
+			return !slices.ContainsFunc(out.Incidents, func(h mcpserver.SearchHit) bool { return h.Incident.ID == "IL-0213" })
+		},
+		"similar_incidents": func(t *testing.T) bool {
+			var byText, byTerms mcpserver.SimilarResult
+			ok(t, call(t, cs, "similar_incidents", map[string]any{"description": "consul roblox", "first": 20}), &byText)
+			ok(t, call(t, cs, "similar_incidents", map[string]any{"id": "IL-0214", "first": 20}), &byTerms)
+			has := func(h mcpserver.SimilarHit) bool { return h.Incident.ID == "IL-0213" }
+			return !slices.ContainsFunc(byText.Incidents, has) && !slices.ContainsFunc(byTerms.Incidents, has)
+		},
+		"library_stats": func(t *testing.T) bool {
+			var st mcpserver.Stats
+			ok(t, call(t, cs, "library_stats", map[string]any{"filter": map[string]any{"organizations": []string{"roblox"}}}), &st)
+			return st.Count == 0
+		},
+		// get_incident reads by id: a withdrawn incident is readable, as
+		// Query.incident reads it (below).
+		"get_incident": func(*testing.T) bool { return true },
+	}
+	for _, name := range mcpserver.ToolNames {
+		t.Run("Hides/"+name, func(t *testing.T) {
+			h, found := hides[name]
+			if !found {
+				t.Fatalf("no withdrawn-incident case for the tool %s", name)
+			}
+			if !h(t) {
+				t.Fatalf("%s shows a withdrawn incident to an anonymous caller", name)
+			}
+		})
 	}
 	var stats, withdrawn mcpserver.Stats
 	ok(t, call(t, cs, "library_stats", map[string]any{"filter": map[string]any{"organizations": []string{"roblox"}}}), &stats)

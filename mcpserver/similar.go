@@ -75,7 +75,7 @@ func (t tools) similar(ctx context.Context, _ *mcp.CallToolRequest, in SimilarAr
 		if err != nil {
 			return nil, out, toolError(err)
 		}
-		out.Incidents = hits
+		out.Incidents = nonNil(hits) // an empty list, never null (the output schema)
 		if len(hits) > 0 {
 			best := hits[0].Incident
 			out.Of, id = &best, best.ID
