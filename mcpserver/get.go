@@ -164,11 +164,7 @@ func markdown(i Incident) string {
 		terms []Term
 	}{{"Domains", i.Domains}, {"Symptoms", i.Symptoms}, {"Components", i.Components}, {"Contributing factors", i.Contributing}} {
 		if len(l.terms) > 0 {
-			labels := make([]string, len(l.terms))
-			for k, t := range l.terms {
-				labels[k] = t.Label
-			}
-			fmt.Fprintf(&b, "- %s: %s\n", l.name, strings.Join(labels, ", "))
+			fmt.Fprintf(&b, "- %s: %s\n", l.name, joinEach(l.terms, func(t Term) string { return t.Label }))
 		}
 	}
 	if i.DetectedAfter != "" || i.ResolvedAfter != "" {

@@ -110,25 +110,13 @@ func (t tools) stats(ctx context.Context, _ *mcp.CallToolRequest, in StatsArgs) 
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d incidents.\n", out.Count)
 	if len(out.Years) > 0 {
-		years := make([]string, len(out.Years))
-		for k, y := range out.Years {
-			years[k] = fmt.Sprintf("%d: %d", y.Year, y.Count)
-		}
-		fmt.Fprintf(&b, "\nPer year: %s\n", strings.Join(years, ", "))
+		fmt.Fprintf(&b, "\nPer year: %s\n", joinEach(out.Years, func(y YearCount) string { return fmt.Sprintf("%d: %d", y.Year, y.Count) }))
 	}
 	for _, kc := range out.Terms {
-		terms := make([]string, len(kc.Terms))
-		for k, tc := range kc.Terms {
-			terms[k] = fmt.Sprintf("%s %d", tc.Label, tc.Count)
-		}
-		fmt.Fprintf(&b, "\n%s: %s\n", kc.Kind, strings.Join(terms, ", "))
+		fmt.Fprintf(&b, "\n%s: %s\n", kc.Kind, joinEach(kc.Terms, func(tc TermCount) string { return fmt.Sprintf("%s %d", tc.Label, tc.Count) }))
 	}
 	if len(out.TopOrganizations) > 0 {
-		orgs := make([]string, len(out.TopOrganizations))
-		for k, o := range out.TopOrganizations {
-			orgs[k] = fmt.Sprintf("%s %d", o.Name, o.Count)
-		}
-		fmt.Fprintf(&b, "\nOrganizations with the most incidents: %s\n", strings.Join(orgs, ", "))
+		fmt.Fprintf(&b, "\nOrganizations with the most incidents: %s\n", joinEach(out.TopOrganizations, func(o OrgCount) string { return fmt.Sprintf("%s %d", o.Name, o.Count) }))
 	}
 	for _, dd := range []struct {
 		name string
@@ -139,4 +127,13 @@ func (t tools) stats(ctx context.Context, _ *mcp.CallToolRequest, in StatsArgs) 
 		}
 	}
 	return text(b.String()), out, nil
+}
+
+// joinEach joins what each item says, with commas.
+func joinEach[T any](items []T, say func(T) string) string {
+	parts := make([]string, len(items))
+	for k, it := range items {
+		parts[k] = say(it)
+	}
+	return strings.Join(parts, ", ")
 }
