@@ -15,7 +15,6 @@ import (
 
 	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/mcpserver"
-	"github.com/incidentlib/incidentlib/search"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/storage"
 )
@@ -48,20 +47,6 @@ func inspector(t *testing.T, node string, args ...string) ([]byte, int) {
 	return stdout.Bytes(), cmd.ProcessState.ExitCode()
 }
 
-// mcpBinary builds the real program for its stdio command.
-func mcpBinary(t *testing.T) string {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatal("no go command to build the binary with")
-	}
-	bin := filepath.Join(t.TempDir(), "incidentlib")
-	if out, err := exec.Command(goBin, "build", "-o", bin, "../cmd/incidentlib").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // TestMCPInspector: the MCP Inspector's CLI lists the tools (their
 // schemas portable: --strict finds no error) and calls them, against
 // serve's /mcp (Streamable HTTP) on the real handler and against the
@@ -70,13 +55,8 @@ func mcpBinary(t *testing.T) string {
 func TestMCPInspector(t *testing.T) {
 	node := nodeAudit(t)
 	db := testutil.OpenSeeded(t, storage.Options{})
-	idx, err := search.Open(context.Background(), db.Incidents(), filepath.Join(t.TempDir(), "search"), search.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { idx.Close() })
-	ts, _ := testutil.ServerTest(t, db, server.Config{}, testutil.ServerParts{Search: idx})
-	bin := mcpBinary(t)
+	ts, _ := testutil.ServerTest(t, db, server.Config{}, testutil.ServerParts{Search: testutil.OpenSearch(t, db)})
+	bin := testutil.BuildBinary(t, "../cmd/incidentlib")
 
 	targets := map[string][]string{
 		"HTTP":  {"--transport", "http", ts.URL + "/mcp"},

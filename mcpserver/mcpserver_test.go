@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,7 +16,6 @@ import (
 	"github.com/incidentlib/incidentlib/graph"
 	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/mcpserver"
-	"github.com/incidentlib/incidentlib/search"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/server/gqledge"
 	"github.com/incidentlib/incidentlib/storage"
@@ -30,16 +28,11 @@ const adminToken = "mcp-test-admin-token-0123456789abcdef"
 func library(t *testing.T, cfg server.Config) (*httptest.Server, *storage.DB) {
 	t.Helper()
 	db := testutil.OpenSeeded(t, storage.Options{})
-	idx, err := search.Open(context.Background(), db.Incidents(), filepath.Join(t.TempDir(), "search"), search.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { idx.Close() })
 	if cfg.ResponseCacheBytes == 0 {
 		cfg.ResponseCacheBytes = -1
 	}
 	cfg.AdminToken = adminToken
-	hs, _ := testutil.ServerTest(t, db, cfg, testutil.ServerParts{Search: idx})
+	hs, _ := testutil.ServerTest(t, db, cfg, testutil.ServerParts{Search: testutil.OpenSearch(t, db)})
 	return hs, db
 }
 
@@ -355,15 +348,7 @@ func TestWithdrawnAndTokens(t *testing.T) {
 		if _, err := connect(t, hs.URL, "not-a-token-of-this-library"); err == nil {
 			t.Fatal("a session with a token that is not valid")
 		}
-		req, _ := http.NewRequest(http.MethodPost, hs.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer not-a-token-of-this-library")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		resp, _ := postMCP(t, hs.URL, toolsList, "Authorization", "Bearer not-a-token-of-this-library")
 		if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") == "" {
 			t.Fatalf("status %d, WWW-Authenticate %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 		}
@@ -413,29 +398,16 @@ func TestMCPBehindTheEdge(t *testing.T) {
 		t.Fatalf("no /mcp requests in the metrics:\n%s", grepLines(string(body), "http_requests_total"))
 	}
 
-	post := func(t *testing.T, host, body string) int {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, hs.URL+"/mcp", strings.NewReader(body))
-		req.Host = host
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
 	t.Run("BodyTooLarge", func(t *testing.T) {
 		big := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_incidents","arguments":{"query":"` + strings.Repeat("a", 20<<10) + `"}}}`
-		if code := post(t, "", big); code != http.StatusRequestEntityTooLarge {
-			t.Fatalf("a body over Limits.MaxBody: %d", code)
+		if resp, _ := postMCP(t, hs.URL, big); resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Fatalf("a body over Limits.MaxBody: %d", resp.StatusCode)
 		}
 	})
 	t.Run("BehindAProxyOnLoopback", func(t *testing.T) {
 		// A reverse proxy on the same machine forwards the public Host.
-		if code := post(t, "incidents.example", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); code != http.StatusOK {
-			t.Fatalf("a loopback request for another host: %d", code)
+		if resp, _ := postMCP(t, hs.URL, toolsList, "Host", "incidents.example"); resp.StatusCode != http.StatusOK {
+			t.Fatalf("a loopback request for another host: %d", resp.StatusCode)
 		}
 	})
 	t.Run("Off", func(t *testing.T) {
@@ -483,17 +455,35 @@ func TestMCPCORS(t *testing.T) {
 	if resp.Header.Get("Access-Control-Allow-Origin") != origin || !strings.Contains(allowed, "mcp-protocol-version") {
 		t.Fatalf("preflight: %d %v", resp.StatusCode, resp.Header)
 	}
-	req, _ = http.NewRequest(http.MethodPost, hs.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-	req.Header.Set("Origin", origin)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, body := postMCP(t, hs.URL, toolsList, "Origin", origin)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Access-Control-Allow-Origin") != origin || !strings.Contains(string(body), "search_incidents") {
 		t.Fatalf("POST: %d %v %s", resp.StatusCode, resp.Header, body)
 	}
+}
+
+// toolsList is a JSON-RPC tools/list request.
+const toolsList = `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+
+// postMCP POSTs body to url's /mcp as a Streamable HTTP client would, with
+// the header name and value pairs given ("Host" sets the request's host),
+// and returns the response and its body.
+func postMCP(t *testing.T, url, body string, headers ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i] == "Host" {
+			req.Host = headers[i+1]
+		} else {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, b
 }

@@ -45,8 +45,12 @@ const (
 	maxSimilar     = 20   // incidents returned
 )
 
+// similarQuery reads the incident twice under two names, so that its
+// brief decodes into a gqlBrief of its own: one read, the loaders
+// answering the second.
 const similarQuery = `query ($id: ID!, $lang: Lang, $first: Int) {
-  incident(id: $id) { ...Brief similar(first: $first) { score sharedTerms { kind slug } incident { ...Brief } } }
+  of: incident(id: $id) { ...Brief }
+  sim: incident(id: $id) { similar(first: $first) { score sharedTerms { kind slug } incident { ...Brief } } }
 } ` + briefFields
 
 func (t tools) similar(ctx context.Context, _ *mcp.CallToolRequest, in SimilarArgs) (*mcp.CallToolResult, SimilarResult, error) {
@@ -129,14 +133,9 @@ type termResult struct {
 // incident.
 func (t tools) termSimilar(ctx context.Context, id string, lang Lang, first int) (termResult, error) {
 	var d struct {
-		Incident *struct {
-			ID       string
-			Title    *string
-			Org      string
-			Date     *string
-			Summary  *string
-			Severity *struct{ Slug string }
-			Similar  []struct {
+		Of  *gqlBrief
+		Sim *struct {
+			Similar []struct {
 				Score       float64
 				SharedTerms []struct{ Kind, Slug string }
 				Incident    gqlBrief
@@ -146,12 +145,11 @@ func (t tools) termSimilar(ctx context.Context, id string, lang Lang, first int)
 	if err := t.exec.Query(ctx, similarQuery, map[string]any{"id": id, "lang": lang.graphQL(), "first": first}, &d); err != nil {
 		return termResult{}, err
 	}
-	if d.Incident == nil {
+	if d.Of == nil || d.Sim == nil {
 		return termResult{}, incidentlib.Errorf(incidentlib.ENOTFOUND, "no incident %s in the library", id)
 	}
-	i := d.Incident
-	r := termResult{of: gqlBrief{ID: i.ID, Title: i.Title, Org: i.Org, Date: i.Date, Summary: i.Summary, Severity: i.Severity}.brief()}
-	for _, s := range i.Similar {
+	r := termResult{of: d.Of.brief()}
+	for _, s := range d.Sim.Similar {
 		h := SimilarHit{Incident: s.Incident.brief(), Via: "terms", Score: s.Score}
 		for _, st := range s.SharedTerms {
 			h.SharedTerms = append(h.SharedTerms, st.Kind+":"+st.Slug)
