@@ -27,7 +27,7 @@ export INCIDENTLIB_CORPUS
 
 # The JavaScript clients the end-to-end tests drive (e2e/package-lock.json:
 # graphql-http's audit, graphql-ws, graphql-sse, relay-compiler and relay-runtime,
-# Apollo Client, urql, graphql-codegen and TypeScript), installed by npm ci when
+# Apollo Client, urql, graphql-codegen and TypeScript, the MCP Inspector), installed by npm ci when
 # the lock file is newer than what node_modules holds. Needs node and npm
 # (.ci/run installs Debian's).
 e2e/node_modules/.package-lock.json: e2e/package-lock.json e2e/package.json

@@ -224,7 +224,7 @@ func TestBadTokensAre401(t *testing.T) {
 		if s.Work() != w {
 			t.Fatal("a refused request read the store")
 		}
-		for _, path := range []string{"/api/v1/incidents/IL-0001", "/api/v1/changes", "/admin/backup"} {
+		for _, path := range []string{"/api/v1/incidents/IL-0001", "/api/v1/changes", "/admin/backup", "/mcp"} {
 			req, _ := http.NewRequest(http.MethodGet, s.URL+path, nil)
 			req.Header.Set("Authorization", auth)
 			resp, err := s.Client().Do(req)

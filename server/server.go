@@ -110,6 +110,9 @@ type Config struct {
 	// defaults. They need Services.Sets.
 	SubscriptionLimits live.Options
 	Subscriptions      gqledge.LiveOptions
+	// NoMCP turns off the MCP endpoint /mcp (server/mcp.go; serve
+	// --mcp=false).
+	NoMCP bool
 	// Stale, if set, says when this server's reads may be behind the
 	// library (a cluster node without a quorum): every response then
 	// carries the header StaleHeader: true, GraphQL responses are marked
@@ -249,7 +252,11 @@ func New(svc Services, res *graph.Resolver, es graphql.ExecutableSchema, m *metr
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", edge.GraphQL(res.Middleware(gql)))
+	graphqlHandler := edge.GraphQL(res.Middleware(gql))
+	mux.Handle("/graphql", graphqlHandler)
+	if err := mountMCP(mux, graphqlHandler, auth.Authenticate, cfg); err != nil {
+		return nil, err
+	}
 	mux.HandleFunc("GET /schema.graphql", edge.ServeSchema)
 	mux.HandleFunc("GET /favicon.ico", serveFavicon)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
@@ -27,19 +28,7 @@ const crashToken = "crash-test-admin-token-0123456789"
 
 // buildBinary builds the real program into a temp dir (without the race
 // detector: the test is about the process, and builds faster so).
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command to build the binary with")
-	}
-	bin := filepath.Join(t.TempDir(), "incidentlib")
-	cmd := exec.Command(goBin, "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
+func buildBinary(t *testing.T) string { return testutil.BuildBinary(t, ".") }
 
 // proc is the real binary serving a store.
 type proc struct {

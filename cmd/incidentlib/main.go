@@ -46,6 +46,7 @@ commands:
   token     add, list or revoke the API tokens of editors, reviewers and admins
   history   history compact --before DATE (drop old versions, explicit only); history import FILE (an export --history)
   cluster   cluster init: make an existing library the first snapshot of a cluster (docs/cluster.md)
+  mcp       the library's MCP tools over stdio for an assistant, reading a running server (--server URL; docs/agents.md)
 
 Run 'incidentlib COMMAND -h' for a command's flags. Every flag can also be
 set with an environment variable INCIDENTLIB_<FLAG> (dashes as underscores).
@@ -54,8 +55,8 @@ set with an environment variable INCIDENTLIB_<FLAG> (dashes as underscores).
 // command is a subcommand: it reads its flags from args.
 type command func(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error
 
-// commands are the subcommands by name, but import, the one that reads
-// stdin.
+// commands are the subcommands by name, but import and mcp, the ones
+// that read stdin.
 var commands = map[string]command{
 	"serve": runServe, "export": runExport, "check": runCheck, "compact": runCompact,
 	"reindex": runReindex, "backup": runBackup, "gen": runGen, "linkcheck": runLinkcheck,
@@ -75,6 +76,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	switch cmd {
 	case "import":
 		return runImport(ctx, rest, getenv, stdin, stdout, stderr)
+	case "mcp":
+		return runMCP(ctx, rest, getenv, stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

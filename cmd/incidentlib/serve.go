@@ -53,6 +53,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	// Request limits, rate limit, CORS, introspection, memory limit (limitflags.go).
 	lf := addLimitFlags(f)
 	sub := addSubscribeFlags(f) // GraphQL subscriptions (subscribeflags.go)
+	mf := addMCPFlags(f)        // the MCP endpoint /mcp (mcpflags.go)
 	// The control socket: token add --db while serving (controlsocket.go).
 	ctl := addControlSocketFlag(f, sf)
 	readHeader := f.duration("read-header-timeout", 5*time.Second, false, "time to read a request's headers")
@@ -165,8 +166,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	cfg := sub.config(pu.config(lf.config(ef.config(server.Config{Prod: *prod, QueryCacheSize: *queryCache, Logger: logger, SearchQueue: searchQueue, Primary: of.primary(),
-		AdminToken: *adminToken, BackupDir: filepath.Dir(db.Path()), GenericExecutor: *executor == "gqlgen"}, of))))
+	cfg := mf.config(sub.config(pu.config(lf.config(ef.config(server.Config{Prod: *prod, QueryCacheSize: *queryCache, Logger: logger, SearchQueue: searchQueue, Primary: of.primary(),
+		AdminToken: *adminToken, BackupDir: filepath.Dir(db.Path()), GenericExecutor: *executor == "gqlgen"}, of)))))
 	// Two values: the reads and the one write side. A store alone writes
 	// its own file; a cluster node writes through the cluster's log.
 	var (

@@ -51,20 +51,25 @@ func (o origins) allows(origin string) bool {
 	return o.any || o.exact[strings.ToLower(origin)]
 }
 
+// corsPaths are the paths a browser may call across origins: GraphQL,
+// its schema, and the MCP tools (server/mcp.go), whose queries are
+// GraphQL's.
+var corsPaths = map[string]bool{"/graphql": true, "/schema.graphql": true, "/mcp": true}
+
 // The headers a browser may send and read across origins.
 const (
-	corsAllowHeaders  = "Accept, Accept-Language, Authorization, Content-Type, Idempotency-Key, Traceparent, Tracestate, X-Request-Id"
+	corsAllowHeaders  = "Accept, Accept-Language, Authorization, Content-Type, Idempotency-Key, Mcp-Protocol-Version, Traceparent, Tracestate, X-Request-Id"
 	corsExposeHeaders = "Retry-After, X-Request-Id, " + StaleHeader
 	corsMaxAge        = "600"
 )
 
 // cors answers preflight requests and marks the responses of allowed
-// origins, on /graphql and /schema.graphql. Credentials (cookies) are never
+// origins, on corsPaths. Credentials (cookies) are never
 // allowed: the API has none. A preflight from an origin not on the list
 // gets 403.
 func (o origins) cors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/graphql" && r.URL.Path != "/schema.graphql" {
+		if !corsPaths[r.URL.Path] {
 			next.ServeHTTP(w, r)
 			return
 		}

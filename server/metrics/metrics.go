@@ -306,7 +306,7 @@ func (m *Metrics) CountError(op, code string) {
 func (m *Metrics) HTTPRequest(r *http.Request, status int) {
 	path := r.URL.Path
 	switch path {
-	case "/graphql", "/healthz", "/readyz", "/metrics", "/", "/admin/backup", "/api/v1/changes", "/api/v1/incidents":
+	case "/graphql", "/mcp", "/healthz", "/readyz", "/metrics", "/", "/admin/backup", "/api/v1/changes", "/api/v1/incidents":
 	default:
 		if strings.HasPrefix(path, "/api/v1/incidents/") {
 			path = "/api/v1/incidents/{id}"

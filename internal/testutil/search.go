@@ -1,0 +1,40 @@
+package testutil
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/incidentlib/incidentlib/search"
+	"github.com/incidentlib/incidentlib/storage"
+)
+
+// OpenSearch opens the full-text index of db's incidents in a temporary
+// directory, as serve does, and closes it when the test ends.
+func OpenSearch(tb testing.TB, db *storage.DB) *search.Index {
+	tb.Helper()
+	idx, err := search.Open(context.Background(), db.Incidents(), filepath.Join(tb.TempDir(), "search"), search.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { idx.Close() })
+	return idx
+}
+
+// BuildBinary builds the program of the package in dir (such as
+// ../cmd/incidentlib) into a temporary directory and returns its path;
+// without the race detector, since the tests that run it are about the
+// process.
+func BuildBinary(tb testing.TB, dir string) string {
+	tb.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		tb.Skip("no go command to build the binary with")
+	}
+	bin := filepath.Join(tb.TempDir(), "incidentlib")
+	if out, err := exec.Command(goBin, "build", "-o", bin, dir).CombinedOutput(); err != nil {
+		tb.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
