@@ -335,6 +335,9 @@ type Highlight struct {
 	// Snippet is HTML: the text escaped, each match in <mark></mark>, and
 	// "…" where the text was cut.
 	Snippet string
+	// Translated: the marks are of the query's translation through the
+	// glossary (the query's own words match nowhere in this text).
+	Translated bool
 }
 
 // SearchPage is one page of search results, best first.

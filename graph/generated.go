@@ -91,6 +91,7 @@ type ComplexityRoot struct {
 		Field   func(childComplexity int) int
 		Lang    func(childComplexity int) int
 		Snippet func(childComplexity int) int
+		Via     func(childComplexity int) int
 	}
 
 	HistoryAuthor struct {
@@ -709,6 +710,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Highlight.Snippet(childComplexity), true
+	case "Highlight.via":
+		if e.ComplexityRoot.Highlight.Via == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Highlight.Via(childComplexity), true
 
 	case "HistoryAuthor.name":
 		if e.ComplexityRoot.HistoryAuthor.Name == nil {
@@ -3352,7 +3359,9 @@ type TaxonomyTerm implements Node {
   Every word and phrase must match: ` + "`" + `word` + "`" + `, ` + "`" + `"exact phrase"` + "`" + `, ` + "`" + `-excluded` + "`" + `,
   and the field prefixes ` + "`" + `title:` + "`" + `, ` + "`" + `lessons:` + "`" + ` and ` + "`" + `org:` + "`" + ` before a word or a
   phrase. English is case-folded and stemmed (outages finds outage), and
-  stop words are ignored; Korean is found inside longer words. The filter
+  stop words are ignored; Korean is found inside longer words. Words and
+  phrases of the glossary also find their translation in the other
+  language, ranked after the hits of the query's own words. The filter
   means what it means for ` + "`" + `incidents` + "`" + ` (withdrawn incidents are left out
   unless its reviewStates names WITHDRAWN). ` + "`" + `lang` + "`" + ` limits the search and the
   highlights to one language's text. A malformed query is an error with
@@ -3407,6 +3416,21 @@ type Highlight {
   lang: Lang
   "HTML: the text escaped, each match in <mark></mark>, and … where the text was cut."
   snippet: String!
+  """
+  How the marks matched: QUERY, the query's own words; TRANSLATION, their
+  translation into the text's language through the glossary (the query's
+  own words match nowhere in this text). Hits found only through a
+  translation rank after every hit of the query's own words.
+  """
+  via: MatchedVia!
+}
+
+"How a highlight's marks matched the query."
+enum MatchedVia {
+  "The query's own words."
+  QUERY
+  "The query's words translated into the other language through the glossary (docs/search.md)."
+  TRANSLATION
 }
 `, BuiltIn: false},
 	{Name: "../subscription.graphqls", Input: `"""
@@ -3746,6 +3770,8 @@ func (ec *executionContext) childFields_Highlight(ctx context.Context, field gra
 		return ec.fieldContext_Highlight_lang(ctx, field)
 	case "snippet":
 		return ec.fieldContext_Highlight_snippet(ctx, field)
+	case "via":
+		return ec.fieldContext_Highlight_via(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Highlight", field.Name)
 }
@@ -6404,6 +6430,29 @@ func (ec *executionContext) _Highlight_snippet(ctx context.Context, field graphq
 }
 func (ec *executionContext) fieldContext_Highlight_snippet(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Highlight", field, false, false, "String")
+}
+
+func (ec *executionContext) _Highlight_via(ctx context.Context, field graphql.CollectedField, obj *model.Highlight) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Highlight_via(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Via, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.MatchedVia) graphql.Marshaler {
+			return ec.marshalNMatchedVia2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐMatchedVia(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Highlight_via(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Highlight", field, false, false, "MatchedVia")
 }
 
 func (ec *executionContext) _HistoryAuthor_name(ctx context.Context, field graphql.CollectedField, obj *model.HistoryAuthor) (ret graphql.Marshaler) {
@@ -16176,6 +16225,11 @@ func (ec *executionContext) _Highlight(ctx context.Context, sel ast.SelectionSet
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "via":
+			out.Values[i] = ec._Highlight_via(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -19550,6 +19604,16 @@ func (ec *executionContext) marshalNLang2ᚕgithubᚗcomᚋincidentlibᚋinciden
 	}
 
 	return ret
+}
+
+func (ec *executionContext) unmarshalNMatchedVia2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐMatchedVia(ctx context.Context, v any) (model.MatchedVia, error) {
+	var res model.MatchedVia
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNMatchedVia2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐMatchedVia(ctx context.Context, sel ast.SelectionSet, v model.MatchedVia) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) marshalNNode2ᚕgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐNode(ctx context.Context, sel ast.SelectionSet, v []model.Node) graphql.Marshaler {

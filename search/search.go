@@ -29,9 +29,10 @@ type prepared struct {
 	filter      incidentlib.IncidentFilter
 	filterJSON  string
 	fingerprint uint32
+	tr          *translator // the glossary the query was compiled with; nil for none
 }
 
-func (x *Index) prepare(q incidentlib.SearchQuery) (*prepared, error) {
+func (x *Index) prepare(ctx context.Context, q incidentlib.SearchQuery) (*prepared, error) {
 	clauses, err := parse(q.Query)
 	if err != nil {
 		return nil, err
@@ -43,7 +44,11 @@ func (x *Index) prepare(q incidentlib.SearchQuery) (*prepared, error) {
 		}
 		lang = *q.Lang
 	}
-	c, err := compile(clauses, lang)
+	tr, err := x.translator(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := compile(clauses, lang, tr)
 	if err != nil {
 		return nil, err
 	}
@@ -54,8 +59,12 @@ func (x *Index) prepare(q incidentlib.SearchQuery) (*prepared, error) {
 	h.Write([]byte(lang))
 	h.Write([]byte{0})
 	h.Write(filterJSON)
+	if tr != nil {
+		// A cursor is a position in one glossary's ranking.
+		h.Write(binary.BigEndian.AppendUint64(nil, tr.version))
+	}
 	return &prepared{clauses: clauses, c: c, lang: lang, filter: q.Filter, filterJSON: string(filterJSON),
-		fingerprint: h.Sum32()}, nil
+		fingerprint: h.Sum32(), tr: tr}, nil
 }
 
 // Cursors are opaque: a version byte, the search's fingerprint and the
@@ -117,7 +126,7 @@ func pageArgs(p incidentlib.PageArgs, fp uint32) (offset, size int, err error) {
 func (x *Index) Search(ctx context.Context, q incidentlib.SearchQuery, page incidentlib.PageArgs) (*incidentlib.SearchPage, error) {
 	ctx, span := tracing.Start(ctx, "search")
 	defer span.End()
-	p, err := x.prepare(q)
+	p, err := x.prepare(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +149,7 @@ func (x *Index) Search(ctx context.Context, q incidentlib.SearchQuery, page inci
 		return &incidentlib.SearchPage{Hits: []incidentlib.SearchHit{}, HasPreviousPage: offset > 0, Suggestions: []string{}}, nil
 	}
 	x.mu.RLock()
-	hits, total := topK(x.mem, p.c, keepBits, offset, size)
+	hits, total := rankTiers(x.mem, p.c, keepBits, offset, size)
 	masks := make([]uint16, len(hits))
 	for i, h := range hits {
 		masks[i] = x.mem.fieldMask(p.c, h.slot)
@@ -229,7 +238,7 @@ func (x *Index) SearchYears(ctx context.Context, q incidentlib.SearchQuery) ([]i
 // matchSet returns the numbers of every incident that matches q, from a
 // small cache keyed by the search and the sequences of index and store.
 func (x *Index) matchSet(ctx context.Context, q incidentlib.SearchQuery) (*roaring.Bitmap, error) {
-	p, err := x.prepare(q)
+	p, err := x.prepare(ctx, q)
 	if err != nil {
 		return nil, err
 	}

@@ -95,7 +95,30 @@ func (m *memIndex) bm25Of(f ifield) bm25 {
 func topK(m *memIndex, c *compiled, keep []uint64, offset, size int) ([]hit, int) {
 	t := topStates.Get().(*topState)
 	defer topStates.Put(t)
-	must, total := t.matches(m, c, keep)
+	return t.topK(m, c, keep, nil, offset, size)
+}
+
+// rankTiers is topK for a query with translations (glossary.go): the hits
+// of the query without them (c.direct) first, in their ranking, then the
+// hits only the translations find, in theirs; the count is of both.
+func rankTiers(m *memIndex, c *compiled, keep []uint64, offset, size int) ([]hit, int) {
+	if c.direct == nil {
+		return topK(m, c, keep, offset, size)
+	}
+	t0 := topStates.Get().(*topState)
+	defer topStates.Put(t0)
+	hits, n0 := t0.topK(m, c.direct, keep, nil, offset, size)
+	// t0.set holds the direct matches now: the second tier leaves them out.
+	t1 := topStates.Get().(*topState)
+	defer topStates.Put(t1)
+	more, n1 := t1.topK(m, c, keep, t0.set, max(0, offset-n0), size-len(hits))
+	return append(hits, more...), n0 + n1
+}
+
+// topK is topK with t as scratch, leaving out the slots set in exclude
+// (when not nil); t.set holds the matches after it.
+func (t *topState) topK(m *memIndex, c *compiled, keep, exclude []uint64, offset, size int) ([]hit, int) {
+	must, total := t.matches(m, c, keep, exclude)
 	set := t.set
 	k := offset + size
 	if k == 0 || total == 0 {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/glossary"
 	"github.com/incidentlib/incidentlib/search"
 )
 
@@ -46,15 +47,16 @@ func (s searchFlags) indexPath() string {
 
 // start opens the index for serve, catching it up with the store (and
 // rebuilding it if it belongs to another store or program version), and
-// keeps it following the store's commits until stop. svc is nil when
-// search is off.
-func (s searchFlags) start(ctx context.Context, db search.Store, logger *slog.Logger) (svc incidentlib.SearchService, stop func(), err error) {
+// keeps it following the store's commits until stop; queries are
+// translated through gloss (docs/search.md, "Across languages"). svc is
+// nil when search is off.
+func (s searchFlags) start(ctx context.Context, db search.Store, gloss glossary.Reader, logger *slog.Logger) (svc incidentlib.SearchService, stop func(), err error) {
 	path := s.indexPath()
 	if path == "" {
 		return nil, func() {}, nil
 	}
 	began := time.Now()
-	opts := search.Options{Logger: logger, Follow: true}
+	opts := search.Options{Logger: logger, Follow: true, Glossary: gloss}
 	if s.concurrency != nil {
 		opts.Concurrency = *s.concurrency
 	}

@@ -151,7 +151,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		}
 	}
 
-	searchSvc, stopSearch, err := xf.start(ctx, db.Incidents(), logger) // catches up with the store first
+	gloss, err := seeds.GlossaryReader()
+	if err != nil {
+		return err
+	}
+	searchSvc, stopSearch, err := xf.start(ctx, db.Incidents(), gloss, logger) // catches up with the store first
 	if err != nil {
 		return err
 	}
