@@ -190,6 +190,9 @@ type SimilarIncident struct {
 	Score            float64
 	SharedTerms      []TermKey
 	SameOrganization bool
+	// SharedWords are the glossary entries (their English form) both
+	// texts hold, in either language (SearchService.SimilarByWords).
+	SharedWords []string
 }
 
 // OrganizationService reads organizations.
@@ -372,4 +375,9 @@ type SearchService interface {
 	// per year, oldest first, as Years does for a filter. Returns the
 	// errors of Search.
 	SearchYears(ctx context.Context, q SearchQuery) ([]YearCount, error)
+
+	// SimilarByWords ranks up to n listed incidents by the glossary's
+	// words they share with incident id, in either language. Returns
+	// EINVALID for n out of 0..MaxPageSize, ENOTFOUND for an unknown id.
+	SimilarByWords(ctx context.Context, id string, n int) ([]SimilarIncident, error)
 }

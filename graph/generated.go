@@ -351,6 +351,7 @@ type ComplexityRoot struct {
 		SameOrganization func(childComplexity int) int
 		Score            func(childComplexity int) int
 		SharedTerms      func(childComplexity int) int
+		SharedWords      func(childComplexity int) int
 	}
 
 	Source struct {
@@ -1991,6 +1992,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SimilarIncident.SharedTerms(childComplexity), true
+	case "SimilarIncident.sharedWords":
+		if e.ComplexityRoot.SimilarIncident.SharedWords == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SimilarIncident.SharedWords(childComplexity), true
 
 	case "Source.archived":
 		if e.ComplexityRoot.Source.Archived == nil {
@@ -3214,7 +3221,7 @@ type Incident implements Node {
   recurrenceOf: Incident
   "The incidents that are recurrences of this one, withdrawn ones left out."
   recurrences: [Incident!]!
-  "Incidents ranked by the terms they share with this one, rare terms weighing more; withdrawn ones are left out."
+  "Incidents ranked by the terms, and the glossary's words in either language, they share with this one, rare ones weighing more; withdrawn ones are left out."
   similar(first: Int = 5): [SimilarIncident!]!
 }
 
@@ -3260,6 +3267,13 @@ type SimilarIncident {
   score: Float!
   sharedTerms: [TaxonomyTerm!]!
   sameOrganization: Boolean!
+  """
+  The glossary's words both incidents speak of, in either language (each
+  entry's English form): a Korean-only record and an English-only one
+  share them when they speak of the same things (docs/search.md). Empty
+  without search.
+  """
+  sharedWords: [String!]!
 }
 
 type IncidentConnection {
@@ -4216,6 +4230,8 @@ func (ec *executionContext) childFields_SimilarIncident(ctx context.Context, fie
 		return ec.fieldContext_SimilarIncident_sharedTerms(ctx, field)
 	case "sameOrganization":
 		return ec.fieldContext_SimilarIncident_sameOrganization(ctx, field)
+	case "sharedWords":
+		return ec.fieldContext_SimilarIncident_sharedWords(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SimilarIncident", field.Name)
 }
@@ -12076,6 +12092,29 @@ func (ec *executionContext) fieldContext_SimilarIncident_sameOrganization(_ cont
 	return graphql.NewScalarFieldContext("SimilarIncident", field, false, false, "Boolean")
 }
 
+func (ec *executionContext) _SimilarIncident_sharedWords(ctx context.Context, field graphql.CollectedField, obj *model.SimilarIncident) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SimilarIncident_sharedWords(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SharedWords, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SimilarIncident_sharedWords(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SimilarIncident", field, false, false, "String")
+}
+
 func (ec *executionContext) _Source_url(ctx context.Context, field graphql.CollectedField, obj *model.Source) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -18009,6 +18048,11 @@ func (ec *executionContext) _SimilarIncident(ctx context.Context, sel ast.Select
 			}
 		case "sameOrganization":
 			out.Values[i] = ec._SimilarIncident_sameOrganization(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sharedWords":
+			out.Values[i] = ec._SimilarIncident_sharedWords(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

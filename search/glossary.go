@@ -39,6 +39,8 @@ type translator struct {
 	version  uint64
 	to       map[string][]translation
 	maxWords int // the most words a key has
+	// concepts are the entries for SimilarByWords (similar.go).
+	concepts []concept
 }
 
 // newTranslator compiles g.
@@ -58,10 +60,14 @@ func newTranslator(g *glossary.Glossary) *translator {
 			}
 		}
 	}
-	for _, e := range g.Entries {
+	sides := make([][2][]string, len(g.Entries))
+	names := make([]string, len(g.Entries))
+	for i, e := range g.Entries {
 		add(e.En, e.Ko, incidentlib.LangKo)
 		add(e.Ko, e.En, incidentlib.LangEn)
+		sides[i], names[i] = [2][]string{e.En, e.Ko}, e.En[0]
 	}
+	tr.concepts = conceptsOf(sides, names)
 	return tr
 }
 
