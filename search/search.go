@@ -149,10 +149,17 @@ func (x *Index) Search(ctx context.Context, q incidentlib.SearchQuery, page inci
 		return &incidentlib.SearchPage{Hits: []incidentlib.SearchHit{}, HasPreviousPage: offset > 0, Suggestions: []string{}}, nil
 	}
 	x.mu.RLock()
-	hits, total := rankTiers(x.mem, p.c, keepBits, offset, size)
+	hits, total, direct := rankTiers(x.mem, p.c, keepBits, offset, size)
+	// A hit of the query's own words is highlighted for them alone; one
+	// found through a translation, for both (glossary.go).
+	cs := make([]*compiled, len(hits))
 	masks := make([]uint16, len(hits))
 	for i, h := range hits {
-		masks[i] = x.mem.fieldMask(p.c, h.slot)
+		cs[i] = p.c
+		if i < direct && p.c.direct != nil {
+			cs[i] = p.c.direct
+		}
+		masks[i] = x.mem.fieldMask(cs[i], h.slot)
 	}
 	suggestions := []string{}
 	if total == 0 {
@@ -190,7 +197,7 @@ func (x *Index) Search(ctx context.Context, q incidentlib.SearchQuery, page inci
 			ID:         incidentlib.FormatID(h.num),
 			Score:      h.score,
 			Cursor:     encodeCursor(p.fingerprint, offset+i),
-			Highlights: highlights(a, inc, p.c, p.lang, masks[i]),
+			Highlights: highlights(a, inc, cs[i], p.lang, masks[i]),
 		})
 	}
 	return out, nil

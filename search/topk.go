@@ -100,19 +100,22 @@ func topK(m *memIndex, c *compiled, keep []uint64, offset, size int) ([]hit, int
 
 // rankTiers is topK for a query with translations (glossary.go): the hits
 // of the query without them (c.direct) first, in their ranking, then the
-// hits only the translations find, in theirs; the count is of both.
-func rankTiers(m *memIndex, c *compiled, keep []uint64, offset, size int) ([]hit, int) {
+// hits only the translations find, in theirs; the count is of both, and
+// direct is how many of the hits returned are of the first tier.
+func rankTiers(m *memIndex, c *compiled, keep []uint64, offset, size int) (hits []hit, total, direct int) {
 	if c.direct == nil {
-		return topK(m, c, keep, offset, size)
+		hits, total = topK(m, c, keep, offset, size)
+		return hits, total, len(hits)
 	}
 	t0 := topStates.Get().(*topState)
 	defer topStates.Put(t0)
 	hits, n0 := t0.topK(m, c.direct, keep, nil, offset, size)
+	hits = slices.Clip(hits)
 	// t0.set holds the direct matches now: the second tier leaves them out.
 	t1 := topStates.Get().(*topState)
 	defer topStates.Put(t1)
 	more, n1 := t1.topK(m, c, keep, t0.set, max(0, offset-n0), size-len(hits))
-	return append(hits, more...), n0 + n1
+	return append(hits, more...), n0 + n1, len(hits)
 }
 
 // topK is topK with t as scratch, leaving out the slots set in exclude
