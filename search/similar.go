@@ -16,9 +16,10 @@ import (
 // its texts holds one of the entry's forms (a phrase, in the fields of the
 // form's language). SimilarByWords ranks the other incidents by the
 // concepts they share with one incident, each weighted by its rarity as
-// the store's Similar weighs taxonomy terms (ln(1 + N/df)), so a record
-// written only in Korean is similar to one written only in English when
-// they speak of the same things.
+// the store's Similar weighs taxonomy terms (ln(1 + N/df)), scaled so that
+// all of them together weigh as one rare term, so a record written only in
+// Korean is similar to one written only in English when they speak of the
+// same things, and the taxonomy's terms still rank the rest.
 
 // concept is one glossary entry, compiled for the index.
 type concept struct {
@@ -122,6 +123,7 @@ func (x *Index) SimilarByWords(ctx context.Context, id string, n int) ([]inciden
 		words []string
 	}
 	cands := map[uint32]*cand{}
+	selfTotal := 0.0 // the weights of every concept self shares with some incident
 	set := t.set
 	for _, c := range tr.concepts {
 		if !m.holds(t, c, slot) {
@@ -156,6 +158,7 @@ func (x *Index) SimilarByWords(ctx context.Context, id string, n int) ([]inciden
 			continue
 		}
 		weight := math.Log(1 + float64(max(total, 1))/float64(df))
+		selfTotal += weight
 		for w, b := range set {
 			for b != 0 {
 				s := uint32(w<<6 + bits64.TrailingZeros64(b))
@@ -191,9 +194,14 @@ func (x *Index) SimilarByWords(ctx context.Context, id string, n int) ([]inciden
 		nums = nums[:n]
 	}
 	out := make([]incidentlib.SimilarIncident, 0, len(nums))
+	// The words weigh as one shared term of the rarest kind at most: the
+	// share of self's concepts' weight the other holds, times ln(1 + N).
+	// Long texts hold dozens of the glossary's words, and their sum would
+	// drown the curated terms' ranking it is added to.
+	scale := math.Log(1+float64(max(total, 1))) / selfTotal
 	for _, num := range nums {
 		cd := cands[num]
-		out = append(out, incidentlib.SimilarIncident{ID: incidentlib.FormatID(num), Score: math.Round(cd.score*1000) / 1000, SharedWords: cd.words})
+		out = append(out, incidentlib.SimilarIncident{ID: incidentlib.FormatID(num), Score: math.Round(cd.score*scale*1000) / 1000, SharedWords: cd.words})
 	}
 	return out, nil
 }
