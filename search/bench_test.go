@@ -62,3 +62,27 @@ func BenchmarkSearch(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSimilarByWords ranks the incidents sharing the glossary's words
+// with one incident, over 10,000 generated incidents
+// (go test -run '^$' -bench SimilarByWords ./search).
+func BenchmarkSimilarByWords(b *testing.B) {
+	ctx := context.Background()
+	incs := generated(b, 10_000, 1)
+	db := searchStore(b, incs)
+	gloss, err := seeds.GlossaryReader()
+	if err != nil {
+		b.Fatal(err)
+	}
+	x, err := Open(ctx, db.Incidents(), b.TempDir(), Options{Glossary: gloss})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, err := x.SimilarByWords(ctx, incs[i%len(incs)].ID, 5); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

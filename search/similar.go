@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	bits64 "math/bits"
+	"slices"
 	"sort"
 
 	"github.com/incidentlib/incidentlib"
@@ -118,32 +119,23 @@ func (x *Index) SimilarByWords(ctx context.Context, id string, n int) ([]inciden
 			total++
 		}
 	}
-	type cand struct {
-		score float64
-		words []string
-	}
-	cands := map[uint32]*cand{}
-	selfTotal := 0.0 // the weights of every concept self shares with some incident
+	score := t.score // by slot; cleared before returning
+	defer clear(score)
+	var held []int   // the concepts self holds that some other incident holds
+	selfTotal := 0.0 // their weights
 	set := t.set
-	for _, c := range tr.concepts {
+	for ci := range tr.concepts {
+		c := &tr.concepts[ci]
 		if !m.holds(t, c, slot) {
 			continue
 		}
+		// The slots holding every term of one of c's forms (a phrase's
+		// terms anywhere in the field: close enough to rank by, and no
+		// positions read).
 		clear(set)
 		for _, f := range c.forms {
 			for _, fi := range f.fields {
-				if len(f.terms) == 1 {
-					if p := m.posting(fi, f.terms[0]); p != nil {
-						for _, s := range p.docs {
-							set[s>>6] |= 1 << (s & 63)
-						}
-					}
-					continue
-				}
-				t.ms, _ = m.phraseIn(t, f.terms, fi, live, t.ms[:0])
-				for _, mt := range t.ms {
-					set[mt.slot>>6] |= 1 << (mt.slot & 63)
-				}
+				m.allTerms(f.terms, fi, set)
 			}
 		}
 		df := 0
@@ -159,55 +151,116 @@ func (x *Index) SimilarByWords(ctx context.Context, id string, n int) ([]inciden
 		}
 		weight := math.Log(1 + float64(max(total, 1))/float64(df))
 		selfTotal += weight
+		held = append(held, ci)
 		for w, b := range set {
 			for b != 0 {
-				s := uint32(w<<6 + bits64.TrailingZeros64(b))
+				s := w<<6 + bits64.TrailingZeros64(b)
 				b &= b - 1
-				num := m.slots[s].num
-				if num == self {
-					continue
-				}
-				cd := cands[num]
-				if cd == nil {
-					cd = &cand{}
-					cands[num] = cd
-				}
-				cd.score += weight
-				cd.words = append(cd.words, c.name)
+				score[s] += weight
 			}
 		}
 	}
 	clear(set)
 	clear(live)
-	nums := make([]uint32, 0, len(cands))
-	for num := range cands {
-		nums = append(nums, num)
-	}
-	sort.Slice(nums, func(i, j int) bool {
-		a, b := cands[nums[i]], cands[nums[j]]
-		if a.score != b.score {
-			return a.score > b.score
+	score[slot] = 0
+	var best []uint32
+	for s, v := range score {
+		if v > 0 {
+			best = append(best, uint32(s))
 		}
-		return nums[i] < nums[j]
-	})
-	if len(nums) > n {
-		nums = nums[:n]
 	}
-	out := make([]incidentlib.SimilarIncident, 0, len(nums))
+	sort.Slice(best, func(i, j int) bool {
+		a, b := score[best[i]], score[best[j]]
+		if a != b {
+			return a > b
+		}
+		return m.slots[best[i]].num < m.slots[best[j]].num
+	})
+	if len(best) > n {
+		best = best[:n]
+	}
 	// The words weigh as one shared term of the rarest kind at most: the
 	// share of self's concepts' weight the other holds, times ln(1 + N).
 	// Long texts hold dozens of the glossary's words, and their sum would
 	// drown the curated terms' ranking it is added to.
 	scale := math.Log(1+float64(max(total, 1))) / selfTotal
-	for _, num := range nums {
-		cd := cands[num]
-		out = append(out, incidentlib.SimilarIncident{ID: incidentlib.FormatID(num), Score: math.Round(cd.score*scale*1000) / 1000, SharedWords: cd.words})
+	out := make([]incidentlib.SimilarIncident, 0, len(best))
+	for _, s := range best {
+		sim := incidentlib.SimilarIncident{ID: incidentlib.FormatID(m.slots[s].num), Score: math.Round(score[s]*scale*1000) / 1000, SharedWords: []string{}}
+		for _, ci := range held {
+			if c := &tr.concepts[ci]; m.holdsAll(c, s) {
+				sim.SharedWords = append(sim.SharedWords, c.name)
+			}
+		}
+		out = append(out, sim)
 	}
 	return out, nil
 }
 
+// allTerms sets in dst the slots whose field f holds every term of ts.
+func (m *memIndex) allTerms(ts []string, f ifield, dst []uint64) {
+	var ps [8]*posting
+	list := ps[:0]
+	for _, term := range ts {
+		if term == "" {
+			continue
+		}
+		p := m.posting(f, term)
+		if p == nil {
+			return
+		}
+		list = append(list, p)
+	}
+	if len(list) == 0 {
+		return
+	}
+	slices.SortFunc(list, func(a, b *posting) int { return len(a.docs) - len(b.docs) })
+	var idx [8]int
+	iter := idx[:]
+	if len(list) > len(idx) {
+		iter = make([]int, len(list))
+	}
+lead:
+	for _, s := range list[0].docs {
+		for j := 1; j < len(list); j++ {
+			iter[j] = gallop(list[j].docs, iter[j], s)
+			if iter[j] == len(list[j].docs) {
+				return
+			}
+			if list[j].docs[iter[j]] != s {
+				continue lead
+			}
+		}
+		dst[s>>6] |= 1 << (s & 63)
+	}
+}
+
+// holdsAll says whether slot's field holds every term of one of c's
+// forms, as SimilarByWords counted it.
+func (m *memIndex) holdsAll(c *concept, slot uint32) bool {
+	for _, f := range c.forms {
+	field:
+		for _, fi := range f.fields {
+			for _, term := range f.terms {
+				if term == "" {
+					continue
+				}
+				p := m.posting(fi, term)
+				if p == nil {
+					continue field
+				}
+				if _, ok := slices.BinarySearch(p.docs, slot); !ok {
+					continue field
+				}
+			}
+			return true
+		}
+	}
+	return false
+}
+
 // holds says whether slot holds a form of concept c.
-func (m *memIndex) holds(t *topState, c concept, slot uint32) bool {
+func (m *memIndex) holds(t *topState, c *concept, slot uint32) bool {
 	for _, f := range c.forms {
 		for _, fi := range f.fields {
 			if len(f.terms) == 1 {
