@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -207,21 +208,59 @@ func translate(q *clauseQ, cl clause, ts []translation, lang incidentlib.Lang) b
 		forms := append([][]string{tts}, variants([]clause{{text: t.text, phrase: true}}, 0, tts)...)
 		for _, form := range forms {
 			if len(q.tforms) >= maxTranslations {
-				return added
+				break
 			}
 			if containsForm(q.forms, form) || containsForm(q.tforms, form) {
 				continue
 			}
 			q.tforms = append(q.tforms, form)
 			q.tfields = append(q.tfields, fs)
-			find := findTerms(form)
-			for _, f := range fs {
-				q.legs = append(q.legs, leg{f: f, terms: form, find: find})
-			}
-			added = true
 		}
 	}
+	// A form that holds another one of the same fields finds nothing the
+	// other does not (서비스 중단 beside 중단): it is dropped, and its phrase
+	// positions are never read.
+	keep := 0
+	for i, form := range q.tforms {
+		redundant := false
+		for j, other := range q.tforms {
+			if j != i && slices.Equal(q.tfields[i], q.tfields[j]) && holdsPhrase(form, other) && (len(other) < len(form) || j < i) {
+				redundant = true
+				break
+			}
+		}
+		if !redundant {
+			q.tforms[keep], q.tfields[keep] = form, q.tfields[i]
+			keep++
+		}
+	}
+	q.tforms, q.tfields = q.tforms[:keep], q.tfields[:keep]
+	for i, form := range q.tforms {
+		find := findTerms(form)
+		for _, f := range q.tfields[i] {
+			q.legs = append(q.legs, leg{f: f, terms: form, find: find})
+		}
+		added = true
+	}
 	return added
+}
+
+// holdsPhrase says whether the phrase sub stands in form at consecutive
+// positions ("" in sub standing for any term).
+func holdsPhrase(form, sub []string) bool {
+	if len(sub) == 0 || len(sub) > len(form) {
+		return false
+	}
+outer:
+	for i := 0; i+len(sub) <= len(form); i++ {
+		for k, t := range sub {
+			if t != "" && form[i+k] != t {
+				continue outer
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func containsForm(forms [][]string, form []string) bool {
