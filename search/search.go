@@ -134,13 +134,10 @@ func (x *Index) Search(ctx context.Context, q incidentlib.SearchQuery, page inci
 	if err != nil {
 		return nil, err
 	}
-	if err := x.turn(ctx); err != nil {
+	if err := x.turnCaughtUp(ctx); err != nil {
 		return nil, err
 	}
 	defer x.turns.Release(1)
-	if err := x.CatchUp(ctx); err != nil {
-		return nil, err
-	}
 	keepBits, err := x.filterBits(ctx, p)
 	if err != nil {
 		return nil, err
@@ -210,6 +207,19 @@ func (x *Index) turn(ctx context.Context) error {
 	defer x.waiting.Add(-1)
 	if err := x.turns.Acquire(ctx, 1); err != nil {
 		return fmt.Errorf("search: waiting for a turn: %w", err)
+	}
+	return nil
+}
+
+// turnCaughtUp waits for a turn (turn), then catches the index up with
+// the store; unless it fails, the caller releases x.turns.
+func (x *Index) turnCaughtUp(ctx context.Context) error {
+	if err := x.turn(ctx); err != nil {
+		return err
+	}
+	if err := x.CatchUp(ctx); err != nil {
+		x.turns.Release(1)
+		return err
 	}
 	return nil
 }

@@ -86,13 +86,10 @@ func (x *Index) SimilarByWords(ctx context.Context, id string, n int) ([]inciden
 	if err != nil || tr == nil || n == 0 {
 		return nil, err
 	}
-	if err := x.turn(ctx); err != nil {
+	if err := x.turnCaughtUp(ctx); err != nil {
 		return nil, err
 	}
 	defer x.turns.Release(1)
-	if err := x.CatchUp(ctx); err != nil {
-		return nil, err
-	}
 	filterJSON, _ := json.Marshal(incidentlib.IncidentFilter{})
 	listed, err := x.filterBits(ctx, &prepared{filterJSON: string(filterJSON)})
 	if err != nil {
@@ -200,21 +197,10 @@ func (x *Index) SimilarByWords(ctx context.Context, id string, n int) ([]inciden
 // allTerms sets in dst the slots whose field f holds every term of ts.
 func (m *memIndex) allTerms(ts []string, f ifield, dst []uint64) {
 	var ps [8]*posting
-	list := ps[:0]
-	for _, term := range ts {
-		if term == "" {
-			continue
-		}
-		p := m.posting(f, term)
-		if p == nil {
-			return
-		}
-		list = append(list, p)
-	}
+	list := m.postingsOf(ts, f, ps[:0])
 	if len(list) == 0 {
 		return
 	}
-	slices.SortFunc(list, func(a, b *posting) int { return len(a.docs) - len(b.docs) })
 	var idx [8]int
 	iter := idx[:]
 	if len(list) > len(idx) {

@@ -350,21 +350,10 @@ func (m *memIndex) bonusExactly(t *topState, c *clauseQ) bool {
 // bonus's score there: the phrase occurs at most as often as its rarest
 // term in the slot.
 func (m *memIndex) bonusBounds(t *topState, c *clauseQ, f ifield, set []uint64) {
-	var ps []*posting
-	for _, term := range c.terms {
-		if term == "" {
-			continue
-		}
-		p := m.posting(f, term)
-		if p == nil {
-			return
-		}
-		ps = append(ps, p)
-	}
+	ps := m.postingsOf(c.terms, f, nil)
 	if len(ps) == 0 {
 		return
 	}
-	slices.SortStableFunc(ps, func(a, b *posting) int { return len(a.docs) - len(b.docs) })
 	bm := m.bm25Of(f)
 	w := c.boost * ifieldBoost[f] * m.phraseIDF(c.terms, f) * (bm25K1 + 1)
 	var idx [maxQueryClauses * 4]int
@@ -398,4 +387,21 @@ lead:
 		x := float64(tf)
 		t.ub[s] += w * x / (x + bm.base + bm.norm*float64(bm.lens[s]))
 	}
+}
+
+// postingsOf appends to buf the postings in f of the terms ts ("" skipped),
+// rarest first; none when one of them is not in f.
+func (m *memIndex) postingsOf(ts []string, f ifield, buf []*posting) []*posting {
+	for _, term := range ts {
+		if term == "" {
+			continue
+		}
+		p := m.posting(f, term)
+		if p == nil {
+			return buf[:0]
+		}
+		buf = append(buf, p)
+	}
+	slices.SortStableFunc(buf, func(a, b *posting) int { return len(a.docs) - len(b.docs) })
+	return buf
 }
