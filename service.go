@@ -196,6 +196,9 @@ type SimilarIncident struct {
 	Score            float64
 	SharedTerms      []TermKey
 	SameOrganization bool
+	// SharedWords are the glossary entries (their English form) both
+	// texts hold, in either language (SearchService.SimilarByWords).
+	SharedWords []string
 }
 
 // OrganizationService reads organizations.
@@ -341,6 +344,9 @@ type Highlight struct {
 	// Snippet is HTML: the text escaped, each match in <mark></mark>, and
 	// "…" where the text was cut.
 	Snippet string
+	// Translated: the marks are of the query's translation through the
+	// glossary (the query's own words match nowhere in this text).
+	Translated bool
 }
 
 // SearchPage is one page of search results, best first.
@@ -375,4 +381,9 @@ type SearchService interface {
 	// per year, oldest first, as Years does for a filter. Returns the
 	// errors of Search.
 	SearchYears(ctx context.Context, q SearchQuery) ([]YearCount, error)
+
+	// SimilarByWords ranks up to n listed incidents by the glossary's
+	// words they share with incident id, in either language. Returns
+	// EINVALID for n out of 0..MaxPageSize, ENOTFOUND for an unknown id.
+	SimilarByWords(ctx context.Context, id string, n int) ([]SimilarIncident, error)
 }

@@ -229,6 +229,8 @@ func (x *fastExec) searchEdges(c *model.IncidentSearchConnection, sel ast.Select
 							}
 						case "snippet":
 							x.str(h.Snippet)
+						case "via":
+							x.str(string(h.Via))
 						default:
 							bail()
 						}

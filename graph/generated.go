@@ -91,6 +91,7 @@ type ComplexityRoot struct {
 		Field   func(childComplexity int) int
 		Lang    func(childComplexity int) int
 		Snippet func(childComplexity int) int
+		Via     func(childComplexity int) int
 	}
 
 	HistoryAuthor struct {
@@ -351,6 +352,7 @@ type ComplexityRoot struct {
 		SameOrganization func(childComplexity int) int
 		Score            func(childComplexity int) int
 		SharedTerms      func(childComplexity int) int
+		SharedWords      func(childComplexity int) int
 	}
 
 	Source struct {
@@ -711,6 +713,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Highlight.Snippet(childComplexity), true
+	case "Highlight.via":
+		if e.ComplexityRoot.Highlight.Via == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Highlight.Via(childComplexity), true
 
 	case "HistoryAuthor.name":
 		if e.ComplexityRoot.HistoryAuthor.Name == nil {
@@ -1997,6 +2005,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SimilarIncident.SharedTerms(childComplexity), true
+	case "SimilarIncident.sharedWords":
+		if e.ComplexityRoot.SimilarIncident.SharedWords == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SimilarIncident.SharedWords(childComplexity), true
 
 	case "Source.archived":
 		if e.ComplexityRoot.Source.Archived == nil {
@@ -3257,7 +3271,7 @@ type Incident implements Node {
   recurrenceOf: Incident
   "The incidents that are recurrences of this one, withdrawn ones left out."
   recurrences: [Incident!]!
-  "Incidents ranked by the terms they share with this one, rare terms weighing more; withdrawn ones are left out."
+  "Incidents ranked by the terms, and the glossary's words in either language, they share with this one, rare ones weighing more; withdrawn ones are left out."
   similar(first: Int = 5): [SimilarIncident!]!
 }
 
@@ -3303,6 +3317,13 @@ type SimilarIncident {
   score: Float!
   sharedTerms: [TaxonomyTerm!]!
   sameOrganization: Boolean!
+  """
+  The glossary's words both incidents speak of, in either language (each
+  entry's English form): a Korean-only record and an English-only one
+  share them when they speak of the same things (docs/search.md). Empty
+  without search.
+  """
+  sharedWords: [String!]!
 }
 
 type IncidentConnection {
@@ -3402,7 +3423,9 @@ type TaxonomyTerm implements Node {
   Every word and phrase must match: ` + "`" + `word` + "`" + `, ` + "`" + `"exact phrase"` + "`" + `, ` + "`" + `-excluded` + "`" + `,
   and the field prefixes ` + "`" + `title:` + "`" + `, ` + "`" + `lessons:` + "`" + ` and ` + "`" + `org:` + "`" + ` before a word or a
   phrase. English is case-folded and stemmed (outages finds outage), and
-  stop words are ignored; Korean is found inside longer words. The filter
+  stop words are ignored; Korean is found inside longer words. Words and
+  phrases of the glossary also find their translation in the other
+  language, ranked after the hits of the query's own words. The filter
   means what it means for ` + "`" + `incidents` + "`" + ` (withdrawn incidents are left out
   unless its reviewStates names WITHDRAWN). ` + "`" + `lang` + "`" + ` limits the search and the
   highlights to one language's text. A malformed query is an error with
@@ -3457,6 +3480,21 @@ type Highlight {
   lang: Lang
   "HTML: the text escaped, each match in <mark></mark>, and … where the text was cut."
   snippet: String!
+  """
+  How the marks matched: QUERY, the query's own words; TRANSLATION, their
+  translation into the text's language through the glossary (the query's
+  own words match nowhere in this text). Hits found only through a
+  translation rank after every hit of the query's own words.
+  """
+  via: MatchedVia!
+}
+
+"How a highlight's marks matched the query."
+enum MatchedVia {
+  "The query's own words."
+  QUERY
+  "The query's words translated into the other language through the glossary (docs/search.md)."
+  TRANSLATION
 }
 `, BuiltIn: false},
 	{Name: "../subscription.graphqls", Input: `"""
@@ -3796,6 +3834,8 @@ func (ec *executionContext) childFields_Highlight(ctx context.Context, field gra
 		return ec.fieldContext_Highlight_lang(ctx, field)
 	case "snippet":
 		return ec.fieldContext_Highlight_snippet(ctx, field)
+	case "via":
+		return ec.fieldContext_Highlight_via(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Highlight", field.Name)
 }
@@ -4242,6 +4282,8 @@ func (ec *executionContext) childFields_SimilarIncident(ctx context.Context, fie
 		return ec.fieldContext_SimilarIncident_sharedTerms(ctx, field)
 	case "sameOrganization":
 		return ec.fieldContext_SimilarIncident_sameOrganization(ctx, field)
+	case "sharedWords":
+		return ec.fieldContext_SimilarIncident_sharedWords(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SimilarIncident", field.Name)
 }
@@ -6478,6 +6520,29 @@ func (ec *executionContext) _Highlight_snippet(ctx context.Context, field graphq
 }
 func (ec *executionContext) fieldContext_Highlight_snippet(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Highlight", field, false, false, "String")
+}
+
+func (ec *executionContext) _Highlight_via(ctx context.Context, field graphql.CollectedField, obj *model.Highlight) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Highlight_via(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Via, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.MatchedVia) graphql.Marshaler {
+			return ec.marshalNMatchedVia2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐMatchedVia(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Highlight_via(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Highlight", field, false, false, "MatchedVia")
 }
 
 func (ec *executionContext) _HistoryAuthor_name(ctx context.Context, field graphql.CollectedField, obj *model.HistoryAuthor) (ret graphql.Marshaler) {
@@ -12145,6 +12210,29 @@ func (ec *executionContext) fieldContext_SimilarIncident_sameOrganization(_ cont
 	return graphql.NewScalarFieldContext("SimilarIncident", field, false, false, "Boolean")
 }
 
+func (ec *executionContext) _SimilarIncident_sharedWords(ctx context.Context, field graphql.CollectedField, obj *model.SimilarIncident) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SimilarIncident_sharedWords(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SharedWords, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SimilarIncident_sharedWords(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SimilarIncident", field, false, false, "String")
+}
+
 func (ec *executionContext) _Source_url(ctx context.Context, field graphql.CollectedField, obj *model.Source) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -16308,6 +16396,11 @@ func (ec *executionContext) _Highlight(ctx context.Context, sel ast.SelectionSet
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "via":
+			out.Values[i] = ec._Highlight_via(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -18096,6 +18189,11 @@ func (ec *executionContext) _SimilarIncident(ctx context.Context, sel ast.Select
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "sharedWords":
+			out.Values[i] = ec._SimilarIncident_sharedWords(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -19703,6 +19801,16 @@ func (ec *executionContext) marshalNLang2ᚕgithubᚗcomᚋincidentlibᚋinciden
 	}
 
 	return ret
+}
+
+func (ec *executionContext) unmarshalNMatchedVia2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐMatchedVia(ctx context.Context, v any) (model.MatchedVia, error) {
+	var res model.MatchedVia
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNMatchedVia2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐMatchedVia(ctx context.Context, sel ast.SelectionSet, v model.MatchedVia) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) marshalNNode2ᚕgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐNode(ctx context.Context, sel ast.SelectionSet, v []model.Node) graphql.Marshaler {

@@ -147,7 +147,7 @@ func (r *incidentResolver) Similar(ctx context.Context, obj *model.Incident, fir
 	if first != nil {
 		n = *first
 	}
-	sims, err := r.Incidents.Similar(ctx, obj.Inc.ID, n)
+	sims, err := similarRanking(ctx, r.Incidents, r.Search, obj.Inc.ID, n)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +171,7 @@ func (r *incidentResolver) Similar(ctx context.Context, obj *model.Incident, fir
 				terms = append(terms, v.NewTerm(t))
 			}
 		}
-		out = append(out, &model.SimilarIncident{Incident: v.NewIncident(incs[i]), Score: s.Score, SharedTerms: terms, SameOrganization: s.SameOrganization})
+		out = append(out, &model.SimilarIncident{Incident: v.NewIncident(incs[i]), Score: s.Score, SharedTerms: terms, SameOrganization: s.SameOrganization, SharedWords: s.SharedWords})
 	}
 	return out, nil
 }

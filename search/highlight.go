@@ -33,46 +33,71 @@ func highlights(a *analyzer, inc *incidentlib.Incident, c *compiled, lang incide
 		}
 		var formBuf [8][]string
 		forms := formBuf[:0] // the phrases of the clauses, every form
+		var tformBuf [8][]string
+		tforms := tformBuf[:0] // the forms of their translations
 		for j := range c.must {
 			cl := &c.must[j]
-			if (cl.restrict != "" && cl.restrict != f.name) || !slices.Contains(cl.fields, f.index) {
+			if cl.restrict != "" && cl.restrict != f.name {
 				continue
 			}
-			for _, form := range cl.forms {
-				if mayHold(text, form) {
-					forms = append(forms, form)
+			if slices.Contains(cl.fields, f.index) {
+				for _, form := range cl.forms {
+					if mayHold(text, form) {
+						forms = append(forms, form)
+					}
+				}
+			}
+			for k, form := range cl.tforms {
+				if slices.Contains(cl.tfields[k], f.index) && mayHold(text, form) {
+					tforms = append(tforms, form)
 				}
 			}
 		}
-		if len(forms) == 0 {
+		if len(forms) == 0 && len(tforms) == 0 {
 			continue
 		}
-		// Only the words that may make a term of the clauses.
-		var want termFilter
-		want.hangul = a.hlHangul[:0]
-		words := true // no phrase: the tokens need no positions
-		for _, form := range forms {
-			for _, t := range form {
-				want.add(t)
-			}
-			words = words && len(form) == 1
-		}
-		if words && isASCII(text) {
-			toks = a.asciiWords(text, toks[:0], &want)
-		} else {
-			toks = a.analyzeSome(text, toks[:0], &want)
-		}
-		a.hlHangul = want.hangul[:0]
-		spans = spans[:0]
-		for _, form := range forms {
-			spans = appendSpans(spans, toks, form)
+		// The query's own words mark the text where they match; a
+		// translation only where none does.
+		spans = a.spansOf(text, forms, spans[:0], &toks)
+		translated := false
+		if len(spans) == 0 && len(tforms) > 0 {
+			spans = a.spansOf(text, tforms, spans, &toks)
+			translated = true
 		}
 		if len(spans) == 0 {
 			continue
 		}
-		out = append(out, incidentlib.Highlight{Field: string(f.name), Lang: f.lang, Snippet: snippet(text, spans)})
+		out = append(out, incidentlib.Highlight{Field: string(f.name), Lang: f.lang, Snippet: snippet(text, spans), Translated: translated})
 	}
 	return out
+}
+
+// spansOf appends to spans the bytes of every match in text of the
+// phrases forms, analyzing only the words that may make one of their
+// terms (toks is scratch).
+func (a *analyzer) spansOf(text string, forms [][]string, spans [][2]int, toks *[]token) [][2]int {
+	if len(forms) == 0 {
+		return spans
+	}
+	var want termFilter
+	want.hangul = a.hlHangul[:0]
+	words := true // no phrase: the tokens need no positions
+	for _, form := range forms {
+		for _, t := range form {
+			want.add(t)
+		}
+		words = words && len(form) == 1
+	}
+	if words && isASCII(text) {
+		*toks = a.asciiWords(text, (*toks)[:0], &want)
+	} else {
+		*toks = a.analyzeSome(text, (*toks)[:0], &want)
+	}
+	a.hlHangul = want.hangul[:0]
+	for _, form := range forms {
+		spans = appendSpans(spans, *toks, form)
+	}
+	return spans
 }
 
 // mayHold is false when text cannot hold the phrase ts: a term of Hangul

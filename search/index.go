@@ -37,6 +37,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/glossary"
 )
 
 // Store is what the index reads of the store: the change log it follows,
@@ -154,6 +155,9 @@ type Options struct {
 	// another store, and is rebuilt even at the same path. "": the path
 	// alone tells the stores apart.
 	StoreID string
+	// Glossary translates queries into the other language (glossary.go);
+	// nil searches each language's words alone.
+	Glossary glossary.Reader
 }
 
 // saveEvery is how often a following index saves itself when it changed.
@@ -175,6 +179,8 @@ type Index struct {
 	lk           *dirLock      // the directory's lock, held until Close (dir.go)
 	identified   bool          // the store's identity is written (dir.go); under lock
 	saveFailures atomic.Uint64 // saves that failed (SaveFailures)
+
+	tr atomic.Pointer[translator] // the glossary last compiled (glossary.go)
 
 	mu      sync.RWMutex // guards mem; writers also hold lock
 	mem     *memIndex

@@ -41,10 +41,11 @@ func (m *memIndex) rarest(terms []string, f ifield) *posting {
 	return lead
 }
 
-// matches sets t.set to the slots that match c (keep as for topK) and
-// returns the must clauses in the order their scores are summed, and how
-// many slots match. The phrase matches of the must clauses stay in t.hits.
-func (t *topState) matches(m *memIndex, c *compiled, keep []uint64) ([]clauseQ, int) {
+// matches sets t.set to the slots that match c (keep as for topK; the
+// slots set in exclude, when not nil, left out) and returns the must
+// clauses in the order their scores are summed, and how many slots match.
+// The phrase matches of the must clauses stay in t.hits.
+func (t *topState) matches(m *memIndex, c *compiled, keep, exclude []uint64) ([]clauseQ, int) {
 	words := len(m.slots)/64 + 1
 	t.resize(words, len(m.slots))
 	set, tmp := t.set, t.tmp
@@ -76,6 +77,11 @@ func (t *topState) matches(m *memIndex, c *compiled, keep []uint64) ([]clauseQ, 
 			set[len(m.slots)>>6] = 1<<r - 1
 		} else {
 			set[len(m.slots)>>6] = 0
+		}
+	}
+	if exclude != nil {
+		for w := range set {
+			set[w] &^= exclude[w]
 		}
 	}
 	// Dead slots and the filter.
@@ -159,7 +165,7 @@ func (t *topState) matches(m *memIndex, c *compiled, keep []uint64) ([]clauseQ, 
 func matchNums(m *memIndex, c *compiled, keep []uint64) []uint32 {
 	t := topStates.Get().(*topState)
 	defer topStates.Put(t)
-	_, total := t.matches(m, c, keep)
+	_, total := t.matches(m, c, keep, nil)
 	nums := make([]uint32, 0, total)
 	for w, b := range t.set {
 		for b != 0 {

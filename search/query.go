@@ -148,6 +148,9 @@ type compiled struct {
 	// all: the query only excludes (-kubernetes), so every incident but
 	// the excluded ones matches, each with score 0 (in number order).
 	all bool
+	// direct is the query without the translations of its must clauses
+	// (glossary.go), whose hits rank first; nil when it has none.
+	direct *compiled
 }
 
 // clauseQ is a term or a phrase in some fields of the index, or one of
@@ -167,6 +170,11 @@ type clauseQ struct {
 	// forms are the phrases the clause matches: terms first, then the
 	// other spellings of the same words (variants).
 	forms [][]string
+	// tforms are the forms of the clause's translations into the other
+	// language (glossary.go), each searched in the fields tfields holds
+	// for it; their legs follow the others'.
+	tforms  [][]string
+	tfields [][]ifield
 	// legs are every form in every field, the units the clause is read,
 	// checked and scored by.
 	legs []leg
@@ -197,9 +205,13 @@ func newClause(forms [][]string, fields []ifield, boost float64, restrict Field)
 }
 
 // compile turns clauses into a query over the fields of lang (both
-// languages when lang is empty).
-func compile(clauses []clause, lang incidentlib.Lang) (*compiled, error) {
+// languages when lang is empty), with the translations tr gives (none
+// when nil).
+func compile(clauses []clause, lang incidentlib.Lang, tr *translator) (*compiled, error) {
 	c := &compiled{}
+	direct := &compiled{}
+	translated := false
+	trans := tr.assign(clauses)
 	var bonus []string // the words of the plain clauses, for the title phrase bonus
 	for i, cl := range clauses {
 		ts := terms(cl.text)
@@ -208,11 +220,17 @@ func compile(clauses []clause, lang incidentlib.Lang) (*compiled, error) {
 		}
 		forms := append([][]string{ts}, variants(clauses, i, ts)...)
 		q := newClause(forms, indexFields(cl.field, lang), 1, cl.field)
+		q0 := q
+		q.legs = slices.Clip(q.legs)
+		added := translate(&q, cl, trans[i], lang)
 		if cl.exclude {
 			c.mustNot = append(c.mustNot, q)
+			direct.mustNot = append(direct.mustNot, q)
 			continue
 		}
 		c.must = append(c.must, q)
+		direct.must = append(direct.must, q0)
+		translated = translated || added
 		if cl.field == "" {
 			bonus = append(bonus, cl.text)
 		}
@@ -234,6 +252,10 @@ func compile(clauses []clause, lang incidentlib.Lang) (*compiled, error) {
 			b.legs[i].find = ts
 		}
 		c.bonus = &b
+	}
+	if translated {
+		direct.bonus = c.bonus
+		c.direct = direct
 	}
 	return c, nil
 }

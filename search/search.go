@@ -29,9 +29,10 @@ type prepared struct {
 	filter      incidentlib.IncidentFilter
 	filterJSON  string
 	fingerprint uint32
+	tr          *translator // the glossary the query was compiled with; nil for none
 }
 
-func (x *Index) prepare(q incidentlib.SearchQuery) (*prepared, error) {
+func (x *Index) prepare(ctx context.Context, q incidentlib.SearchQuery) (*prepared, error) {
 	clauses, err := parse(q.Query)
 	if err != nil {
 		return nil, err
@@ -43,7 +44,11 @@ func (x *Index) prepare(q incidentlib.SearchQuery) (*prepared, error) {
 		}
 		lang = *q.Lang
 	}
-	c, err := compile(clauses, lang)
+	tr, err := x.translator(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := compile(clauses, lang, tr)
 	if err != nil {
 		return nil, err
 	}
@@ -54,8 +59,12 @@ func (x *Index) prepare(q incidentlib.SearchQuery) (*prepared, error) {
 	h.Write([]byte(lang))
 	h.Write([]byte{0})
 	h.Write(filterJSON)
+	if tr != nil {
+		// A cursor is a position in one glossary's ranking.
+		h.Write(binary.BigEndian.AppendUint64(nil, tr.version))
+	}
 	return &prepared{clauses: clauses, c: c, lang: lang, filter: q.Filter, filterJSON: string(filterJSON),
-		fingerprint: h.Sum32()}, nil
+		fingerprint: h.Sum32(), tr: tr}, nil
 }
 
 // Cursors are opaque: a version byte, the search's fingerprint and the
@@ -117,7 +126,7 @@ func pageArgs(p incidentlib.PageArgs, fp uint32) (offset, size int, err error) {
 func (x *Index) Search(ctx context.Context, q incidentlib.SearchQuery, page incidentlib.PageArgs) (*incidentlib.SearchPage, error) {
 	ctx, span := tracing.Start(ctx, "search")
 	defer span.End()
-	p, err := x.prepare(q)
+	p, err := x.prepare(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -125,13 +134,10 @@ func (x *Index) Search(ctx context.Context, q incidentlib.SearchQuery, page inci
 	if err != nil {
 		return nil, err
 	}
-	if err := x.turn(ctx); err != nil {
+	if err := x.turnCaughtUp(ctx); err != nil {
 		return nil, err
 	}
 	defer x.turns.Release(1)
-	if err := x.CatchUp(ctx); err != nil {
-		return nil, err
-	}
 	keepBits, err := x.filterBits(ctx, p)
 	if err != nil {
 		return nil, err
@@ -140,10 +146,17 @@ func (x *Index) Search(ctx context.Context, q incidentlib.SearchQuery, page inci
 		return &incidentlib.SearchPage{Hits: []incidentlib.SearchHit{}, HasPreviousPage: offset > 0, Suggestions: []string{}}, nil
 	}
 	x.mu.RLock()
-	hits, total := topK(x.mem, p.c, keepBits, offset, size)
+	hits, total, direct := rankTiers(x.mem, p.c, keepBits, offset, size)
+	// A hit of the query's own words is highlighted for them alone; one
+	// found through a translation, for both (glossary.go).
+	cs := make([]*compiled, len(hits))
 	masks := make([]uint16, len(hits))
 	for i, h := range hits {
-		masks[i] = x.mem.fieldMask(p.c, h.slot)
+		cs[i] = p.c
+		if i < direct && p.c.direct != nil {
+			cs[i] = p.c.direct
+		}
+		masks[i] = x.mem.fieldMask(cs[i], h.slot)
 	}
 	suggestions := []string{}
 	if total == 0 {
@@ -181,7 +194,7 @@ func (x *Index) Search(ctx context.Context, q incidentlib.SearchQuery, page inci
 			ID:         incidentlib.FormatID(h.num),
 			Score:      h.score,
 			Cursor:     encodeCursor(p.fingerprint, offset+i),
-			Highlights: highlights(a, inc, p.c, p.lang, masks[i]),
+			Highlights: highlights(a, inc, cs[i], p.lang, masks[i]),
 		})
 	}
 	return out, nil
@@ -194,6 +207,19 @@ func (x *Index) turn(ctx context.Context) error {
 	defer x.waiting.Add(-1)
 	if err := x.turns.Acquire(ctx, 1); err != nil {
 		return fmt.Errorf("search: waiting for a turn: %w", err)
+	}
+	return nil
+}
+
+// turnCaughtUp waits for a turn (turn), then catches the index up with
+// the store; unless it fails, the caller releases x.turns.
+func (x *Index) turnCaughtUp(ctx context.Context) error {
+	if err := x.turn(ctx); err != nil {
+		return err
+	}
+	if err := x.CatchUp(ctx); err != nil {
+		x.turns.Release(1)
+		return err
 	}
 	return nil
 }
@@ -229,7 +255,7 @@ func (x *Index) SearchYears(ctx context.Context, q incidentlib.SearchQuery) ([]i
 // matchSet returns the numbers of every incident that matches q, from a
 // small cache keyed by the search and the sequences of index and store.
 func (x *Index) matchSet(ctx context.Context, q incidentlib.SearchQuery) (*roaring.Bitmap, error) {
-	p, err := x.prepare(q)
+	p, err := x.prepare(ctx, q)
 	if err != nil {
 		return nil, err
 	}

@@ -464,7 +464,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		c, err := compile(clauses, "")
+		c, err := compile(clauses, "", nil)
 		if err != nil {
 			if incidentlib.ErrorCode(err) != incidentlib.EBADQUERY {
 				t.Fatalf("%q: %v", q, err)

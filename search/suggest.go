@@ -65,7 +65,7 @@ func suggest(m *memIndex, p *prepared, keep []uint64, spell func(term string, fs
 		if slices.Contains(out, q) {
 			return
 		}
-		c, err := compile(cs, p.lang)
+		c, err := compile(cs, p.lang, p.tr)
 		if err != nil {
 			return
 		}

@@ -95,7 +95,33 @@ func (m *memIndex) bm25Of(f ifield) bm25 {
 func topK(m *memIndex, c *compiled, keep []uint64, offset, size int) ([]hit, int) {
 	t := topStates.Get().(*topState)
 	defer topStates.Put(t)
-	must, total := t.matches(m, c, keep)
+	return t.topK(m, c, keep, nil, offset, size)
+}
+
+// rankTiers is topK for a query with translations (glossary.go): the hits
+// of the query without them (c.direct) first, in their ranking, then the
+// hits only the translations find, in theirs; the count is of both, and
+// direct is how many of the hits returned are of the first tier.
+func rankTiers(m *memIndex, c *compiled, keep []uint64, offset, size int) (hits []hit, total, direct int) {
+	if c.direct == nil {
+		hits, total = topK(m, c, keep, offset, size)
+		return hits, total, len(hits)
+	}
+	t0 := topStates.Get().(*topState)
+	defer topStates.Put(t0)
+	hits, n0 := t0.topK(m, c.direct, keep, nil, offset, size)
+	hits = slices.Clip(hits)
+	// t0.set holds the direct matches now: the second tier leaves them out.
+	t1 := topStates.Get().(*topState)
+	defer topStates.Put(t1)
+	more, n1 := t1.topK(m, c, keep, t0.set, max(0, offset-n0), size-len(hits))
+	return append(hits, more...), n0 + n1, len(hits)
+}
+
+// topK is topK with t as scratch, leaving out the slots set in exclude
+// (when not nil); t.set holds the matches after it.
+func (t *topState) topK(m *memIndex, c *compiled, keep, exclude []uint64, offset, size int) ([]hit, int) {
+	must, total := t.matches(m, c, keep, exclude)
 	set := t.set
 	k := offset + size
 	if k == 0 || total == 0 {
@@ -324,21 +350,10 @@ func (m *memIndex) bonusExactly(t *topState, c *clauseQ) bool {
 // bonus's score there: the phrase occurs at most as often as its rarest
 // term in the slot.
 func (m *memIndex) bonusBounds(t *topState, c *clauseQ, f ifield, set []uint64) {
-	var ps []*posting
-	for _, term := range c.terms {
-		if term == "" {
-			continue
-		}
-		p := m.posting(f, term)
-		if p == nil {
-			return
-		}
-		ps = append(ps, p)
-	}
+	ps := m.postingsOf(c.terms, f, nil)
 	if len(ps) == 0 {
 		return
 	}
-	slices.SortStableFunc(ps, func(a, b *posting) int { return len(a.docs) - len(b.docs) })
 	bm := m.bm25Of(f)
 	w := c.boost * ifieldBoost[f] * m.phraseIDF(c.terms, f) * (bm25K1 + 1)
 	var idx [maxQueryClauses * 4]int
@@ -372,4 +387,21 @@ lead:
 		x := float64(tf)
 		t.ub[s] += w * x / (x + bm.base + bm.norm*float64(bm.lens[s]))
 	}
+}
+
+// postingsOf appends to buf the postings in f of the terms ts ("" skipped),
+// rarest first; none when one of them is not in f.
+func (m *memIndex) postingsOf(ts []string, f ifield, buf []*posting) []*posting {
+	for _, term := range ts {
+		if term == "" {
+			continue
+		}
+		p := m.posting(f, term)
+		if p == nil {
+			return buf[:0]
+		}
+		buf = append(buf, p)
+	}
+	slices.SortStableFunc(buf, func(a, b *posting) int { return len(a.docs) - len(b.docs) })
+	return buf
 }

@@ -112,7 +112,7 @@ func TestTopKMatchesExhaustive(t *testing.T) {
 		if err != nil || !slices.ContainsFunc(clauses, func(cl clause) bool { return !cl.exclude }) {
 			continue // a lone negation (everything but): TestBadQueries/OnlyExclusions
 		}
-		c, err := compile(clauses, langs[r.IntN(len(langs))])
+		c, err := compile(clauses, langs[r.IntN(len(langs))], nil)
 		if err != nil {
 			continue
 		}
@@ -186,7 +186,7 @@ func TestTopKMatchesExhaustive(t *testing.T) {
 func checkBonusBounds(t *testing.T, m *memIndex, c *compiled, keep []uint64, q string) int {
 	t.Helper()
 	st := &topState{}
-	st.matches(m, c, keep)
+	st.matches(m, c, keep, nil)
 	for _, f := range c.bonus.fields {
 		m.bonusBounds(st, c.bonus, f, st.set)
 	}

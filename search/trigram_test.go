@@ -72,7 +72,7 @@ func TestTrigramsFindWhatBigramsFind(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := compile(clauses, "")
+		c, err := compile(clauses, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +88,7 @@ func TestTrigramsFindWhatBigramsFind(t *testing.T) {
 		}
 	}
 	// The trigrams are there, and are what the clauses read.
-	c, _ := compile([]clause{{text: "커넥션"}}, "")
+	c, _ := compile([]clause{{text: "커넥션"}}, "", nil)
 	if f := c.must[0].find; len(f) != 1 || !strings.HasPrefix(f[0], trigramMark) {
 		t.Fatalf("커넥션 reads %q, not one trigram", f)
 	}

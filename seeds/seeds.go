@@ -13,7 +13,7 @@ import (
 	"github.com/incidentlib/incidentlib/importer"
 )
 
-//go:embed taxonomy.json incidents
+//go:embed taxonomy.json incidents glossary.json
 var files embed.FS
 
 // Taxonomy returns the embedded taxonomy.

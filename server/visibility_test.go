@@ -22,6 +22,7 @@ import (
 	"github.com/incidentlib/incidentlib/graph"
 	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/search"
+	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/storage"
 )
@@ -184,7 +185,13 @@ func visibilityStore(t *testing.T) (incs []*incidentlib.Incident, a, c, w, d *in
 func TestVisibilityEveryField(t *testing.T) {
 	incs, a, c, w, d := visibilityStore(t)
 	db := testutil.ServerStore(t, incs, storage.Options{})
-	idx, err := search.Open(context.Background(), db.Incidents(), filepath.Join(t.TempDir(), "search"), search.Options{})
+	// Search translates through the glossary as serve's does: similar
+	// then also ranks by the glossary's words (search.SimilarByWords).
+	gloss, err := seeds.GlossaryReader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := search.Open(context.Background(), db.Incidents(), filepath.Join(t.TempDir(), "search"), search.Options{Glossary: gloss})
 	if err != nil {
 		t.Fatal(err)
 	}

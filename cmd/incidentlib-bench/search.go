@@ -43,6 +43,7 @@ type searchBench struct {
 	profile   string
 	gcPercent int
 	turns     int
+	glossary  bool
 }
 
 func (b *searchBench) declare(fs *flag.FlagSet) {
@@ -54,6 +55,7 @@ func (b *searchBench) declare(fs *flag.FlagSet) {
 	fs.BoolVar(&b.http, "http", true, "also send the queries through the GraphQL API over loopback")
 	fs.IntVar(&b.turns, "search-concurrency", runtime.GOMAXPROCS(0), "searches run at once, as serve --search-concurrency (the others wait in line)")
 	fs.IntVar(&b.gcPercent, "gc-percent", server.DefaultGCPercent, "garbage collector budget in percent of the live heap, as serve --gc-percent")
+	fs.BoolVar(&b.glossary, "glossary", true, "translate queries through the built-in glossary, as serve does (false: each language's words alone, as before the glossary)")
 	fs.StringVar(&b.profile, "cpuprofile", "", "write CPU profiles of the build, of the queries and of the queries over HTTP to PREFIX.build.pprof, PREFIX.query.pprof and PREFIX.http.pprof")
 }
 
@@ -73,7 +75,7 @@ func (b *searchBench) run(ctx context.Context, stdout io.Writer) error {
 
 func (b *searchBench) runIn(ctx context.Context, dir string, stdout io.Writer) error {
 	tax := seeds.MustTaxonomy()
-	fmt.Fprintf(stdout, "search: %d incidents, %d clients, %d queries per class, GOMAXPROCS %d, gc-percent %d, search-concurrency %d\n", b.corpus.incidents, b.clients, b.queries, runtime.GOMAXPROCS(0), b.gcPercent, b.turns)
+	fmt.Fprintf(stdout, "search: %d incidents, %d clients, %d queries per class, GOMAXPROCS %d, gc-percent %d, search-concurrency %d, glossary %v\n", b.corpus.incidents, b.clients, b.queries, runtime.GOMAXPROCS(0), b.gcPercent, b.turns, b.glossary)
 	dbPath := filepath.Join(dir, "search.db")
 	// A record cache that holds the store, as a server of this size would
 	// be configured (--record-cache), warmed before the HTTP measurement.
@@ -93,7 +95,13 @@ func (b *searchBench) runIn(ctx context.Context, dir string, stdout io.Writer) e
 	}
 	start := time.Now()
 	cpu0 := searchCPU()
-	x, err := search.Open(ctx, db.Incidents(), idxPath, search.Options{BatchSize: b.batch, StoreID: db.StoreID(), Concurrency: b.turns, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	opts := search.Options{BatchSize: b.batch, StoreID: db.StoreID(), Concurrency: b.turns, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if b.glossary {
+		if opts.Glossary, err = seeds.GlossaryReader(); err != nil {
+			return err
+		}
+	}
+	x, err := search.Open(ctx, db.Incidents(), idxPath, opts)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/glossary"
 	"github.com/incidentlib/incidentlib/search"
 	"github.com/incidentlib/incidentlib/server/metrics"
 	"github.com/incidentlib/incidentlib/storage"
@@ -48,15 +49,16 @@ func (s searchFlags) indexPath() string {
 
 // start opens the index for serve, catching it up with the store (and
 // rebuilding it if it belongs to another store or program version), and
-// keeps it following the store's commits until stop. svc and queue (the
-// same index, for /metrics) are nil when search is off.
-func (s searchFlags) start(ctx context.Context, db *storage.DB, logger *slog.Logger) (svc incidentlib.SearchService, queue metrics.SearchQueue, stop func(), err error) {
+// keeps it following the store's commits until stop; queries are
+// translated through gloss (docs/search.md, "Across languages"). svc and
+// queue (the same index, for /metrics) are nil when search is off.
+func (s searchFlags) start(ctx context.Context, db *storage.DB, gloss glossary.Reader, logger *slog.Logger) (svc incidentlib.SearchService, queue metrics.SearchQueue, stop func(), err error) {
 	path := s.indexPath()
 	if path == "" {
 		return nil, nil, func() {}, nil
 	}
 	began := time.Now()
-	opts := search.Options{Logger: logger, Follow: true, StoreID: db.StoreID()}
+	opts := search.Options{Logger: logger, Follow: true, StoreID: db.StoreID(), Glossary: gloss}
 	if s.concurrency != nil {
 		opts.Concurrency = *s.concurrency
 	}

@@ -152,7 +152,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		}
 	}
 
-	searchSvc, searchQueue, stopSearch, err := xf.start(ctx, db, logger) // catches up with the store first
+	gloss, err := seeds.GlossaryReader()
+	if err != nil {
+		return err
+	}
+	searchSvc, searchQueue, stopSearch, err := xf.start(ctx, db, gloss, logger) // catches up with the store first
 	if err != nil {
 		return err
 	}

@@ -396,6 +396,7 @@ type SimilarIncident struct {
 	Score            float64
 	SharedTerms      []*TaxonomyTerm
 	SameOrganization bool
+	SharedWords      []string
 }
 
 // IncidentConnection is a page of incidents with what it needs to compute

@@ -201,6 +201,64 @@ type TermTextInput struct {
 	Ko *string `json:"ko,omitempty"`
 }
 
+// How a highlight's marks matched the query.
+type MatchedVia string
+
+const (
+	// The query's own words.
+	MatchedViaQuery MatchedVia = "QUERY"
+	// The query's words translated into the other language through the glossary (docs/search.md).
+	MatchedViaTranslation MatchedVia = "TRANSLATION"
+)
+
+var AllMatchedVia = []MatchedVia{
+	MatchedViaQuery,
+	MatchedViaTranslation,
+}
+
+func (e MatchedVia) IsValid() bool {
+	switch e {
+	case MatchedViaQuery, MatchedViaTranslation:
+		return true
+	}
+	return false
+}
+
+func (e MatchedVia) String() string {
+	return string(e)
+}
+
+func (e *MatchedVia) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = MatchedVia(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid MatchedVia", str)
+	}
+	return nil
+}
+
+func (e MatchedVia) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *MatchedVia) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e MatchedVia) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 // What a change of the taxonomy or the organizations did.
 type TaxonomyChangeAction string
 

@@ -31,11 +31,15 @@ type Highlight struct {
 	Field   SearchField
 	Lang    *Lang
 	Snippet string
+	Via     MatchedVia
 }
 
 // NewHighlight converts a domain highlight.
 func NewHighlight(h incidentlib.Highlight) *Highlight {
-	out := &Highlight{Field: searchFields[h.Field], Snippet: h.Snippet}
+	out := &Highlight{Field: searchFields[h.Field], Snippet: h.Snippet, Via: MatchedViaQuery}
+	if h.Translated {
+		out.Via = MatchedViaTranslation
+	}
 	if h.Lang != "" {
 		l := LangEn
 		if h.Lang == incidentlib.LangKo {
