@@ -118,18 +118,13 @@ var unLaTeX = strings.NewReplacer(`\textbackslash{}`, `\`, `\textbraceleft{}`, `
 var latexSpecial = regexp.MustCompile(`(^|[^\\])[%&$#_]`)
 
 // cslSchema is the CSL data schema (csl-data.json, from the Citation
-// Style Language's schema repository, MIT): INCIDENTLIB_CSL_SCHEMA, else
-// shared/schemas/csl-data.json beside the repository. The library does
-// not carry a copy.
+// Style Language's schema repository, MIT), as citation/testdata carries
+// it (its README says which version).
 func cslSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	p := os.Getenv("INCIDENTLIB_CSL_SCHEMA")
-	if p == "" {
-		p = filepath.Join("..", "..", "shared", "schemas", "csl-data.json")
-	}
-	f, err := os.Open(p)
+	f, err := os.Open(filepath.Join("..", "citation", "testdata", "csl-data.json"))
 	if err != nil {
-		t.Skipf("the CSL data schema is not here (%v): set INCIDENTLIB_CSL_SCHEMA to csl-data.json", err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	doc, err := jsonschema.UnmarshalJSON(f)
