@@ -159,33 +159,25 @@ func (t tools) termSimilar(ctx context.Context, id string, lang Lang, first int)
 	return r, nil
 }
 
-// textMatches searches each word of a description in one GraphQL
-// document (an aliased search per word, so the edge counts the cost of
+// textMatches searches each word of a description (1 to maxWords words)
+// in one GraphQL document (wordsQueries: an aliased search per word, so the edge counts the cost of
 // all of them at once) and ranks the incidents by how many words they
 // hold, then by their relevance to each word relative to the word's best
 // match. The search needs every word of a query to match, so a whole
 // description would rarely find anything: a word at a time, the
 // incidents holding the most of them come first.
 func (t tools) textMatches(ctx context.Context, words []string, lang Lang, first int) ([]SimilarHit, error) {
-	var q strings.Builder
-	q.WriteString("query ($lang: Lang, $first: Int")
 	vars := map[string]any{"lang": lang.graphQL(), "first": first * 2}
 	for k := range words {
-		fmt.Fprintf(&q, ", $q%d: String!", k)
 		vars[fmt.Sprintf("q%d", k)] = words[k]
 	}
-	q.WriteString(") {")
-	for k := range words {
-		fmt.Fprintf(&q, " w%d: search(query: $q%d, lang: $lang, first: $first) { edges { score node { ...Brief } } }", k, k)
-	}
-	q.WriteString(" } " + briefFields)
 	var d map[string]struct {
 		Edges []struct {
 			Score float64
 			Node  gqlBrief
 		}
 	}
-	if err := t.exec.Query(ctx, q.String(), vars, &d); err != nil {
+	if err := t.exec.Query(ctx, wordsQueries[len(words)], vars, &d); err != nil {
 		return nil, err
 	}
 	byID := map[string]*SimilarHit{}

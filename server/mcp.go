@@ -31,3 +31,18 @@ func mountMCP(mux *http.ServeMux, graphql http.Handler, authenticate func(*http.
 	mux.Handle("/mcp", h)
 	return nil
 }
+
+// trustedDocuments are the edge's trusted documents: cfg's manifest, and
+// while /mcp is on the MCP tools' own documents (mcpserver.Documents), so
+// that the tools run under --trusted-documents by the edge's one rule
+// (gqledge/trusted.go), over /mcp and for incidentlib mcp's stdio client
+// reading this server alike. With /mcp off (cfg.NoMCP) only the manifest
+// counts: turning MCP off refuses its documents on /graphql too. They
+// are read-only queries under every rule of /graphql (cost, rate, roles),
+// which any client may send once they are listed.
+func trustedDocuments(cfg Config) *gqledge.TrustedDocuments {
+	if cfg.TrustedDocuments == nil || cfg.NoMCP {
+		return cfg.TrustedDocuments
+	}
+	return cfg.TrustedDocuments.With(mcpserver.Documents())
+}

@@ -54,7 +54,8 @@ type Config struct {
 	// APQCacheSize is how many persisted queries are kept: 0 means
 	// gqledge.DefaultAPQCacheSize, negative turns APQ off. CacheControl is
 	// sent with GraphQL GET responses (default gqledge.DefaultCacheControl).
-	// TrustedDocuments, when set, are the only operations accepted.
+	// TrustedDocuments, when set, are the only operations accepted (with
+	// the MCP tools' own documents while /mcp is on: mcp.go).
 	// LogRequests writes one line per request to Logger.
 	ResponseCacheBytes int64
 	APQCacheSize       int
@@ -232,7 +233,7 @@ func New(svc Services, res *graph.Resolver, es graphql.ExecutableSchema, m *metr
 	}
 	edge, err := gqledge.New(gqledge.Options{
 		Prod: cfg.Prod, Logger: cfg.Logger, ResponseCacheBytes: cfg.ResponseCacheBytes, APQCacheSize: cfg.APQCacheSize,
-		CacheControl: cfg.CacheControl, TrustedDocuments: cfg.TrustedDocuments, LogRequests: cfg.LogRequests,
+		CacheControl: cfg.CacheControl, TrustedDocuments: trustedDocuments(cfg), LogRequests: cfg.LogRequests,
 		ResponseMaxAge: cfg.ResponseMaxAge, Upstream: cfg.Upstream, Limits: cfg.Limits, RateLimit: cfg.RateLimit,
 		CORSOrigins: cfg.CORSOrigins, Extensions: cfg.Extensions, Authenticate: auth.Authenticate, Live: liveOpts, NewStreams: streams.New,
 		Stale: cfg.Stale,

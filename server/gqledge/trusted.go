@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"sort"
 
@@ -145,6 +146,21 @@ func ParseTrustedDocuments(data []byte) (*TrustedDocuments, error) {
 		t.byHash[h] = true
 	}
 	return t, nil
+}
+
+// With is t with docs listed as well, each under its SHA-256 as its id:
+// the documents a part of the server sends through the edge itself (the
+// MCP tools, server.Config.NoMCP), which a manifest need not list. A
+// client may send them by text or by that id, like any listed document.
+// They are checked against the schema at start-up with the manifest's;
+// t is not changed.
+func (t *TrustedDocuments) With(docs []string) *TrustedDocuments {
+	w := &TrustedDocuments{byID: maps.Clone(t.byID), hashOf: maps.Clone(t.hashOf), byHash: maps.Clone(t.byHash)}
+	for _, doc := range docs {
+		h := sha256Hex(doc)
+		w.byID[h], w.hashOf[h], w.byHash[h] = doc, h, true
+	}
+	return w
 }
 
 // check parses and validates every document against the schema.
