@@ -432,15 +432,24 @@ func ctxError(err error) error {
 	return err
 }
 
-// update runs fn in a write transaction and publishes the new sequence.
-func (db *DB) update(ctx context.Context, fn func(*writeTx) error) error {
+// writable is nil when a write transaction of its own may start for
+// ctx: ctx is live (ETIMEOUT when it ran out), the store takes writes
+// (refuseWrite: a corrupt or full store) and ctx does not run under a
+// log group (outsideGroup). update, adminUpdate and writeToken ask it
+// first.
+func (db *DB) writable(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return ctxError(err)
 	}
 	if err := db.refuseWrite(); err != nil {
 		return err
 	}
-	if err := db.outsideGroup(ctx); err != nil { // loggroup.go
+	return db.outsideGroup(ctx) // loggroup.go
+}
+
+// update runs fn in a write transaction and publishes the new sequence.
+func (db *DB) update(ctx context.Context, fn func(*writeTx) error) error {
+	if err := db.writable(ctx); err != nil {
 		return err
 	}
 	var seq uint64
