@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/incidentlib/incidentlib/server"
-	"github.com/incidentlib/incidentlib/server/gqledge"
+	"github.com/incidentlib/incidentlib/tracing"
 )
 
 func init() {
@@ -111,7 +111,7 @@ func (st *serverTimes) wrap(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		tw := gqledge.NewStatusWriter(w) // the server's own status recorder
+		tw := tracing.NewStatusWriter(w) // the server's own status recorder
 		start := time.Now()
 		h.ServeHTTP(tw, r)
 		d := time.Since(start)
