@@ -401,6 +401,26 @@ func (db *DB) view(ctx context.Context, fn func(*bolt.Tx) error) (err error) {
 	return db.viewLatest(ctx, fn)
 }
 
+// findEach looks each of keys up in one read transaction (view) and
+// returns what it found in the order of keys, nil where it found nothing:
+// open gives the transaction's lookup (a cursor or reader of its own,
+// made once), called once per key; its error ends the read.
+func findEach[T any](ctx context.Context, db *DB, keys []string, open func(*bolt.Tx) func(string) (*T, error)) ([]*T, error) {
+	out := make([]*T, len(keys))
+	err := db.view(ctx, func(tx *bolt.Tx) error {
+		get := open(tx)
+		for i, k := range keys {
+			v, err := get(k)
+			if err != nil {
+				return err
+			}
+			out[i] = v
+		}
+		return nil
+	})
+	return out, err
+}
+
 // viewLatest runs fn in a read transaction of its own, whatever snapshot
 // ctx has: for reads that must see every committed change (the search
 // index catching up with the store).
