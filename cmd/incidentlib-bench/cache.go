@@ -126,23 +126,23 @@ func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
 		{name: "uncached, POST", method: http.MethodPost, url: urls[1], body: postBody, want: want},
 	}
 	fmt.Fprintf(stdout, "cache: GOMAXPROCS=%d NumCPU=%d %s gc-percent=%d concurrency=%d client=%s take-turns=%v duration=%s rounds=%d\n",
-		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.load.gcPercent, b.load.concurrency, b.load.client, b.load.takeTurns, b.load.duration, b.load.rounds)
+		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.load.gcPercent, b.load.concurrency, b.load.client, b.load.takeTurns, b.load.phases.duration, b.load.phases.rounds)
 	fmt.Fprintf(stdout, "cache: list page (first: %d) response %d bytes sha256 %s; persisted GET %s\n", b.load.first, len(want), sha(want), strings.TrimPrefix(getQuery, "?")[:60]+"…")
 
 	for _, t := range targets {
-		if _, err := drive(ctx, client, b.load.concurrency, t, b.load.warmup); err != nil {
+		if _, err := drive(ctx, client, b.load.concurrency, t, b.load.phases.warmup); err != nil {
 			return fmt.Errorf("warm-up %s: %w", t.name, err)
 		}
 	}
 	hitsBefore, missesBefore := cacheOutcomes(reg)
 	results := make([][]result, len(targets))
-	for round := 0; round < b.load.rounds; round++ {
+	for round := 0; round < b.load.phases.rounds; round++ {
 		for i, t := range targets {
 			var prof *profiles
 			if round == 0 && cacheTargetNames[i] == b.profile {
 				prof = &b.load.prof
 			}
-			r, err := measure(ctx, client, b.load.concurrency, t, b.load.duration, prof)
+			r, err := measure(ctx, client, b.load.concurrency, t, b.load.phases.duration, prof)
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", round+1, t.name, err)
 			}
@@ -153,7 +153,7 @@ func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
 	}
 	hits, misses := cacheOutcomes(reg)
 
-	fmt.Fprintf(stdout, "\nmedian of %d interleaved rounds of %s, %d connections (client %s), take-turns %v, nproc %d:\n", b.load.rounds, b.load.duration, b.load.concurrency, b.load.client, b.load.takeTurns, runtime.NumCPU())
+	fmt.Fprintf(stdout, "\nmedian of %d interleaved rounds of %s, %d connections (client %s), take-turns %v, nproc %d:\n", b.load.phases.rounds, b.load.phases.duration, b.load.concurrency, b.load.client, b.load.takeTurns, runtime.NumCPU())
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "target\treq/s\tp50\tp99\tCPU/req\tallocs/req\tB/req\terrors\t")
 	med := make([]result, len(targets))

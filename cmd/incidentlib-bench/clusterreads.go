@@ -130,21 +130,21 @@ func (b *clusterBench) reads(ctx context.Context, c *benchCluster, dir string, o
 		{name: "static handler, same bytes", url: staticURL + "/graphql", body: listBody, want: listResp},
 	}
 	fmt.Fprintf(out, "reads: GOMAXPROCS=%d NumCPU=%d gc-percent=%d concurrency=%d client=%s take-turns=%v duration=%s rounds=%d; list page %d bytes sha256 %s\n",
-		runtime.GOMAXPROCS(0), runtime.NumCPU(), lf.gcPercent, lf.concurrency, lf.client, lf.takeTurns, lf.duration, lf.rounds, len(listResp), sha(listResp))
+		runtime.GOMAXPROCS(0), runtime.NumCPU(), lf.gcPercent, lf.concurrency, lf.client, lf.takeTurns, lf.phases.duration, lf.phases.rounds, len(listResp), sha(listResp))
 	runtime.GC()
 	for _, t := range targets {
-		if _, err := drive(ctx, client, lf.concurrency, t, lf.warmup); err != nil {
+		if _, err := drive(ctx, client, lf.concurrency, t, lf.phases.warmup); err != nil {
 			return fmt.Errorf("warm-up %s: %w", t.name, err)
 		}
 	}
 	results := make([][]result, len(targets))
-	for round := range lf.rounds {
+	for round := range lf.phases.rounds {
 		for i, t := range targets {
 			var prof *profiles
 			if round == 0 && i == 1 {
 				prof = &lf.prof
 			}
-			r, err := measure(ctx, client, lf.concurrency, t, lf.duration, prof)
+			r, err := measure(ctx, client, lf.concurrency, t, lf.phases.duration, prof)
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", round+1, t.name, err)
 			}

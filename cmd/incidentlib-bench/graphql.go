@@ -174,7 +174,7 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	profiledTarget := map[string]int{profiledList: 0, profiledDate: 4, profiledDateSymptom: 5}[b.profiled]
 
 	fmt.Fprintf(stdout, "graphql: GOMAXPROCS=%d NumCPU=%d %s gc-percent=%d concurrency=%d client=%s take-turns=%v duration=%s rounds=%d\n",
-		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.gcPercent, b.concurrency, b.client, b.takeTurns, b.duration, b.rounds)
+		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.gcPercent, b.concurrency, b.client, b.takeTurns, b.phases.duration, b.phases.rounds)
 	fmt.Fprintf(stdout, "graphql: list page response %d bytes sha256 %s; incident page %d bytes sha256 %s\n",
 		len(listResp), sha(listResp), len(incResp), sha(incResp))
 	runtime.GC()
@@ -184,18 +184,18 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 		float64(ms.HeapAlloc)/(1<<20), min(b.count, maxWarmRecords), float64(ms.NextGC)/(1<<20))
 
 	for _, t := range targets {
-		if _, err := drive(ctx, client, b.concurrency, t, b.warmup); err != nil {
+		if _, err := drive(ctx, client, b.concurrency, t, b.phases.warmup); err != nil {
 			return fmt.Errorf("warm-up %s: %w", t.name, err)
 		}
 	}
 	results := make([][]result, len(targets))
-	for round := 0; round < b.rounds; round++ {
+	for round := 0; round < b.phases.rounds; round++ {
 		for i, t := range targets {
 			var prof *profiles
 			if round == 0 && i == profiledTarget { // the first round's profiled target
 				prof = &b.prof
 			}
-			r, err := measure(ctx, client, b.concurrency, t, b.duration, prof)
+			r, err := measure(ctx, client, b.concurrency, t, b.phases.duration, prof)
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", round+1, t.name, err)
 			}
@@ -206,7 +206,7 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	}
 
 	fmt.Fprintf(stdout, "\nmedian of %d interleaved rounds of %s, %d connections (client %s), gc-percent %d, take-turns %v, nproc %d:\n",
-		b.rounds, b.duration, b.concurrency, b.client, b.gcPercent, b.takeTurns, runtime.NumCPU())
+		b.phases.rounds, b.phases.duration, b.concurrency, b.client, b.gcPercent, b.takeTurns, runtime.NumCPU())
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "target\treq/s\tp50\tp99\tarrival p50\tp99\tin handler p50\tp99\tCPU/req\tallocs/req\tB/req\terrors\t")
 	med := make([]result, len(targets))

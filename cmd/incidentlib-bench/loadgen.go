@@ -30,9 +30,7 @@ import (
 // loadFlags are the flags of a benchmark that drives the list page with
 // the load generator.
 type loadFlags struct {
-	duration    time.Duration
-	warmup      time.Duration
-	rounds      int
+	phases      phaseFlags
 	concurrency int
 	count       int
 	seed        int64
@@ -41,6 +39,35 @@ type loadFlags struct {
 	client      string
 	takeTurns   bool
 	prof        profiles
+}
+
+// phaseFlags are the flags of a benchmark measured in interleaved rounds
+// of timed phases: -duration (default 5s) of a measured phase, -warmup
+// (default 1s) driven unmeasured first, and -rounds (default 3), whose
+// median is reported.
+type phaseFlags struct {
+	duration time.Duration
+	warmup   time.Duration
+	rounds   int
+}
+
+// declare defines -duration, -warmup and -rounds on fs with the
+// benchmark's words for each.
+func (p *phaseFlags) declare(fs *flag.FlagSet, durationUsage, warmupUsage, roundsUsage string) {
+	fs.DurationVar(&p.duration, "duration", 5*time.Second, durationUsage)
+	fs.DurationVar(&p.warmup, "warmup", time.Second, warmupUsage)
+	fs.IntVar(&p.rounds, "rounds", 3, roundsUsage)
+}
+
+// check refuses values out of range.
+func (p *phaseFlags) check() error {
+	switch {
+	case p.duration <= 0 || p.warmup < 0:
+		return errors.New("-duration must be positive and -warmup not negative")
+	case p.rounds < 1:
+		return fmt.Errorf("-rounds must be at least 1, got %d", p.rounds)
+	}
+	return nil
 }
 
 // The load generator's clients (-client).
@@ -52,9 +79,7 @@ const (
 // register defines the flags on fs; profiled names the measurement
 // -cpuprofile and -memprofile profile.
 func (f *loadFlags) register(fs *flag.FlagSet, profiled, client string) {
-	fs.DurationVar(&f.duration, "duration", 5*time.Second, "how long each measurement drives one target (a duration such as 5s)")
-	fs.DurationVar(&f.warmup, "warmup", time.Second, "how long each target is driven, unmeasured, before the first round")
-	fs.IntVar(&f.rounds, "rounds", 3, "interleaved rounds; the median is reported (at least 1)")
+	f.phases.declare(fs, "how long each measurement drives one target (a duration such as 5s)", "how long each target is driven, unmeasured, before the first round", "interleaved rounds; the median is reported (at least 1)")
 	fs.IntVar(&f.concurrency, "concurrency", 32, "concurrent keep-alive connections (at least 1)")
 	fs.IntVar(&f.count, "count", 10_000, "generated incidents in the store (at least 100)")
 	fs.Int64Var(&f.seed, "seed", 1, "generator seed")
@@ -84,11 +109,10 @@ func (f *loadFlags) openGenerated(ctx context.Context, name string, stdout io.Wr
 
 // check refuses values out of range.
 func (f *loadFlags) check() error {
+	if err := f.phases.check(); err != nil {
+		return err
+	}
 	switch {
-	case f.duration <= 0 || f.warmup < 0:
-		return errors.New("-duration must be positive and -warmup not negative")
-	case f.rounds < 1:
-		return fmt.Errorf("-rounds must be at least 1, got %d", f.rounds)
 	case f.concurrency < 1:
 		return fmt.Errorf("-concurrency must be at least 1, got %d", f.concurrency)
 	case f.count < 100:
