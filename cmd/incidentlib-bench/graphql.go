@@ -183,26 +183,17 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "graphql: live heap %.1f MiB with %d records decoded in the record cache; the collector lets it grow to %.1f MiB\n",
 		float64(ms.HeapAlloc)/(1<<20), min(b.count, maxWarmRecords), float64(ms.NextGC)/(1<<20))
 
-	for _, t := range targets {
-		if _, err := drive(ctx, client, b.concurrency, t, b.phases.warmup); err != nil {
-			return fmt.Errorf("warm-up %s: %w", t.name, err)
-		}
+	if err := b.warmUp(ctx, client, targets); err != nil {
+		return err
 	}
-	results := make([][]result, len(targets))
-	for round := 0; round < b.phases.rounds; round++ {
-		for i, t := range targets {
-			var prof *profiles
-			if round == 0 && i == profiledTarget { // the first round's profiled target
-				prof = &b.prof
-			}
-			r, err := measure(ctx, client, b.concurrency, t, b.phases.duration, prof)
-			if err != nil {
-				return fmt.Errorf("round %d, %s: %w", round+1, t.name, err)
-			}
-			results[i] = append(results[i], r)
-			fmt.Fprintf(stdout, "  round %d %-46s %7.0f req/s  p50 %7s  p99 %7s  arrival p50 %7s  p99 %7s  CPU %7s/req  %6.0f allocs/req %8.0f B/req\n",
-				round+1, t.name, r.rps(), round3(r.p50), round3(r.p99), orDash(r.arrivalP50), orDash(r.arrivalP99), round3(r.cpu), r.allocs, r.bytes)
-		}
+	results, err := b.measureRounds(ctx, client, targets, profiledTarget, func(round, i int, results [][]result) error {
+		r := results[i][round]
+		fmt.Fprintf(stdout, "  round %d %-46s %7.0f req/s  p50 %7s  p99 %7s  arrival p50 %7s  p99 %7s  CPU %7s/req  %6.0f allocs/req %8.0f B/req\n",
+			round+1, targets[i].name, r.rps(), round3(r.p50), round3(r.p99), orDash(r.arrivalP50), orDash(r.arrivalP99), round3(r.cpu), r.allocs, r.bytes)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 
 	fmt.Fprintf(stdout, "\nmedian of %d interleaved rounds of %s, %d connections (client %s), gc-percent %d, take-turns %v, nproc %d:\n",

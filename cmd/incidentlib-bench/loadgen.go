@@ -127,6 +127,43 @@ func (f *loadFlags) check() error {
 	return nil
 }
 
+// warmUp drives each of targets, unmeasured, for -warmup.
+func (f *loadFlags) warmUp(ctx context.Context, client *loadClient, targets []loadTarget) error {
+	for _, t := range targets {
+		if _, err := drive(ctx, client, f.concurrency, t, f.phases.warmup); err != nil {
+			return fmt.Errorf("warm-up %s: %w", t.name, err)
+		}
+	}
+	return nil
+}
+
+// measureRounds measures each of targets in turn for -duration, -rounds
+// times (interleaved rounds), with the profiles of -cpuprofile, -trace
+// and -memprofile on the first round's measurement of targets[profiled]
+// (-1: none). After each measurement, each is called with the round (from
+// 0), the target's index and the results so far, by target in round
+// order (the new one is results[i][round]); its error ends the rounds.
+func (f *loadFlags) measureRounds(ctx context.Context, client *loadClient, targets []loadTarget, profiled int, each func(round, i int, results [][]result) error) ([][]result, error) {
+	results := make([][]result, len(targets))
+	for round := range f.phases.rounds {
+		for i, t := range targets {
+			var prof *profiles
+			if round == 0 && i == profiled {
+				prof = &f.prof
+			}
+			r, err := measure(ctx, client, f.concurrency, t, f.phases.duration, prof)
+			if err != nil {
+				return nil, fmt.Errorf("round %d, %s: %w", round+1, t.name, err)
+			}
+			results[i] = append(results[i], r)
+			if err := each(round, i, results); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return results, nil
+}
+
 // loadTarget is one thing the load generator drives.
 type loadTarget struct {
 	name   string
