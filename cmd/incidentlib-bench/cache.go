@@ -125,8 +125,7 @@ func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
 		{name: "response cache, persisted GET", method: http.MethodGet, url: urls[0] + getQuery, want: want},
 		{name: "uncached, POST", method: http.MethodPost, url: urls[1], body: postBody, want: want},
 	}
-	fmt.Fprintf(stdout, "cache: GOMAXPROCS=%d NumCPU=%d %s gc-percent=%d concurrency=%d client=%s take-turns=%v duration=%s rounds=%d\n",
-		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.load.gcPercent, b.load.concurrency, b.load.client, b.load.takeTurns, b.load.phases.duration, b.load.phases.rounds)
+	b.load.printSettings(stdout, "cache")
 	fmt.Fprintf(stdout, "cache: list page (first: %d) response %d bytes sha256 %s; persisted GET %s\n", b.load.first, len(want), sha(want), strings.TrimPrefix(getQuery, "?")[:60]+"…")
 
 	if err := b.load.warmUp(ctx, client, targets); err != nil {

@@ -169,8 +169,7 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	}
 	profiledTarget := map[string]int{profiledList: 0, profiledDate: 4, profiledDateSymptom: 5}[b.profiled]
 
-	fmt.Fprintf(stdout, "graphql: GOMAXPROCS=%d NumCPU=%d %s gc-percent=%d concurrency=%d client=%s take-turns=%v duration=%s rounds=%d\n",
-		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.load.gcPercent, b.load.concurrency, b.load.client, b.load.takeTurns, b.load.phases.duration, b.load.phases.rounds)
+	b.load.printSettings(stdout, "graphql")
 	fmt.Fprintf(stdout, "graphql: list page response %d bytes sha256 %s; incident page %d bytes sha256 %s\n",
 		len(listResp), sha(listResp), len(incResp), sha(incResp))
 	runtime.GC()

@@ -127,6 +127,13 @@ func (f *loadFlags) check() error {
 	return nil
 }
 
+// printSettings prints the machine's and the flags' settings of a
+// measurement, as its first line, headed by the benchmark's name.
+func (f *loadFlags) printSettings(w io.Writer, name string) {
+	fmt.Fprintf(w, "%s: GOMAXPROCS=%d NumCPU=%d %s gc-percent=%d concurrency=%d client=%s take-turns=%v duration=%s rounds=%d\n",
+		name, runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), f.gcPercent, f.concurrency, f.client, f.takeTurns, f.phases.duration, f.phases.rounds)
+}
+
 // warmUp drives each of targets, unmeasured, for -warmup.
 func (f *loadFlags) warmUp(ctx context.Context, client *loadClient, targets []loadTarget) error {
 	for _, t := range targets {
