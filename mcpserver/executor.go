@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -30,14 +31,17 @@ const DefaultMaxResponseBytes = 8 << 20
 // to URL, sent by Do. incidentlib mcp sends it to a running library with
 // the outbound client (Remote); serve's /mcp hands it to its own
 // /graphql handler in-process with the caller's identity (NewHandler).
-// Both are the same requests through the same edge.
+// Both are the same requests through the same edge. The binary's commands
+// that write to a running server (import --server, token, seeds) send
+// theirs through its Send too, with their own reading of the answer.
 type GraphQLHTTP struct {
 	// URL is the library's GraphQL endpoint, such as http://host:8080/graphql.
 	URL string
 	// Do sends the request.
 	Do func(*http.Request) (*http.Response, error)
 	// Prepare, if set, gives the request its caller's identity (the
-	// bearer token, the client's address) before it is sent.
+	// bearer token, the client's address) before it is sent; it may
+	// replace the headers Send sets.
 	Prepare func(ctx context.Context, req *http.Request)
 	// MaxResponseBytes bounds the response read; 0 means
 	// DefaultMaxResponseBytes.
@@ -46,7 +50,9 @@ type GraphQLHTTP struct {
 
 var _ Executor = (*GraphQLHTTP)(nil)
 
-type gqlResponse struct {
+// Response is a GraphQL response's body: its data and its errors, each
+// with the code the library puts in extensions.code.
+type Response struct {
 	Data   json.RawMessage `json:"data"`
 	Errors []struct {
 		Message    string `json:"message"`
@@ -56,38 +62,64 @@ type gqlResponse struct {
 	} `json:"errors"`
 }
 
-// Query implements Executor.
-func (g *GraphQLHTTP) Query(ctx context.Context, query string, vars map[string]any, out any) error {
+// ErrResponseTooLarge is Send's error for an answer larger than
+// MaxResponseBytes.
+var ErrResponseTooLarge = errors.New("the answer is larger than the bound")
+
+// Send POSTs the query with its variables to URL as JSON, through Prepare
+// and Do, and reads the answer, at most MaxResponseBytes of it. An error
+// with a nil response is Do's: no answer came. An error with a response
+// is a failed read of the answer's body, or ErrResponseTooLarge.
+func (g *GraphQLHTTP) Send(ctx context.Context, query string, vars map[string]any) (*http.Response, []byte, error) {
 	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.URL, bytes.NewReader(body))
 	if err != nil {
-		return err
-	}
-	if g.Prepare != nil {
-		g.Prepare(ctx, req)
+		return nil, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/graphql-response+json, application/json")
+	if g.Prepare != nil {
+		g.Prepare(ctx, req)
+	}
 	resp, err := g.Do(req)
 	if err != nil {
-		return incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the library at %s did not answer: %v", g.URL, err)
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	max := g.MaxResponseBytes
-	if max <= 0 {
-		max = DefaultMaxResponseBytes
-	}
+	max := g.maxResponse()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
 	if err != nil {
-		return incidentlib.Errorf(incidentlib.EUNAVAILABLE, "reading the library's answer from %s: %v", g.URL, err)
+		return resp, nil, err
 	}
 	if int64(len(raw)) > max {
-		return incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the library's answer is larger than %d bytes", max)
+		return resp, nil, ErrResponseTooLarge
 	}
-	var r gqlResponse
+	return resp, raw, nil
+}
+
+// maxResponse is MaxResponseBytes, or its default.
+func (g *GraphQLHTTP) maxResponse() int64 {
+	if g.MaxResponseBytes <= 0 {
+		return DefaultMaxResponseBytes
+	}
+	return g.MaxResponseBytes
+}
+
+// Query implements Executor.
+func (g *GraphQLHTTP) Query(ctx context.Context, query string, vars map[string]any, out any) error {
+	resp, raw, err := g.Send(ctx, query, vars)
+	switch {
+	case errors.Is(err, ErrResponseTooLarge):
+		return incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the library's answer is larger than %d bytes", g.maxResponse())
+	case err != nil && resp != nil:
+		return incidentlib.Errorf(incidentlib.EUNAVAILABLE, "reading the library's answer from %s: %v", g.URL, err)
+	case err != nil:
+		return incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the library at %s did not answer: %v", g.URL, err)
+	}
+	var r Response
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the library at %s answered HTTP %d, not GraphQL", g.URL, resp.StatusCode)
 	}

@@ -343,7 +343,7 @@ func (s *Server) WaitSubscriptions(ctx context.Context) error { return s.edge.Wa
 
 // ServeHTTP serves the library.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	sw := gqledge.NewStatusWriter(w)
+	sw := tracing.NewStatusWriter(w)
 	s.handler.ServeHTTP(sw, r)
 	s.Metrics.HTTPRequest(r, sw.Status())
 }

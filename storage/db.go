@@ -401,6 +401,26 @@ func (db *DB) view(ctx context.Context, fn func(*bolt.Tx) error) (err error) {
 	return db.viewLatest(ctx, fn)
 }
 
+// findEach looks each of keys up in one read transaction (view) and
+// returns what it found in the order of keys, nil where it found nothing:
+// open gives the transaction's lookup (a cursor or reader of its own,
+// made once), called once per key; its error ends the read.
+func findEach[T any](ctx context.Context, db *DB, keys []string, open func(*bolt.Tx) func(string) (*T, error)) ([]*T, error) {
+	out := make([]*T, len(keys))
+	err := db.view(ctx, func(tx *bolt.Tx) error {
+		get := open(tx)
+		for i, k := range keys {
+			v, err := get(k)
+			if err != nil {
+				return err
+			}
+			out[i] = v
+		}
+		return nil
+	})
+	return out, err
+}
+
 // viewLatest runs fn in a read transaction of its own, whatever snapshot
 // ctx has: for reads that must see every committed change (the search
 // index catching up with the store).
@@ -432,15 +452,24 @@ func ctxError(err error) error {
 	return err
 }
 
-// update runs fn in a write transaction and publishes the new sequence.
-func (db *DB) update(ctx context.Context, fn func(*writeTx) error) error {
+// writable is nil when a write transaction of its own may start for
+// ctx: ctx is live (ETIMEOUT when it ran out), the store takes writes
+// (refuseWrite: a corrupt or full store) and ctx does not run under a
+// log group (outsideGroup). update, adminUpdate and writeToken ask it
+// first.
+func (db *DB) writable(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return ctxError(err)
 	}
 	if err := db.refuseWrite(); err != nil {
 		return err
 	}
-	if err := db.outsideGroup(ctx); err != nil { // loggroup.go
+	return db.outsideGroup(ctx) // loggroup.go
+}
+
+// update runs fn in a write transaction and publishes the new sequence.
+func (db *DB) update(ctx context.Context, fn func(*writeTx) error) error {
+	if err := db.writable(ctx); err != nil {
 		return err
 	}
 	var seq uint64

@@ -15,23 +15,17 @@ import (
 // FindOrganizationsBySlugs returns organizations in the order of slugs;
 // the slug of an organization merged away gives the one that absorbed it.
 func (st Taxonomies) FindOrganizationsBySlugs(ctx context.Context, slugs []string) ([]*incidentlib.Organization, error) {
-	out := make([]*incidentlib.Organization, len(slugs))
-	err := st.db.view(ctx, func(tx *bolt.Tx) error {
+	return findEach(ctx, st.db, slugs, func(tx *bolt.Tx) func(string) (*incidentlib.Organization, error) {
 		c := tx.Bucket(bucketOrgs).Cursor()
-		for i, s := range slugs {
+		return func(s string) (*incidentlib.Organization, error) {
 			// The slug of an organization merged away gives the one that
 			// absorbed it (orgadmin.go).
 			if s, v := st.db.orgLookup(c, s); v != nil {
-				o, err := st.db.orgs.decode(s, v)
-				if err != nil {
-					return err
-				}
-				out[i] = o
+				return st.db.orgs.decode(s, v)
 			}
+			return nil, nil
 		}
-		return nil
 	})
-	return out, err
 }
 
 // FindOrganizations returns one page of organizations ordered by slug.

@@ -14,30 +14,22 @@ import (
 // FindIncidentsByIDs returns the incidents in the order of ids, nil where
 // an id is unknown or malformed, reading in one transaction.
 func (st Incidents) FindIncidentsByIDs(ctx context.Context, ids []string) ([]*incidentlib.Incident, error) {
-	out := make([]*incidentlib.Incident, len(ids))
-	err := st.db.view(ctx, func(tx *bolt.Tx) error {
+	return findEach(ctx, st.db, ids, func(tx *bolt.Tx) func(string) (*incidentlib.Incident, error) {
 		rr := st.db.recordReaderIn(ctx, tx) // one cursor for every record (readpath.go)
-		for i, id := range ids {
+		return func(id string) (*incidentlib.Incident, error) {
 			n, ok := incidentlib.ParseID(id)
 			if !ok {
-				continue
+				return nil, nil
 			}
 			inc, err := rr.get(n)
-			if err != nil {
-				return err
-			}
-			if inc == nil { // merged away into another incident?
+			if inc == nil && err == nil { // merged away into another incident?
 				if to, ok := alias(tx, n); ok {
-					if inc, err = rr.get(to); err != nil {
-						return err
-					}
+					return rr.get(to)
 				}
 			}
-			out[i] = inc
+			return inc, err
 		}
-		return nil
 	})
-	return out, err
 }
 
 // CountIncidents returns how many incidents match f.

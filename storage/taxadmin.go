@@ -39,13 +39,7 @@ func appendHistory(tx *bolt.Tx, ch *incidentlib.TaxonomyChange) error {
 // After the commit the taxonomy and the organization aliases in memory
 // are replaced, then the new sequence is published.
 func (db *DB) adminUpdate(ctx context.Context, fn func(w *writeTx) error) error {
-	if err := ctx.Err(); err != nil {
-		return ctxError(err)
-	}
-	if err := db.refuseWrite(); err != nil {
-		return err
-	}
-	if err := db.outsideGroup(ctx); err != nil { // loggroup.go
+	if err := db.writable(ctx); err != nil {
 		return err
 	}
 	var (

@@ -190,13 +190,7 @@ func putToken(b *bolt.Bucket, r *tokenRecord) error {
 // Under a log position (a cluster's write) the position is checked and
 // stored in the same transaction.
 func (db *DB) writeToken(ctx context.Context, r *tokenRecord) error {
-	if err := ctx.Err(); err != nil {
-		return ctxError(err)
-	}
-	if err := db.refuseWrite(); err != nil {
-		return err
-	}
-	if err := db.outsideGroup(ctx); err != nil { // loggroup.go
+	if err := db.writable(ctx); err != nil {
 		return err
 	}
 	err := db.writeError(db.updateGuarded(func(tx *bolt.Tx) error {

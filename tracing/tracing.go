@@ -108,42 +108,14 @@ func HTTP(next http.Handler) http.Handler {
 				attribute.String("url.path", r.URL.Path),
 			))
 		defer span.End()
-		sw := &statusWriter{ResponseWriter: w}
+		sw := NewStatusWriter(w)
 		next.ServeHTTP(sw, r.WithContext(ctx))
-		if sw.status == 0 {
-			sw.status = http.StatusOK
-		}
-		span.SetAttributes(attribute.Int("http.response.status_code", sw.status))
-		if sw.status >= 500 {
+		span.SetAttributes(attribute.Int("http.response.status_code", sw.Status()))
+		if sw.Status() >= 500 {
 			span.SetStatus(codes.Error, "")
 		}
 	})
 }
-
-// statusWriter records the response's status for the server span; the
-// layers below reach the connection's writer (flush, hijack) through
-// Unwrap, as with gqledge.StatusWriter, the server's other one (tracing
-// imports nothing of ours: layout_test.go).
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // install turns tracing on with tp's tracer (Setup), or off with nil.
 func install(tp trace.TracerProvider) {

@@ -125,35 +125,25 @@ func (b *cacheBench) run(ctx context.Context, stdout io.Writer) error {
 		{name: "response cache, persisted GET", method: http.MethodGet, url: urls[0] + getQuery, want: want},
 		{name: "uncached, POST", method: http.MethodPost, url: urls[1], body: postBody, want: want},
 	}
-	fmt.Fprintf(stdout, "cache: GOMAXPROCS=%d NumCPU=%d %s gc-percent=%d concurrency=%d client=%s take-turns=%v duration=%s rounds=%d\n",
-		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.load.gcPercent, b.load.concurrency, b.load.client, b.load.takeTurns, b.load.duration, b.load.rounds)
+	b.load.printSettings(stdout, "cache")
 	fmt.Fprintf(stdout, "cache: list page (first: %d) response %d bytes sha256 %s; persisted GET %s\n", b.load.first, len(want), sha(want), strings.TrimPrefix(getQuery, "?")[:60]+"…")
 
-	for _, t := range targets {
-		if _, err := drive(ctx, client, b.load.concurrency, t, b.load.warmup); err != nil {
-			return fmt.Errorf("warm-up %s: %w", t.name, err)
-		}
+	if err := b.load.warmUp(ctx, client, targets); err != nil {
+		return err
 	}
 	hitsBefore, missesBefore := cacheOutcomes(reg)
-	results := make([][]result, len(targets))
-	for round := 0; round < b.load.rounds; round++ {
-		for i, t := range targets {
-			var prof *profiles
-			if round == 0 && cacheTargetNames[i] == b.profile {
-				prof = &b.load.prof
-			}
-			r, err := measure(ctx, client, b.load.concurrency, t, b.load.duration, prof)
-			if err != nil {
-				return fmt.Errorf("round %d, %s: %w", round+1, t.name, err)
-			}
-			results[i] = append(results[i], r)
-			fmt.Fprintf(stdout, "  round %d %-32s %9.0f req/s  p50 %7s  p99 %7s  CPU %7s/req  %6.0f allocs/req %8.0f B/req\n",
-				round+1, t.name, r.rps(), round3(r.p50), round3(r.p99), round3(r.cpu), r.allocs, r.bytes)
-		}
+	results, err := b.load.measureRounds(ctx, client, targets, slices.Index(cacheTargetNames, b.profile), func(round, i int, results [][]result) error {
+		r := results[i][round]
+		fmt.Fprintf(stdout, "  round %d %-32s %9.0f req/s  p50 %7s  p99 %7s  CPU %7s/req  %6.0f allocs/req %8.0f B/req\n",
+			round+1, targets[i].name, r.rps(), round3(r.p50), round3(r.p99), round3(r.cpu), r.allocs, r.bytes)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	hits, misses := cacheOutcomes(reg)
 
-	fmt.Fprintf(stdout, "\nmedian of %d interleaved rounds of %s, %d connections (client %s), take-turns %v, nproc %d:\n", b.load.rounds, b.load.duration, b.load.concurrency, b.load.client, b.load.takeTurns, runtime.NumCPU())
+	fmt.Fprintf(stdout, "\nmedian of %d interleaved rounds of %s, %d connections (client %s), take-turns %v, nproc %d:\n", b.load.phases.rounds, b.load.phases.duration, b.load.concurrency, b.load.client, b.load.takeTurns, runtime.NumCPU())
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "target\treq/s\tp50\tp99\tCPU/req\tallocs/req\tB/req\terrors\t")
 	med := make([]result, len(targets))

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,7 +23,7 @@ import (
 )
 
 func init() {
-	register("cluster", "three cluster members on loopback against one store: the list page's read ratio on a member and on a single node, write throughput and p50/p99 at 1, 8 and 32 writers, failover after the stream's leader stops, catch-up of a wiped member from the stream and from a snapshot plus the stream's tail", runCluster)
+	registerCommand("cluster", "three cluster members on loopback against one store: the list page's read ratio on a member and on a single node, write throughput and p50/p99 at 1, 8 and 32 writers, failover after the stream's leader stops, catch-up of a wiped member from the stream and from a snapshot plus the stream's tail", func() command { return &clusterBench{} })
 }
 
 // The cluster benchmark's parts, in the order they run (-parts).
@@ -40,26 +41,25 @@ type clusterBench struct {
 	incidents int
 	tail      int
 	dir       string
-	parts     map[string]bool
+	partsFlag string          // -parts, as given
+	parts     map[string]bool // -parts, checked
 	// cpuProfile, if set, is where the writes part writes a CPU profile
 	// of its 32 writers through the cluster.
 	cpuProfile string
 	load       loadFlags // the reads part's: the graphql benchmark's list page and its ratio
 }
 
-func runCluster(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flagSet("cluster", stdout)
-	var b clusterBench
+func (b *clusterBench) declare(fs *flag.FlagSet) {
 	fs.IntVar(&b.writes, "writes", 2000, "upserts per run (each concurrency, each setup)")
 	fs.IntVar(&b.incidents, "incidents", 100_000, "incidents the wiped member catches up with")
 	fs.IntVar(&b.tail, "tail", 1000, "upserts published after the snapshot, which the member that starts from it applies from the stream")
 	fs.StringVar(&b.dir, "db", "", "directory for the stores (default: a temporary directory, removed afterwards)")
 	fs.StringVar(&b.cpuProfile, "writes-cpuprofile", "", "write a CPU profile of the writes part's 32 writers through the cluster to this file")
-	parts := fs.String("parts", strings.Join(clusterParts, ","), "the parts to run, comma-separated: "+strings.Join(clusterParts, ", "))
+	fs.StringVar(&b.partsFlag, "parts", strings.Join(clusterParts, ","), "the parts to run, comma-separated: "+strings.Join(clusterParts, ", "))
 	b.load.register(fs, "the first round's list page on the cluster member", clientTransport)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+}
+
+func (b *clusterBench) check() error {
 	if b.writes < 100 || b.incidents < 100 {
 		return errors.New("-writes and -incidents must be at least 100")
 	}
@@ -70,18 +70,22 @@ func runCluster(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	b.parts = map[string]bool{}
-	for p := range strings.SplitSeq(*parts, ",") {
+	for p := range strings.SplitSeq(b.partsFlag, ",") {
 		if p = strings.TrimSpace(p); !slices.Contains(clusterParts, p) {
 			return fmt.Errorf("-parts: unknown part %q (the parts: %s)", p, strings.Join(clusterParts, ", "))
 		}
 		b.parts[p] = true
 	}
+	return nil
+}
+
+func (b *clusterBench) run(ctx context.Context, stdout io.Writer) error {
 	dir, done, err := workDir(b.dir, "cluster")
 	if err != nil {
 		return err
 	}
 	defer done()
-	return b.run(ctx, dir, stdout)
+	return b.runIn(ctx, dir, stdout)
 }
 
 // benchMember is one member of the benchmark's cluster.
@@ -191,7 +195,7 @@ func editorCtx(ctx context.Context) context.Context {
 	return incidentlib.WithIdentity(ctx, incidentlib.Identity{Name: "bench", Role: incidentlib.RoleEditor})
 }
 
-func (b *clusterBench) run(ctx context.Context, dir string, out io.Writer) error {
+func (b *clusterBench) runIn(ctx context.Context, dir string, out io.Writer) error {
 	loadavg, _ := os.ReadFile("/proc/loadavg")
 	fmt.Fprintf(out, "cluster: parts %v, load average %s", slices.DeleteFunc(slices.Clone(clusterParts), func(p string) bool { return !b.parts[p] }), loadavg)
 	c, err := newBenchCluster(ctx, dir, max(10_000, b.load.count))

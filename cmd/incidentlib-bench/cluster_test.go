@@ -15,7 +15,7 @@ func TestClusterBenchRefusesBadFlags(t *testing.T) {
 		{"-incidents", "10"},
 		{"-count", "10"},
 	} {
-		if err := runCluster(context.Background(), args, io.Discard); err == nil {
+		if err := run(context.Background(), append([]string{"cluster"}, args...), io.Discard); err == nil {
 			t.Errorf("cluster %s: accepted", strings.Join(args, " "))
 		}
 	}

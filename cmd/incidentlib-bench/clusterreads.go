@@ -130,33 +130,25 @@ func (b *clusterBench) reads(ctx context.Context, c *benchCluster, dir string, o
 		{name: "static handler, same bytes", url: staticURL + "/graphql", body: listBody, want: listResp},
 	}
 	fmt.Fprintf(out, "reads: GOMAXPROCS=%d NumCPU=%d gc-percent=%d concurrency=%d client=%s take-turns=%v duration=%s rounds=%d; list page %d bytes sha256 %s\n",
-		runtime.GOMAXPROCS(0), runtime.NumCPU(), lf.gcPercent, lf.concurrency, lf.client, lf.takeTurns, lf.duration, lf.rounds, len(listResp), sha(listResp))
+		runtime.GOMAXPROCS(0), runtime.NumCPU(), lf.gcPercent, lf.concurrency, lf.client, lf.takeTurns, lf.phases.duration, lf.phases.rounds, len(listResp), sha(listResp))
 	runtime.GC()
-	for _, t := range targets {
-		if _, err := drive(ctx, client, lf.concurrency, t, lf.warmup); err != nil {
-			return fmt.Errorf("warm-up %s: %w", t.name, err)
-		}
+	if err := lf.warmUp(ctx, client, targets); err != nil {
+		return err
 	}
-	results := make([][]result, len(targets))
-	for round := range lf.rounds {
-		for i, t := range targets {
-			var prof *profiles
-			if round == 0 && i == 1 {
-				prof = &lf.prof
-			}
-			r, err := measure(ctx, client, lf.concurrency, t, lf.duration, prof)
-			if err != nil {
-				return fmt.Errorf("round %d, %s: %w", round+1, t.name, err)
-			}
-			if r.errors > 0 {
-				return fmt.Errorf("round %d, %s: %d requests failed or returned other bytes", round+1, t.name, r.errors)
-			}
-			results[i] = append(results[i], r)
+	results, err := lf.measureRounds(ctx, client, targets, 1, func(round, i int, results [][]result) error {
+		if n := results[i][round].errors; n > 0 {
+			return fmt.Errorf("round %d, %s: %d requests failed or returned other bytes", round+1, targets[i].name, n)
 		}
-		// Each round's ratios, so that the noise between rounds shows.
-		fmt.Fprintf(out, "  round %d: single %.0f req/s, member %.0f, static %.0f; ratio single %.3f, member %.3f\n", round+1,
-			results[0][round].rps(), results[1][round].rps(), results[2][round].rps(),
-			results[0][round].rps()/results[2][round].rps(), results[1][round].rps()/results[2][round].rps())
+		if i == len(targets)-1 {
+			// Each round's ratios, so that the noise between rounds shows.
+			fmt.Fprintf(out, "  round %d: single %.0f req/s, member %.0f, static %.0f; ratio single %.3f, member %.3f\n", round+1,
+				results[0][round].rps(), results[1][round].rps(), results[2][round].rps(),
+				results[0][round].rps()/results[2][round].rps(), results[1][round].rps()/results[2][round].rps())
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "median of the rounds\treq/s\tp50\tp99\tarrival p99\tin handler p99\tCPU/req\tallocs/req\t")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -34,6 +35,40 @@ func TestEveryBenchmarkParsesItsFlags(t *testing.T) {
 			out.Reset()
 			if err := run(context.Background(), []string{name, "-no-such-flag"}, &out); err == nil || !strings.Contains(err.Error(), "no-such-flag") {
 				t.Fatalf("an unknown flag: %v", err)
+			}
+		})
+	}
+}
+
+// Every benchmark measured in rounds of timed phases (phaseFlags: -duration,
+// -warmup, -rounds) refuses the same nonsense with the same words before
+// anything runs, whichever benchmark declares them.
+func TestEveryPhasedBenchmarkChecksItsPhases(t *testing.T) {
+	var phased []string
+	for name := range benchmarks {
+		var out bytes.Buffer
+		_ = run(context.Background(), []string{name, "-h"}, &out)
+		if u := out.String(); strings.Contains(u, "-duration") && strings.Contains(u, "-warmup") && strings.Contains(u, "-rounds") {
+			phased = append(phased, name)
+		}
+	}
+	sort.Strings(phased)
+	for _, want := range []string{"cache", "graphql", "hostile"} {
+		if !slices.Contains(phased, want) {
+			t.Fatalf("%s takes no -duration, -warmup and -rounds: phased benchmarks %v", want, phased)
+		}
+	}
+	for _, name := range phased {
+		t.Run(name, func(t *testing.T) {
+			for args, want := range map[string]string{
+				"-rounds=0":    "-rounds must be at least 1",
+				"-duration=0s": "-duration must be positive",
+				"-warmup=-1s":  "-warmup not negative",
+			} {
+				var out bytes.Buffer
+				if err := run(context.Background(), []string{name, args}, &out); err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("%s: %v, want %q", args, err, want)
+				}
 			}
 		})
 	}

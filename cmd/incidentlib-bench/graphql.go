@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -28,7 +29,7 @@ import (
 )
 
 func init() {
-	register("graphql", "GraphQL list page and incident page against a static handler, over loopback", runGraphQL)
+	registerCommand("graphql", "GraphQL list page and incident page against a static handler, over loopback", func() command { return &graphqlBench{} })
 }
 
 // ListPageQuery is a frontend's list page: one page of incidents with their
@@ -45,33 +46,28 @@ const IncidentPageQuery = `query IncidentPage($id: ID!) { incident(id: $id) { id
 var executionConfig = server.Config{Prod: true, ResponseCacheBytes: -1}
 
 type graphqlBench struct {
-	loadFlags
+	load     loadFlags
 	dump     string
 	profiled string // which target's first measurement -cpuprofile and the others profile
 }
 
-func runGraphQL(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flagSet("graphql", stdout)
-	var b graphqlBench
-	b.loadFlags.register(fs, "the first round's list page measurement", clientTransport)
+func (b *graphqlBench) declare(fs *flag.FlagSet) {
+	b.load.register(fs, "the first round's list page measurement", clientTransport)
 	fs.StringVar(&b.dump, "dump", "", "write the responses of the two queries into this directory")
 	fs.StringVar(&b.profiled, "profiled", profiledList, "the target -cpuprofile, -memprofile and -trace profile (first round): "+profiledList+", "+profiledDate+" or "+profiledDateSymptom)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+}
+
+func (b *graphqlBench) check() error {
 	if b.profiled != profiledList && b.profiled != profiledDate && b.profiled != profiledDateSymptom {
 		return fmt.Errorf("-profiled must be %s, %s or %s, got %q", profiledList, profiledDate, profiledDateSymptom, b.profiled)
 	}
-	if err := b.loadFlags.check(); err != nil {
-		return err
-	}
-	return b.run(ctx, stdout)
+	return b.load.check()
 }
 
 func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
-	old := debug.SetGCPercent(b.gcPercent)
+	old := debug.SetGCPercent(b.load.gcPercent)
 	defer debug.SetGCPercent(old)
-	db, corpus, done, err := tempStreamed(ctx, "graphql", b.count, b.seed, stdout) // streamcorpus.go
+	db, corpus, done, err := tempStreamed(ctx, "graphql", b.load.count, b.load.seed, stdout) // streamcorpus.go
 	if err != nil {
 		return err
 	}
@@ -91,7 +87,7 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	}
 	srv.SetReady(true)
 	timer := &handlerTimer{h: srv}
-	gqlURL, stopGQL, err := listenTurns(timer, b.takeTurns)
+	gqlURL, stopGQL, err := listenTurns(timer, b.load.takeTurns)
 	if err != nil {
 		return err
 	}
@@ -105,16 +101,16 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 	generic.SetReady(true)
-	genericURL, stopGeneric, err := listenTurns(generic, b.takeTurns)
+	genericURL, stopGeneric, err := listenTurns(generic, b.load.takeTurns)
 	if err != nil {
 		return err
 	}
 	defer stopGeneric()
 
-	client := newLoadClient(b.concurrency, b.client)
+	client := newLoadClient(b.load.concurrency, b.load.client)
 	defer client.close()
 
-	listBody, _ := json.Marshal(map[string]any{"query": ListPageQuery, "variables": map[string]any{"first": b.first}})
+	listBody, _ := json.Marshal(map[string]any{"query": ListPageQuery, "variables": map[string]any{"first": b.load.first}})
 	id, symptom := corpus.rich, corpus.symptom
 	// A server that has run for a while holds the records it was asked for
 	// decoded in its record cache: read them once (every record, up to
@@ -156,7 +152,7 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	defer stopStatic()
 
 	targets := []loadTarget{
-		{name: fmt.Sprintf("list page (first: %d)", b.first), url: gqlURL + "/graphql", body: listBody, want: listResp, timer: timer},
+		{name: fmt.Sprintf("list page (first: %d)", b.load.first), url: gqlURL + "/graphql", body: listBody, want: listResp, timer: timer},
 		{name: "incident page (" + id + ")", url: gqlURL + "/graphql", body: incBody, want: incResp, timer: timer},
 		{name: "static handler, same bytes as the list page", url: staticURL + "/graphql", body: listBody, want: listResp},
 		{name: "list page, gqlgen's executor only", url: genericURL + "/graphql", body: listBody, want: listResp},
@@ -164,7 +160,7 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	// The filtered list pages (filtered.go): a date range varied per
 	// request, alone and with one symptom, in the query's variables.
 	for _, fl := range []struct{ name, symptom string }{{profiledDate, ""}, {profiledDateSymptom, symptom}} {
-		bodies := dateRangeBodies(b.first, fl.symptom)
+		bodies := dateRangeBodies(b.load.first, fl.symptom)
 		want, _, err := fetch(ctx, client.http, gqlURL+"/graphql", bodies[0])
 		if err != nil || bytes.Contains(want, []byte(`"errors"`)) {
 			return fmt.Errorf("%s list page: %v %.300s", fl.name, err, want)
@@ -173,40 +169,30 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	}
 	profiledTarget := map[string]int{profiledList: 0, profiledDate: 4, profiledDateSymptom: 5}[b.profiled]
 
-	fmt.Fprintf(stdout, "graphql: GOMAXPROCS=%d NumCPU=%d %s gc-percent=%d concurrency=%d client=%s take-turns=%v duration=%s rounds=%d\n",
-		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.gcPercent, b.concurrency, b.client, b.takeTurns, b.duration, b.rounds)
+	b.load.printSettings(stdout, "graphql")
 	fmt.Fprintf(stdout, "graphql: list page response %d bytes sha256 %s; incident page %d bytes sha256 %s\n",
 		len(listResp), sha(listResp), len(incResp), sha(incResp))
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	fmt.Fprintf(stdout, "graphql: live heap %.1f MiB with %d records decoded in the record cache; the collector lets it grow to %.1f MiB\n",
-		float64(ms.HeapAlloc)/(1<<20), min(b.count, maxWarmRecords), float64(ms.NextGC)/(1<<20))
+		float64(ms.HeapAlloc)/(1<<20), min(b.load.count, maxWarmRecords), float64(ms.NextGC)/(1<<20))
 
-	for _, t := range targets {
-		if _, err := drive(ctx, client, b.concurrency, t, b.warmup); err != nil {
-			return fmt.Errorf("warm-up %s: %w", t.name, err)
-		}
+	if err := b.load.warmUp(ctx, client, targets); err != nil {
+		return err
 	}
-	results := make([][]result, len(targets))
-	for round := 0; round < b.rounds; round++ {
-		for i, t := range targets {
-			var prof *profiles
-			if round == 0 && i == profiledTarget { // the first round's profiled target
-				prof = &b.prof
-			}
-			r, err := measure(ctx, client, b.concurrency, t, b.duration, prof)
-			if err != nil {
-				return fmt.Errorf("round %d, %s: %w", round+1, t.name, err)
-			}
-			results[i] = append(results[i], r)
-			fmt.Fprintf(stdout, "  round %d %-46s %7.0f req/s  p50 %7s  p99 %7s  arrival p50 %7s  p99 %7s  CPU %7s/req  %6.0f allocs/req %8.0f B/req\n",
-				round+1, t.name, r.rps(), round3(r.p50), round3(r.p99), orDash(r.arrivalP50), orDash(r.arrivalP99), round3(r.cpu), r.allocs, r.bytes)
-		}
+	results, err := b.load.measureRounds(ctx, client, targets, profiledTarget, func(round, i int, results [][]result) error {
+		r := results[i][round]
+		fmt.Fprintf(stdout, "  round %d %-46s %7.0f req/s  p50 %7s  p99 %7s  arrival p50 %7s  p99 %7s  CPU %7s/req  %6.0f allocs/req %8.0f B/req\n",
+			round+1, targets[i].name, r.rps(), round3(r.p50), round3(r.p99), orDash(r.arrivalP50), orDash(r.arrivalP99), round3(r.cpu), r.allocs, r.bytes)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 
 	fmt.Fprintf(stdout, "\nmedian of %d interleaved rounds of %s, %d connections (client %s), gc-percent %d, take-turns %v, nproc %d:\n",
-		b.rounds, b.duration, b.concurrency, b.client, b.gcPercent, b.takeTurns, runtime.NumCPU())
+		b.load.phases.rounds, b.load.phases.duration, b.load.concurrency, b.load.client, b.load.gcPercent, b.load.takeTurns, runtime.NumCPU())
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "target\treq/s\tp50\tp99\tarrival p50\tp99\tin handler p50\tp99\tCPU/req\tallocs/req\tB/req\terrors\t")
 	med := make([]result, len(targets))
@@ -229,7 +215,7 @@ func (b *graphqlBench) run(ctx context.Context, stdout io.Writer) error {
 	// Little's law: with every connection always waiting for its answer,
 	// the mean latency is the connections over the rate.
 	fmt.Fprintf(stdout, "mean latency = connections / rate: list page %s, static handler %s; time in the handler: p50 %s, p99 %s (the rest is waiting for a core, in the server and in the load generator)\n",
-		round3(time.Duration(float64(b.concurrency)/med[0].rps()*float64(time.Second))), round3(time.Duration(float64(b.concurrency)/med[2].rps()*float64(time.Second))),
+		round3(time.Duration(float64(b.load.concurrency)/med[0].rps()*float64(time.Second))), round3(time.Duration(float64(b.load.concurrency)/med[2].rps()*float64(time.Second))),
 		round3(med[0].inHandlerP50), round3(med[0].inHandlerP99))
 	if med[0].cpu > 0 {
 		fmt.Fprintf(stdout, "CPU ratio static / list page per request: %.3f (the same ratio measured in CPU time, which moves less when the machine is busy)\n",

@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/incidentlib/incidentlib/server"
-	"github.com/incidentlib/incidentlib/server/gqledge"
+	"github.com/incidentlib/incidentlib/tracing"
 )
 
 func init() {
@@ -31,14 +31,12 @@ func init() {
 }
 
 type hostileBench struct {
-	duration      time.Duration
-	warmup        time.Duration
+	phases        phaseFlags
 	count         int
 	seed          int64
 	first         int
 	normal        int
 	hostile       int
-	rounds        int
 	responseCache bool
 	kinds         string
 	attacker      string
@@ -46,9 +44,7 @@ type hostileBench struct {
 }
 
 func (b *hostileBench) declare(fs *flag.FlagSet) {
-	fs.DurationVar(&b.duration, "duration", 5*time.Second, "how long each phase runs (a duration such as 5s)")
-	fs.DurationVar(&b.warmup, "warmup", time.Second, "how long the normal client runs, unmeasured, first")
-	fs.IntVar(&b.rounds, "rounds", 3, "interleaved rounds of the two phases; the median round is reported (at least 1)")
+	b.phases.declare(fs, "how long each phase runs (a duration such as 5s)", "how long the normal client runs, unmeasured, first", "interleaved rounds of the two phases; the median round is reported (at least 1)")
 	fs.IntVar(&b.count, "count", 10_000, "generated incidents in the store (at least 100)")
 	fs.Int64Var(&b.seed, "seed", 1, "generator seed")
 	fs.IntVar(&b.first, "first", 20, "page size of the normal client's list page, 1 to 100")
@@ -61,11 +57,12 @@ func (b *hostileBench) declare(fs *flag.FlagSet) {
 }
 
 func (b *hostileBench) check() error {
+	if err := b.phases.check(); err != nil {
+		return err
+	}
 	switch {
-	case b.duration <= 0 || b.warmup < 0:
-		return errors.New("-duration must be positive and -warmup not negative")
-	case b.rounds < 1 || b.normal < 1 || b.hostile < 1:
-		return errors.New("-rounds, -normal and -hostile must be at least 1")
+	case b.normal < 1 || b.hostile < 1:
+		return errors.New("-normal and -hostile must be at least 1")
 	case b.count < 100:
 		return fmt.Errorf("-count must be at least 100, got %d", b.count)
 	case b.first < 1 || b.first > 100:
@@ -82,7 +79,7 @@ func (b *hostileBench) run(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 	if b.attack != "" {
-		ctx, cancel := context.WithTimeout(ctx, b.duration)
+		ctx, cancel := context.WithTimeout(ctx, b.phases.duration)
 		defer cancel()
 		client := newBenchClient(b.hostile)
 		defer client.CloseIdleConnections()
@@ -111,7 +108,7 @@ func (st *serverTimes) wrap(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		tw := gqledge.NewStatusWriter(w) // the server's own status recorder
+		tw := tracing.NewStatusWriter(w) // the server's own status recorder
 		start := time.Now()
 		h.ServeHTTP(tw, r)
 		d := time.Since(start)
@@ -280,20 +277,20 @@ func (b *hostileBench) measure(ctx context.Context, reqs []hostileRequest, stdou
 		return ph, nil
 	}
 
-	if b.warmup > 0 {
-		if _, err := drive(b.warmup, false); err != nil {
+	if b.phases.warmup > 0 {
+		if _, err := drive(b.phases.warmup, false); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintf(stdout, "hostile: GOMAXPROCS=%d NumCPU=%d %s; normal client: list page (first: %d), %d connection(s); hostile client: %d kinds of request, %d connection(s), in a %s; response cache %v\n",
 		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), b.first, b.normal, len(reqs), b.hostile, b.attacker, b.responseCache)
 	var alone, attacked []hostilePhase
-	for round := 1; round <= b.rounds; round++ {
-		a, err := drive(b.duration, false)
+	for round := 1; round <= b.phases.rounds; round++ {
+		a, err := drive(b.phases.duration, false)
 		if err != nil {
 			return err
 		}
-		h, err := drive(b.duration, true)
+		h, err := drive(b.phases.duration, true)
 		if err != nil {
 			return err
 		}
@@ -316,7 +313,7 @@ func (b *hostileBench) measure(ctx context.Context, reqs []hostileRequest, stdou
 	for _, ph := range append(slices.Clone(alone), attacked...) {
 		peakHeap = max(peakHeap, ph.heap)
 	}
-	fmt.Fprintf(stdout, "\nnormal client (median round by p99 of %d rounds of %s, nproc %d):\n", b.rounds, b.duration, runtime.NumCPU())
+	fmt.Fprintf(stdout, "\nnormal client (median round by p99 of %d rounds of %s, nproc %d):\n", b.phases.rounds, b.phases.duration, runtime.NumCPU())
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "phase\trequests\tp50\tp99\tpeak heap\t")
 	fmt.Fprintf(tw, "alone\t%d\t%s\t%s\t%s\t\n", a.requests, us(a.p50), us(a.p99), mibs(a.heap))

@@ -50,7 +50,7 @@ func runBackup(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer r.close()
-	req, err := r.request(ctx, http.MethodGet, "/admin/backup", nil)
+	req, err := r.get(ctx, "/admin/backup")
 	if err != nil {
 		return err
 	}

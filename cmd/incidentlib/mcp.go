@@ -9,11 +9,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/mcpserver"
-	"github.com/incidentlib/incidentlib/outbound"
 )
 
 // runMCP is incidentlib mcp: the library's MCP tools (mcpserver) over
@@ -46,12 +44,7 @@ func runMCP(ctx context.Context, args []string, getenv func(string) string, stdi
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	cfg := outbound.DefaultConfig()
-	cfg.RequestTimeout = *timeout
-	cfg.ResponseHeaderTimeout = *timeout
-	cfg.MaxResponseBytes = int64(*maxResponse) + 1
-	cfg.UserAgent = "incidentlib-mcp/1"
-	client, err := outbound.New(cfg, prometheus.NewRegistry())
+	client, err := outboundClient(*timeout, int64(*maxResponse)+1, "incidentlib-mcp/1")
 	if err != nil {
 		return err
 	}

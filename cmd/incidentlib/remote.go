@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/mcpserver"
 	"github.com/incidentlib/incidentlib/outbound"
 )
 
@@ -49,44 +48,68 @@ func addRemoteFlags(f *flags, serverUsage string) remoteFlags {
 
 func (rf remoteFlags) remote() bool { return *rf.server != "" }
 
-// remote is a client of one running server.
+// remote is a client of one running server: its GraphQL operations go
+// through the MCP tools' GraphQL-over-HTTP client (mcpserver.GraphQLHTTP)
+// over the pooled keep-alive outbound client, with the admin token.
 type remote struct {
 	base   string
 	token  string
 	client *outbound.Client
+	gql    *mcpserver.GraphQLHTTP
 }
+
+// noResponseBound is the response bound of a remote command's requests:
+// none to speak of (a backup is the whole store).
+const noResponseBound = 1 << 50
 
 // dial builds the client: the pooled outbound client, with the deadline of
 // one request raised to --timeout (a big import or backup takes a while
 // before its first byte) and no bound on the response size (a backup is
 // the whole store).
 func (rf remoteFlags) dial() (*remote, error) {
-	cfg := outbound.DefaultConfig()
-	cfg.RequestTimeout = *rf.timeout
-	cfg.ResponseHeaderTimeout = *rf.timeout
-	cfg.MaxResponseBytes = 1 << 50
-	cfg.UserAgent = "incidentlib-cli/1"
-	c, err := outbound.New(cfg, prometheus.NewRegistry())
+	c, err := outboundClient(*rf.timeout, noResponseBound, "incidentlib-cli/1")
 	if err != nil {
 		return nil, err
 	}
-	return &remote{base: strings.TrimRight(*rf.server, "/"), token: *rf.token, client: c}, nil
+	r := &remote{base: strings.TrimRight(*rf.server, "/"), token: *rf.token, client: c}
+	r.gql = &mcpserver.GraphQLHTTP{
+		URL:              r.base + "/graphql",
+		Do:               c.Do,
+		MaxResponseBytes: noResponseBound,
+		Prepare: func(_ context.Context, req *http.Request) {
+			req.Header.Set("Authorization", "Bearer "+r.token)
+			req.Header.Set("Accept", "application/json")
+			// The mutations this client sends may be repeated without
+			// harm (an import of the same records changes nothing the
+			// second time), so a lost connection may be retried.
+			key := make([]byte, 16)
+			_, _ = rand.Read(key)
+			req.Header.Set("Idempotency-Key", hex.EncodeToString(key))
+		},
+	}
+	return r, nil
+}
+
+// outboundClient is the pooled keep-alive client of a command that talks
+// to a running server (the remote commands, mcp): the deadline of one
+// request and of its response's header is timeout, a response is read up
+// to maxResponse bytes, and its metrics go to a registry of its own.
+func outboundClient(timeout time.Duration, maxResponse int64, userAgent string) (*outbound.Client, error) {
+	cfg := outbound.DefaultConfig()
+	cfg.RequestTimeout = timeout
+	cfg.ResponseHeaderTimeout = timeout
+	cfg.MaxResponseBytes = maxResponse
+	cfg.UserAgent = userAgent
+	return outbound.New(cfg, prometheus.NewRegistry())
 }
 
 func (r *remote) close() { r.client.Close() }
 
-func (r *remote) request(ctx context.Context, method, path string, body []byte) (*http.Request, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, r.base+path, rd)
+// get is a GET of path on the server with the admin token.
+func (r *remote) get(ctx context.Context, path string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+path, nil)
 	if err != nil {
 		return nil, err
-	}
-	if body != nil {
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Authorization", "Bearer "+r.token)
 	return req, nil
@@ -96,43 +119,20 @@ func (r *remote) request(ctx context.Context, method, path string, body []byte) 
 // errors (a refused token, a read-only server) come back as an error
 // naming the code.
 func (r *remote) graphql(ctx context.Context, query string, vars map[string]any, out any) error {
-	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
+	resp, b, err := r.gql.Send(ctx, query, vars)
 	if err != nil {
+		if resp != nil {
+			return fmt.Errorf("%s: reading the answer: %w", r.base, err)
+		}
 		return err
 	}
-	req, err := r.request(ctx, http.MethodPost, "/graphql", body)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Accept", "application/json")
-	// The mutations this client sends may be repeated without harm (an
-	// import of the same records changes nothing the second time), so a
-	// lost connection may be retried.
-	key := make([]byte, 16)
-	_, _ = rand.Read(key)
-	req.Header.Set("Idempotency-Key", hex.EncodeToString(key))
-	resp, err := r.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("%s: reading the answer: %w", r.base, err)
-	}
-	var res struct {
-		Data   json.RawMessage `json:"data"`
-		Errors []struct {
-			Message    string         `json:"message"`
-			Extensions map[string]any `json:"extensions"`
-		} `json:"errors"`
-	}
+	var res mcpserver.Response
 	if err := json.Unmarshal(b, &res); err != nil {
 		return fmt.Errorf("%s answered %s, not GraphQL: %.200s", r.base, resp.Status, b)
 	}
 	if len(res.Errors) > 0 {
 		e := res.Errors[0]
-		err := fmt.Errorf("%s: %v: %s", r.base, e.Extensions["code"], e.Message)
+		err := fmt.Errorf("%s: %s: %s", r.base, e.Extensions.Code, e.Message)
 		if resp.StatusCode == http.StatusRequestEntityTooLarge {
 			err = fmt.Errorf("%w; send fewer records per request with --chunk N (each request is then all or nothing on its own)", err)
 		}

@@ -227,7 +227,7 @@ func (o *Edge) requestLog(next http.Handler) http.Handler {
 // request.
 type loggedRequest struct {
 	st reqState
-	lw StatusWriter
+	lw tracing.StatusWriter
 }
 
 // requestLines are the handlers request lines go to: the logger's own,

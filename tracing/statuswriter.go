@@ -1,13 +1,14 @@
-package gqledge
+package tracing
 
 import "net/http"
 
 // StatusWriter records a response's status and the bytes of its body as
 // they pass through to the writer it wraps: the one status-recording
-// writer of the server (the request log here, the HTTP request metric in
-// server.Server.ServeHTTP). The layers below reach the connection's
-// writer (flush, hijack, deadlines) through Unwrap. tracing keeps its own
-// for the server span: it imports nothing of ours (layout_test.go).
+// writer of the server (the server span here, the request log of
+// server/gqledge, the HTTP request metric in server.Server.ServeHTTP). It
+// lives in tracing, the leaf every package may import, because tracing
+// imports nothing of ours (layout_test.go). The layers below reach the
+// connection's writer (flush, hijack, deadlines) through Unwrap.
 type StatusWriter struct {
 	http.ResponseWriter
 	status int
