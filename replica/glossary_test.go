@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/replica"
@@ -29,13 +28,7 @@ func glossaryJSON(tb testing.TB, db *storage.DB) string {
 // its position follows the primary's sequence although the changes were
 // of the glossary alone.
 func TestFollowerTakesTheGlossary(t *testing.T) {
-	p := newPrimary(t, 5)
-	ts := httptest.NewServer(p.srv)
-	t.Cleanup(ts.Close)
-	rdb := openStore(t, filepath.Join(t.TempDir(), "replica.db"))
-	t.Cleanup(func() { rdb.Close() })
-	f := startFollower(t, rdb, ts.URL, func(c *replica.Config) { c.Wait = 200 * time.Millisecond })
-	f.waitSeq(t, p.db.Incidents().Seq())
+	p, _, rdb, f := levelReplica(t, 5)
 
 	ctx := context.Background()
 	ta := p.db.Taxonomies()

@@ -117,6 +117,20 @@ func checkReplicaTaxonomy(tb testing.TB, p *primary, rdb *storage.DB, term, merg
 	sameLibrary(tb, p.db, rdb)
 }
 
+// levelReplica serves a primary of n incidents and starts a replica
+// following it by long poll, level with it when it returns.
+func levelReplica(t *testing.T, n int) (*primary, *httptest.Server, *storage.DB, *follower) {
+	t.Helper()
+	p := newPrimary(t, n)
+	ts := httptest.NewServer(p.srv)
+	t.Cleanup(ts.Close)
+	rdb := openStore(t, filepath.Join(t.TempDir(), "replica.db"))
+	t.Cleanup(func() { rdb.Close() })
+	f := startFollower(t, rdb, ts.URL, func(c *replica.Config) { c.Wait = 200 * time.Millisecond })
+	f.waitSeq(t, p.db.Incidents().Seq())
+	return p, ts, rdb, f
+}
+
 // An admin adds a term on the primary and a record uses it; the term is
 // relabelled, aliased and deprecated, organizations merged and added. A
 // running replica ends with the same taxonomy and the record (not
@@ -124,13 +138,7 @@ func checkReplicaTaxonomy(tb testing.TB, p *primary, rdb *storage.DB, term, merg
 // last change was of the taxonomy alone; a replica started afterwards
 // catches up to the same.
 func TestFollowerTakesTheTaxonomy(t *testing.T) {
-	p := newPrimary(t, 60)
-	ts := httptest.NewServer(p.srv)
-	t.Cleanup(ts.Close)
-	rdb := openStore(t, filepath.Join(t.TempDir(), "replica.db"))
-	t.Cleanup(func() { rdb.Close() })
-	f := startFollower(t, rdb, ts.URL, func(c *replica.Config) { c.Wait = 200 * time.Millisecond })
-	f.waitSeq(t, p.db.Incidents().Seq())
+	p, ts, rdb, f := levelReplica(t, 60)
 
 	term, mergedAway := adminChanges(t, p)
 	f.waitSeq(t, p.db.Incidents().Seq())

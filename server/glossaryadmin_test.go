@@ -5,8 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,7 +24,7 @@ import (
 // store seeded with the built-in glossary, search translating through the
 // store's glossary as serve wires it, with the response cache on; it
 // returns the server's address and an admin's and an editor's tokens.
-func glossaryServer(t *testing.T) (db *storage.DB, url, admin, editor string) {
+func glossaryServer(t *testing.T) (db *storage.DB, hs *httptest.Server, admin, editor string) {
 	t.Helper()
 	builtin, err := seeds.Glossary(seeds.MustTaxonomy())
 	if err != nil {
@@ -40,8 +40,8 @@ func glossaryServer(t *testing.T) (db *storage.DB, url, admin, editor string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { idx.Close() })
-	hs, _ := testutil.ServerTest(t, db, server.Config{}, testutil.ServerParts{Search: idx})
-	return db, hs.URL, testutil.APIToken(t, db, "glossary-admin", incidentlib.RoleAdmin), testutil.APIToken(t, db, "glossary-editor", incidentlib.RoleEditor)
+	hs, _ = testutil.ServerTest(t, db, server.Config{}, testutil.ServerParts{Search: idx})
+	return db, hs, testutil.APIToken(t, db, "glossary-admin", incidentlib.RoleAdmin), testutil.APIToken(t, db, "glossary-editor", incidentlib.RoleEditor)
 }
 
 type gqlAnswer struct {
@@ -52,41 +52,33 @@ type gqlAnswer struct {
 	}
 }
 
-func gqlAs(t *testing.T, url, token, q string, vars map[string]any, out any) (int, gqlAnswer) {
+func gqlAs(t *testing.T, hs *httptest.Server, token, q string, vars map[string]any, out any) (int, gqlAnswer) {
 	t.Helper()
-	body, _ := json.Marshal(map[string]any{"query": q, "variables": vars})
-	req, _ := http.NewRequest(http.MethodPost, url+"/graphql", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
+	var headers []string
 	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+		headers = []string{"Authorization", "Bearer " + token}
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	status := resp.StatusCode
+	r := testutil.PostGraphQL(t, hs, map[string]any{"query": q, "variables": vars}, headers...)
 	var a gqlAnswer
-	if err := json.Unmarshal(raw, &a); err != nil {
-		t.Fatalf("%d %s: %v", status, raw, err)
+	if err := json.Unmarshal(r.Body, &a); err != nil {
+		t.Fatalf("%d %s: %v", r.Status, r.Body, err)
 	}
 	if out != nil && len(a.Data) > 0 && string(a.Data) != "null" {
 		if err := json.Unmarshal(a.Data, out); err != nil {
-			t.Fatal(err, string(raw))
+			t.Fatal(err, string(r.Body))
 		}
 	}
-	return status, a
+	return r.Status, a
 }
 
-func glossarySearch(t *testing.T, url, query string) []string {
+func glossarySearch(t *testing.T, hs *httptest.Server, query string) []string {
 	t.Helper()
 	var out struct {
 		Search struct {
 			Edges []struct{ Node struct{ ID string } }
 		}
 	}
-	if _, a := gqlAs(t, url, "", `query($q: String!) { search(query: $q) { edges { node { id } } } }`, map[string]any{"q": query}, &out); len(a.Errors) > 0 {
+	if _, a := gqlAs(t, hs, "", `query($q: String!) { search(query: $q) { edges { node { id } } } }`, map[string]any{"q": query}, &out); len(a.Errors) > 0 {
 		t.Fatalf("search %q: %+v", query, a.Errors)
 	}
 	ids := []string{}
@@ -119,24 +111,24 @@ type glossaryPayload struct {
 // GraphQL and in the replicas' REST feed, shows each change and its
 // author.
 func TestGlossaryAdminThroughTheAPI(t *testing.T) {
-	db, url, admin, editor := glossaryServer(t)
+	db, hs, admin, editor := glossaryServer(t)
 	entry := map[string]any{"en": []string{"zombie process"}, "ko": []string{"좀비 프로세스"}, "note": "a finished process its parent has not reaped"}
 	version := func() string {
 		var out struct{ Glossary struct{ Version string } }
-		gqlAs(t, url, "", `{ glossary(first: 1) { version } }`, nil, &out)
+		gqlAs(t, hs, "", `{ glossary(first: 1) { version } }`, nil, &out)
 		return out.Glossary.Version
 	}
 
-	if got := glossarySearch(t, url, "zombie process"); !slices.Equal(got, []string{"IL-0002"}) {
+	if got := glossarySearch(t, hs, "zombie process"); !slices.Equal(got, []string{"IL-0002"}) {
 		t.Fatalf("before the entry, English finds %v, want its own language's IL-0002 only", got)
 	}
-	if got := glossarySearch(t, url, "좀비 프로세스"); !slices.Equal(got, []string{"IL-0001"}) {
+	if got := glossarySearch(t, hs, "좀비 프로세스"); !slices.Equal(got, []string{"IL-0001"}) {
 		t.Fatalf("before the entry, Korean finds %v, want IL-0001 only", got)
 	}
 	v0 := version()
 
 	t.Run("EditorRefused", func(t *testing.T) {
-		status, a := gqlAs(t, url, editor, glossaryMutation, map[string]any{"i": entry}, nil)
+		status, a := gqlAs(t, hs, editor, glossaryMutation, map[string]any{"i": entry}, nil)
 		if status != http.StatusForbidden || len(a.Errors) == 0 || a.Errors[0].Extensions.Code != incidentlib.EFORBIDDEN {
 			t.Fatalf("an editor's addition: %d %+v", status, a)
 		}
@@ -157,7 +149,7 @@ func TestGlossaryAdminThroughTheAPI(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				var out struct{ AddGlossaryEntry glossaryPayload }
-				status, a := gqlAs(t, url, admin, glossaryMutation, map[string]any{"i": tc.input}, &out)
+				status, a := gqlAs(t, hs, admin, glossaryMutation, map[string]any{"i": tc.input}, &out)
 				p := out.AddGlossaryEntry
 				if status != http.StatusOK || len(a.Errors) > 0 || p.Entry != nil || len(p.UserErrors) != 1 || !slices.Equal(p.UserErrors[0].Field, tc.field) || p.UserErrors[0].Code == "INTERNAL" {
 					t.Fatalf("%d %+v %+v", status, a.Errors, p)
@@ -170,16 +162,16 @@ func TestGlossaryAdminThroughTheAPI(t *testing.T) {
 	})
 
 	var added struct{ AddGlossaryEntry glossaryPayload }
-	if _, a := gqlAs(t, url, admin, glossaryMutation, map[string]any{"i": entry}, &added); len(a.Errors) > 0 || added.AddGlossaryEntry.Entry == nil || added.AddGlossaryEntry.Entry.Key != "zombie process" {
+	if _, a := gqlAs(t, hs, admin, glossaryMutation, map[string]any{"i": entry}, &added); len(a.Errors) > 0 || added.AddGlossaryEntry.Entry == nil || added.AddGlossaryEntry.Entry.Key != "zombie process" {
 		t.Fatalf("the admin's addition: %+v %+v", a.Errors, added)
 	}
 	if version() == v0 {
 		t.Fatal("the glossary's version did not move")
 	}
-	if got := glossarySearch(t, url, "zombie process"); !slices.Equal(got, []string{"IL-0002", "IL-0001"}) {
+	if got := glossarySearch(t, hs, "zombie process"); !slices.Equal(got, []string{"IL-0002", "IL-0001"}) {
 		t.Fatalf("after the entry, English finds %v, want IL-0002 then the Korean IL-0001", got)
 	}
-	if got := glossarySearch(t, url, "좀비 프로세스"); !slices.Equal(got, []string{"IL-0001", "IL-0002"}) {
+	if got := glossarySearch(t, hs, "좀비 프로세스"); !slices.Equal(got, []string{"IL-0001", "IL-0002"}) {
 		t.Fatalf("after the entry, Korean finds %v, want IL-0001 then the English IL-0002", got)
 	}
 	var listed struct {
@@ -191,19 +183,19 @@ func TestGlossaryAdminThroughTheAPI(t *testing.T) {
 			}
 		}
 	}
-	gqlAs(t, url, "", `{ glossary(contains: "ZOMBIE") { totalCount nodes { key ko note } } }`, nil, &listed)
+	gqlAs(t, hs, "", `{ glossary(contains: "ZOMBIE") { totalCount nodes { key ko note } } }`, nil, &listed)
 	if listed.Glossary.TotalCount != 1 || listed.Glossary.Nodes[0].Key != "zombie process" || listed.Glossary.Nodes[0].Note == "" {
 		t.Fatalf("the glossary query: %+v", listed)
 	}
 
 	var removed struct{ RemoveGlossaryEntry glossaryPayload }
-	if _, a := gqlAs(t, url, admin, `mutation { removeGlossaryEntry(key: "Zombie Process") { entry { key } userErrors { code field } } }`, nil, &removed); len(a.Errors) > 0 || removed.RemoveGlossaryEntry.Entry == nil {
+	if _, a := gqlAs(t, hs, admin, `mutation { removeGlossaryEntry(key: "Zombie Process") { entry { key } userErrors { code field } } }`, nil, &removed); len(a.Errors) > 0 || removed.RemoveGlossaryEntry.Entry == nil {
 		t.Fatalf("the removal: %+v %+v", a.Errors, removed)
 	}
-	if got := glossarySearch(t, url, "zombie process"); !slices.Equal(got, []string{"IL-0002"}) {
+	if got := glossarySearch(t, hs, "zombie process"); !slices.Equal(got, []string{"IL-0002"}) {
 		t.Fatalf("after the removal, English finds %v, want IL-0002 only", got)
 	}
-	gqlAs(t, url, admin, `mutation { removeGlossaryEntry(key: "zombie process") { userErrors { code field } } }`, nil, &removed)
+	gqlAs(t, hs, admin, `mutation { removeGlossaryEntry(key: "zombie process") { userErrors { code field } } }`, nil, &removed)
 	if ues := removed.RemoveGlossaryEntry.UserErrors; len(ues) != 1 || ues[0].Code != "NOT_FOUND" || !slices.Equal(ues[0].Field, []string{"key"}) {
 		t.Fatalf("removing it again: %+v", removed)
 	}
@@ -213,7 +205,7 @@ func TestGlossaryAdminThroughTheAPI(t *testing.T) {
 			Nodes []struct{ Action, Author, Subject string }
 		}
 	}
-	gqlAs(t, url, admin, `{ taxonomyHistory(first: 10) { nodes { action author subject } } }`, nil, &h)
+	gqlAs(t, hs, admin, `{ taxonomyHistory(first: 10) { nodes { action author subject } } }`, nil, &h)
 	var got []string
 	for _, n := range h.TaxonomyHistory.Nodes {
 		got = append(got, n.Action+" "+n.Subject+" "+n.Author)
@@ -223,15 +215,11 @@ func TestGlossaryAdminThroughTheAPI(t *testing.T) {
 		t.Fatalf("the history:\n%s", strings.Join(got, "\n"))
 	}
 
-	req, _ := http.NewRequest(http.MethodGet, url+"/api/v1/taxonomy/changes?after=0", nil)
+	req, _ := http.NewRequest(http.MethodGet, hs.URL+"/api/v1/taxonomy/changes?after=0", nil)
 	req.Header.Set("Authorization", "Bearer "+admin)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp, body := testutil.RoundTrip(t, req)
 	var feed []string
-	for sc := bufio.NewScanner(resp.Body); sc.Scan(); {
+	for sc := bufio.NewScanner(bytes.NewReader(body)); sc.Scan(); {
 		var e incidentlib.TaxonomyChange
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatal(err, sc.Text())
@@ -250,7 +238,7 @@ func TestGlossaryAdminThroughTheAPI(t *testing.T) {
 // one's end cursor, and a malformed cursor or a long contains is refused
 // with its argument.
 func TestGlossaryPages(t *testing.T) {
-	_, url, _, _ := glossaryServer(t)
+	_, hs, _, _ := glossaryServer(t)
 	type page struct {
 		Glossary struct {
 			TotalCount int
@@ -269,7 +257,7 @@ func TestGlossaryPages(t *testing.T) {
 		if after != "" {
 			vars["a"] = after
 		}
-		if _, a := gqlAs(t, url, "", `query($a: String) { glossary(first: 40, after: $a) { totalCount nodes { key } pageInfo { hasNextPage endCursor } } }`, vars, &p); len(a.Errors) > 0 {
+		if _, a := gqlAs(t, hs, "", `query($a: String) { glossary(first: 40, after: $a) { totalCount nodes { key } pageInfo { hasNextPage endCursor } } }`, vars, &p); len(a.Errors) > 0 {
 			t.Fatal(a.Errors)
 		}
 		if len(p.Glossary.Nodes) != 40 || !p.Glossary.PageInfo.HasNextPage || p.Glossary.TotalCount < 300 {
@@ -288,7 +276,7 @@ func TestGlossaryPages(t *testing.T) {
 		{`{ glossary(contains: "` + strings.Repeat("x", 65) + `") { totalCount } }`, incidentlib.EINVALID},
 		{`{ glossary(first: 100000) { totalCount } }`, incidentlib.EINVALID},
 	} {
-		if _, a := gqlAs(t, url, "", tc.q, nil, nil); len(a.Errors) == 0 || a.Errors[0].Extensions.Code != tc.code {
+		if _, a := gqlAs(t, hs, "", tc.q, nil, nil); len(a.Errors) == 0 || a.Errors[0].Extensions.Code != tc.code {
 			t.Errorf("%s: %+v, want %s", tc.q, a, tc.code)
 		}
 	}
