@@ -66,15 +66,7 @@ func TestFollowerTakesTheGlossary(t *testing.T) {
 func TestFollowerRefusesHostileGlossaryEntries(t *testing.T) {
 	goroutineGuard(t)
 	fs := &feedServer{}
-	entry := func(n int, action incidentlib.TaxonomyAction, subject string, after any) {
-		var b []byte
-		if after != nil {
-			b, _ = json.Marshal(after)
-		}
-		e := incidentlib.TaxonomyChange{Number: uint64(n), Seq: uint64(n), At: "2026-01-01T00:00:00Z", Author: "boss", Action: action, Subject: subject, After: b}
-		line, _ := json.Marshal(e)
-		fs.tax = append(fs.tax, append(line, '\n'))
-	}
+	entry := fs.taxEntry
 	good := incidentlib.GlossaryEntry{En: []string{"zombie process"}, Ko: []string{"좀비 프로세스"}}
 	entry(1, incidentlib.ActionGlossaryAdd, "glossary:zombie process", good)
 	entry(2, incidentlib.ActionGlossaryAdd, "glossary:좀비", incidentlib.GlossaryEntry{En: []string{"좀비"}, Ko: []string{"좀비"}})

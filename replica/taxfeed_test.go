@@ -243,6 +243,18 @@ func TestTaxonomyFeedAuthors(t *testing.T) {
 	}
 }
 
+// taxEntry adds to the taxonomy feed entry n, by boss, carrying after
+// (nil: none). The caller holds s.mu once the feed is served.
+func (s *feedServer) taxEntry(n int, action incidentlib.TaxonomyAction, subject string, after any) {
+	var b []byte
+	if after != nil {
+		b, _ = json.Marshal(after)
+	}
+	e := incidentlib.TaxonomyChange{Number: uint64(n), Seq: uint64(n), At: "2026-01-01T00:00:00Z", Author: "boss", Action: action, Subject: subject, After: b}
+	line, _ := json.Marshal(e)
+	s.tax = append(s.tax, append(line, '\n'))
+}
+
 // A hostile primary's taxonomy entries (a label with a control character,
 // a slug that is not one, a subject that is not the term carried, an
 // alias that is another term's slug, a line that is no JSON) are refused,
@@ -251,12 +263,7 @@ func TestTaxonomyFeedAuthors(t *testing.T) {
 func TestFollowerRefusesHostileTaxonomyEntries(t *testing.T) {
 	goroutineGuard(t)
 	fs := &feedServer{}
-	entry := func(n int, action incidentlib.TaxonomyAction, subject string, after any) {
-		b, _ := json.Marshal(after)
-		e := incidentlib.TaxonomyChange{Number: uint64(n), Seq: uint64(n), At: "2026-01-01T00:00:00Z", Author: "boss", Action: action, Subject: subject, After: b}
-		line, _ := json.Marshal(e)
-		fs.tax = append(fs.tax, append(line, '\n'))
-	}
+	entry := fs.taxEntry
 	term := func(slug, label string, aliases ...string) incidentlib.Term {
 		return incidentlib.Term{Kind: incidentlib.KindSymptom, Slug: slug, Label: incidentlib.Text{En: label}, Aliases: aliases}
 	}
