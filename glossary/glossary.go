@@ -93,12 +93,12 @@ func validateSide(name string, forms []string, english bool) error {
 		switch {
 		case !utf8.ValidString(f):
 			return incidentlib.FieldErrorf(incidentlib.EINVALID, field, "%s[%d] is not valid UTF-8", name, i)
+		case utf8.RuneCountInString(f) > MaxFormRunes: // before any message quotes the form
+			return incidentlib.FieldErrorf(incidentlib.EINVALID, field, "%s[%d] is %d characters long; at most %d are allowed", name, i, utf8.RuneCountInString(f), MaxFormRunes)
 		case strings.TrimSpace(f) != f || strings.Contains(f, "  "):
 			return incidentlib.FieldErrorf(incidentlib.EINVALID, field, "%s[%d] %q has spaces at its ends or two in a row", name, i, f)
 		case f == "":
 			return incidentlib.FieldErrorf(incidentlib.EINVALID, field, "%s[%d] is empty", name, i)
-		case utf8.RuneCountInString(f) > MaxFormRunes:
-			return incidentlib.FieldErrorf(incidentlib.EINVALID, field, "%s[%d] is %d characters long; at most %d are allowed", name, i, utf8.RuneCountInString(f), MaxFormRunes)
 		case len(strings.Fields(f)) > MaxFormWords:
 			return incidentlib.FieldErrorf(incidentlib.EINVALID, field, "%s[%d] %q has more than %d words", name, i, f, MaxFormWords)
 		case !strings.ContainsFunc(f, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }):
