@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -16,7 +17,8 @@ import (
 // The glossary (package glossary) in the store, beside the taxonomy and
 // in its room: the built-in glossary (Options.Glossary) seeds it when the
 // store is made, or at the first writable open of an older store given
-// one; from then on the bucket is authoritative. An admin adds, changes
+// one, and a newer release's entries are added at open (initGlossary);
+// from then on the bucket is authoritative. An admin adds, changes
 // and removes entries (TaxonomyWriter, in adminUpdate's transaction), each
 // change an entry of the taxonomy's history, which replicas replay
 // (replayGlossary). The glossary in memory is read at open and replaced
@@ -26,6 +28,9 @@ import (
 
 var (
 	bucketGlossary = []byte("glossary") // key (first English form, lower case) -> GlossaryEntry JSON
+	// bucketGlossaryBuiltin holds every key of the built-in glossary the
+	// store was given (initGlossary): key -> nil.
+	bucketGlossaryBuiltin = []byte("glossarybuiltin")
 	// metaGlossary is the glossary's version (u64): 1 once seeded, one
 	// more at every change. Absent: never seeded nor written (a seed is
 	// then still to come).
@@ -42,23 +47,63 @@ func (st Taxonomies) Glossary(context.Context) (*incidentlib.Glossary, error) {
 }
 
 // initGlossary runs in the open's write transaction: it creates the
-// bucket and, unless the store has its version, seeds it with the
-// built-in entries (Options.Glossary; none: nothing is seeded yet). An
-// entry of the seed that breaks the rules, or repeats a key, is left out.
+// buckets and, given the built-in entries (Options.Glossary; none:
+// nothing), stores each whose key the store was never given before
+// (bucketGlossaryBuiltin) unless the glossary has an entry of that key (an
+// admin's stays). The first time, that is the seed, written without
+// history; afterwards they are a newer release's entries, each recorded
+// in the history as an addition by incidentlib.ReleaseAuthor, as the
+// taxonomy records a release's terms. An entry an admin removed or
+// re-keyed is never brought back, and an open of a store as it is writes
+// nothing. An entry of the seed that breaks the rules, or repeats a key,
+// is left out.
 func (db *DB) initGlossary(tx *bolt.Tx) error {
-	if _, err := tx.CreateBucketIfNotExists(bucketGlossary); err != nil {
-		return fmt.Errorf("create bucket %s: %w", bucketGlossary, err)
+	for _, name := range [][]byte{bucketGlossary, bucketGlossaryBuiltin} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("create bucket %s: %w", name, err)
+		}
 	}
-	meta := tx.Bucket(bucketMeta)
-	if meta.Get(metaGlossary) != nil || db.taxes.glossSeed == nil {
+	if db.taxes.glossSeed == nil {
 		return nil
 	}
+	seen, b := tx.Bucket(bucketGlossaryBuiltin), tx.Bucket(bucketGlossary)
+	first, _ := seen.Cursor().First()
+	n := countKeys(b)
+	var added []incidentlib.GlossaryEntry
 	for _, e := range seedEntries(db.taxes.glossSeed) {
+		k := []byte(glossary.Key(&e))
+		if seen.Get(k) != nil {
+			continue
+		}
+		if err := seen.Put(k, nil); err != nil {
+			return err
+		}
+		if b.Get(k) != nil || n >= glossary.MaxEntries {
+			continue
+		}
 		if err := putGlossaryEntry(tx, &e); err != nil {
 			return err
 		}
+		n++
+		added = append(added, e)
 	}
-	return meta.Put(metaGlossary, u64key(1))
+	if len(added) == 0 {
+		return nil
+	}
+	if first != nil {
+		now := db.Now().UTC().Format(time.RFC3339)
+		seq := getU64(tx.Bucket(bucketMeta).Get(metaSeq))
+		for i := range added {
+			after, _ := json.Marshal(&added[i])
+			ch := &incidentlib.TaxonomyChange{Seq: seq, At: now, Author: incidentlib.ReleaseAuthor, Action: incidentlib.ActionGlossaryAdd,
+				Subject: glossaryPrefix + glossary.Key(&added[i]), After: after}
+			if err := appendHistory(tx, ch); err != nil {
+				return err
+			}
+		}
+		db.fault.logger.Info("the glossary gained the built-in entries of this release", "file", db.path, "entries", len(added))
+	}
+	return bumpGlossary(tx)
 }
 
 // seedEntries returns the entries of seed that pass glossary.Validate,

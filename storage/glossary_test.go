@@ -215,8 +215,49 @@ func TestGlossarySeededOnce(t *testing.T) {
 	}
 	db.Close()
 	db = openGlossaryStore(t, written, builtin)
-	if g := glossaryNow(t, db); len(g.Entries) != 1 || g.Entries[0].Ko[0] != "출시" {
-		t.Fatalf("an admin's glossary was seeded over: %d entries", len(g.Entries))
+	g := glossaryNow(t, db)
+	if len(g.Entries) != len(builtin) || entryOf(g, "rollout").Ko[0] != "출시" {
+		t.Fatalf("seeded beside an admin's entry: %d entries, rollout %v", len(g.Entries), entryOf(g, "rollout"))
+	}
+	if h, _ := db.Taxonomies().TaxonomyHistory(ctx, incidentlib.PageArgs{}); h.TotalCount != 1 {
+		t.Fatalf("the seed wrote %d history entries, want the admin's 1", h.TotalCount)
+	}
+}
+
+// TestGlossaryRelease: a newer release's built-in entries reach a store
+// seeded by an older one at open, each an addition by "release" in the
+// history; an entry an admin removed is not brought back, and an open of
+// the store as it is writes nothing.
+func TestGlossaryRelease(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "r.db")
+	builtin := builtinGlossary(t)
+	older := builtin[:len(builtin)-1]
+	db := openGlossaryStore(t, path, older)
+	if _, err := db.Taxonomies().RemoveGlossaryEntry(ctx, "boss", "rollout"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db = openGlossaryStore(t, path, builtin)
+	g := glossaryNow(t, db)
+	last := glossary.Key(&builtin[len(builtin)-1])
+	if entryOf(g, last) == nil || entryOf(g, "rollout") != nil || len(g.Entries) != len(builtin)-1 || g.Version != 3 {
+		t.Fatalf("after the newer release: %d entries at version %d, %s %v, rollout %v", len(g.Entries), g.Version, last, entryOf(g, last), entryOf(g, "rollout"))
+	}
+	h, err := db.Taxonomies().TaxonomyHistory(ctx, incidentlib.PageArgs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.TotalCount != 2 || h.Changes[0].Author != incidentlib.ReleaseAuthor || h.Changes[0].Action != incidentlib.ActionGlossaryAdd || h.Changes[0].Subject != "glossary:"+last {
+		t.Fatalf("the history: %d entries, newest %+v", h.TotalCount, h.Changes[0])
+	}
+	db.Close()
+	db = openGlossaryStore(t, path, builtin)
+	if g2 := glossaryNow(t, db); g2.Version != g.Version {
+		t.Fatalf("an open as it is moved the version to %d", g2.Version)
+	}
+	if h2, _ := db.Taxonomies().TaxonomyHistory(ctx, incidentlib.PageArgs{}); h2.TotalCount != 2 {
+		t.Fatalf("an open as it is wrote history: %d entries", h2.TotalCount)
 	}
 }
 
