@@ -3,12 +3,9 @@ package replica_test
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
-	"path/filepath"
 	"testing"
 
 	"github.com/incidentlib/incidentlib"
-	"github.com/incidentlib/incidentlib/replica"
 	"github.com/incidentlib/incidentlib/storage"
 )
 
@@ -75,13 +72,7 @@ func TestFollowerRefusesHostileGlossaryEntries(t *testing.T) {
 	entry(5, incidentlib.ActionGlossaryRemove, "glossary:"+string(make([]byte, 100)), nil)
 	entry(6, incidentlib.ActionGlossaryAdd, "glossary:noisy neighbor", incidentlib.GlossaryEntry{En: []string{"noisy neighbor"}, Ko: []string{"시끄러운 이웃"}})
 	fs.add(t, hostileRecord("IL-0001", nil))
-	ts := httptest.NewServer(fs)
-	t.Cleanup(ts.Close)
-
-	db := openStore(t, filepath.Join(t.TempDir(), "replica.db"))
-	t.Cleanup(func() { db.Close() })
-	f := startFollower(t, db, ts.URL, func(c *replica.Config) { c.Wait = 0 })
-	f.waitSeq(t, 1)
+	db, f := followFeed(t, fs, 1)
 	g, err := db.Taxonomies().Glossary(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -243,6 +243,19 @@ func TestTaxonomyFeedAuthors(t *testing.T) {
 	}
 }
 
+// followFeed serves fs and starts a replica following it without long
+// polls, at the change seq when it returns.
+func followFeed(t *testing.T, fs *feedServer, seq uint64) (*storage.DB, *follower) {
+	t.Helper()
+	ts := httptest.NewServer(fs)
+	t.Cleanup(ts.Close)
+	db := openStore(t, filepath.Join(t.TempDir(), "replica.db"))
+	t.Cleanup(func() { db.Close() })
+	f := startFollower(t, db, ts.URL, func(c *replica.Config) { c.Wait = 0 })
+	f.waitSeq(t, seq)
+	return db, f
+}
+
 // taxEntry adds to the taxonomy feed entry n, by boss, carrying after
 // (nil: none). The caller holds s.mu once the feed is served.
 func (s *feedServer) taxEntry(n int, action incidentlib.TaxonomyAction, subject string, after any) {
@@ -276,13 +289,7 @@ func TestFollowerRefusesHostileTaxonomyEntries(t *testing.T) {
 	entry(7, incidentlib.ActionAddTerm, "term:symptom:good-three", term("good-three", "Good three"))
 	fs.add(t, hostileRecord("IL-0001", func(i *incidentlib.Incident) { i.Symptoms = []string{"good-one", "good-three"} }))
 	fs.add(t, hostileRecord("IL-0002", func(i *incidentlib.Incident) { i.Symptoms = []string{"other-one"} }))
-	ts := httptest.NewServer(fs)
-	t.Cleanup(ts.Close)
-
-	db := openStore(t, filepath.Join(t.TempDir(), "replica.db"))
-	t.Cleanup(func() { db.Close() })
-	f := startFollower(t, db, ts.URL, func(c *replica.Config) { c.Wait = 0 })
-	f.waitSeq(t, 2)
+	db, f := followFeed(t, fs, 2)
 	ctx := context.Background()
 	incs, err := db.Incidents().FindIncidentsByIDs(ctx, []string{"IL-0001", "IL-0002"})
 	if err != nil || incs[0] == nil || incs[1] != nil {
