@@ -281,3 +281,51 @@ func TestGlossaryPages(t *testing.T) {
 		}
 	}
 }
+
+// changingGlossary is the store's glossary at a new version on every
+// read: each search then compiles its translator again, as the first
+// search after an admin's change does.
+type changingGlossary struct {
+	g *incidentlib.Glossary
+	n uint64
+}
+
+func (c *changingGlossary) Glossary(context.Context) (*incidentlib.Glossary, error) {
+	c.n++
+	return &incidentlib.Glossary{Entries: c.g.Entries, Version: c.g.Version + c.n}, nil
+}
+
+// BenchmarkSearchAfterGlossaryChange: what the first search after a
+// change of the glossary costs (the translator compiled again from the
+// store's glossary) against a search at a glossary that did not change,
+// on 2,000 generated incidents. docs/search.md gives the figures.
+func BenchmarkSearchAfterGlossaryChange(b *testing.B) {
+	ctx := context.Background()
+	builtin, err := seeds.Glossary(seeds.MustTaxonomy())
+	if err != nil {
+		b.Fatal(err)
+	}
+	db := testutil.ServerStore(b, testutil.Corpus(b, 2000, 7), storage.Options{Glossary: builtin, RecordCache: 4000})
+	g, err := db.Taxonomies().Glossary(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		r    incidentlib.GlossaryReader
+	}{{"Unchanged", db.Taxonomies()}, {"Changed", &changingGlossary{g: g}}} {
+		b.Run(tc.name, func(b *testing.B) {
+			idx, err := search.Open(ctx, db.Incidents(), filepath.Join(b.TempDir(), "search"), search.Options{Glossary: tc.r})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer idx.Close()
+			first := 20
+			for b.Loop() {
+				if _, err := idx.Search(ctx, incidentlib.SearchQuery{Query: "replication lag"}, incidentlib.PageArgs{First: &first}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
