@@ -31,9 +31,9 @@ var (
 	// bucketGlossaryBuiltin holds every key of the built-in glossary the
 	// store was given (initGlossary): key -> nil.
 	bucketGlossaryBuiltin = []byte("glossarybuiltin")
-	// metaGlossary is the glossary's version (u64): 1 once seeded, one
-	// more at every change. Absent: never seeded nor written (a seed is
-	// then still to come).
+	// metaGlossary is the glossary's version (u64): one more at every
+	// change, a seed or a release's entries included (a new store's seed
+	// makes it 1). Absent: never seeded nor written.
 	metaGlossary = []byte("glossary_version")
 )
 
