@@ -117,7 +117,7 @@ type TaxonomyHistoryReader interface {
 	TaxonomyHistory(ctx context.Context, page PageArgs) (*TaxonomyChangePage, error)
 }
 
-// TaxonomyWriter changes the taxonomy and the organizations of the store.
+// TaxonomyWriter changes the taxonomy, the organizations and the glossary.
 // Every method records author (the token's name) in the history, in the
 // transaction of the change; a refusal writes nothing. Client mistakes are
 // EINVALID (with the field), ENOTFOUND or ECONFLICT, never internal.
