@@ -42,6 +42,10 @@ const (
 	// built-in term the store lacked, added when the store was opened
 	// (author "release").
 	ActionReleaseTerm TaxonomyAction = "RELEASE_TERM"
+	// The glossary's (glossaryadmin.go): an entry added, changed, removed.
+	ActionGlossaryAdd    TaxonomyAction = "GLOSSARY_ADD"
+	ActionGlossaryChange TaxonomyAction = "GLOSSARY_CHANGE"
+	ActionGlossaryRemove TaxonomyAction = "GLOSSARY_REMOVE"
 )
 
 // ReleaseAuthor is the author of the terms a newer release adds to a store
@@ -60,8 +64,9 @@ type TaxonomyChange struct {
 	// Author is the name of the token that made the change.
 	Author string         `json:"author"`
 	Action TaxonomyAction `json:"action"`
-	// Subject is the global id of what changed: term:KIND:SLUG or
-	// org:SLUG (for a merge, the organization merged away).
+	// Subject is the global id of what changed: term:KIND:SLUG, org:SLUG
+	// (for a merge, the organization merged away) or glossary:KEY (for a
+	// change, the key before it).
 	Subject string `json:"subject"`
 	// Before and After are the term or organization as JSON before and
 	// after the change; Before is absent for an addition. A merge's After
@@ -112,7 +117,7 @@ type TaxonomyHistoryReader interface {
 	TaxonomyHistory(ctx context.Context, page PageArgs) (*TaxonomyChangePage, error)
 }
 
-// TaxonomyWriter changes the taxonomy and the organizations of the store.
+// TaxonomyWriter changes the taxonomy, the organizations and the glossary.
 // Every method records author (the token's name) in the history, in the
 // transaction of the change; a refusal writes nothing. Client mistakes are
 // EINVALID (with the field), ENOTFOUND or ECONFLICT, never internal.
@@ -143,6 +148,14 @@ type TaxonomyWriter interface {
 	// affected organization and in organization roles), removes from and
 	// keeps its slug as an alias of into. ENOTFOUND for either.
 	MergeOrganizations(ctx context.Context, author, from, into string) (*MergeResult, error)
+	// AddGlossaryEntry adds an entry to the glossary (glossary.Validate).
+	// ECONFLICT when its key is an entry's; EINVALID past glossary.MaxEntries.
+	AddGlossaryEntry(ctx context.Context, author string, e GlossaryEntry) (*GlossaryEntry, error)
+	// UpdateGlossaryEntry replaces the entry of key with e. ENOTFOUND for
+	// an unknown key, ECONFLICT when e's key is another entry's.
+	UpdateGlossaryEntry(ctx context.Context, author, key string, e GlossaryEntry) (*GlossaryEntry, error)
+	// RemoveGlossaryEntry removes the entry of key and returns it. ENOTFOUND.
+	RemoveGlossaryEntry(ctx context.Context, author, key string) (*GlossaryEntry, error)
 }
 
 // Validate checks a term's kind, slug, labels, descriptions and aliases

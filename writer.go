@@ -2,8 +2,8 @@ package incidentlib
 
 // Writer is every write of the library, in one interface: the incidents'
 // writes and the history's (restore, review, withdrawal, purge), the
-// imports with and without history, the API tokens, the taxonomy and the
-// organizations. It is the write side: the server and the GraphQL
+// imports with and without history, the API tokens, the taxonomy, the
+// organizations and the glossary. It is the write side: the server and the GraphQL
 // resolver take it as one value beside the reads, never a union filled
 // with one store, never a capability found by type assertion. Two types
 // implement it, each asserted at compile time beside its declaration:

@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/glossary"
 )
 
 // The admin's writes through the log: API tokens, the taxonomy and the
-// organizations (rule set 2, rulesOf). Each is checked on the receiving
+// organizations (rule set 2, rulesOf), the glossary (rule set 4). Each is checked on the receiving
 // node where the check needs no stored state, published on
 // SubjectLibrary (they are no incident's: the store judges them at apply
 // against the state every node holds at that position) with the author
@@ -156,6 +157,36 @@ func (wr *Writer) MergeOrganizations(ctx context.Context, author, from, into str
 	return res.Merged, err
 }
 
+// AddGlossaryEntry publishes a new glossary entry; see
+// incidentlib.TaxonomyWriter.
+func (wr *Writer) AddGlossaryEntry(ctx context.Context, author string, e incidentlib.GlossaryEntry) (*incidentlib.GlossaryEntry, error) {
+	if err := glossary.Validate(&e); err != nil {
+		return nil, err
+	}
+	res, err := wr.adminWrite(ctx, author, &Write{Op: OpGlossaryAdd, Glossary: &e})
+	return res.Glossary, err
+}
+
+// UpdateGlossaryEntry publishes a glossary entry's change; see
+// incidentlib.TaxonomyWriter.
+func (wr *Writer) UpdateGlossaryEntry(ctx context.Context, author, key string, e incidentlib.GlossaryEntry) (*incidentlib.GlossaryEntry, error) {
+	if err := firstError(glossary.ValidateKey(key), glossary.Validate(&e)); err != nil {
+		return nil, err
+	}
+	res, err := wr.adminWrite(ctx, author, &Write{Op: OpGlossaryUpdate, GlossaryKey: key, Glossary: &e})
+	return res.Glossary, err
+}
+
+// RemoveGlossaryEntry publishes a glossary entry's removal; see
+// incidentlib.TaxonomyWriter.
+func (wr *Writer) RemoveGlossaryEntry(ctx context.Context, author, key string) (*incidentlib.GlossaryEntry, error) {
+	if err := glossary.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	res, err := wr.adminWrite(ctx, author, &Write{Op: OpGlossaryRemove, GlossaryKey: key})
+	return res.Glossary, err
+}
+
 // firstError returns the first error that is not nil.
 func firstError(errs ...error) error {
 	for _, err := range errs {
@@ -207,6 +238,18 @@ func (a *Applier) applyAdmin(ctx context.Context, w *Write, res *Result) bool {
 		res.Organization, res.Merged, res.Err = s.RenameOrganization(ctx, w.Author, w.Slug, w.Name)
 	case OpOrgMerge:
 		res.Merged, res.Err = s.MergeOrganizations(ctx, w.Author, w.From, w.Into)
+	case OpGlossaryAdd, OpGlossaryUpdate:
+		if w.Glossary == nil {
+			res.Err = incidentlib.Errorf(incidentlib.EINVALID, "a %s write carries no glossary entry", w.Op)
+			break
+		}
+		if w.Op == OpGlossaryAdd {
+			res.Glossary, res.Err = s.AddGlossaryEntry(ctx, w.Author, *w.Glossary)
+		} else {
+			res.Glossary, res.Err = s.UpdateGlossaryEntry(ctx, w.Author, w.GlossaryKey, *w.Glossary)
+		}
+	case OpGlossaryRemove:
+		res.Glossary, res.Err = s.RemoveGlossaryEntry(ctx, w.Author, w.GlossaryKey)
 	default:
 		return false
 	}

@@ -45,6 +45,7 @@ type Result struct {
 	Term         *incidentlib.Term
 	Organization *incidentlib.Organization
 	Merged       *incidentlib.MergeResult
+	Glossary     *incidentlib.GlossaryEntry
 	Err          error
 	// tokenHash is the hash of the token a token_create stored, for the
 	// request that made its secret (Writer.CreateToken).

@@ -20,6 +20,7 @@ func TestGroupedOps(t *testing.T) {
 		OpPurge: false, OpImport: false, OpImportCommit: false, OpHistoryImport: false, OpHistoryCommit: false,
 		OpTokenCreate: false, OpTokenRevoke: false, OpTermAdd: false, OpTermUpdate: false, OpTermAliases: false,
 		OpTermDeprecate: false, OpOrgAdd: false, OpOrgRename: false, OpOrgMerge: false,
+		OpGlossaryAdd: false, OpGlossaryUpdate: false, OpGlossaryRemove: false,
 	}
 	f, err := parser.ParseFile(token.NewFileSet(), "message.go", nil, 0)
 	if err != nil {

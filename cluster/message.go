@@ -15,14 +15,15 @@ import (
 // this node applies writes by (validation, stamping, the meaning of each
 // Op). A message carries the rule set its Op needs (rulesOf): the
 // incident writes need rule set 1, the admin writes (tokens, taxonomy,
-// organizations) rule set 2, the imports of a history rule set 3, so a node of rule set 1 keeps applying the
+// organizations) rule set 2, the imports of a history rule set 3, the
+// glossary's writes rule set 4, so a node of rule set 1 keeps applying the
 // incident writes of an upgraded node and stops at its first admin write.
 // A node that meets a version above its own stops applying
 // (Applier.Stopped) instead of refusing the write, so that a rolling
 // upgrade never makes nodes diverge (docs/cluster.md, "Upgrades").
 const (
 	FormatVersion = 1
-	RulesVersion  = 3
+	RulesVersion  = 4
 	HeaderFormat  = "Incidentlib-Format"
 	HeaderRules   = "Incidentlib-Rules"
 )
@@ -69,12 +70,22 @@ const (
 	OpHistoryImport Op = "history_import"
 	OpHistoryChunk  Op = "history_chunk"
 	OpHistoryCommit Op = "history_commit"
+
+	// The glossary's writes (rule set 4), on SubjectLibrary: an entry
+	// added, changed (GlossaryKey names it, Glossary is what it becomes)
+	// or removed.
+	OpGlossaryAdd    Op = "glossary_add"
+	OpGlossaryUpdate Op = "glossary_update"
+	OpGlossaryRemove Op = "glossary_remove"
 )
 
-// rulesOf returns the rule set a write of op needs: 3 for the imports of
-// a history, 2 for the admin writes, 1 for the others.
+// rulesOf returns the rule set a write of op needs: 4 for the glossary's,
+// 3 for the imports of a history, 2 for the other admin writes, 1 for the
+// others.
 func rulesOf(op Op) int {
 	switch op {
+	case OpGlossaryAdd, OpGlossaryUpdate, OpGlossaryRemove:
+		return 4
 	case OpHistoryImport, OpHistoryChunk, OpHistoryCommit:
 		return 3
 	case OpTokenCreate, OpTokenRevoke, OpTermAdd, OpTermUpdate, OpTermAliases, OpTermDeprecate, OpOrgAdd, OpOrgRename, OpOrgMerge:
@@ -144,6 +155,10 @@ type Write struct {
 	Organization *incidentlib.Organization `json:"organization,omitempty"`
 	From         string                    `json:"from,omitempty"`
 	Into         string                    `json:"into,omitempty"`
+	// Glossary is the glossary entry added or changed, GlossaryKey the
+	// key of the entry changed or removed.
+	Glossary    *incidentlib.GlossaryEntry `json:"glossary,omitempty"`
+	GlossaryKey string                     `json:"glossary_key,omitempty"`
 
 	// History is the lines of a history import (history_import), or a
 	// part of them (history_chunk), as the client sent them.

@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// The imports of a history need rule set 3, the admin's writes rule set
-// 2, the others rule set 1: a node of an older rule set stops at the
+// The glossary's writes need rule set 4, the imports of a history rule
+// set 3, the other admin's writes rule set 2, the others rule set 1: a node of an older rule set stops at the
 // first write of a newer one (instead of refusing it as unknown, which
 // would make it diverge) and applies everything else.
 func TestRuleSetOfEachOp(t *testing.T) {
@@ -16,6 +16,7 @@ func TestRuleSetOfEachOp(t *testing.T) {
 		OpTokenCreate: 2, OpTokenRevoke: 2, OpTermAdd: 2, OpTermUpdate: 2, OpTermAliases: 2, OpTermDeprecate: 2,
 		OpOrgAdd: 2, OpOrgRename: 2, OpOrgMerge: 2,
 		OpHistoryImport: 3, OpHistoryChunk: 3, OpHistoryCommit: 3,
+		OpGlossaryAdd: 4, OpGlossaryUpdate: 4, OpGlossaryRemove: 4,
 	} {
 		h := header(op)
 		if got := h.Get(HeaderRules); got != strconv.Itoa(want) {

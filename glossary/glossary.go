@@ -18,15 +18,15 @@ import (
 	"github.com/incidentlib/incidentlib"
 )
 
-// Entry is one pair of the glossary: the English words or phrases of one
-// meaning and the Korean ones, each side's preferred form first
-// ("rollout", "roll-out" / "롤아웃", "배포"). A query that holds any form of
-// one side also finds text holding any form of the other. A loanword
-// written the same in both languages ("DNS") may stand on both sides.
-type Entry struct {
-	En []string `json:"en"`
-	Ko []string `json:"ko"`
-}
+// Entry is one pair of the glossary (incidentlib.GlossaryEntry): the
+// English words or phrases of one meaning and the Korean ones, each
+// side's preferred form first ("rollout", "roll-out" / "롤아웃", "배포"),
+// and a note for its reviewers. A query that holds any form of one side
+// also finds text holding any form of the other. A loanword written the
+// same in both languages ("DNS") may stand on both sides. The type is the
+// root package's, so that the library's one write side
+// (incidentlib.TaxonomyWriter) can carry it; its rules are here.
+type Entry = incidentlib.GlossaryEntry
 
 // Limits of an entry.
 const (
@@ -38,17 +38,46 @@ const (
 	MaxFormWords = 6
 	// MaxEntries is how many entries a glossary may hold.
 	MaxEntries = 10_000
+	// MaxNoteRunes is how long an entry's note may be, in characters.
+	MaxNoteRunes = 500
 )
 
 // Validate checks an entry: both sides given, at most MaxForms forms of
 // at most MaxFormRunes characters and MaxFormWords words each, printable,
-// no form twice on one side (case aside), and no Hangul on the English
-// side. It returns an EINVALID error naming the field (en, ko, en[2]...).
-func (e *Entry) Validate() error {
+// no form twice on one side (case aside), no Hangul on the English side,
+// and a note of at most MaxNoteRunes printable characters (new lines
+// allowed). It returns an EINVALID error naming the field (en, ko, en.2,
+// note...).
+func Validate(e *Entry) error {
 	if err := validateSide("en", e.En, true); err != nil {
 		return err
 	}
-	return validateSide("ko", e.Ko, false)
+	if err := validateSide("ko", e.Ko, false); err != nil {
+		return err
+	}
+	return validateNote(e.Note)
+}
+
+func validateNote(note string) error {
+	field := []string{"note"}
+	switch {
+	case !utf8.ValidString(note):
+		return incidentlib.FieldErrorf(incidentlib.EINVALID, field, "note is not valid UTF-8")
+	case utf8.RuneCountInString(note) > MaxNoteRunes:
+		return incidentlib.FieldErrorf(incidentlib.EINVALID, field, "note is %d characters long; at most %d are allowed", utf8.RuneCountInString(note), MaxNoteRunes)
+	case strings.ContainsFunc(note, func(r rune) bool { return r != '\n' && !unicode.IsPrint(r) }):
+		return incidentlib.FieldErrorf(incidentlib.EINVALID, field, "note holds a control or invisible character")
+	}
+	return nil
+}
+
+// ValidateKey refuses a key no entry can have (field "key"): empty, or
+// longer than a form may be.
+func ValidateKey(key string) error {
+	if key == "" || !utf8.ValidString(key) || utf8.RuneCountInString(key) > MaxFormRunes {
+		return incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"key"}, "key must be an entry's first English form, of 1 to %d characters", MaxFormRunes)
+	}
+	return nil
 }
 
 func validateSide(name string, forms []string, english bool) error {
@@ -64,12 +93,12 @@ func validateSide(name string, forms []string, english bool) error {
 		switch {
 		case !utf8.ValidString(f):
 			return incidentlib.FieldErrorf(incidentlib.EINVALID, field, "%s[%d] is not valid UTF-8", name, i)
+		case utf8.RuneCountInString(f) > MaxFormRunes: // before any message quotes the form
+			return incidentlib.FieldErrorf(incidentlib.EINVALID, field, "%s[%d] is %d characters long; at most %d are allowed", name, i, utf8.RuneCountInString(f), MaxFormRunes)
 		case strings.TrimSpace(f) != f || strings.Contains(f, "  "):
 			return incidentlib.FieldErrorf(incidentlib.EINVALID, field, "%s[%d] %q has spaces at its ends or two in a row", name, i, f)
 		case f == "":
 			return incidentlib.FieldErrorf(incidentlib.EINVALID, field, "%s[%d] is empty", name, i)
-		case utf8.RuneCountInString(f) > MaxFormRunes:
-			return incidentlib.FieldErrorf(incidentlib.EINVALID, field, "%s[%d] is %d characters long; at most %d are allowed", name, i, utf8.RuneCountInString(f), MaxFormRunes)
 		case len(strings.Fields(f)) > MaxFormWords:
 			return incidentlib.FieldErrorf(incidentlib.EINVALID, field, "%s[%d] %q has more than %d words", name, i, f, MaxFormWords)
 		case !strings.ContainsFunc(f, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }):
@@ -94,7 +123,7 @@ func isHangul(r rune) bool {
 
 // Key returns the entry's identity: its preferred English form, lower
 // case. Two entries of one glossary never share it.
-func (e *Entry) Key() string {
+func Key(e *Entry) string {
 	if len(e.En) == 0 {
 		return ""
 	}
@@ -124,10 +153,10 @@ func Check(entries []Entry) error {
 	}
 	keys := map[string]int{}
 	for i := range entries {
-		if err := entries[i].Validate(); err != nil {
+		if err := Validate(&entries[i]); err != nil {
 			return fmt.Errorf("glossary: entry %d (%v): %w", i, entries[i].En, err)
 		}
-		k := entries[i].Key()
+		k := Key(&entries[i])
 		if j, ok := keys[k]; ok {
 			return fmt.Errorf("glossary: entry %d repeats the key %q of entry %d", i, k, j)
 		}
@@ -136,17 +165,12 @@ func Check(entries []Entry) error {
 	return nil
 }
 
-// Glossary is a glossary at one version.
-type Glossary struct {
-	Entries []Entry
-	// Version changes whenever the entries do (a store's sequence).
-	Version uint64
-}
+// Glossary is a glossary at one version (incidentlib.Glossary).
+type Glossary = incidentlib.Glossary
 
-// Reader gives the glossary as it is now.
-type Reader interface {
-	Glossary(ctx context.Context) (*Glossary, error)
-}
+// Reader gives the glossary as it is now (incidentlib.GlossaryReader: a
+// store is one).
+type Reader = incidentlib.GlossaryReader
 
 // Static is a Reader of a fixed glossary.
 type Static struct{ G *Glossary }

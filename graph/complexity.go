@@ -133,6 +133,7 @@ func Complexity() ComplexityRoot {
 	statsComplexity(&c)
 	c.IncidentSearchEdge.Highlights = func(child int) int { return costList(ItemsSize, child) }
 	taxAdminComplexity(&c)
+	glossaryComplexity(&c) // glossary.go
 	// At most 5 strings, computed only when nothing matches.
 	c.IncidentSearchConnection.Suggestions = func(child int) int { return costList(5, child) }
 	// A history page is one range scan of the incident's versions, and

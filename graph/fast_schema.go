@@ -23,7 +23,7 @@ import (
 // gqlgen's executor: a query that selects one of them is answered by
 // gqlgen, whole. Introspection (__schema, __type) is handed on too.
 var FastReadsHandsOn = map[string][]string{
-	"Query":                    {"organizations", "tokens", "taxonomyHistory", "incidentVersion", "deletedIncident", "__schema", "__type"},
+	"Query":                    {"organizations", "tokens", "taxonomyHistory", "incidentVersion", "deletedIncident", "glossary", "__schema", "__type"},
 	"Incident":                 {"similar", "history", "withdrawnReason", "citation"},
 	"IncidentConnection":       {"facets", "years"},
 	"IncidentSearchConnection": {"facets", "years", "suggestions"},

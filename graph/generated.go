@@ -30,6 +30,7 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	GlossaryEntry() GlossaryEntryResolver
 	Incident() IncidentResolver
 	IncidentConnection() IncidentConnectionResolver
 	IncidentSearchConnection() IncidentSearchConnectionResolver
@@ -85,6 +86,31 @@ type ComplexityRoot struct {
 	Facet struct {
 		Counts func(childComplexity int) int
 		Kind   func(childComplexity int) int
+	}
+
+	GlossaryConnection struct {
+		Edges      func(childComplexity int) int
+		Nodes      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+		Version    func(childComplexity int) int
+	}
+
+	GlossaryEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	GlossaryEntry struct {
+		En   func(childComplexity int) int
+		Key  func(childComplexity int) int
+		Ko   func(childComplexity int) int
+		Note func(childComplexity int) int
+	}
+
+	GlossaryEntryPayload struct {
+		Entry      func(childComplexity int) int
+		UserErrors func(childComplexity int) int
 	}
 
 	Highlight struct {
@@ -251,23 +277,26 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		AddOrganization    func(childComplexity int, slug string, name string) int
-		AddTerm            func(childComplexity int, input model.AddTermInput) int
-		AddTermAliases     func(childComplexity int, kind model.TaxonomyKind, slug string, aliases []string) int
-		CreateToken        func(childComplexity int, name string, role model.TokenRole, expiresAt *string) int
-		DeleteIncident     func(childComplexity int, id string, expectedUpdatedAt *string, expectedVersion *int) int
-		DeprecateTerm      func(childComplexity int, kind model.TaxonomyKind, slug string, deprecated *bool) int
-		ImportIncidents    func(childComplexity int, records []*model.IncidentInput, histories []*model.HistoryImportInput) int
-		MergeOrganizations func(childComplexity int, from string, into string) int
-		PurgeVersion       func(childComplexity int, id string, version int, reason string) int
-		RenameOrganization func(childComplexity int, slug string, name string) int
-		RestoreIncident    func(childComplexity int, id string, version int, comment *string, expectedVersion *int) int
-		ReviewIncident     func(childComplexity int, id string, decision incidentlib.ReviewDecision, comment *string, expectedVersion *int, expectedUpdatedAt *string) int
-		RevokeToken        func(childComplexity int, name string) int
-		SubmitForReview    func(childComplexity int, id string, expectedVersion *int) int
-		UpdateTerm         func(childComplexity int, kind model.TaxonomyKind, slug string, label *model.TermTextInput, description *model.TermTextInput) int
-		UpsertIncident     func(childComplexity int, input model.IncidentInput) int
-		WithdrawIncident   func(childComplexity int, id string, reason string, expectedVersion *int) int
+		AddGlossaryEntry    func(childComplexity int, input model.GlossaryEntryInput) int
+		AddOrganization     func(childComplexity int, slug string, name string) int
+		AddTerm             func(childComplexity int, input model.AddTermInput) int
+		AddTermAliases      func(childComplexity int, kind model.TaxonomyKind, slug string, aliases []string) int
+		CreateToken         func(childComplexity int, name string, role model.TokenRole, expiresAt *string) int
+		DeleteIncident      func(childComplexity int, id string, expectedUpdatedAt *string, expectedVersion *int) int
+		DeprecateTerm       func(childComplexity int, kind model.TaxonomyKind, slug string, deprecated *bool) int
+		ImportIncidents     func(childComplexity int, records []*model.IncidentInput, histories []*model.HistoryImportInput) int
+		MergeOrganizations  func(childComplexity int, from string, into string) int
+		PurgeVersion        func(childComplexity int, id string, version int, reason string) int
+		RemoveGlossaryEntry func(childComplexity int, key string) int
+		RenameOrganization  func(childComplexity int, slug string, name string) int
+		RestoreIncident     func(childComplexity int, id string, version int, comment *string, expectedVersion *int) int
+		ReviewIncident      func(childComplexity int, id string, decision incidentlib.ReviewDecision, comment *string, expectedVersion *int, expectedUpdatedAt *string) int
+		RevokeToken         func(childComplexity int, name string) int
+		SubmitForReview     func(childComplexity int, id string, expectedVersion *int) int
+		UpdateGlossaryEntry func(childComplexity int, key string, input model.GlossaryEntryInput) int
+		UpdateTerm          func(childComplexity int, kind model.TaxonomyKind, slug string, label *model.TermTextInput, description *model.TermTextInput) int
+		UpsertIncident      func(childComplexity int, input model.IncidentInput) int
+		WithdrawIncident    func(childComplexity int, id string, reason string, expectedVersion *int) int
 	}
 
 	Organization struct {
@@ -321,6 +350,7 @@ type ComplexityRoot struct {
 
 	Query struct {
 		DeletedIncident func(childComplexity int, id string) int
+		Glossary        func(childComplexity int, first *int, after *string, contains *string) int
 		Incident        func(childComplexity int, id string) int
 		IncidentVersion func(childComplexity int, id string, version int) int
 		Incidents       func(childComplexity int, filter *incidentlib.IncidentFilter, orderBy *model.IncidentOrder, first *int, after *string, last *int, before *string) int
@@ -450,6 +480,9 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type GlossaryEntryResolver interface {
+	Key(ctx context.Context, obj *incidentlib.GlossaryEntry) (string, error)
+}
 type IncidentResolver interface {
 	Organization(ctx context.Context, objs []*model.Incident) ([]*model.Organization, error)
 	Organizations(ctx context.Context, objs []*model.Incident) ([][]*model.IncidentOrganization, error)
@@ -483,6 +516,9 @@ type MutationResolver interface {
 	DeleteIncident(ctx context.Context, id string, expectedUpdatedAt *string, expectedVersion *int) (*model.DeleteIncidentPayload, error)
 	ReviewIncident(ctx context.Context, id string, decision incidentlib.ReviewDecision, comment *string, expectedVersion *int, expectedUpdatedAt *string) (*model.IncidentPayload, error)
 	ImportIncidents(ctx context.Context, records []*model.IncidentInput, histories []*model.HistoryImportInput) (*model.ImportPayload, error)
+	AddGlossaryEntry(ctx context.Context, input model.GlossaryEntryInput) (*model.GlossaryEntryPayload, error)
+	UpdateGlossaryEntry(ctx context.Context, key string, input model.GlossaryEntryInput) (*model.GlossaryEntryPayload, error)
+	RemoveGlossaryEntry(ctx context.Context, key string) (*model.GlossaryEntryPayload, error)
 	RestoreIncident(ctx context.Context, id string, version int, comment *string, expectedVersion *int) (*model.IncidentPayload, error)
 	SubmitForReview(ctx context.Context, id string, expectedVersion *int) (*model.IncidentPayload, error)
 	WithdrawIncident(ctx context.Context, id string, reason string, expectedVersion *int) (*model.IncidentPayload, error)
@@ -511,6 +547,7 @@ type QueryResolver interface {
 	Taxonomy(ctx context.Context, kind model.TaxonomyKind) ([]*model.TaxonomyTerm, error)
 	Term(ctx context.Context, kind model.TaxonomyKind, slug string) (*model.TaxonomyTerm, error)
 	Stats(ctx context.Context, filter *incidentlib.IncidentFilter) (*model.IncidentStats, error)
+	Glossary(ctx context.Context, first *int, after *string, contains *string) (*model.GlossaryConnection, error)
 	IncidentVersion(ctx context.Context, id string, version int) (*model.IncidentVersion, error)
 	DeletedIncident(ctx context.Context, id string) (*model.DeletedIncident, error)
 	Search(ctx context.Context, query string, filter *incidentlib.IncidentFilter, lang *model.Lang, first *int, after *string) (*model.IncidentSearchConnection, error)
@@ -694,6 +731,88 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Facet.Kind(childComplexity), true
+
+	case "GlossaryConnection.edges":
+		if e.ComplexityRoot.GlossaryConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GlossaryConnection.Edges(childComplexity), true
+	case "GlossaryConnection.nodes":
+		if e.ComplexityRoot.GlossaryConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GlossaryConnection.Nodes(childComplexity), true
+	case "GlossaryConnection.pageInfo":
+		if e.ComplexityRoot.GlossaryConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GlossaryConnection.PageInfo(childComplexity), true
+	case "GlossaryConnection.totalCount":
+		if e.ComplexityRoot.GlossaryConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GlossaryConnection.TotalCount(childComplexity), true
+	case "GlossaryConnection.version":
+		if e.ComplexityRoot.GlossaryConnection.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GlossaryConnection.Version(childComplexity), true
+
+	case "GlossaryEdge.cursor":
+		if e.ComplexityRoot.GlossaryEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GlossaryEdge.Cursor(childComplexity), true
+	case "GlossaryEdge.node":
+		if e.ComplexityRoot.GlossaryEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GlossaryEdge.Node(childComplexity), true
+
+	case "GlossaryEntry.en":
+		if e.ComplexityRoot.GlossaryEntry.En == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GlossaryEntry.En(childComplexity), true
+	case "GlossaryEntry.key":
+		if e.ComplexityRoot.GlossaryEntry.Key == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GlossaryEntry.Key(childComplexity), true
+	case "GlossaryEntry.ko":
+		if e.ComplexityRoot.GlossaryEntry.Ko == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GlossaryEntry.Ko(childComplexity), true
+	case "GlossaryEntry.note":
+		if e.ComplexityRoot.GlossaryEntry.Note == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GlossaryEntry.Note(childComplexity), true
+
+	case "GlossaryEntryPayload.entry":
+		if e.ComplexityRoot.GlossaryEntryPayload.Entry == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GlossaryEntryPayload.Entry(childComplexity), true
+	case "GlossaryEntryPayload.userErrors":
+		if e.ComplexityRoot.GlossaryEntryPayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GlossaryEntryPayload.UserErrors(childComplexity), true
 
 	case "Highlight.field":
 		if e.ComplexityRoot.Highlight.Field == nil {
@@ -1447,6 +1566,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Item.Text(childComplexity, args["lang"].(*model.Lang)), true
 
+	case "Mutation.addGlossaryEntry":
+		if e.ComplexityRoot.Mutation.AddGlossaryEntry == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_addGlossaryEntry_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AddGlossaryEntry(childComplexity, args["input"].(model.GlossaryEntryInput)), true
 	case "Mutation.addOrganization":
 		if e.ComplexityRoot.Mutation.AddOrganization == nil {
 			break
@@ -1546,6 +1676,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.PurgeVersion(childComplexity, args["id"].(string), args["version"].(int), args["reason"].(string)), true
+	case "Mutation.removeGlossaryEntry":
+		if e.ComplexityRoot.Mutation.RemoveGlossaryEntry == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_removeGlossaryEntry_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RemoveGlossaryEntry(childComplexity, args["key"].(string)), true
 	case "Mutation.renameOrganization":
 		if e.ComplexityRoot.Mutation.RenameOrganization == nil {
 			break
@@ -1601,6 +1742,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SubmitForReview(childComplexity, args["id"].(string), args["expectedVersion"].(*int)), true
+	case "Mutation.updateGlossaryEntry":
+		if e.ComplexityRoot.Mutation.UpdateGlossaryEntry == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateGlossaryEntry_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateGlossaryEntry(childComplexity, args["key"].(string), args["input"].(model.GlossaryEntryInput)), true
 	case "Mutation.updateTerm":
 		if e.ComplexityRoot.Mutation.UpdateTerm == nil {
 			break
@@ -1809,6 +1961,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.DeletedIncident(childComplexity, args["id"].(string)), true
+	case "Query.glossary":
+		if e.ComplexityRoot.Query.Glossary == nil {
+			break
+		}
+
+		args, err := ec.field_Query_glossary_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Glossary(childComplexity, args["first"].(*int), args["after"].(*string), args["contains"].(*string)), true
 	case "Query.incident":
 		if e.ComplexityRoot.Query.Incident == nil {
 			break
@@ -2366,6 +2529,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	inputUnmarshalers := func() *graphql.InputUnmarshalerIndex {
 		return graphql.NewInputUnmarshalerIndex(
 			graphql.NewInputUnmarshaler("AddTermInput", ec.unmarshalInputAddTermInput),
+			graphql.NewInputUnmarshaler("GlossaryEntryInput", ec.unmarshalInputGlossaryEntryInput),
 			graphql.NewInputUnmarshaler("HistoryImportInput", ec.unmarshalInputHistoryImportInput),
 			graphql.NewInputUnmarshaler("HistoryVersionInput", ec.unmarshalInputHistoryVersionInput),
 			graphql.NewInputUnmarshaler("ImpactInput", ec.unmarshalInputImpactInput),
@@ -2639,6 +2803,73 @@ input TimelineEventInput {
   text: TextInput
   "Other members, as a JSON object."
   extra: JSON
+}
+`, BuiltIn: false},
+	{Name: "../glossary.graphqls", Input: `# The glossary search translates queries with (docs/search.md, "Across
+# languages"). The built-in glossary seeds a new store; afterwards the
+# store's is authoritative and a change is live when an admin's mutation
+# commits. Every mutation here is admin only and recorded in
+# taxonomyHistory (GLOSSARY_ADD, GLOSSARY_CHANGE, GLOSSARY_REMOVE), in the
+# transaction of the change; a refusal (userErrors) writes nothing.
+
+"""
+One pair of the glossary: the English and the Korean words or phrases of
+one meaning, each side's preferred form first. A query holding any form
+of one side also finds text holding any form of the other.
+"""
+type GlossaryEntry {
+  "The entry's identity: its first English form in lower case."
+  key: String!
+  en: [String!]!
+  ko: [String!]!
+  "A note for the glossary's reviewers; empty for none."
+  note: String!
+}
+
+extend type Query {
+  """
+  The glossary, by key. contains keeps the entries with a form that holds
+  it (case aside; at most 64 characters).
+  """
+  glossary(first: Int, after: String, contains: String): GlossaryConnection!
+}
+
+extend type Mutation {
+  """
+  Adds an entry: 1 to 8 forms a side, each of at most 64 characters and 6
+  words, no Hangul in en; a note of at most 500 characters. An entry of
+  the same key (the first English form, case aside) is CONFLICT.
+  """
+  addGlossaryEntry(input: GlossaryEntryInput!): GlossaryEntryPayload!
+  "Replaces the entry of key (case aside) with input, by the rules of addGlossaryEntry."
+  updateGlossaryEntry(key: String!, input: GlossaryEntryInput!): GlossaryEntryPayload!
+  "Removes the entry of key (case aside); the payload's entry is the one removed."
+  removeGlossaryEntry(key: String!): GlossaryEntryPayload!
+}
+
+input GlossaryEntryInput {
+  en: [String!]!
+  ko: [String!]!
+  note: String
+}
+
+type GlossaryEntryPayload {
+  entry: GlossaryEntry
+  userErrors: [UserError!]!
+}
+
+type GlossaryConnection {
+  edges: [GlossaryEdge!]!
+  nodes: [GlossaryEntry!]!
+  pageInfo: PageInfo!
+  totalCount: Int!
+  "Changes whenever the glossary does."
+  version: String!
+}
+
+type GlossaryEdge {
+  cursor: String!
+  node: GlossaryEntry!
 }
 `, BuiltIn: false},
 	{Name: "../history.graphqls", Input: `# The history of incidents and the review workflow (docs/editing.md).
@@ -3641,6 +3872,11 @@ enum TaxonomyChangeAction {
   MERGE_ORGANIZATIONS
   "A newer release brought a built-in term the store lacked (author release)."
   RELEASE_TERM
+  "A glossary entry added (glossary.graphqls)."
+  GLOSSARY_ADD
+  "A glossary entry changed; the subject is its key before the change."
+  GLOSSARY_CHANGE
+  GLOSSARY_REMOVE
 }
 
 type TaxonomyHistoryEntry {
@@ -3651,7 +3887,7 @@ type TaxonomyHistoryEntry {
   "The name of the token that made the change."
   author: String!
   action: TaxonomyChangeAction!
-  "term:KIND:SLUG or org:SLUG (a merge: the organization merged away)."
+  "term:KIND:SLUG, org:SLUG (a merge: the organization merged away) or glossary:KEY."
   subject: ID!
   "The term or organization before the change; null for an addition."
   before: JSON
@@ -3824,6 +4060,56 @@ func (ec *executionContext) childFields_Facet(ctx context.Context, field graphql
 		return ec.fieldContext_Facet_counts(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Facet", field.Name)
+}
+
+func (ec *executionContext) childFields_GlossaryConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_GlossaryConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_GlossaryConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_GlossaryConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_GlossaryConnection_totalCount(ctx, field)
+	case "version":
+		return ec.fieldContext_GlossaryConnection_version(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type GlossaryConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_GlossaryEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_GlossaryEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_GlossaryEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type GlossaryEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_GlossaryEntry(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "key":
+		return ec.fieldContext_GlossaryEntry_key(ctx, field)
+	case "en":
+		return ec.fieldContext_GlossaryEntry_en(ctx, field)
+	case "ko":
+		return ec.fieldContext_GlossaryEntry_ko(ctx, field)
+	case "note":
+		return ec.fieldContext_GlossaryEntry_note(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type GlossaryEntry", field.Name)
+}
+
+func (ec *executionContext) childFields_GlossaryEntryPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "entry":
+		return ec.fieldContext_GlossaryEntryPayload_entry(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_GlossaryEntryPayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type GlossaryEntryPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_Highlight(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4824,6 +5110,20 @@ func (ec *executionContext) field_Item_text_args(ctx context.Context, rawArgs ma
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_addGlossaryEntry_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.GlossaryEntryInput, error) {
+			return ec.unmarshalNGlossaryEntryInput2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐGlossaryEntryInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_addOrganization_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5054,6 +5354,20 @@ func (ec *executionContext) field_Mutation_purgeVersion_args(ctx context.Context
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_removeGlossaryEntry_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "key",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["key"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_renameOrganization_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5193,6 +5507,28 @@ func (ec *executionContext) field_Mutation_submitForReview_args(ctx context.Cont
 		return nil, err
 	}
 	args["expectedVersion"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_updateGlossaryEntry_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "key",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["key"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.GlossaryEntryInput, error) {
+			return ec.unmarshalNGlossaryEntryInput2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐGlossaryEntryInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg1
 	return args, nil
 }
 
@@ -5357,6 +5693,36 @@ func (ec *executionContext) field_Query_deletedIncident_args(ctx context.Context
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_glossary_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "contains",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["contains"] = arg2
 	return args, nil
 }
 
@@ -6448,6 +6814,359 @@ func (ec *executionContext) fieldContext_Facet_counts(_ context.Context, field g
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_TermCount(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _GlossaryConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.GlossaryConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GlossaryConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.GlossaryEdge) graphql.Marshaler {
+			return ec.marshalNGlossaryEdge2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐGlossaryEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GlossaryConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "GlossaryConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_GlossaryEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _GlossaryConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.GlossaryConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GlossaryConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*incidentlib.GlossaryEntry) graphql.Marshaler {
+			return ec.marshalNGlossaryEntry2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚐGlossaryEntryᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GlossaryConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "GlossaryConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_GlossaryEntry(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _GlossaryConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.GlossaryConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GlossaryConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GlossaryConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "GlossaryConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _GlossaryConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.GlossaryConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GlossaryConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GlossaryConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("GlossaryConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _GlossaryConnection_version(ctx context.Context, field graphql.CollectedField, obj *model.GlossaryConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GlossaryConnection_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GlossaryConnection_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("GlossaryConnection", field, false, false, "String")
+}
+
+func (ec *executionContext) _GlossaryEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.GlossaryEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GlossaryEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GlossaryEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("GlossaryEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _GlossaryEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.GlossaryEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GlossaryEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *incidentlib.GlossaryEntry) graphql.Marshaler {
+			return ec.marshalNGlossaryEntry2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚐGlossaryEntry(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GlossaryEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "GlossaryEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_GlossaryEntry(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _GlossaryEntry_key(ctx context.Context, field graphql.CollectedField, obj *incidentlib.GlossaryEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GlossaryEntry_key(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.GlossaryEntry().Key(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GlossaryEntry_key(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("GlossaryEntry", field, true, true, "String")
+}
+
+func (ec *executionContext) _GlossaryEntry_en(ctx context.Context, field graphql.CollectedField, obj *incidentlib.GlossaryEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GlossaryEntry_en(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.En, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GlossaryEntry_en(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("GlossaryEntry", field, false, false, "String")
+}
+
+func (ec *executionContext) _GlossaryEntry_ko(ctx context.Context, field graphql.CollectedField, obj *incidentlib.GlossaryEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GlossaryEntry_ko(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Ko, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GlossaryEntry_ko(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("GlossaryEntry", field, false, false, "String")
+}
+
+func (ec *executionContext) _GlossaryEntry_note(ctx context.Context, field graphql.CollectedField, obj *incidentlib.GlossaryEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GlossaryEntry_note(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Note, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GlossaryEntry_note(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("GlossaryEntry", field, false, false, "String")
+}
+
+func (ec *executionContext) _GlossaryEntryPayload_entry(ctx context.Context, field graphql.CollectedField, obj *model.GlossaryEntryPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GlossaryEntryPayload_entry(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Entry, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *incidentlib.GlossaryEntry) graphql.Marshaler {
+			return ec.marshalOGlossaryEntry2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚐGlossaryEntry(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_GlossaryEntryPayload_entry(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "GlossaryEntryPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_GlossaryEntry(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _GlossaryEntryPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.GlossaryEntryPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GlossaryEntryPayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GlossaryEntryPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "GlossaryEntryPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
 		},
 	}
 	return fc, nil
@@ -9997,6 +10716,138 @@ func (ec *executionContext) fieldContext_Mutation_importIncidents(ctx context.Co
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_addGlossaryEntry(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_addGlossaryEntry(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AddGlossaryEntry(ctx, fc.Args["input"].(model.GlossaryEntryInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.GlossaryEntryPayload) graphql.Marshaler {
+			return ec.marshalNGlossaryEntryPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐGlossaryEntryPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_addGlossaryEntry(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_GlossaryEntryPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_addGlossaryEntry_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_updateGlossaryEntry(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateGlossaryEntry(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateGlossaryEntry(ctx, fc.Args["key"].(string), fc.Args["input"].(model.GlossaryEntryInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.GlossaryEntryPayload) graphql.Marshaler {
+			return ec.marshalNGlossaryEntryPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐGlossaryEntryPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateGlossaryEntry(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_GlossaryEntryPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateGlossaryEntry_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_removeGlossaryEntry(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_removeGlossaryEntry(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RemoveGlossaryEntry(ctx, fc.Args["key"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.GlossaryEntryPayload) graphql.Marshaler {
+			return ec.marshalNGlossaryEntryPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐGlossaryEntryPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_removeGlossaryEntry(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_GlossaryEntryPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_removeGlossaryEntry_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_restoreIncident(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11677,6 +12528,50 @@ func (ec *executionContext) fieldContext_Query_stats(ctx context.Context, field 
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_stats_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_glossary(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_glossary(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Glossary(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["contains"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.GlossaryConnection) graphql.Marshaler {
+			return ec.marshalNGlossaryConnection2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐGlossaryConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_glossary(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_GlossaryConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_glossary_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -14749,6 +15644,62 @@ func UnmarshalAddTermInput(ctx context.Context, raw any) (model.AddTermInput, er
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputGlossaryEntryInput(ctx context.Context, obj any) (model.GlossaryEntryInput, error) {
+	var it model.GlossaryEntryInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"en", "ko", "note"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "en":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("en"))
+			data, err := ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.En = data
+		case "ko":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ko"))
+			data, err := ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ko = data
+		case "note":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("note"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Note = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalGlossaryEntryInput unmarshals raw into the GlossaryEntryInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalGlossaryEntryInput(ctx context.Context, raw any) (model.GlossaryEntryInput, error) {
+	var out model.GlossaryEntryInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "GlossaryEntryInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputHistoryImportInput(ctx context.Context, obj any) (model.HistoryImportInput, error) {
 	var it model.HistoryImportInput
 	if obj == nil {
@@ -16370,6 +17321,184 @@ func (ec *executionContext) _Facet(ctx context.Context, sel ast.SelectionSet, ob
 	return out
 }
 
+var glossaryConnectionImplementors = []string{"GlossaryConnection"}
+
+func (ec *executionContext) _GlossaryConnection(ctx context.Context, sel ast.SelectionSet, obj *model.GlossaryConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, glossaryConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("GlossaryConnection")
+		case "edges":
+			out.Values[i] = ec._GlossaryConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._GlossaryConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._GlossaryConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._GlossaryConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "version":
+			out.Values[i] = ec._GlossaryConnection_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var glossaryEdgeImplementors = []string{"GlossaryEdge"}
+
+func (ec *executionContext) _GlossaryEdge(ctx context.Context, sel ast.SelectionSet, obj *model.GlossaryEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, glossaryEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("GlossaryEdge")
+		case "cursor":
+			out.Values[i] = ec._GlossaryEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._GlossaryEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var glossaryEntryImplementors = []string{"GlossaryEntry"}
+
+func (ec *executionContext) _GlossaryEntry(ctx context.Context, sel ast.SelectionSet, obj *incidentlib.GlossaryEntry) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, glossaryEntryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("GlossaryEntry")
+		case "key":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._GlossaryEntry_key(ctx, field, obj)
+				})
+		case "en":
+			out.Values[i] = ec._GlossaryEntry_en(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "ko":
+			out.Values[i] = ec._GlossaryEntry_ko(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "note":
+			out.Values[i] = ec._GlossaryEntry_note(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var glossaryEntryPayloadImplementors = []string{"GlossaryEntryPayload"}
+
+func (ec *executionContext) _GlossaryEntryPayload(ctx context.Context, sel ast.SelectionSet, obj *model.GlossaryEntryPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, glossaryEntryPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("GlossaryEntryPayload")
+		case "entry":
+			out.Values[i] = ec._GlossaryEntryPayload_entry(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._GlossaryEntryPayload_userErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var highlightImplementors = []string{"Highlight"}
 
 func (ec *executionContext) _Highlight(ctx context.Context, sel ast.SelectionSet, obj *model.Highlight) graphql.Marshaler {
@@ -17484,6 +18613,27 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "addGlossaryEntry":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_addGlossaryEntry(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updateGlossaryEntry":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateGlossaryEntry(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "removeGlossaryEntry":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_removeGlossaryEntry(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "restoreIncident":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_restoreIncident(ctx, field)
@@ -18015,6 +19165,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_stats(ctx, field)
+				})
+		case "glossary":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_glossary(ctx, field)
 				})
 		case "incidentVersion":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -19306,6 +20462,75 @@ func (ec *executionContext) marshalNFloat2float64(ctx context.Context, sel ast.S
 		graphql.AddInvalidNullFromMarshaler(ctx, "Float!")
 	}
 	return graphql.WrapContextMarshaler(ctx, res)
+}
+
+func (ec *executionContext) marshalNGlossaryConnection2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐGlossaryConnection(ctx context.Context, sel ast.SelectionSet, v *model.GlossaryConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "GlossaryConnection!")
+		return graphql.Null
+	}
+	return ec._GlossaryConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNGlossaryEdge2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐGlossaryEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.GlossaryEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNGlossaryEdge2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐGlossaryEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNGlossaryEdge2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐGlossaryEdge(ctx context.Context, sel ast.SelectionSet, v *model.GlossaryEdge) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "GlossaryEdge!")
+		return graphql.Null
+	}
+	return ec._GlossaryEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNGlossaryEntry2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚐGlossaryEntryᚄ(ctx context.Context, sel ast.SelectionSet, v []*incidentlib.GlossaryEntry) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNGlossaryEntry2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚐGlossaryEntry(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNGlossaryEntry2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚐGlossaryEntry(ctx context.Context, sel ast.SelectionSet, v *incidentlib.GlossaryEntry) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "GlossaryEntry!")
+		return graphql.Null
+	}
+	return ec._GlossaryEntry(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNGlossaryEntryInput2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐGlossaryEntryInput(ctx context.Context, v any) (model.GlossaryEntryInput, error) {
+	res, err := ec.unmarshalInputGlossaryEntryInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNGlossaryEntryPayload2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐGlossaryEntryPayload(ctx context.Context, sel ast.SelectionSet, v *model.GlossaryEntryPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "GlossaryEntryPayload!")
+		return graphql.Null
+	}
+	return ec._GlossaryEntryPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNHighlight2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐHighlightᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Highlight) graphql.Marshaler {
@@ -20653,6 +21878,13 @@ func (ec *executionContext) marshalODeletedIncident2ᚖgithubᚗcomᚋincidentli
 		return graphql.Null
 	}
 	return ec._DeletedIncident(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOGlossaryEntry2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚐGlossaryEntry(ctx context.Context, sel ast.SelectionSet, v *incidentlib.GlossaryEntry) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._GlossaryEntry(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOHistoryImportInput2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐHistoryImportInputᚄ(ctx context.Context, v any) ([]*model.HistoryImportInput, error) {

@@ -34,7 +34,10 @@ type Resolver struct {
 	// without it the history answers UNAVAILABLE.
 	Taxonomies      incidentlib.TaxonomyService
 	TaxonomyChanges incidentlib.TaxonomyHistoryReader
-	LoaderMetrics   LoaderMetrics
+	// Glossary, if set, serves Query.glossary (glossary.resolvers.go);
+	// without it the glossary answers UNAVAILABLE.
+	Glossary      incidentlib.GlossaryReader
+	LoaderMetrics LoaderMetrics
 	// Search, if set, serves Query.search (search.resolvers.go); without it
 	// search answers UNAVAILABLE.
 	Search incidentlib.SearchService

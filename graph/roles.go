@@ -29,6 +29,10 @@ var MutationRoles = map[string]incidentlib.Role{
 	"addOrganization":    incidentlib.RoleAdmin,
 	"renameOrganization": incidentlib.RoleAdmin,
 	"mergeOrganizations": incidentlib.RoleAdmin,
+	// The glossary (glossary.graphqls).
+	"addGlossaryEntry":    incidentlib.RoleAdmin,
+	"updateGlossaryEntry": incidentlib.RoleAdmin,
+	"removeGlossaryEntry": incidentlib.RoleAdmin,
 }
 
 // QueryRoles is the role the query fields that are not for every reader

@@ -117,6 +117,20 @@ func checkReplicaTaxonomy(tb testing.TB, p *primary, rdb *storage.DB, term, merg
 	sameLibrary(tb, p.db, rdb)
 }
 
+// levelReplica serves a primary of n incidents and starts a replica
+// following it by long poll, level with it when it returns.
+func levelReplica(t *testing.T, n int) (*primary, *httptest.Server, *storage.DB, *follower) {
+	t.Helper()
+	p := newPrimary(t, n)
+	ts := httptest.NewServer(p.srv)
+	t.Cleanup(ts.Close)
+	rdb := openStore(t, filepath.Join(t.TempDir(), "replica.db"))
+	t.Cleanup(func() { rdb.Close() })
+	f := startFollower(t, rdb, ts.URL, func(c *replica.Config) { c.Wait = 200 * time.Millisecond })
+	f.waitSeq(t, p.db.Incidents().Seq())
+	return p, ts, rdb, f
+}
+
 // An admin adds a term on the primary and a record uses it; the term is
 // relabelled, aliased and deprecated, organizations merged and added. A
 // running replica ends with the same taxonomy and the record (not
@@ -124,13 +138,7 @@ func checkReplicaTaxonomy(tb testing.TB, p *primary, rdb *storage.DB, term, merg
 // last change was of the taxonomy alone; a replica started afterwards
 // catches up to the same.
 func TestFollowerTakesTheTaxonomy(t *testing.T) {
-	p := newPrimary(t, 60)
-	ts := httptest.NewServer(p.srv)
-	t.Cleanup(ts.Close)
-	rdb := openStore(t, filepath.Join(t.TempDir(), "replica.db"))
-	t.Cleanup(func() { rdb.Close() })
-	f := startFollower(t, rdb, ts.URL, func(c *replica.Config) { c.Wait = 200 * time.Millisecond })
-	f.waitSeq(t, p.db.Incidents().Seq())
+	p, ts, rdb, f := levelReplica(t, 60)
 
 	term, mergedAway := adminChanges(t, p)
 	f.waitSeq(t, p.db.Incidents().Seq())
@@ -235,6 +243,31 @@ func TestTaxonomyFeedAuthors(t *testing.T) {
 	}
 }
 
+// followFeed serves fs and starts a replica following it without long
+// polls, at the change seq when it returns.
+func followFeed(t *testing.T, fs *feedServer, seq uint64) (*storage.DB, *follower) {
+	t.Helper()
+	ts := httptest.NewServer(fs)
+	t.Cleanup(ts.Close)
+	db := openStore(t, filepath.Join(t.TempDir(), "replica.db"))
+	t.Cleanup(func() { db.Close() })
+	f := startFollower(t, db, ts.URL, func(c *replica.Config) { c.Wait = 0 })
+	f.waitSeq(t, seq)
+	return db, f
+}
+
+// taxEntry adds to the taxonomy feed entry n, by boss, carrying after
+// (nil: none). The caller holds s.mu once the feed is served.
+func (s *feedServer) taxEntry(n int, action incidentlib.TaxonomyAction, subject string, after any) {
+	var b []byte
+	if after != nil {
+		b, _ = json.Marshal(after)
+	}
+	e := incidentlib.TaxonomyChange{Number: uint64(n), Seq: uint64(n), At: "2026-01-01T00:00:00Z", Author: "boss", Action: action, Subject: subject, After: b}
+	line, _ := json.Marshal(e)
+	s.tax = append(s.tax, append(line, '\n'))
+}
+
 // A hostile primary's taxonomy entries (a label with a control character,
 // a slug that is not one, a subject that is not the term carried, an
 // alias that is another term's slug, a line that is no JSON) are refused,
@@ -243,12 +276,7 @@ func TestTaxonomyFeedAuthors(t *testing.T) {
 func TestFollowerRefusesHostileTaxonomyEntries(t *testing.T) {
 	goroutineGuard(t)
 	fs := &feedServer{}
-	entry := func(n int, action incidentlib.TaxonomyAction, subject string, after any) {
-		b, _ := json.Marshal(after)
-		e := incidentlib.TaxonomyChange{Number: uint64(n), Seq: uint64(n), At: "2026-01-01T00:00:00Z", Author: "boss", Action: action, Subject: subject, After: b}
-		line, _ := json.Marshal(e)
-		fs.tax = append(fs.tax, append(line, '\n'))
-	}
+	entry := fs.taxEntry
 	term := func(slug, label string, aliases ...string) incidentlib.Term {
 		return incidentlib.Term{Kind: incidentlib.KindSymptom, Slug: slug, Label: incidentlib.Text{En: label}, Aliases: aliases}
 	}
@@ -261,13 +289,7 @@ func TestFollowerRefusesHostileTaxonomyEntries(t *testing.T) {
 	entry(7, incidentlib.ActionAddTerm, "term:symptom:good-three", term("good-three", "Good three"))
 	fs.add(t, hostileRecord("IL-0001", func(i *incidentlib.Incident) { i.Symptoms = []string{"good-one", "good-three"} }))
 	fs.add(t, hostileRecord("IL-0002", func(i *incidentlib.Incident) { i.Symptoms = []string{"other-one"} }))
-	ts := httptest.NewServer(fs)
-	t.Cleanup(ts.Close)
-
-	db := openStore(t, filepath.Join(t.TempDir(), "replica.db"))
-	t.Cleanup(func() { db.Close() })
-	f := startFollower(t, db, ts.URL, func(c *replica.Config) { c.Wait = 0 })
-	f.waitSeq(t, 2)
+	db, f := followFeed(t, fs, 2)
 	ctx := context.Background()
 	incs, err := db.Incidents().FindIncidentsByIDs(ctx, []string{"IL-0001", "IL-0002"})
 	if err != nil || incs[0] == nil || incs[1] != nil {

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/glossary"
 )
 
 // The taxonomy's history, carried from the primary: before each page of
@@ -227,8 +228,48 @@ func checkEntry(e *incidentlib.TaxonomyChange) error {
 		if !ok || !incidentlib.ValidSlug(from) || from == into.Slug {
 			return bad("a merge names the organization merged away as its subject, org:SLUG, apart from the one it was merged into")
 		}
+	case incidentlib.ActionGlossaryAdd, incidentlib.ActionGlossaryChange, incidentlib.ActionGlossaryRemove:
+		return checkGlossaryEntry(e, bad)
 	default:
 		return bad("unknown action")
+	}
+	return nil
+}
+
+// checkGlossaryEntry holds an entry of the glossary's (ActionGlossary*)
+// to the rules of the glossary's mutations: the entries it carries pass
+// glossary.Validate, the subject is glossary:KEY with a key an entry can
+// have, and an addition's is the key of the entry it adds.
+func checkGlossaryEntry(e *incidentlib.TaxonomyChange, bad func(string, ...any) error) error {
+	key, ok := strings.CutPrefix(e.Subject, "glossary:")
+	if !ok || glossary.ValidateKey(key) != nil || strings.ToLower(key) != key {
+		return bad("a glossary entry's subject is glossary:KEY, its key in lower case")
+	}
+	var after *glossary.Entry
+	for _, side := range []struct {
+		raw      json.RawMessage
+		what     string
+		required bool
+	}{{e.Before, "before", false}, {e.After, "after", e.Action != incidentlib.ActionGlossaryRemove}} {
+		if len(side.raw) == 0 {
+			if side.required {
+				return bad("the glossary entry after is missing")
+			}
+			continue
+		}
+		g := new(glossary.Entry)
+		if err := json.Unmarshal(side.raw, g); err != nil {
+			return bad("the glossary entry %s does not decode: %v", side.what, err)
+		}
+		if err := glossary.Validate(g); err != nil {
+			return bad("the glossary entry %s: %s", side.what, incidentlib.ErrorMessage(err))
+		}
+		if side.what == "after" {
+			after = g
+		}
+	}
+	if e.Action == incidentlib.ActionGlossaryAdd && glossary.Key(after) != key {
+		return bad("the subject is not the key %q of the entry added", glossary.Key(after))
 	}
 	return nil
 }

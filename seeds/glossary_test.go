@@ -90,19 +90,25 @@ func TestGlossaryEntryValidate(t *testing.T) {
 		"ControlChar":  {En: []string{"roll\u0000out"}, Ko: []string{"배포"}},
 		"TooManyWords": {En: []string{"a b c d e f g"}, Ko: []string{"배포"}},
 		"TooManyForms": {En: []string{"a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9"}, Ko: []string{"배포"}},
+		"LongSpaced":   {En: []string{" " + strings.Repeat("a", 10_000)}, Ko: []string{"배포"}},
+		"LongNote":     {En: []string{"rollout"}, Ko: []string{"배포"}, Note: strings.Repeat("n", glossary.MaxNoteRunes+1)},
+		"ControlNote":  {En: []string{"rollout"}, Ko: []string{"배포"}, Note: "a\u0007bell"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := e.Validate()
+			err := glossary.Validate(&e)
 			if err == nil {
 				t.Fatal("accepted")
 			}
 			if code := incidentlibCode(err); code != "INVALID" {
 				t.Fatalf("code %q, want INVALID: %v", code, err)
 			}
+			if msg := incidentlib.ErrorMessage(err); len(msg) > 300 {
+				t.Fatalf("the message is %d bytes: it quotes what it refuses unbounded", len(msg))
+			}
 		})
 	}
-	ok := glossary.Entry{En: []string{"DNS"}, Ko: []string{"DNS", "도메인 네임 시스템"}}
-	if err := ok.Validate(); err != nil {
+	ok := glossary.Entry{En: []string{"DNS"}, Ko: []string{"DNS", "도메인 네임 시스템"}, Note: "a loanword,\nkept on both sides"}
+	if err := glossary.Validate(&ok); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -9,8 +9,8 @@ import (
 // Reads is every read of the store that the whole handler uses: the
 // incidents, organizations and taxonomy (and FastReads' snapshots of
 // them), the change log, backups, the store's figures, the API tokens'
-// reads, the taxonomy's history (its pages and the replicas' feed), the aggregates, the history and the
-// incident sets. storage.Reads implements it (DB.Reads: each read
+// reads, the taxonomy's history (its pages and the replicas' feed), the aggregates, the history, the
+// incident sets and the glossary. storage.Reads implements it (DB.Reads: each read
 // forwarded to the store's room that holds it). The writes are not here: they
 // are the one incidentlib.Writer, the second value Assemble takes.
 type Reads interface {
@@ -28,6 +28,7 @@ type Reads interface {
 	incidentlib.HistoryLog
 	incidentlib.TaxonomyLog
 	incidentlib.IncidentSets
+	incidentlib.GlossaryReader
 }
 
 // Assemble builds the GraphQL resolver over reads and search (nil: search
@@ -41,7 +42,7 @@ type Reads interface {
 // (upstream.LocalFirst), which a snapshot of the store cannot cover, so
 // FastReads is off and cached responses expire (Config.Upstream is set).
 func Assemble(reads Reads, writes incidentlib.Writer, incidents incidentlib.IncidentService, search incidentlib.SearchService, m *metrics.Metrics, cfg Config) (*Server, *graph.Resolver, error) {
-	res := &graph.Resolver{Incidents: reads, Organizations: reads, Snapshots: reads, Taxonomy: reads.Taxonomy(), Taxonomies: reads, TaxonomyChanges: reads, LoaderMetrics: m, Search: search, TokenService: reads, Aggregates: reads, History: reads,
+	res := &graph.Resolver{Incidents: reads, Organizations: reads, Snapshots: reads, Taxonomy: reads.Taxonomy(), Taxonomies: reads, TaxonomyChanges: reads, Glossary: reads, LoaderMetrics: m, Search: search, TokenService: reads, Aggregates: reads, History: reads,
 		IncidentURL: incidentURL(cfg.PublicURL)}
 	if incidents != nil {
 		res.Incidents, res.Snapshots = incidents, nil

@@ -170,6 +170,7 @@ ReactDOM.createRoot(document.getElementById('graphiql')).render(
 func ExampleTabs() []ExampleTab {
 	tabs := append([]ExampleTab(nil), exampleQueries...)
 	tabs = append(tabs, koreanIncidentExample, taxonomyExample) // graphiql_ko.go, graphiql_taxonomy.go
+	tabs = append(tabs, glossaryExample)                        // graphiql_glossary.go
 	if schema := graph.NewExecutableSchema(graph.Config{}).Schema(); schema.Query != nil && schema.Query.Fields.ForName("search") != nil {
 		tabs = append(tabs, searchExample)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/search"
+	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/server"
 	"github.com/incidentlib/incidentlib/storage"
 )
@@ -60,7 +61,11 @@ func sri(b []byte) string {
 }
 
 func TestGraphiQLExamplesRun(t *testing.T) {
-	db := testutil.ServerStore(t, seedIncidents(t), storage.Options{RecordCache: 20000})
+	gloss, err := seeds.Glossary(seeds.MustTaxonomy()) // the glossary tab reads the store's
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := testutil.ServerStore(t, seedIncidents(t), storage.Options{RecordCache: 20000, Glossary: gloss})
 	idx, err := search.Open(context.Background(), db.Incidents(), filepath.Join(t.TempDir(), "search"), search.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -93,6 +93,9 @@ func TestEveryMutationWritesThroughTheWriter(t *testing.T) {
 		{"addOrganization", `mutation { addOrganization(slug: "writer-org", name: "Writer Org") { userErrors { code } } }`, nil},
 		{"renameOrganization", `mutation { renameOrganization(slug: "writer-org", name: "Writer Organization") { userErrors { code } } }`, nil},
 		{"mergeOrganizations", `mutation($into: String!) { mergeOrganizations(from: "writer-org", into: $into) { userErrors { code } } }`, map[string]any{"into": incs[0].OrgSlug}},
+		{"addGlossaryEntry", `mutation { addGlossaryEntry(input: {en: ["write side"], ko: ["쓰기 쪽"]}) { userErrors { code } } }`, nil},
+		{"updateGlossaryEntry", `mutation { updateGlossaryEntry(key: "write side", input: {en: ["write side"], ko: ["쓰기 측"], note: "changed"}) { userErrors { code } } }`, nil},
+		{"removeGlossaryEntry", `mutation { removeGlossaryEntry(key: "write side") { userErrors { code } } }`, nil},
 	}
 
 	readsBefore := fingerprint(t, reads)

@@ -149,6 +149,7 @@ func (st Maintenance) CheckAll(ctx context.Context) (problems, warnings []string
 				add("changes: %s has no change entry", incidentlib.FormatID(n))
 			}
 		}
+		checkGlossary(tx, add) // glossary.go
 		if !st.db.noHistory {
 			checkHistoryGrammar(tx, add) // historycheck.go
 			return checkHistory(tx, add)

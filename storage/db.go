@@ -78,6 +78,11 @@ type Options struct {
 	// existing store gains the terms of it that it lacks; required. The
 	// store's own taxonomy is authoritative afterwards (taxonomy.go).
 	Taxonomy *incidentlib.Taxonomy
+	// Glossary is the built-in glossary (seeds.Glossary): it seeds the
+	// store's at its creation, or at the first writable open of an older
+	// store; the store's own is authoritative afterwards (glossary.go).
+	// nil seeds nothing (until an open gives one).
+	Glossary []incidentlib.GlossaryEntry
 	// ReadOnly opens the file without the write lock (check, export).
 	ReadOnly bool
 	// RecordCache is how many decoded records are kept in memory. Default
@@ -199,6 +204,7 @@ func Open(path string, opts Options) (*DB, error) {
 		observeCommit: opts.ObserveCommit, maxRecord: opts.MaxRecordBytes, allowSelfReview: opts.AllowSelfReview}
 	db.fault.logger = opts.Logger
 	db.taxes.builtin = opts.Taxonomy
+	db.taxes.glossSeed = opts.Glossary
 	if db.observeCommit == nil {
 		db.observeCommit = func(time.Duration) {}
 	}
@@ -308,6 +314,9 @@ func (db *DB) load(readOnly bool) (err error) {
 		meta := tx.Bucket(bucketMeta)
 		db.seq.Store(getU64(meta.Get(metaSeq)))
 		db.storeID = string(meta.Get(metaStoreID))
+		if err := db.loadGlossary(tx); err != nil { // glossary.go
+			return err
+		}
 		return db.loadTaxonomy(tx)
 	})
 }
@@ -353,6 +362,9 @@ func (db *DB) init() error {
 			return err
 		}
 		if err := indexPeriodsOnce(tx); err != nil { // periods.go
+			return err
+		}
+		if err := db.initGlossary(tx); err != nil { // glossary.go
 			return err
 		}
 		return db.initTaxonomy(tx)

@@ -110,6 +110,18 @@ func TestMemberStoreRefusesWritesWithoutLogPosition(t *testing.T) {
 			_, err := db.Taxonomies().MergeOrganizations(ctx, "ada", org, incs[2].OrgSlug)
 			return err
 		},
+		"AddGlossaryEntry": func() error {
+			_, err := db.Taxonomies().AddGlossaryEntry(ctx, "ada", incidentlib.GlossaryEntry{En: []string{"zombie process"}, Ko: []string{"좀비 프로세스"}})
+			return err
+		},
+		"UpdateGlossaryEntry": func() error {
+			_, err := db.Taxonomies().UpdateGlossaryEntry(ctx, "ada", "zombie process", incidentlib.GlossaryEntry{En: []string{"zombie process"}, Ko: []string{"좀비"}})
+			return err
+		},
+		"RemoveGlossaryEntry": func() error {
+			_, err := db.Taxonomies().RemoveGlossaryEntry(ctx, "ada", "zombie process")
+			return err
+		},
 	}
 	wt := reflect.TypeFor[incidentlib.Writer]()
 	for i := range wt.NumMethod() {

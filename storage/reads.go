@@ -105,8 +105,8 @@ func (x Reads) RawChangesSince(ctx context.Context, seq uint64, limit int) ([]in
 }
 
 // incidentlib.OrganizationService, incidentlib.TaxonomyService,
-// incidentlib.TaxonomyLog and incidentlib.TaxonomyHistoryReader: the
-// taxonomy's room.
+// incidentlib.TaxonomyLog, incidentlib.TaxonomyHistoryReader and
+// incidentlib.GlossaryReader: the taxonomy's room.
 func (x Reads) FindOrganizationsBySlugs(ctx context.Context, slugs []string) ([]*incidentlib.Organization, error) {
 	return x.taxonomies.FindOrganizationsBySlugs(ctx, slugs)
 }
@@ -119,6 +119,9 @@ func (x Reads) TaxonomyChangesAfter(ctx context.Context, after uint64, limit int
 }
 func (x Reads) TaxonomyHistory(ctx context.Context, p incidentlib.PageArgs) (*incidentlib.TaxonomyChangePage, error) {
 	return x.taxonomies.TaxonomyHistory(ctx, p)
+}
+func (x Reads) Glossary(ctx context.Context) (*incidentlib.Glossary, error) {
+	return x.taxonomies.Glossary(ctx)
 }
 
 // incidentlib.TokenReader: the tokens' room.

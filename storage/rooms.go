@@ -15,7 +15,7 @@ package storage
 //	Versions      versions.go      history.go historyread.go historydiff.go historycheck.go
 //	                               versionlog.go historyimport.go
 //	Tokens        tokens.go        tokens.go
-//	Taxonomies    taxonomies.go    taxonomy.go taxadmin.go taxreplay.go orgs.go orgadmin.go
+//	Taxonomies    taxonomies.go    taxonomy.go taxadmin.go taxreplay.go orgs.go orgadmin.go glossary.go
 //	ClusterLog    clusterlog.go    cluster.go
 //	Maintenance   maintenance.go   check.go compact.go walk.go cold.go purge.go migrate.go fault*.go
 //

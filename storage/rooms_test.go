@@ -42,6 +42,7 @@ var storeInterfaces = map[string]reflect.Type{
 	"TaxonomyHistoryReader": reflect.TypeFor[incidentlib.TaxonomyHistoryReader](),
 	"TaxonomyLog":           reflect.TypeFor[incidentlib.TaxonomyLog](),
 	"TaxonomyApplier":       reflect.TypeFor[incidentlib.TaxonomyApplier](),
+	"GlossaryReader":        reflect.TypeFor[incidentlib.GlossaryReader](),
 	"LogApplier":            reflect.TypeFor[incidentlib.LogApplier](),
 	"LogGrouper":            reflect.TypeFor[incidentlib.LogGrouper](),
 	"StoreMonitor":          reflect.TypeFor[incidentlib.StoreMonitor](),

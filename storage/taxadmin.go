@@ -36,8 +36,9 @@ func appendHistory(tx *bolt.Tx, ch *incidentlib.TaxonomyChange) error {
 // (a cluster's write) the change is stamped with the position's time and
 // the position is stored in the same transaction, also when the change
 // writes nothing; a position at or below the stored one is refused.
-// After the commit the taxonomy and the organization aliases in memory
-// are replaced, then the new sequence is published.
+// After the commit the taxonomy, the organization aliases and the
+// glossary (when it changed) in memory are replaced, then the new
+// sequence is published.
 func (db *DB) adminUpdate(ctx context.Context, fn func(w *writeTx) error) error {
 	if err := db.writable(ctx); err != nil {
 		return err
@@ -47,6 +48,7 @@ func (db *DB) adminUpdate(ctx context.Context, fn func(w *writeTx) error) error 
 		wrote   bool
 		tax     *incidentlib.Taxonomy
 		aliases map[string]string
+		gloss   *incidentlib.Glossary // nil: the glossary did not change
 	)
 	start := time.Now()
 	err := db.updateGuarded(func(tx *bolt.Tx) error {
@@ -72,6 +74,9 @@ func (db *DB) adminUpdate(ctx context.Context, fn func(w *writeTx) error) error 
 		if tax, err = taxonomyOf(tx, db.taxes.builtin); err != nil {
 			return err
 		}
+		if gloss, err = db.glossaryChanged(tx); err != nil { // glossary.go
+			return err
+		}
 		aliases, err = readOrgAliases(tx)
 		return err
 	})
@@ -83,6 +88,9 @@ func (db *DB) adminUpdate(ctx context.Context, fn func(w *writeTx) error) error 
 	}
 	db.taxes.cur.Store(tax)
 	db.taxes.orgAliases.Store(&aliases)
+	if gloss != nil {
+		db.taxes.gloss.Store(gloss)
+	}
 	db.observeCommit(time.Since(start))
 	db.publish(seq)
 	return nil

@@ -20,4 +20,5 @@ var (
 	_ incidentlib.TaxonomyHistoryReader = Taxonomies{}
 	_ incidentlib.TaxonomyLog           = Taxonomies{}
 	_ incidentlib.TaxonomyApplier       = Taxonomies{}
+	_ incidentlib.GlossaryReader        = Taxonomies{} // glossary.go
 )

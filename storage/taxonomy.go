@@ -37,6 +37,9 @@ type taxState struct {
 	builtin    *incidentlib.Taxonomy // Options.Taxonomy
 	cur        atomic.Pointer[incidentlib.Taxonomy]
 	orgAliases atomic.Pointer[map[string]string]
+	// The glossary (glossary.go): Options.Glossary, and the store's.
+	glossSeed []incidentlib.GlossaryEntry
+	gloss     atomic.Pointer[incidentlib.Glossary]
 }
 
 // Taxonomy returns the store's taxonomy as of the last committed change:

@@ -177,6 +177,8 @@ func (w *writeTx) replay(ch *incidentlib.TaxonomyChange) error {
 			return err
 		}
 		return aliasOrg(w.tx, from, into.Slug)
+	case incidentlib.ActionGlossaryAdd, incidentlib.ActionGlossaryChange, incidentlib.ActionGlossaryRemove:
+		return w.replayGlossary(ch) // glossary.go
 	}
 	return bad("unknown action %q", ch.Action)
 }

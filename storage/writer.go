@@ -97,6 +97,15 @@ func (x Writer) RenameOrganization(ctx context.Context, author, slug, name strin
 func (x Writer) MergeOrganizations(ctx context.Context, author, from, into string) (*incidentlib.MergeResult, error) {
 	return x.taxonomies.MergeOrganizations(ctx, author, from, into)
 }
+func (x Writer) AddGlossaryEntry(ctx context.Context, author string, e incidentlib.GlossaryEntry) (*incidentlib.GlossaryEntry, error) {
+	return x.taxonomies.AddGlossaryEntry(ctx, author, e)
+}
+func (x Writer) UpdateGlossaryEntry(ctx context.Context, author, key string, e incidentlib.GlossaryEntry) (*incidentlib.GlossaryEntry, error) {
+	return x.taxonomies.UpdateGlossaryEntry(ctx, author, key, e)
+}
+func (x Writer) RemoveGlossaryEntry(ctx context.Context, author, key string) (*incidentlib.GlossaryEntry, error) {
+	return x.taxonomies.RemoveGlossaryEntry(ctx, author, key)
+}
 
 // The rest of cluster.Store: incidentlib.TokenWriter (the tokens' room),
 // incidentlib.LogApplier and incidentlib.LogGrouper (the cluster log's) and a purged version's time

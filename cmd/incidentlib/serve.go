@@ -152,11 +152,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		}
 	}
 
-	gloss, err := seeds.GlossaryReader()
-	if err != nil {
-		return err
-	}
-	searchSvc, searchQueue, stopSearch, err := xf.start(ctx, db, gloss, logger) // catches up with the store first
+	// Search translates through the store's glossary (seeded from the
+	// built-in one, changed by admins): a change recompiles it.
+	searchSvc, searchQueue, stopSearch, err := xf.start(ctx, db, db.Taxonomies(), logger) // catches up with the store first
 	if err != nil {
 		return err
 	}

@@ -50,13 +50,17 @@ func (s storeFlags) openObserved(readOnly bool, observeCommit func(time.Duration
 	if err != nil {
 		return nil, err
 	}
+	gloss, err := seeds.Glossary(tax) // seeds the store's glossary (storage.Options.Glossary)
+	if err != nil {
+		return nil, err
+	}
 	if readOnly {
 		if _, err := os.Stat(*s.path); err != nil {
 			return nil, fmt.Errorf("open %s: %w", *s.path, err)
 		}
 	}
 	return storage.Open(*s.path, storage.Options{
-		OpenTimeout: *s.openTimeout, Taxonomy: tax, ReadOnly: readOnly, RecordCache: *s.recordCache,
+		OpenTimeout: *s.openTimeout, Taxonomy: tax, Glossary: gloss, ReadOnly: readOnly, RecordCache: *s.recordCache,
 		UpstreamLinks: *s.upstream != "", ObserveCommit: observeCommit, Logger: logger, MaxRecordBytes: maxRecord,
 		AllowSelfReview: *s.allowSelfReview,
 	})

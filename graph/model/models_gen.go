@@ -62,6 +62,31 @@ type DeletedIncident struct {
 	Record json.RawMessage `json:"record,omitempty"`
 }
 
+type GlossaryConnection struct {
+	Edges      []*GlossaryEdge              `json:"edges"`
+	Nodes      []*incidentlib.GlossaryEntry `json:"nodes"`
+	PageInfo   *PageInfo                    `json:"pageInfo"`
+	TotalCount int                          `json:"totalCount"`
+	// Changes whenever the glossary does.
+	Version string `json:"version"`
+}
+
+type GlossaryEdge struct {
+	Cursor string                     `json:"cursor"`
+	Node   *incidentlib.GlossaryEntry `json:"node"`
+}
+
+type GlossaryEntryInput struct {
+	En   []string `json:"en"`
+	Ko   []string `json:"ko"`
+	Note *string  `json:"note,omitempty"`
+}
+
+type GlossaryEntryPayload struct {
+	Entry      *incidentlib.GlossaryEntry `json:"entry,omitempty"`
+	UserErrors []*UserError               `json:"userErrors"`
+}
+
 // Who wrote a version: a token's name, or the program's own (admin, import, migration, seeds).
 type HistoryAuthor struct {
 	Name string `json:"name"`
@@ -180,7 +205,7 @@ type TaxonomyHistoryEntry struct {
 	// The name of the token that made the change.
 	Author string               `json:"author"`
 	Action TaxonomyChangeAction `json:"action"`
-	// term:KIND:SLUG or org:SLUG (a merge: the organization merged away).
+	// term:KIND:SLUG, org:SLUG (a merge: the organization merged away) or glossary:KEY.
 	Subject string `json:"subject"`
 	// The term or organization before the change; null for an addition.
 	Before json.RawMessage `json:"before,omitempty"`
@@ -273,6 +298,11 @@ const (
 	TaxonomyChangeActionMergeOrganizations TaxonomyChangeAction = "MERGE_ORGANIZATIONS"
 	// A newer release brought a built-in term the store lacked (author release).
 	TaxonomyChangeActionReleaseTerm TaxonomyChangeAction = "RELEASE_TERM"
+	// A glossary entry added (glossary.graphqls).
+	TaxonomyChangeActionGlossaryAdd TaxonomyChangeAction = "GLOSSARY_ADD"
+	// A glossary entry changed; the subject is its key before the change.
+	TaxonomyChangeActionGlossaryChange TaxonomyChangeAction = "GLOSSARY_CHANGE"
+	TaxonomyChangeActionGlossaryRemove TaxonomyChangeAction = "GLOSSARY_REMOVE"
 )
 
 var AllTaxonomyChangeAction = []TaxonomyChangeAction{
@@ -285,11 +315,14 @@ var AllTaxonomyChangeAction = []TaxonomyChangeAction{
 	TaxonomyChangeActionRenameOrganization,
 	TaxonomyChangeActionMergeOrganizations,
 	TaxonomyChangeActionReleaseTerm,
+	TaxonomyChangeActionGlossaryAdd,
+	TaxonomyChangeActionGlossaryChange,
+	TaxonomyChangeActionGlossaryRemove,
 }
 
 func (e TaxonomyChangeAction) IsValid() bool {
 	switch e {
-	case TaxonomyChangeActionAddTerm, TaxonomyChangeActionUpdateTerm, TaxonomyChangeActionAddAliases, TaxonomyChangeActionDeprecateTerm, TaxonomyChangeActionUndeprecateTerm, TaxonomyChangeActionAddOrganization, TaxonomyChangeActionRenameOrganization, TaxonomyChangeActionMergeOrganizations, TaxonomyChangeActionReleaseTerm:
+	case TaxonomyChangeActionAddTerm, TaxonomyChangeActionUpdateTerm, TaxonomyChangeActionAddAliases, TaxonomyChangeActionDeprecateTerm, TaxonomyChangeActionUndeprecateTerm, TaxonomyChangeActionAddOrganization, TaxonomyChangeActionRenameOrganization, TaxonomyChangeActionMergeOrganizations, TaxonomyChangeActionReleaseTerm, TaxonomyChangeActionGlossaryAdd, TaxonomyChangeActionGlossaryChange, TaxonomyChangeActionGlossaryRemove:
 		return true
 	}
 	return false
