@@ -72,8 +72,8 @@ type Applier struct {
 	// lastOf is the sequence of the last message applied on each subject
 	// of lately (at most lastOfSubjects): a write's guess of its
 	// subject's last sequence without a request (writer.go).
-	lastOf *lru.Cache[string, uint64]
-	stopped error                      // why applying stopped (a newer version), nil while it goes on
+	lastOf  *lru.Cache[string, uint64]
+	stopped error // why applying stopped (a newer version), nil while it goes on
 }
 
 // NewApplier returns an applier over store at the position the store
