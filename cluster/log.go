@@ -113,24 +113,11 @@ func (n *Node) Publish(ctx context.Context, subject, msgID string, expect *uint6
 		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(*expect))
 	}
 	var ack *jetstream.PubAck
-	err := n.retryTimeouts(ctx, func(ctx context.Context) error {
+	err := n.retryTimeouts(ctx, func(ctx context.Context) (err error) {
 		// A retry carries the same message id: if an earlier try was
 		// stored after all, the stream answers it as a duplicate.
-		// Published asynchronously: the node's writes share one reply
-		// subscription and none waits on another's request; the
-		// acknowledgements come back concurrently, each to its writer.
-		f, err := n.js.PublishMsgAsync(msg, opts...)
-		if err != nil {
-			return err
-		}
-		select {
-		case ack = <-f.Ok():
-			return nil
-		case err := <-f.Err():
-			return err
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		ack, err = n.js.PublishMsg(ctx, msg, opts...)
+		return err
 	})
 	if err != nil {
 		return 0, false, n.publishError(err)
@@ -139,10 +126,6 @@ func (n *Node) Publish(ctx context.Context, subject, msgID string, expect *uint6
 	n.ring(ack.Sequence)
 	return ack.Sequence, ack.Duplicate, nil
 }
-
-// maxPending bounds the publishes of a node waiting for their
-// acknowledgement.
-const maxPending = 4096
 
 // attemptTimeout bounds one request to the stream's leader within the
 // write timeout: while the leader is lost, a request waits for an answer
@@ -196,8 +179,6 @@ func (n *Node) publishError(err error) error {
 	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
 		return incidentlib.Errorf(incidentlib.ECONFLICT, "the incident was changed by another write meanwhile")
-	case errors.Is(err, jetstream.ErrTooManyStalledMsgs):
-		return incidentlib.Errorf(incidentlib.EUNAVAILABLE, "this node has %d writes waiting for the cluster's acknowledgement; nothing was written", maxPending)
 	case errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders), errors.Is(err, nats.ErrConnectionClosed),
 		errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrConnectionReconnecting):
 		n.quorum.set(false)

@@ -221,11 +221,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		n.Close()
 		return nil, fmt.Errorf("cluster: connect: %w", err)
 	}
-	// Writes are published asynchronously (log.go's Publish): a pending
-	// acknowledgement is forgotten after the write timeout, and at most
-	// maxPending are in flight (past it a publish waits, then is refused
-	// as UNAVAILABLE).
-	if n.js, err = jetstream.New(n.nc, jetstream.WithPublishAsyncTimeout(cfg.WriteTimeout), jetstream.WithPublishAsyncMaxPending(maxPending)); err != nil {
+	if n.js, err = jetstream.New(n.nc); err != nil {
 		n.Close()
 		return nil, err
 	}
