@@ -19,7 +19,6 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/cluster"
-	"github.com/incidentlib/incidentlib/gen"
 	"github.com/incidentlib/incidentlib/internal/testutil"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/storage"
@@ -240,15 +239,7 @@ func (c *testCluster) same() {
 // IL-0100 on.
 func incidents(t *testing.T, n int, seed int64) []*incidentlib.Incident {
 	t.Helper()
-	incs, err := gen.Generate(gen.Options{Count: n, Seed: seed, FirstID: 100, Taxonomy: seeds.MustTaxonomy()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, inc := range incs {
-		inc.Related, inc.RecurrenceOf = nil, ""
-		inc.Review.ReviewedAt, inc.Review.ReviewedBy = "", ""
-	}
-	return incs
+	return cluster.StandaloneIncidents(t, n, seed, 100)
 }
 
 func editor(name string) context.Context {

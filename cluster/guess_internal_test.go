@@ -33,14 +33,7 @@ func TestGuessFromApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	incs, err := gen.Generate(gen.Options{Count: 2, Seed: 3, FirstID: 700, Taxonomy: seeds.MustTaxonomy()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, inc := range incs {
-		inc.Related, inc.RecurrenceOf = nil, ""
-		inc.Review.ReviewedAt, inc.Review.ReviewedBy = "", ""
-	}
+	incs := StandaloneIncidents(t, 2, 3, 700)
 	at := time.Now().UTC().Truncate(time.Microsecond)
 	stale := "2001-01-01T00:00:00Z"
 	writes := []*Write{
@@ -76,4 +69,20 @@ func TestGuessFromApplied(t *testing.T) {
 	if got, ok := a.lastSeqOf(IncidentSubject("IL-9999")); ok {
 		t.Errorf("lastSeqOf of a subject never applied = %d, want none", got)
 	}
+}
+
+// StandaloneIncidents generates count incidents from first on without
+// links or reviews, so that each upsert stands alone (the external tests
+// use it too).
+func StandaloneIncidents(tb testing.TB, count int, seed int64, first uint32) []*incidentlib.Incident {
+	tb.Helper()
+	incs, err := gen.Generate(gen.Options{Count: count, Seed: seed, FirstID: first, Taxonomy: seeds.MustTaxonomy()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, inc := range incs {
+		inc.Related, inc.RecurrenceOf = nil, ""
+		inc.Review.ReviewedAt, inc.Review.ReviewedBy = "", ""
+	}
+	return incs
 }
