@@ -70,7 +70,11 @@ type Applier struct {
 	moved   chan struct{} // closed and replaced when applied moves or the applier stops
 	waiters map[string]chan Result
 	recent  *lru.Cache[string, Result] // results by idempotency key, for retries
-	stopped error                      // why applying stopped (a newer version), nil while it goes on
+	// lastOf is the sequence of the last message applied on each subject
+	// of lately (at most lastOfSubjects): a write's guess of its
+	// subject's last sequence without a request (writer.go).
+	lastOf  *lru.Cache[string, uint64]
+	stopped error // why applying stopped (a newer version), nil while it goes on
 }
 
 // NewApplier returns an applier over store at the position the store
@@ -84,7 +88,8 @@ func NewApplier(ctx context.Context, store Store, m *Metrics, log *slog.Logger) 
 		log = slog.Default()
 	}
 	recent, _ := lru.New[string, Result](4096)
-	a := &Applier{store: store, log: log, metrics: m, moved: make(chan struct{}), waiters: map[string]chan Result{}, recent: recent}
+	lastOf, _ := lru.New[string, uint64](lastOfSubjects)
+	a := &Applier{store: store, log: log, metrics: m, moved: make(chan struct{}), waiters: map[string]chan Result{}, recent: recent, lastOf: lastOf}
 	a.applied.Store(seq)
 	m.setApplied(seq)
 	return a, nil
@@ -139,6 +144,17 @@ func (a *Applier) expect(key string) (<-chan Result, func()) {
 // resultOf returns the result of the write key if this node applied it
 // lately.
 func (a *Applier) resultOf(key string) (Result, bool) { return a.recent.Get(key) }
+
+// lastOfSubjects bounds the subjects whose last sequence the applier
+// remembers (about 100 bytes each).
+const lastOfSubjects = 1 << 16
+
+// lastSeqOf returns the sequence of the last message on subject that this
+// node applied, if it applied one lately: what its store holds of the
+// subject. The stream may hold a later one (another node's write not yet
+// here, or an erased last message): a guess, which a publish that expects
+// it confirms or the stream refuses.
+func (a *Applier) lastSeqOf(subject string) (uint64, bool) { return a.lastOf.Get(subject) }
 
 // Apply applies one message in a transaction of its own. A write the
 // store refuses (a bad record, a conflict found at apply) is recorded as
@@ -210,6 +226,9 @@ func (a *Applier) done(msgs []Message, results []Result) {
 		}
 		results[i].content = m.Header.Get(HeaderContent)
 		a.recent.Add(m.MsgID, results[i])
+		if m.Subject != "" {
+			a.lastOf.Add(m.Subject, m.Seq)
+		}
 	}
 	last := msgs[len(msgs)-1].Seq
 	a.metrics.setApplied(last)

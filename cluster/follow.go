@@ -120,10 +120,35 @@ func (n *Node) follow(ctx context.Context, from *uint64, apply func(context.Cont
 		return err
 	}
 	defer func() { _ = replies.sub.Unsubscribe() }()
+	// While a batch is applied (its transaction's commit and fsync), the
+	// next one is read: the log's reading and its applying overlap, and
+	// the writes that arrive meanwhile make the next batch, not wait for
+	// an ask after the commit. At most one read is ahead (two batches in
+	// memory, 2 × fetchBytes).
+	var ahead chan fetched
+	defer func() {
+		if ahead != nil {
+			<-ahead // before the replies' subscription goes (bounded by fetchTimeout)
+		}
+	}()
 	var backoff time.Duration
 	for {
-		msgs, err := n.fetch(ctx, replies, *from+1)
+		var msgs []Message
+		var err error
+		if ahead != nil {
+			f := <-ahead
+			ahead, msgs, err = nil, f.msgs, f.err
+		} else {
+			msgs, err = n.fetch(ctx, replies, *from+1)
+		}
 		if len(msgs) > 0 {
+			if err == nil {
+				ahead = make(chan fetched, 1)
+				go func(out chan<- fetched, seq uint64) {
+					m, err := n.fetch(ctx, replies, seq)
+					out <- fetched{m, err}
+				}(ahead, msgs[len(msgs)-1].Seq+1)
+			}
 			if err := apply(ctx, msgs); err != nil {
 				return stopError{err}
 			}
@@ -152,6 +177,12 @@ func (n *Node) follow(ctx context.Context, from *uint64, apply func(context.Cont
 		case <-time.After(wait):
 		}
 	}
+}
+
+// fetched is what a read ahead of the apply returned.
+type fetched struct {
+	msgs []Message
+	err  error
 }
 
 // fetchReplies is where a follower's fetches are answered: one

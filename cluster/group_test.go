@@ -13,8 +13,6 @@ import (
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/cluster"
-	"github.com/incidentlib/incidentlib/gen"
-	"github.com/incidentlib/incidentlib/seeds"
 )
 
 // applyBatches returns the count and sum of the member's histogram of
@@ -73,14 +71,7 @@ func TestGroupCommitManyWriters(t *testing.T) {
 		}
 		version[inc.ID] = got.CurrentVersion()
 	}
-	fresh, err := gen.Generate(gen.Options{Count: 40, Seed: 41, FirstID: 500, Taxonomy: seeds.MustTaxonomy()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, inc := range fresh {
-		inc.Related, inc.RecurrenceOf = nil, ""
-		inc.Review.ReviewedAt, inc.Review.ReviewedBy = "", ""
-	}
+	fresh := cluster.StandaloneIncidents(t, 40, 41, 500)
 	c.level(n1.mb.Applier.Applied())
 	c.stop(n3) // comes back to a backlog
 

@@ -353,6 +353,26 @@ func (n *Node) NumRoutes() int {
 	return n.srv.NumRoutes()
 }
 
+// RouteNames returns the server names of the embedded server's
+// registered routes (none with an external NATS). A route this server
+// solicits is registered once the peer's INFO arrives, before the peer
+// checked the secret it presented: a refused route is listed until the
+// peer closes it.
+func (n *Node) RouteNames() []string {
+	if n.srv == nil {
+		return nil
+	}
+	rz, err := n.srv.Routez(nil)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, r := range rz.Routes {
+		names = append(names, r.RemoteName)
+	}
+	return names
+}
+
 // Close closes the connection and shuts the embedded server down.
 func (n *Node) Close() {
 	n.quorum.stop()

@@ -255,19 +255,24 @@ func (wr *Writer) writeBound(ctx context.Context, subject string, w *Write, more
 	// election, a node behind) is tried again until the write timeout:
 	// nothing was written.
 	deadline := time.Now().Add(wr.node.cfg.WriteTimeout)
-	// An incident's write first guesses the subject's last sequence from
-	// this node's own copy of the stream (no request to the leader); the
-	// publish expects it, so a guess that is behind is refused by the
-	// stream and never written, and the write is judged again with the
-	// leader's answer. A condition that looks broken on a guess is judged
-	// again the same way: a node behind never answers a false CONFLICT.
+	// An incident's write first guesses the subject's last sequence: the
+	// last message on it this node applied (no request at all), else the
+	// last in this node's own copy of the stream (a request to its own
+	// server, not to the leader); the publish expects it, so a guess that
+	// is behind is refused by the stream and never written, and the write
+	// is judged again with the leader's answer. A condition that looks
+	// broken on a guess is judged again the same way: a node behind never
+	// answers a false CONFLICT.
 	guess := subject != SubjectLibrary
 	for try := 1; ; try++ {
 		var last uint64
 		var err error
 		if guess {
-			if last, err = wr.node.localSubjectSeq(ctx, subject); err != nil {
-				guess = false
+			var ok bool
+			if last, ok = wr.applier.lastSeqOf(subject); !ok {
+				if last, err = wr.node.localSubjectSeq(ctx, subject); err != nil {
+					guess = false
+				}
 			}
 		}
 		if !guess {
