@@ -27,23 +27,25 @@ func readPosting(tx *bolt.Tx, name string) *roaring.Bitmap {
 	return bm
 }
 
-// matchSet is the set of incident numbers a filter selects; all is true
-// when the filter does not constrain (bm is then the all posting). bm may
-// be a posting itself, pointing into the file: never modify it.
+// matchSet is the set of incident numbers a filter selects, held as the
+// intersection of its parts less minus and computed only as far as a
+// reader needs it (lazymatch.go); all is true when the filter does not
+// constrain (parts is then the all posting alone). A part may be a
+// posting itself, pointing into the file: never modify one.
 type matchSet struct {
-	bm  *roaring.Bitmap
-	all bool
+	parts []*roaring.Bitmap
+	minus *roaring.Bitmap // nil: nothing taken out
+	// bm, once made (set), is the set itself; own says it was built here
+	// (not a posting).
+	bm      *roaring.Bitmap
+	own     bool
+	n       uint64 // the set's size, once counted
+	counted bool
+	reduced bool // parts sorted by size, at most two (reduce)
+	all     bool
 	// dateFrom and dateTo, when set, let an ordered scan by date start at
 	// the bound instead of walking the whole index.
 	dateFrom, dateTo *uint32
-}
-
-// count is how many incidents of posting are in the set.
-func (ms *matchSet) count(posting *roaring.Bitmap) uint64 {
-	if ms.all {
-		return posting.GetCardinality()
-	}
-	return ms.bm.AndCardinality(posting)
 }
 
 // matchFields evaluates one filter's plain fields from the indexes (match,
@@ -52,6 +54,7 @@ func (ms *matchSet) count(posting *roaring.Bitmap) uint64 {
 func (db *DB) matchFields(tx *bolt.Tx, f incidentlib.IncidentFilter, listedOnly bool) (*matchSet, error) {
 	all := readPosting(tx, postAll)
 	var sets []*roaring.Bitmap
+	ms := &matchSet{}
 	union := func(names []string) {
 		bms := make([]*roaring.Bitmap, 0, len(names))
 		for _, n := range names {
@@ -112,9 +115,10 @@ func (db *DB) matchFields(tx *bolt.Tx, f incidentlib.IncidentFilter, listedOnly 
 		sets = append(sets, bm)
 	} else if listedOnly && len(f.IDs) == 0 {
 		// The visibility rule (listed.go): unlisted (withdrawn) incidents
-		// leave lists unless the filter names their state.
-		if ls, restricted := listedOf(tx, all); restricted {
-			sets = append(sets, ls)
+		// leave lists unless the filter names their state; they are taken
+		// out of the set as it is read (lazymatch.go), not cut from all.
+		if un := unlistedSet(tx); !un.IsEmpty() {
+			ms.minus = un
 		}
 	}
 	flag(f.IsRecurrence, postRecurrence)
@@ -126,7 +130,6 @@ func (db *DB) matchFields(tx *bolt.Tx, f incidentlib.IncidentFilter, listedOnly 
 		}
 		flagSet(f.HasRecurrences, p)
 	}
-	ms := &matchSet{}
 	if f.DateFrom != nil || f.DateTo != nil {
 		bm, from, to, err := dateRange(tx, f.DateFrom, f.DateTo)
 		if err != nil {
@@ -161,7 +164,8 @@ func (db *DB) matchFields(tx *bolt.Tx, f incidentlib.IncidentFilter, listedOnly 
 		sets = append(sets, bm)
 	}
 	if len(sets) == 0 {
-		ms.bm, ms.all = all, true
+		ms.parts = []*roaring.Bitmap{all}
+		ms.all = ms.minus == nil
 		return ms, nil
 	}
 	// Every posting holds stored incidents only (check verifies it);
@@ -170,11 +174,7 @@ func (db *DB) matchFields(tx *bolt.Tx, f incidentlib.IncidentFilter, listedOnly 
 	if len(f.IDs) > 0 || (f.HasRecurrences != nil && *f.HasRecurrences) {
 		sets = append(sets, all)
 	}
-	if len(sets) == 1 {
-		ms.bm = sets[0] // one posting or set alone: no intersection to build
-		return ms, nil
-	}
-	ms.bm = roaring.FastAnd(sets...)
+	ms.parts = sets // intersected as far as a reader needs (lazymatch.go)
 	return ms, nil
 }
 
