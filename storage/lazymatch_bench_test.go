@@ -3,7 +3,10 @@ package storage_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
+
+	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/storage"
@@ -86,5 +89,53 @@ func BenchmarkWalkOrIntersect(b *testing.B) {
 			}
 		}
 		db.Close()
+	}
+}
+
+// BenchmarkRoaringCosts: what lazymatch.go's cost model weighs, on random
+// bitmaps read back from their serialized form as postings are: building
+// the intersection of a smaller set with one of nine tenths of the
+// library (and), counting it (andcard), and 1,000 Contains (contains):
+//
+//	go test -run '^$' -bench RoaringCosts -benchtime 300x ./storage/
+func BenchmarkRoaringCosts(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	posting := func(n, universe int) *roaring.Bitmap {
+		bm := roaring.New()
+		for bm.GetCardinality() < uint64(n) {
+			bm.Add(uint32(r.IntN(universe)))
+		}
+		bm.RunOptimize()
+		buf, err := bm.ToBytes()
+		if err != nil {
+			b.Fatal(err)
+		}
+		out := roaring.New()
+		if _, err := out.FromBuffer(buf); err != nil {
+			b.Fatal(err)
+		}
+		return out
+	}
+	for _, library := range []int{100_000, 1_000_000} {
+		for _, small := range []int{library / 100, library / 10, library / 2} {
+			a, c := posting(small, library), posting(library*9/10, library)
+			b.Run(fmt.Sprintf("%d/%d/and", library, small), func(b *testing.B) {
+				for b.Loop() {
+					_ = roaring.And(a, c)
+				}
+			})
+			b.Run(fmt.Sprintf("%d/%d/andcard", library, small), func(b *testing.B) {
+				for b.Loop() {
+					_ = a.AndCardinality(c)
+				}
+			})
+			b.Run(fmt.Sprintf("%d/%d/contains", library, small), func(b *testing.B) {
+				for b.Loop() {
+					for i := range 1000 {
+						_ = a.Contains(uint32(i * 97))
+					}
+				}
+			})
+		}
 	}
 }
