@@ -27,6 +27,16 @@ func readPosting(tx *bolt.Tx, name string) *roaring.Bitmap {
 	return bm
 }
 
+// unionOf is the union of bms, never to be modified: the one bitmap
+// itself when there is one (FastOr would copy it: a term's posting of a
+// million incidents is 128 KB of bitmap containers), a new one otherwise.
+func unionOf(bms []*roaring.Bitmap) *roaring.Bitmap {
+	if len(bms) == 1 {
+		return bms[0]
+	}
+	return roaring.FastOr(bms...)
+}
+
 // matchSet is the set of incident numbers a filter selects, held as the
 // intersection of its parts less minus and computed only as far as a
 // reader needs it (lazymatch.go); all is true when the filter does not
@@ -60,7 +70,7 @@ func (db *DB) matchFields(tx *bolt.Tx, f incidentlib.IncidentFilter, listedOnly 
 		for _, n := range names {
 			bms = append(bms, readPosting(tx, n))
 		}
-		sets = append(sets, roaring.FastOr(bms...))
+		sets = append(sets, unionOf(bms))
 	}
 	if len(f.IDs) > 0 {
 		bm := roaring.New()
@@ -205,7 +215,7 @@ func stateSet(tx *bolt.Tx, all *roaring.Bitmap, ss []incidentlib.ReviewState, re
 			}
 			bms = append(bms, of(s))
 		}
-		bm = roaring.FastOr(bms...)
+		bm = unionOf(bms)
 	}
 	if reviewed != nil {
 		r := of(incidentlib.ReviewReviewed)
@@ -245,7 +255,7 @@ func verificationSet(tx *bolt.Tx, all *roaring.Bitmap, vs []incidentlib.Verifica
 			bms = append(bms, readPosting(tx, postVerification(v)))
 		}
 	}
-	return roaring.FastOr(bms...), nil
+	return unionOf(bms), nil
 }
 
 // dateRange returns the dated incidents within the inclusive bounds: whole
