@@ -12,3 +12,21 @@ func SetSmallSet(n int) func() {
 
 // StoreValues is storeValues, for the rooms test.
 var StoreValues = storeValues
+
+// Membership modes for SetMembershipMode.
+const (
+	MembershipAuto      = membershipAuto
+	MembershipParts     = membershipParts
+	MembershipIntersect = membershipIntersect
+)
+
+// SetMembershipMode forces how a filter's set is read (lazymatch.go):
+// MembershipParts counts it with AndCardinality and walks pages asking
+// each part, MembershipIntersect builds the set first, as before;
+// MembershipAuto decides by the cost model. It returns a function
+// restoring the mode.
+func SetMembershipMode(m int) func() {
+	old := membershipMode
+	membershipMode = m
+	return func() { membershipMode = old }
+}

@@ -35,10 +35,7 @@ func unlistedSet(tx *bolt.Tx) *roaring.Bitmap {
 	for _, s := range incidentlib.UnlistedStates {
 		bms = append(bms, readPosting(tx, postState(s)))
 	}
-	if len(bms) == 1 {
-		return bms[0]
-	}
-	return roaring.FastOr(bms...)
+	return unionOf(bms) // match.go
 }
 
 // listedCount is how many listed incidents the posting name holds, given

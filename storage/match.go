@@ -27,23 +27,35 @@ func readPosting(tx *bolt.Tx, name string) *roaring.Bitmap {
 	return bm
 }
 
-// matchSet is the set of incident numbers a filter selects; all is true
-// when the filter does not constrain (bm is then the all posting). bm may
-// be a posting itself, pointing into the file: never modify it.
+// unionOf is the union of bms, never to be modified: the one bitmap
+// itself when there is one (FastOr would copy it: a term's posting of a
+// million incidents is 128 KB of bitmap containers), a new one otherwise.
+func unionOf(bms []*roaring.Bitmap) *roaring.Bitmap {
+	if len(bms) == 1 {
+		return bms[0]
+	}
+	return roaring.FastOr(bms...)
+}
+
+// matchSet is the set of incident numbers a filter selects, held as the
+// intersection of its parts less minus and computed only as far as a
+// reader needs it (lazymatch.go); all is true when the filter does not
+// constrain (parts is then the all posting alone). A part may be a
+// posting itself, pointing into the file: never modify one.
 type matchSet struct {
-	bm  *roaring.Bitmap
-	all bool
+	parts []*roaring.Bitmap
+	minus *roaring.Bitmap // nil: nothing taken out
+	// bm, once made (set), is the set itself; own says it was built here
+	// (not a posting).
+	bm      *roaring.Bitmap
+	own     bool
+	n       uint64 // the set's size, once counted
+	counted bool
+	reduced bool // parts sorted by size, at most two (reduce)
+	all     bool
 	// dateFrom and dateTo, when set, let an ordered scan by date start at
 	// the bound instead of walking the whole index.
 	dateFrom, dateTo *uint32
-}
-
-// count is how many incidents of posting are in the set.
-func (ms *matchSet) count(posting *roaring.Bitmap) uint64 {
-	if ms.all {
-		return posting.GetCardinality()
-	}
-	return ms.bm.AndCardinality(posting)
 }
 
 // matchFields evaluates one filter's plain fields from the indexes (match,
@@ -52,12 +64,13 @@ func (ms *matchSet) count(posting *roaring.Bitmap) uint64 {
 func (db *DB) matchFields(tx *bolt.Tx, f incidentlib.IncidentFilter, listedOnly bool) (*matchSet, error) {
 	all := readPosting(tx, postAll)
 	var sets []*roaring.Bitmap
+	ms := &matchSet{}
 	union := func(names []string) {
 		bms := make([]*roaring.Bitmap, 0, len(names))
 		for _, n := range names {
 			bms = append(bms, readPosting(tx, n))
 		}
-		sets = append(sets, roaring.FastOr(bms...))
+		sets = append(sets, unionOf(bms))
 	}
 	if len(f.IDs) > 0 {
 		bm := roaring.New()
@@ -112,9 +125,10 @@ func (db *DB) matchFields(tx *bolt.Tx, f incidentlib.IncidentFilter, listedOnly 
 		sets = append(sets, bm)
 	} else if listedOnly && len(f.IDs) == 0 {
 		// The visibility rule (listed.go): unlisted (withdrawn) incidents
-		// leave lists unless the filter names their state.
-		if ls, restricted := listedOf(tx, all); restricted {
-			sets = append(sets, ls)
+		// leave lists unless the filter names their state; they are taken
+		// out of the set as it is read (lazymatch.go), not cut from all.
+		if un := unlistedSet(tx); !un.IsEmpty() {
+			ms.minus = un
 		}
 	}
 	flag(f.IsRecurrence, postRecurrence)
@@ -126,7 +140,6 @@ func (db *DB) matchFields(tx *bolt.Tx, f incidentlib.IncidentFilter, listedOnly 
 		}
 		flagSet(f.HasRecurrences, p)
 	}
-	ms := &matchSet{}
 	if f.DateFrom != nil || f.DateTo != nil {
 		bm, from, to, err := dateRange(tx, f.DateFrom, f.DateTo)
 		if err != nil {
@@ -161,7 +174,8 @@ func (db *DB) matchFields(tx *bolt.Tx, f incidentlib.IncidentFilter, listedOnly 
 		sets = append(sets, bm)
 	}
 	if len(sets) == 0 {
-		ms.bm, ms.all = all, true
+		ms.parts = []*roaring.Bitmap{all}
+		ms.all = ms.minus == nil
 		return ms, nil
 	}
 	// Every posting holds stored incidents only (check verifies it);
@@ -170,11 +184,7 @@ func (db *DB) matchFields(tx *bolt.Tx, f incidentlib.IncidentFilter, listedOnly 
 	if len(f.IDs) > 0 || (f.HasRecurrences != nil && *f.HasRecurrences) {
 		sets = append(sets, all)
 	}
-	if len(sets) == 1 {
-		ms.bm = sets[0] // one posting or set alone: no intersection to build
-		return ms, nil
-	}
-	ms.bm = roaring.FastAnd(sets...)
+	ms.parts = sets // intersected as far as a reader needs (lazymatch.go)
 	return ms, nil
 }
 
@@ -205,7 +215,7 @@ func stateSet(tx *bolt.Tx, all *roaring.Bitmap, ss []incidentlib.ReviewState, re
 			}
 			bms = append(bms, of(s))
 		}
-		bm = roaring.FastOr(bms...)
+		bm = unionOf(bms)
 	}
 	if reviewed != nil {
 		r := of(incidentlib.ReviewReviewed)
@@ -245,7 +255,7 @@ func verificationSet(tx *bolt.Tx, all *roaring.Bitmap, vs []incidentlib.Verifica
 			bms = append(bms, readPosting(tx, postVerification(v)))
 		}
 	}
-	return roaring.FastOr(bms...), nil
+	return unionOf(bms), nil
 }
 
 // dateRange returns the dated incidents within the inclusive bounds: whole

@@ -83,7 +83,7 @@ func (s *indexSeq) accept(k []byte) []byte {
 			return nil
 		}
 		key := k[1:]
-		if s.ms.all || s.ms.bm.Contains(numberOfOrderKey(s.ord, key)) {
+		if s.ms.all || s.ms.contains(numberOfOrderKey(s.ord, key)) {
 			return key
 		}
 	}

@@ -152,10 +152,7 @@ func (k periodKind) periodSet(tx *bolt.Tx, from, to uint32) *roaring.Bitmap {
 	for i, n := range names {
 		bms[i] = readPosting(tx, n)
 	}
-	if len(bms) == 1 {
-		return bms[0]
-	}
-	return roaring.FastOr(bms...)
+	return unionOf(bms) // match.go
 }
 
 // updatedSinceSet is the incidents updated at or after t: the rest of

@@ -40,7 +40,7 @@ func (st Incidents) CountIncidents(ctx context.Context, f incidentlib.IncidentFi
 		if err != nil {
 			return err
 		}
-		count = int(ms.bm.GetCardinality())
+		count = int(ms.card()) // counted, not built (lazymatch.go)
 		return nil
 	})
 	return count, err
@@ -106,11 +106,21 @@ func (st Incidents) FindIncidents(ctx context.Context, f incidentlib.IncidentFil
 		if err != nil {
 			return err
 		}
-		page.TotalCount = int(ms.bm.GetCardinality())
+		// One evaluation serves the count and the page: the count is read
+		// from the postings without building the set, and the page is
+		// walked asking each posting, or the set is built when that is
+		// cheaper (lazymatch.go).
+		page.TotalCount = int(ms.card())
 		var seq orderedSeq
-		if !ms.all && sortsInMemory(page.TotalCount, n, postingCardinality(tx.Bucket(bucketPostings).Cursor(), postAll)) { // pagepath.go
-			seq = newMemSeq(tx, ord, ms.bm)
-		} else {
+		if !ms.all {
+			library := postingCardinality(tx.Bucket(bucketPostings).Cursor(), postAll)
+			if sortsInMemory(page.TotalCount, n, library) { // pagepath.go
+				seq = newMemSeq(tx, ord, ms.set())
+			} else if !ms.walksParts(n, library) {
+				ms.set()
+			}
+		}
+		if seq == nil {
 			seq = &indexSeq{c: tx.Bucket(bucketOrders).Cursor(), ord: ord, ms: ms}
 		}
 		keys, hasMore, hasBeyond := collect(seq, after, before, n, backward)

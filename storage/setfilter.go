@@ -40,14 +40,14 @@ func (db *DB) match(tx *bolt.Tx, f incidentlib.IncidentFilter) (*matchSet, error
 	if err != nil {
 		return nil, err
 	}
-	bm, err := ev.value(f, top.bm, false)
+	bm, err := ev.value(f, top.set(), false)
 	if err != nil {
 		return nil, err
 	}
 	if un := unlistedSet(tx); !un.IsEmpty() {
 		bm.AndNot(roaring.AndNot(un, ev.asked))
 	}
-	top.bm, top.all = bm, false
+	top.setTo(bm)
 	return top, nil
 }
 
@@ -76,7 +76,7 @@ func (ev *exprEval) value(n incidentlib.IncidentFilter, plain *roaring.Bitmap, n
 		if err != nil {
 			return nil, err
 		}
-		plain = ms.bm
+		plain = ms.set()
 	}
 	sets := []*roaring.Bitmap{plain}
 	if len(n.Or) > 0 {

@@ -38,12 +38,18 @@ func setFilterStore(t testing.TB, n int, seed uint64) (*storage.DB, []*incidentl
 // filters (every plain field, not and or to the depth bound, withdrawn
 // and undated incidents) to the brute-force oracle over the records: the
 // set (MatchSet, what search, stats and subscriptions read), the count,
-// and the pages of FindIncidents.
+// the pages of FindIncidents, the facets and the years, each way a set is
+// read (lazymatch_test.go).
 func TestSetFilterDifferential(t *testing.T) { differential(t, 400, 34, 300) }
 
-// differential runs rounds random filters on a store of n incidents.
+// differential runs rounds random filters on a store of n incidents, each
+// way a set is read.
 func differential(t *testing.T, n int, seed uint64, rounds int) {
 	db, incs := setFilterStore(t, n, seed)
+	eachMembershipWay(t, func(t *testing.T) { differentialOn(t, db, incs, seed, rounds) })
+}
+
+func differentialOn(t *testing.T, db *storage.DB, incs []*incidentlib.Incident, seed uint64, rounds int) {
 	oracle := testutil.NewFilterOracle(incs)
 	withdrawn := 0
 	for _, inc := range incs {
@@ -57,6 +63,11 @@ func differential(t *testing.T, n int, seed uint64, rounds int) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, 3))
 	nonEmpty, withWithdrawn := 0, 0
+	byID := map[string]*incidentlib.Incident{}
+	for _, inc := range incs {
+		byID[inc.ID] = inc
+	}
+	var reach lazyReach
 	for i := range rounds {
 		f := testutil.RandomFilter(rng, incs, filterexpr.MaxDepth)
 		if err := filterexpr.Validate(&f); err != nil {
@@ -78,7 +89,10 @@ func differential(t *testing.T, n int, seed uint64, rounds int) {
 		if n, err := db.Incidents().CountIncidents(ctx, f); err != nil || n != len(want) {
 			t.Fatalf("round %d: CountIncidents %d (%v), want %d", i, n, err, len(want))
 		}
-		if i%8 == 0 { // the pages, in the order of ids
+		reach.see(t, db, f)
+		checkFacets(t, db, f, want, byID)
+		checkYears(t, db, f, want, byID)
+		{ // the first page, in the order of ids
 			first := 100
 			p, err := db.Incidents().FindIncidents(ctx, f, incidentlib.IncidentOrder{Field: incidentlib.OrderID, Direction: incidentlib.Asc}, incidentlib.PageArgs{First: &first})
 			if err != nil || p.TotalCount != len(want) || !slices.Equal(p.IDs, want[:min(first, len(want))]) {
@@ -95,6 +109,7 @@ func differential(t *testing.T, n int, seed uint64, rounds int) {
 			}
 		}
 	}
+	reach.check(t)
 	// The random filters must reach both sides of the rules.
 	if nonEmpty < rounds/4 || withWithdrawn == 0 {
 		t.Fatalf("the random filters select too little to test: %d of %d non-empty, %d with a withdrawn incident", nonEmpty, rounds, withWithdrawn)

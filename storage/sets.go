@@ -23,7 +23,7 @@ func (st Incidents) MatchSet(ctx context.Context, f incidentlib.IncidentFilter) 
 		if err != nil {
 			return err
 		}
-		out = ms.bm.Clone() // ms.bm may point into the file
+		out = ms.owned() // a clone when the set is a posting, which points into the file
 		return nil
 	})
 	return out, err
