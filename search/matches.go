@@ -13,7 +13,12 @@ import (
 // clause's legs, or, for a phrase, its rarest term in a field that holds
 // every term (a superset that phraseIn narrows down).
 func (m *memIndex) clauseSlots(c *clauseQ, dst []uint64) {
-	for _, lg := range c.legs {
+	m.legSlots(c.legs, dst)
+}
+
+// legSlots is clauseSlots for some legs of a clause.
+func (m *memIndex) legSlots(legs []leg, dst []uint64) {
+	for _, lg := range legs {
 		if lead := m.rarest(lg.find, lg.f); lead != nil {
 			for _, s := range lead.docs {
 				dst[s>>6] |= 1 << (s & 63)
@@ -41,18 +46,52 @@ func (m *memIndex) rarest(terms []string, f ifield) *posting {
 	return lead
 }
 
+// matchOpts says what matches leaves out and keeps beyond the set.
+type matchOpts struct {
+	// exclude, when not nil, holds slots left out of the set.
+	exclude []uint64
+	// countOnly: only the set is wanted, no scores. A phrase leg is then
+	// checked only in the slots no other leg of its clause matched, and
+	// t.hits is not left complete.
+	countOnly bool
+	// keepOwn keeps in t.own, by must clause (c.must's order), the slots
+	// of its candidates, for a matches of the query with translations
+	// whose direct query this is (rankTiers).
+	keepOwn bool
+	// own, when not nil, are those candidates of c.direct's must clauses
+	// (a t.own kept by keepOwn): clause i's first len(c.direct.must[i].legs)
+	// legs, the same as the direct clause's, are not read again.
+	own [][]uint64
+}
+
 // matches sets t.set to the slots that match c (keep as for topK; the
-// slots set in exclude, when not nil, left out) and returns the must
-// clauses in the order their scores are summed, and how many slots match.
-// The phrase matches of the must clauses stay in t.hits.
-func (t *topState) matches(m *memIndex, c *compiled, keep, exclude []uint64) ([]clauseQ, int) {
+// slots set in o.exclude left out) and returns the must clauses in the
+// order their scores are summed, and how many slots match. Unless
+// o.countOnly, the phrase matches of the must clauses stay in t.hits.
+func (t *topState) matches(m *memIndex, c *compiled, keep []uint64, o matchOpts) ([]clauseQ, int) {
 	words := len(m.slots)/64 + 1
 	t.resize(words, len(m.slots))
 	set, tmp := t.set, t.tmp
+	exclude := o.exclude
 
+	// The clauses by cost; order[i] is the place in c.must of must[i].
+	t.order = t.order[:0]
+	for i := range c.must {
+		t.order = append(t.order, i)
+	}
 	t.must = append(t.must[:0], c.must...)
-	must := t.must
-	sort.SliceStable(must, func(i, j int) bool { return m.clauseCost(&must[i]) < m.clauseCost(&must[j]) })
+	must, order := t.must, t.order
+	costs := t.costs[:0]
+	for i := range must {
+		costs = append(costs, m.clauseCost(&must[i]))
+	}
+	t.costs = costs
+	sort.Stable(byCost{must, order, costs})
+	if o.keepOwn {
+		for len(t.own) < len(must) {
+			t.own = append(t.own, nil)
+		}
+	}
 
 	// Candidates: every clause (a phrase: its rarest term, for now).
 	for i := range must {
@@ -61,7 +100,19 @@ func (t *topState) matches(m *memIndex, c *compiled, keep, exclude []uint64) ([]
 			dst = tmp
 			clear(tmp)
 		}
-		m.clauseSlots(&must[i], dst)
+		if o.own != nil && c.direct != nil {
+			// The direct clause's legs come first: their candidates
+			// are known.
+			j := order[i]
+			copy(dst, o.own[j])
+			m.legSlots(must[i].legs[len(c.direct.must[j].legs):], dst)
+		} else {
+			m.clauseSlots(&must[i], dst)
+		}
+		if o.keepOwn {
+			j := order[i]
+			t.own[j] = append(t.own[j][:0], dst...)
+		}
 		if i > 0 {
 			for w := range set {
 				set[w] &= tmp[w]
@@ -135,17 +186,35 @@ func (t *topState) matches(m *memIndex, c *compiled, keep, exclude []uint64) ([]
 			continue
 		}
 		clear(tmp)
-		for k, lg := range cl.legs {
+		// The words first, then the phrases: counting, a phrase is
+		// checked only where nothing else of the clause matched.
+		for _, lg := range cl.legs {
 			if len(lg.find) == 1 {
 				if p := m.posting(lg.f, lg.find[0]); p != nil {
 					for _, s := range p.docs {
 						tmp[s>>6] |= 1 << (s & 63)
 					}
 				}
+			}
+		}
+		for k, lg := range cl.legs {
+			if len(lg.find) == 1 {
 				continue
 			}
+			in := set
+			if o.countOnly {
+				in = t.rest
+				left := uint64(0)
+				for w := range set {
+					in[w] = set[w] &^ tmp[w]
+					left |= in[w]
+				}
+				if left == 0 {
+					break
+				}
+			}
 			h := &t.hits[i*t.stride+k]
-			*h, _ = m.phraseIn(t, lg.find, lg.f, set, (*h)[:0])
+			*h, _ = m.phraseIn(t, lg.find, lg.f, in, (*h)[:0])
 			for _, mt := range *h {
 				tmp[mt.slot>>6] |= 1 << (mt.slot & 63)
 			}
@@ -165,7 +234,7 @@ func (t *topState) matches(m *memIndex, c *compiled, keep, exclude []uint64) ([]
 func matchNums(m *memIndex, c *compiled, keep []uint64) []uint32 {
 	t := topStates.Get().(*topState)
 	defer topStates.Put(t)
-	_, total := t.matches(m, c, keep, nil)
+	_, total := t.matches(m, c, keep, matchOpts{countOnly: true})
 	nums := make([]uint32, 0, total)
 	for w, b := range t.set {
 		for b != 0 {
@@ -176,4 +245,19 @@ func matchNums(m *memIndex, c *compiled, keep []uint64) []uint32 {
 	}
 	slices.Sort(nums)
 	return nums
+}
+
+// byCost sorts must clauses by their cost, their places in c.must along.
+type byCost struct {
+	must  []clauseQ
+	order []int
+	costs []int
+}
+
+func (b byCost) Len() int           { return len(b.must) }
+func (b byCost) Less(i, j int) bool { return b.costs[i] < b.costs[j] }
+func (b byCost) Swap(i, j int) {
+	b.must[i], b.must[j] = b.must[j], b.must[i]
+	b.order[i], b.order[j] = b.order[j], b.order[i]
+	b.costs[i], b.costs[j] = b.costs[j], b.costs[i]
 }

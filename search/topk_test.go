@@ -186,7 +186,7 @@ func TestTopKMatchesExhaustive(t *testing.T) {
 func checkBonusBounds(t *testing.T, m *memIndex, c *compiled, keep []uint64, q string) int {
 	t.Helper()
 	st := &topState{}
-	st.matches(m, c, keep, nil)
+	st.matches(m, c, keep, matchOpts{})
 	for _, f := range c.bonus.fields {
 		m.bonusBounds(st, c.bonus, f, st.set)
 	}
