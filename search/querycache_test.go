@@ -12,7 +12,9 @@ import (
 )
 
 // swapGlossary is a glossary.Reader whose glossary a test replaces.
-type swapGlossary struct{ g atomic.Pointer[glossary.Glossary] }
+type swapGlossary struct {
+	g atomic.Pointer[glossary.Glossary]
+}
 
 func (s *swapGlossary) Glossary(context.Context) (*glossary.Glossary, error) { return s.g.Load(), nil }
 

@@ -111,6 +111,8 @@ func tiersRandom(t *testing.T, seed uint64, incidents, queries int) {
 	}
 	langs := []incidentlib.Lang{"", "", incidentlib.LangEn, incidentlib.LangKo}
 	tried, translated, counted, scored, phrases := 0, 0, 0, 0, 0
+	defaultSparse := sparseRatio
+	defer func() { sparseRatio = defaultSparse }()
 	for tried < queries {
 		var parts []string
 		for n := 1 + r.IntN(3); n > 0; n-- {
@@ -189,25 +191,30 @@ func tiersRandom(t *testing.T, seed uint64, incidents, queries int) {
 			want = nil
 		}
 
-		got, total, direct := rankTiers(x.mem, c, keepBits, offset, size)
-		if total != wantTotal {
-			t.Fatalf("%q (lang %q, offset %d, size %d): count %d, straightforward %d", q, lang, offset, size, total, wantTotal)
-		}
-		if len(got) != len(want) {
-			t.Fatalf("%q (lang %q, offset %d, size %d): %d hits, straightforward %d", q, lang, offset, size, len(got), len(want))
-		}
-		for i := range got {
-			if got[i] != want[i] {
-				t.Fatalf("%q (lang %q, offset %d, size %d): hit %d is %+v, straightforward %+v", q, lang, offset, size, i, got[i], want[i])
+		// Phrases checked by reading the lead posting through (ratio 0),
+		// by seeking each slot when it can (1), and as the index chooses.
+		for _, ratio := range []int{0, 1, defaultSparse} {
+			sparseRatio = ratio
+			got, total, direct := rankTiers(x.mem, c, keepBits, offset, size)
+			if total != wantTotal {
+				t.Fatalf("%q (lang %q, offset %d, size %d, sparse ratio %d): count %d, straightforward %d", q, lang, offset, size, ratio, total, wantTotal)
 			}
-		}
-		if c.direct != nil {
-			if wd := min(max(0, wantDirect-offset), size); direct != wd {
-				t.Fatalf("%q: %d hits of the first tier, straightforward %d", q, direct, wd)
+			if len(got) != len(want) {
+				t.Fatalf("%q (lang %q, offset %d, size %d, sparse ratio %d): %d hits, straightforward %d", q, lang, offset, size, ratio, len(got), len(want))
 			}
-		}
-		if gotSet := roaring.BitmapOf(matchNums(x.mem, c, keepBits)...); !gotSet.Equals(wantSet) {
-			t.Fatalf("%q: the match set has %d incidents, exhaustive %d", q, gotSet.GetCardinality(), wantSet.GetCardinality())
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("%q (lang %q, offset %d, size %d, sparse ratio %d): hit %d is %+v, straightforward %+v", q, lang, offset, size, ratio, i, got[i], want[i])
+				}
+			}
+			if c.direct != nil {
+				if wd := min(max(0, wantDirect-offset), size); direct != wd {
+					t.Fatalf("%q: %d hits of the first tier, straightforward %d", q, direct, wd)
+				}
+			}
+			if gotSet := roaring.BitmapOf(matchNums(x.mem, c, keepBits)...); !gotSet.Equals(wantSet) {
+				t.Fatalf("%q (sparse ratio %d): the match set has %d incidents, exhaustive %d", q, ratio, gotSet.GetCardinality(), wantSet.GetCardinality())
+			}
 		}
 	}
 	// The test must exercise what it claims to.
