@@ -55,23 +55,7 @@ func tiersRandom(t *testing.T, seed uint64, incidents, queries int) {
 	}
 	t.Cleanup(func() { x.Close() })
 	r := rand.New(rand.NewPCG(seed, 11))
-	// Dead slots: some incidents replaced by another's text, some deleted.
-	var changed []*incidentlib.Incident
-	for i := 0; i < incidents/25; i++ {
-		a, b := incs[r.IntN(len(incs))], incs[r.IntN(len(incs))]
-		c := *a
-		c.Title, c.Summary = b.Title, b.Summary
-		changed = append(changed, &c)
-	}
-	if _, err := db.Incidents().ImportIncidents(ctx, changed, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < incidents/60; i++ {
-		db.Incidents().DeleteIncident(ctx, incs[r.IntN(len(incs))].ID, incidentlib.WriteOptions{})
-	}
-	if err := x.CatchUp(ctx); err != nil {
-		t.Fatal(err)
-	}
+	deadSlots(t, db, x, incs, r, incidents/25, incidents/60)
 	tr, err := x.translator(ctx)
 	if err != nil || tr == nil {
 		t.Fatalf("no glossary: %v", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/storage"
 )
 
 // TestTopKMatchesExhaustive compares the pruned page (topK) with ranking
@@ -18,36 +19,11 @@ import (
 // with replaced and deleted incidents: the same slots, in the same order,
 // with bit-equal scores, and the same count and match set (facets').
 func TestTopKMatchesExhaustive(t *testing.T) {
-	ctx := context.Background()
 	incs := generated(t, 1500, 3)
 	db := searchStore(t, incs)
 	x := mustOpen(t, db)
-	// Dead slots: some incidents replaced by another's text, some deleted.
 	r := rand.New(rand.NewPCG(3, 9))
-	var changed []*incidentlib.Incident
-	seen := map[string]bool{}
-	for i := 0; i < 60; i++ {
-		a, b := incs[r.IntN(len(incs))], incs[r.IntN(len(incs))]
-		if seen[a.ID] {
-			continue
-		}
-		seen[a.ID] = true
-		c := *a
-		c.Title, c.Summary = b.Title, b.Summary
-		changed = append(changed, &c)
-	}
-	if _, err := db.Incidents().ImportIncidents(ctx, changed, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 20; i++ {
-		db.Incidents().DeleteIncident(ctx, incs[r.IntN(len(incs))].ID, incidentlib.WriteOptions{})
-	}
-	if err := x.CatchUp(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if x.mem.dead == 0 {
-		t.Fatal("no dead slots to test with")
-	}
+	deadSlots(t, db, x, incs, r, 60, 20)
 
 	words := func(s string) []string {
 		return strings.FieldsFunc(s, func(c rune) bool { return !unicode.IsLetter(c) && !unicode.IsDigit(c) })
@@ -178,6 +154,37 @@ func TestTopKMatchesExhaustive(t *testing.T) {
 		t.Fatalf("only %d queries found something, %d with the title-phrase bonus, %d slots with a bonus checked against its bound, %d read with Hangul trigrams", nonEmpty, withBonus, bounded, trigrams)
 	}
 	t.Logf("%d queries, %d found something, %d with the title-phrase bonus, %d read with Hangul trigrams", tried, nonEmpty, withBonus, trigrams)
+}
+
+// deadSlots gives x dead slots: up to replace of incs replaced by
+// another's title and summary, up to del deleted (drawn with r).
+func deadSlots(t *testing.T, db *storage.DB, x *Index, incs []*incidentlib.Incident, r *rand.Rand, replace, del int) {
+	t.Helper()
+	ctx := context.Background()
+	var changed []*incidentlib.Incident
+	seen := map[string]bool{}
+	for i := 0; i < replace; i++ {
+		a, b := incs[r.IntN(len(incs))], incs[r.IntN(len(incs))]
+		if seen[a.ID] {
+			continue
+		}
+		seen[a.ID] = true
+		c := *a
+		c.Title, c.Summary = b.Title, b.Summary
+		changed = append(changed, &c)
+	}
+	if _, err := db.Incidents().ImportIncidents(ctx, changed, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < del; i++ {
+		db.Incidents().DeleteIncident(ctx, incs[r.IntN(len(incs))].ID, incidentlib.WriteOptions{})
+	}
+	if err := x.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if x.mem.dead == 0 {
+		t.Fatal("no dead slots to test with")
+	}
 }
 
 // checkBonusBounds: for every match of c, the title-phrase bonus it gets
