@@ -120,15 +120,7 @@ func tiersRandom(t *testing.T, seed uint64, incidents, queries int) {
 			continue
 		}
 		tried++
-		var keep *roaring.Bitmap
-		var keepBits []uint64
-		if r.IntN(3) == 0 {
-			keep = roaring.New()
-			for range 1 + r.IntN(incidents) {
-				keep.Add(uint32(1 + r.IntN(len(incs)+10)))
-			}
-			keepBits = keep.ToDense()
-		}
+		keep, keepBits := randomKeep(r, incidents, len(incs))
 		offset, size := 0, 1+r.IntN(25)
 		if r.IntN(4) == 0 {
 			offset = r.IntN(100)

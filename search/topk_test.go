@@ -93,15 +93,7 @@ func TestTopKMatchesExhaustive(t *testing.T) {
 			continue
 		}
 		tried++
-		var keep *roaring.Bitmap
-		var keepBits []uint64
-		if r.IntN(3) == 0 {
-			keep = roaring.New()
-			for range 1 + r.IntN(600) {
-				keep.Add(uint32(1 + r.IntN(len(incs)+10)))
-			}
-			keepBits = keep.ToDense()
-		}
+		keep, keepBits := randomKeep(r, 600, len(incs))
 		offset, size := 0, 1+r.IntN(25)
 		if r.IntN(3) == 0 {
 			size = 1 + r.IntN(incidentlib.MaxPageSize)
@@ -154,6 +146,19 @@ func TestTopKMatchesExhaustive(t *testing.T) {
 		t.Fatalf("only %d queries found something, %d with the title-phrase bonus, %d slots with a bonus checked against its bound, %d read with Hangul trigrams", nonEmpty, withBonus, bounded, trigrams)
 	}
 	t.Logf("%d queries, %d found something, %d with the title-phrase bonus, %d read with Hangul trigrams", tried, nonEmpty, withBonus, trigrams)
+}
+
+// randomKeep returns, one time in three, a filter of up to most incident
+// numbers up to n+10 drawn with r, as a bitmap and as bits; else nils.
+func randomKeep(r *rand.Rand, most, n int) (*roaring.Bitmap, []uint64) {
+	if r.IntN(3) != 0 {
+		return nil, nil
+	}
+	keep := roaring.New()
+	for range 1 + r.IntN(most) {
+		keep.Add(uint32(1 + r.IntN(n+10)))
+	}
+	return keep, keep.ToDense()
 }
 
 // deadSlots gives x dead slots: up to replace of incs replaced by
