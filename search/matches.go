@@ -187,13 +187,16 @@ func (t *topState) matches(m *memIndex, c *compiled, keep []uint64, o matchOpts)
 		}
 		clear(tmp)
 		// The words first, then the phrases: counting, a phrase is
-		// checked only where nothing else of the clause matched.
+		// checked only where nothing else of the clause matched. Only
+		// the slots of set matter (set is narrowed to tmp).
+		n := -1 // slots in set, counted when a long posting asks
 		for _, lg := range cl.legs {
 			if len(lg.find) == 1 {
 				if p := m.posting(lg.f, lg.find[0]); p != nil {
-					for _, s := range p.docs {
-						tmp[s>>6] |= 1 << (s & 63)
+					if len(p.docs) > len(set) && n < 0 {
+						n = onesIn(set)
 					}
+					orIn(p.docs, set, tmp, n)
 				}
 			}
 		}
@@ -260,4 +263,39 @@ func (b byCost) Swap(i, j int) {
 	b.must[i], b.must[j] = b.must[j], b.must[i]
 	b.order[i], b.order[j] = b.order[j], b.order[i]
 	b.costs[i], b.costs[j] = b.costs[j], b.costs[i]
+}
+
+// onesIn counts the slots of set.
+func onesIn(set []uint64) int {
+	n := 0
+	for _, b := range set {
+		n += bits64.OnesCount64(b)
+	}
+	return n
+}
+
+// orIn sets in dst the slots of docs (ascending) that set holds, and
+// maybe others of docs: set holds n slots (negative when not counted).
+// When they are few against docs, each is sought in docs (gallop) rather
+// than docs read through.
+func orIn(docs []uint32, set, dst []uint64, n int) {
+	if n < 0 || sparseRatio == 0 || n*sparseRatio >= len(docs) {
+		for _, s := range docs {
+			dst[s>>6] |= 1 << (s & 63)
+		}
+		return
+	}
+	i := 0
+	for w, b := range set {
+		for b != 0 {
+			s := uint32(w<<6 + bits64.TrailingZeros64(b))
+			b &= b - 1
+			if i = gallop(docs, i, s); i == len(docs) {
+				return
+			}
+			if docs[i] == s {
+				dst[w] |= 1 << (s & 63)
+			}
+		}
+	}
 }
