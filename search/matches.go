@@ -285,6 +285,12 @@ func orIn(docs []uint32, set, dst []uint64, n int) {
 		}
 		return
 	}
+	seekEach(docs, set, func(_ int, s uint32) { dst[s>>6] |= 1 << (s & 63) })
+}
+
+// seekEach calls fn with the index in docs (ascending) and the slot of
+// each slot of set that docs holds, in slot order, seeking each one.
+func seekEach(docs []uint32, set []uint64, fn func(i int, s uint32)) {
 	i := 0
 	for w, b := range set {
 		for b != 0 {
@@ -294,7 +300,7 @@ func orIn(docs []uint32, set, dst []uint64, n int) {
 				return
 			}
 			if docs[i] == s {
-				dst[w] |= 1 << (s & 63)
+				fn(i, s)
 			}
 		}
 	}

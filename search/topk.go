@@ -155,10 +155,19 @@ func (t *topState) topK(m *memIndex, c *compiled, keep []uint64, o matchOpts, of
 				// is the phrase's (for a word, idf(n, len(p.docs))).
 				w := cl.boost * ifieldBoost[f] * m.phraseIDF(lg.terms, f) * (bm25K1 + 1)
 				tfs := p.tfs[:len(p.docs)]
+				add := func(j int, s uint32) {
+					tf := float64(tfs[j])
+					score[s] += w * tf / (tf + bm.base + bm.norm*float64(bm.lens[s]))
+				}
+				if sparseRatio != 0 && total*sparseRatio < len(p.docs) {
+					// Few matches against a long posting: each is
+					// sought in it.
+					seekEach(p.docs, set, add)
+					continue
+				}
 				for j, s := range p.docs {
 					if set[s>>6]&(1<<(s&63)) != 0 {
-						tf := float64(tfs[j])
-						score[s] += w * tf / (tf + bm.base + bm.norm*float64(bm.lens[s]))
+						add(j, s)
 					}
 				}
 				continue
