@@ -9,20 +9,14 @@ import (
 // The matches of a query as bitsets of slots, topK's first step (see
 // topk.go), and the incident numbers of every match for facets and years.
 
-// clauseSlots sets in dst the slots that hold the term of one of the
-// clause's legs, or, for a phrase, its rarest term in a field that holds
-// every term (a superset that phraseIn narrows down).
-func (m *memIndex) clauseSlots(c *clauseQ, dst []uint64) {
-	m.legSlots(c.legs, dst)
-}
-
-// legSlots is clauseSlots for some legs of a clause.
-func (m *memIndex) legSlots(legs []leg, dst []uint64) {
+// legSlots sets in dst the slots that hold the term of one of the legs
+// of a clause, or, for a phrase, its rarest term in a field that holds
+// every term (a superset that phraseIn narrows down); when in is not nil,
+// only the slots of in matter (n of them, as for orIn).
+func (m *memIndex) legSlots(legs []leg, dst, in []uint64, n int) {
 	for _, lg := range legs {
 		if lead := m.rarest(lg.find, lg.f); lead != nil {
-			for _, s := range lead.docs {
-				dst[s>>6] |= 1 << (s & 63)
-			}
+			orIn(lead.docs, in, dst, n)
 		}
 	}
 }
@@ -100,14 +94,21 @@ func (t *topState) matches(m *memIndex, c *compiled, keep []uint64, o matchOpts)
 			dst = tmp
 			clear(tmp)
 		}
+		// After the first clause only the slots still in the set
+		// matter, unless the candidates are kept for a second tier.
+		var in []uint64
+		n := -1
+		if i > 0 && !o.keepOwn {
+			in, n = set, onesIn(set)
+		}
 		if o.own != nil && c.direct != nil {
 			// The direct clause's legs come first: their candidates
 			// are known.
 			j := order[i]
 			copy(dst, o.own[j])
-			m.legSlots(must[i].legs[len(c.direct.must[j].legs):], dst)
+			m.legSlots(must[i].legs[len(c.direct.must[j].legs):], dst, in, n)
 		} else {
-			m.clauseSlots(&must[i], dst)
+			m.legSlots(must[i].legs, dst, in, n)
 		}
 		if o.keepOwn {
 			j := order[i]
