@@ -85,6 +85,8 @@ type analyzer struct {
 	hlToks   []token
 	hlHangul []string
 	hlSpans  [][2]int
+	hlForms  [][]string
+	hlTForms [][]string
 }
 
 const analyzerCacheSize = 1 << 17

@@ -32,6 +32,10 @@ const maxTranslations = 8
 type translation struct {
 	lang incidentlib.Lang // the language of text
 	text string
+	// forms are text's phrase (its terms), then its other forms
+	// (variants), and finds what each one's postings are read with
+	// (findTerms): analyzed once per glossary, not per query.
+	forms, finds [][]string
 }
 
 // translator is a glossary compiled for queries: by the key of a form
@@ -47,6 +51,21 @@ type translator struct {
 // newTranslator compiles g.
 func newTranslator(g *glossary.Glossary) *translator {
 	tr := &translator{version: g.Version, to: map[string][]translation{}}
+	analyzed := map[string]translation{}
+	translationOf := func(text string, lang incidentlib.Lang) translation {
+		if t, ok := analyzed[text]; ok && t.lang == lang {
+			return t
+		}
+		t := translation{lang: lang, text: text}
+		if ts := terms(text); len(ts) > 0 {
+			t.forms = append([][]string{ts}, variants([]clause{{text: text, phrase: true}}, 0, ts)...)
+			for _, form := range t.forms {
+				t.finds = append(t.finds, findTerms(form))
+			}
+		}
+		analyzed[text] = t
+		return t
+	}
 	add := func(from []string, to []string, lang incidentlib.Lang) {
 		for _, f := range from {
 			k, n := glossKey(f)
@@ -56,7 +75,7 @@ func newTranslator(g *glossary.Glossary) *translator {
 			tr.maxWords = max(tr.maxWords, n)
 			for _, t := range to {
 				if !containsTranslation(tr.to[k], t) {
-					tr.to[k] = append(tr.to[k], translation{lang: lang, text: t})
+					tr.to[k] = append(tr.to[k], translationOf(t, lang))
 				}
 			}
 		}
@@ -193,6 +212,7 @@ func (tr *translator) assign(clauses []clause) [][]translation {
 // and returns whether it added any.
 func translate(q *clauseQ, cl clause, ts []translation, lang incidentlib.Lang) bool {
 	added := false
+	var finds [][]string // of each form of q.tforms
 	for _, t := range ts {
 		if lang != "" && t.lang != lang {
 			continue
@@ -201,12 +221,7 @@ func translate(q *clauseQ, cl clause, ts []translation, lang incidentlib.Lang) b
 		if len(fs) == 0 {
 			continue
 		}
-		tts := terms(t.text)
-		if len(tts) == 0 {
-			continue
-		}
-		forms := append([][]string{tts}, variants([]clause{{text: t.text, phrase: true}}, 0, tts)...)
-		for _, form := range forms {
+		for k, form := range t.forms {
 			if len(q.tforms) >= maxTranslations {
 				break
 			}
@@ -215,6 +230,7 @@ func translate(q *clauseQ, cl clause, ts []translation, lang incidentlib.Lang) b
 			}
 			q.tforms = append(q.tforms, form)
 			q.tfields = append(q.tfields, fs)
+			finds = append(finds, t.finds[k])
 		}
 	}
 	// A form that holds another one of the same fields finds nothing the
@@ -230,15 +246,14 @@ func translate(q *clauseQ, cl clause, ts []translation, lang incidentlib.Lang) b
 			}
 		}
 		if !redundant {
-			q.tforms[keep], q.tfields[keep] = form, q.tfields[i]
+			q.tforms[keep], q.tfields[keep], finds[keep] = form, q.tfields[i], finds[i]
 			keep++
 		}
 	}
 	q.tforms, q.tfields = q.tforms[:keep], q.tfields[:keep]
 	for i, form := range q.tforms {
-		find := findTerms(form)
 		for _, f := range q.tfields[i] {
-			q.legs = append(q.legs, leg{f: f, terms: form, find: find})
+			q.legs = append(q.legs, leg{f: f, terms: form, find: finds[i]})
 		}
 		added = true
 	}

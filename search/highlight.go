@@ -21,7 +21,13 @@ const snippetRunes = 200
 func highlights(a *analyzer, inc *incidentlib.Incident, c *compiled, lang incidentlib.Lang, mask uint16) []incidentlib.Highlight {
 	out := []incidentlib.Highlight{}
 	toks, spans := a.hlToks[:0], a.hlSpans[:0]
-	defer func() { a.hlToks, a.hlSpans = toks[:0], spans[:0] }()
+	forms, tforms := a.hlForms[:0], a.hlTForms[:0] // the phrases of the clauses, every form; the forms of their translations
+	defer func() {
+		a.hlToks, a.hlSpans = toks[:0], spans[:0]
+		clear(forms[:cap(forms)])
+		clear(tforms[:cap(tforms)])
+		a.hlForms, a.hlTForms = forms[:0], tforms[:0]
+	}()
 	for i := range fields {
 		f := &fields[i]
 		if (lang != "" && f.lang != "" && f.lang != lang) || mask&(1<<f.index) == 0 {
@@ -31,10 +37,7 @@ func highlights(a *analyzer, inc *incidentlib.Incident, c *compiled, lang incide
 		if text == "" {
 			continue
 		}
-		var formBuf [8][]string
-		forms := formBuf[:0] // the phrases of the clauses, every form
-		var tformBuf [8][]string
-		tforms := tformBuf[:0] // the forms of their translations
+		forms, tforms = forms[:0], tforms[:0]
 		for j := range c.must {
 			cl := &c.must[j]
 			if cl.restrict != "" && cl.restrict != f.name {

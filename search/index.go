@@ -173,6 +173,7 @@ type Index struct {
 	stop    func()        // ends the follower (Options.Follow) and waits for it
 	cache   *setCache
 	filters *filterCache
+	queries *queryCache         // compiled queries (querycache.go)
 	turns   *semaphore.Weighted // Options.Concurrency, first come first served
 	waiting atomic.Int64        // searches waiting for a turn
 
@@ -241,7 +242,7 @@ func open(ctx context.Context, db Store, path string, opts Options, rebuild bool
 // first save).
 func openLocked(ctx context.Context, db Store, path string, opts Options, rebuild bool) (*Index, error) {
 	x := &Index{db: db, path: path, opts: opts, turns: semaphore.NewWeighted(int64(opts.Concurrency)),
-		lock: make(chan struct{}, 1), stop: func() {}, cache: newSetCache(32), filters: newFilterCache()}
+		lock: make(chan struct{}, 1), stop: func() {}, cache: newSetCache(32), filters: newFilterCache(), queries: newQueryCache()}
 	_, statErr := os.Stat(filepath.Join(path, indexFile))
 	switch {
 	case rebuild || errors.Is(statErr, os.ErrNotExist):

@@ -1,6 +1,7 @@
 package search
 
 import (
+	bits64 "math/bits"
 	"slices"
 	"sort"
 )
@@ -56,29 +57,69 @@ func (m *memIndex) phraseIn(t *topState, terms []string, f ifield, in []uint64, 
 		t.pos = append(t.pos, nil)
 	}
 	lead := &curs[0]
-	for li, s := range lead.p.docs {
-		if in[s>>6]&(1<<(s&63)) == 0 {
-			continue
-		}
+	// at checks slot s, at entry li of the lead; false once a posting
+	// ends.
+	at := func(li int, s uint32) bool {
 		lead.i = li
-		all := true
 		for j := 1; j < len(curs); j++ {
 			if !curs[j].seek(s) {
-				return out, true
+				return false
 			}
 			if curs[j].p.docs[curs[j].i] != s {
-				all = false
-				break
+				return true
 			}
-		}
-		if !all {
-			continue
 		}
 		if freq := phraseFreq(t, curs); freq > 0 {
 			out = append(out, match{s, float64(freq)})
 		}
+		return true
+	}
+	if sparse(in, len(lead.p.docs)) {
+		// Few slots to check: each is sought in the lead's posting.
+		li := 0
+		for w, b := range in {
+			for b != 0 {
+				s := uint32(w<<6 + bits64.TrailingZeros64(b))
+				b &= b - 1
+				if li = gallop(lead.p.docs, li, s); li == len(lead.p.docs) {
+					return out, true
+				}
+				if lead.p.docs[li] == s && !at(li, s) {
+					return out, true
+				}
+			}
+		}
+		return out, true
+	}
+	for li, s := range lead.p.docs {
+		if in[s>>6]&(1<<(s&63)) == 0 {
+			continue
+		}
+		if !at(li, s) {
+			return out, true
+		}
 	}
 	return out, true
+}
+
+// sparseRatio: the slots of a set are sought one by one in a posting
+// when they are fewer than 1/sparseRatio of its entries, rather than the
+// posting read through. Tests set it to force either way.
+var sparseRatio = 4
+
+// sparse says whether the set in has fewer than n/sparseRatio slots.
+func sparse(in []uint64, n int) bool {
+	if n <= len(in) || sparseRatio == 0 {
+		return false // counting the set costs as much as reading the posting
+	}
+	limit := n / sparseRatio
+	c := 0
+	for _, b := range in {
+		if c += bits64.OnesCount64(b); c >= limit {
+			return false
+		}
+	}
+	return true
 }
 
 // phraseFreq counts the phrase in the entries the cursors stand on.

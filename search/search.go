@@ -33,24 +33,13 @@ type prepared struct {
 }
 
 func (x *Index) prepare(ctx context.Context, q incidentlib.SearchQuery) (*prepared, error) {
-	clauses, err := parse(q.Query)
+	clauses, c, tr, err := x.compileQuery(q.Query, q.Lang, func() (*translator, error) { return x.translator(ctx) })
 	if err != nil {
 		return nil, err
 	}
 	var lang incidentlib.Lang
 	if q.Lang != nil {
-		if !q.Lang.IsValid() {
-			return nil, incidentlib.FieldErrorf(incidentlib.EINVALID, []string{"lang"}, "unknown language %q", *q.Lang)
-		}
 		lang = *q.Lang
-	}
-	tr, err := x.translator(ctx)
-	if err != nil {
-		return nil, err
-	}
-	c, err := compile(clauses, lang, tr)
-	if err != nil {
-		return nil, err
 	}
 	filterJSON, _ := json.Marshal(q.Filter)
 	h := fnv.New32a()

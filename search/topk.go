@@ -30,6 +30,7 @@ import (
 type topState struct {
 	set   []uint64 // the matches
 	tmp   []uint64 // one clause's slots
+	rest  []uint64 // slots a phrase is still checked in (matchOpts.countOnly)
 	bonus []uint64 // slots the bonus may apply to
 	score []float64
 	ub    []float64 // upper bound of the bonus, by slot
@@ -42,6 +43,9 @@ type topState struct {
 	must  []clauseQ
 	// stride is how many legs' phrase matches hits holds per clause.
 	stride int
+	order  []int      // the place in c.must of each clause of must
+	costs  []int      // the cost of each clause of must
+	own    [][]uint64 // candidates by must clause (matchOpts.keepOwn)
 }
 
 type bound struct {
@@ -64,7 +68,7 @@ func (t *topState) resize(words, slots int) {
 		clear(b)
 		return b
 	}
-	t.set, t.tmp, t.bonus = grow(t.set), grow(t.tmp), grow(t.bonus)
+	t.set, t.tmp, t.bonus, t.rest = grow(t.set), grow(t.tmp), grow(t.bonus), grow(t.rest)
 	if cap(t.score) < slots {
 		t.score = make([]float64, slots, slots+slots/4)
 		t.ub = make([]float64, slots, slots+slots/4)
@@ -95,7 +99,7 @@ func (m *memIndex) bm25Of(f ifield) bm25 {
 func topK(m *memIndex, c *compiled, keep []uint64, offset, size int) ([]hit, int) {
 	t := topStates.Get().(*topState)
 	defer topStates.Put(t)
-	return t.topK(m, c, keep, nil, offset, size)
+	return t.topK(m, c, keep, matchOpts{}, offset, size)
 }
 
 // rankTiers is topK for a query with translations (glossary.go): the hits
@@ -109,19 +113,26 @@ func rankTiers(m *memIndex, c *compiled, keep []uint64, offset, size int) (hits 
 	}
 	t0 := topStates.Get().(*topState)
 	defer topStates.Put(t0)
-	hits, n0 := t0.topK(m, c.direct, keep, nil, offset, size)
+	hits, n0 := t0.topK(m, c.direct, keep, matchOpts{keepOwn: true}, offset, size)
 	hits = slices.Clip(hits)
-	// t0.set holds the direct matches now: the second tier leaves them out.
+	// t0.set holds the direct matches now: the second tier leaves them
+	// out, and its clauses' own words' candidates are t0.own. When the
+	// first tier filled the page, the second is only counted.
 	t1 := topStates.Get().(*topState)
 	defer topStates.Put(t1)
-	more, n1 := t1.topK(m, c, keep, t0.set, max(0, offset-n0), size-len(hits))
+	o := matchOpts{exclude: t0.set, own: t0.own, countOnly: size == len(hits)}
+	off1 := max(0, offset-n0)
+	if o.countOnly {
+		off1 = 0
+	}
+	more, n1 := t1.topK(m, c, keep, o, off1, size-len(hits))
 	return append(hits, more...), n0 + n1, len(hits)
 }
 
-// topK is topK with t as scratch, leaving out the slots set in exclude
-// (when not nil); t.set holds the matches after it.
-func (t *topState) topK(m *memIndex, c *compiled, keep, exclude []uint64, offset, size int) ([]hit, int) {
-	must, total := t.matches(m, c, keep, exclude)
+// topK is topK with t as scratch, the matches as o says (o.countOnly
+// only when offset+size is 0); t.set holds the matches after it.
+func (t *topState) topK(m *memIndex, c *compiled, keep []uint64, o matchOpts, offset, size int) ([]hit, int) {
+	must, total := t.matches(m, c, keep, o)
 	set := t.set
 	k := offset + size
 	if k == 0 || total == 0 {
@@ -144,10 +155,19 @@ func (t *topState) topK(m *memIndex, c *compiled, keep, exclude []uint64, offset
 				// is the phrase's (for a word, idf(n, len(p.docs))).
 				w := cl.boost * ifieldBoost[f] * m.phraseIDF(lg.terms, f) * (bm25K1 + 1)
 				tfs := p.tfs[:len(p.docs)]
+				add := func(j int, s uint32) {
+					tf := float64(tfs[j])
+					score[s] += w * tf / (tf + bm.base + bm.norm*float64(bm.lens[s]))
+				}
+				if sparseRatio != 0 && total*sparseRatio < len(p.docs) {
+					// Few matches against a long posting: each is
+					// sought in it.
+					seekEach(p.docs, set, add)
+					continue
+				}
 				for j, s := range p.docs {
 					if set[s>>6]&(1<<(s&63)) != 0 {
-						tf := float64(tfs[j])
-						score[s] += w * tf / (tf + bm.base + bm.norm*float64(bm.lens[s]))
+						add(j, s)
 					}
 				}
 				continue

@@ -11,6 +11,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/storage"
 )
 
 // TestTopKMatchesExhaustive compares the pruned page (topK) with ranking
@@ -18,36 +19,11 @@ import (
 // with replaced and deleted incidents: the same slots, in the same order,
 // with bit-equal scores, and the same count and match set (facets').
 func TestTopKMatchesExhaustive(t *testing.T) {
-	ctx := context.Background()
 	incs := generated(t, 1500, 3)
 	db := searchStore(t, incs)
 	x := mustOpen(t, db)
-	// Dead slots: some incidents replaced by another's text, some deleted.
 	r := rand.New(rand.NewPCG(3, 9))
-	var changed []*incidentlib.Incident
-	seen := map[string]bool{}
-	for i := 0; i < 60; i++ {
-		a, b := incs[r.IntN(len(incs))], incs[r.IntN(len(incs))]
-		if seen[a.ID] {
-			continue
-		}
-		seen[a.ID] = true
-		c := *a
-		c.Title, c.Summary = b.Title, b.Summary
-		changed = append(changed, &c)
-	}
-	if _, err := db.Incidents().ImportIncidents(ctx, changed, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 20; i++ {
-		db.Incidents().DeleteIncident(ctx, incs[r.IntN(len(incs))].ID, incidentlib.WriteOptions{})
-	}
-	if err := x.CatchUp(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if x.mem.dead == 0 {
-		t.Fatal("no dead slots to test with")
-	}
+	deadSlots(t, db, x, incs, r, 60, 20)
 
 	words := func(s string) []string {
 		return strings.FieldsFunc(s, func(c rune) bool { return !unicode.IsLetter(c) && !unicode.IsDigit(c) })
@@ -117,15 +93,7 @@ func TestTopKMatchesExhaustive(t *testing.T) {
 			continue
 		}
 		tried++
-		var keep *roaring.Bitmap
-		var keepBits []uint64
-		if r.IntN(3) == 0 {
-			keep = roaring.New()
-			for range 1 + r.IntN(600) {
-				keep.Add(uint32(1 + r.IntN(len(incs)+10)))
-			}
-			keepBits = keep.ToDense()
-		}
+		keep, keepBits := randomKeep(r, 600, len(incs))
 		offset, size := 0, 1+r.IntN(25)
 		if r.IntN(3) == 0 {
 			size = 1 + r.IntN(incidentlib.MaxPageSize)
@@ -180,13 +148,57 @@ func TestTopKMatchesExhaustive(t *testing.T) {
 	t.Logf("%d queries, %d found something, %d with the title-phrase bonus, %d read with Hangul trigrams", tried, nonEmpty, withBonus, trigrams)
 }
 
+// randomKeep returns, one time in three, a filter of up to most incident
+// numbers up to n+10 drawn with r, as a bitmap and as bits; else nils.
+func randomKeep(r *rand.Rand, most, n int) (*roaring.Bitmap, []uint64) {
+	if r.IntN(3) != 0 {
+		return nil, nil
+	}
+	keep := roaring.New()
+	for range 1 + r.IntN(most) {
+		keep.Add(uint32(1 + r.IntN(n+10)))
+	}
+	return keep, keep.ToDense()
+}
+
+// deadSlots gives x dead slots: up to replace of incs replaced by
+// another's title and summary, up to del deleted (drawn with r).
+func deadSlots(t *testing.T, db *storage.DB, x *Index, incs []*incidentlib.Incident, r *rand.Rand, replace, del int) {
+	t.Helper()
+	ctx := context.Background()
+	var changed []*incidentlib.Incident
+	seen := map[string]bool{}
+	for i := 0; i < replace; i++ {
+		a, b := incs[r.IntN(len(incs))], incs[r.IntN(len(incs))]
+		if seen[a.ID] {
+			continue
+		}
+		seen[a.ID] = true
+		c := *a
+		c.Title, c.Summary = b.Title, b.Summary
+		changed = append(changed, &c)
+	}
+	if _, err := db.Incidents().ImportIncidents(ctx, changed, incidentlib.ImportOptions{KeepUpdatedAt: true}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < del; i++ {
+		db.Incidents().DeleteIncident(ctx, incs[r.IntN(len(incs))].ID, incidentlib.WriteOptions{})
+	}
+	if err := x.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if x.mem.dead == 0 {
+		t.Fatal("no dead slots to test with")
+	}
+}
+
 // checkBonusBounds: for every match of c, the title-phrase bonus it gets
 // is at most the upper bound topK prunes with, and only marked slots get
 // one. It returns how many slots had a bonus.
 func checkBonusBounds(t *testing.T, m *memIndex, c *compiled, keep []uint64, q string) int {
 	t.Helper()
 	st := &topState{}
-	st.matches(m, c, keep, nil)
+	st.matches(m, c, keep, matchOpts{})
 	for _, f := range c.bonus.fields {
 		m.bonusBounds(st, c.bonus, f, st.set)
 	}

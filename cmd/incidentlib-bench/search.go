@@ -44,6 +44,7 @@ type searchBench struct {
 	gcPercent int
 	turns     int
 	glossary  bool
+	compare   int
 }
 
 func (b *searchBench) declare(fs *flag.FlagSet) {
@@ -56,12 +57,13 @@ func (b *searchBench) declare(fs *flag.FlagSet) {
 	fs.IntVar(&b.turns, "search-concurrency", runtime.GOMAXPROCS(0), "searches run at once, as serve --search-concurrency (the others wait in line)")
 	fs.IntVar(&b.gcPercent, "gc-percent", server.DefaultGCPercent, "garbage collector budget in percent of the live heap, as serve --gc-percent")
 	fs.BoolVar(&b.glossary, "glossary", true, "translate queries through the built-in glossary, as serve does (false: each language's words alone, as before the glossary)")
+	fs.IntVar(&b.compare, "compare", 0, "rounds of the queries in process with the glossary and without it (a second index of the same store), alternating, after the table (0: none; needs -glossary)")
 	fs.StringVar(&b.profile, "cpuprofile", "", "write CPU profiles of the build, of the queries and of the queries over HTTP to PREFIX.build.pprof, PREFIX.query.pprof and PREFIX.http.pprof")
 }
 
 func (b *searchBench) check() error {
-	if b.corpus.incidents < 100 || b.clients < 1 || b.queries < b.clients || b.batch < 1 || b.page < 1 || b.page > incidentlib.MaxPageSize || b.turns < 1 {
-		return errors.New("-incidents at least 100, -clients at least 1, -queries at least -clients, -batch at least 1, -first 1 to 100, -search-concurrency at least 1")
+	if b.corpus.incidents < 100 || b.clients < 1 || b.queries < b.clients || b.batch < 1 || b.page < 1 || b.page > incidentlib.MaxPageSize || b.turns < 1 || b.compare < 0 || (b.compare > 0 && !b.glossary) {
+		return errors.New("-incidents at least 100, -clients at least 1, -queries at least -clients, -batch at least 1, -first 1 to 100, -search-concurrency at least 1, -compare at least 0 and only with -glossary")
 	}
 	return nil
 }
@@ -143,6 +145,11 @@ func (b *searchBench) runIn(ctx context.Context, dir string, stdout io.Writer) e
 	stopProfile()
 	if err != nil {
 		return err
+	}
+	if b.compare > 0 {
+		if err := b.compareGlossary(ctx, db, x, idxPath, classes, w); err != nil {
+			return err
+		}
 	}
 	if !b.http {
 		return nil
