@@ -69,6 +69,12 @@ func importRules(pkgs []listedPackage) []string {
 				// The root's rules of a whole filter (bounds, validation at
 				// every depth, JSON form), beside the root for its size bound:
 				// whoever imports the root may import it.
+			case from == module+"/glossary" && to != module:
+				why = "glossary imports nothing of ours but the root package: it is the root's rules of a glossary entry, kept beside it"
+			case to == module+"/glossary":
+				// The root's rules of a glossary entry (validation, keys,
+				// bounds, the file's form), beside the root for its size
+				// bound: whoever imports the root may import it.
 			case from == module+"/changefeed" && to != module && to != module+"/iljson":
 				why = "changefeed imports nothing of ours but the root package and the codec"
 			case to == module+"/storage" && !under(from, "/cmd") && from != module+"/internal/testutil":
@@ -189,6 +195,10 @@ func TestImportRules(t *testing.T) {
 		{"GraphImportsFilterexpr", "graph", "filterexpr", false},
 		{"FilterexprImportsStorage", "filterexpr", "storage", true},
 		{"FilterexprImportsIljson", "filterexpr", "iljson", true},
+		{"StorageImportsGlossary", "storage", "glossary", false},
+		{"ClusterImportsGlossary", "cluster", "glossary", false},
+		{"GlossaryImportsStorage", "glossary", "storage", true},
+		{"GlossaryImportsIljson", "glossary", "iljson", true},
 		{"CmdImportsCluster", "cmd/incidentlib", "cluster", false},
 		{"LiveImportsRoot", "live", "", false},
 		{"LiveImportsGraph", "live", "graph", true},
