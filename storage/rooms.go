@@ -20,8 +20,8 @@ package storage
 //	Maintenance   maintenance.go   check.go compact.go walk.go cold.go purge.go migrate.go fault*.go
 //
 // db.go opens the file (Options, Open, Close) and holds what every room
-// shares: the bucket names, the read and write transactions (view,
-// update) and the record cache. Three values stand for more than one
+// shares: the bucket names and the record cache; tx.go the read and
+// write transactions (view, writable, update). Three values stand for more than one
 // room, each forwarding every method to its room by name (writer.go,
 // reads.go, follower.go): Writer, the library's write side
 // (incidentlib.Writer); Reads, every read the server takes (server.Reads);
