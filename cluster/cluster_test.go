@@ -460,8 +460,33 @@ func TestRestartCatchesUp(t *testing.T) {
 	}
 	c.start(down)
 	c.waitReady(down)
+	// Ready means its copy of the stream can stand in for a lost leader:
+	// its NATS server's own health check passed (not catching up), and
+	// the gauge says so.
+	if !down.mb.Node.Healthy() {
+		t.Fatal("the restarted node is ready but its NATS server's health check fails")
+	}
+	if v := gauge(t, down.reg, "incidentlib_cluster_jetstream_healthy"); v != 1 {
+		t.Fatalf("incidentlib_cluster_jetstream_healthy is %v on the ready node, want 1", v)
+	}
 	c.level(last)
 	c.same()
+}
+
+// gauge reads the gauge name from reg.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no gauge %s", name)
+	return 0
 }
 
 // A server that presents the wrong secret gets no route.

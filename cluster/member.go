@@ -66,6 +66,7 @@ func Attach(ctx context.Context, node *Node, store Store, reader Reads, tax *inc
 	mb := &Member{Node: node, Applier: app, Writer: NewWriter(node, app, reader, tax, maxRecord), metrics: m, readyC: make(chan struct{})}
 	m.watchQuorum(node)
 	node.WatchQuorum(time.Second)
+	node.WatchHealth(time.Second)
 	if _, err := node.answerApplied(app.Applied); err != nil { // erase.go
 		node.Close()
 		return nil, err
@@ -102,11 +103,16 @@ func (mb *Member) becomeReady(ctx context.Context, start time.Duration) {
 				return
 			}
 			// Ready once this node's server also holds a current copy of
-			// the stream: a node that restarted is then one that can
-			// stand in for a lost leader (or the start timeout passed).
-			for !mb.Node.Current() && time.Now().Before(deadline) && ctx.Err() == nil {
+			// the stream, by the leader's account and by its own health
+			// check (not catching up): a node that restarted is then one
+			// that can stand in for a lost leader (or the start timeout
+			// passed).
+			for !(mb.Node.Current() && mb.Node.checkHealth()) && time.Now().Before(deadline) && ctx.Err() == nil {
 				time.Sleep(250 * time.Millisecond)
 				_, _ = mb.Node.LastSeq(ctx)
+			}
+			if !(mb.Node.Current() && mb.Node.Healthy()) && ctx.Err() == nil {
+				mb.Node.log.Warn("this node's copy of the stream is not current within the start timeout: serving, but it cannot stand in for a lost leader yet", "start_timeout", start.String())
 			}
 			mb.ready.Store(true)
 			return

@@ -12,6 +12,7 @@ import (
 type Metrics struct {
 	appliedSeq prometheus.Gauge
 	quorum     prometheus.GaugeFunc
+	healthy    prometheus.GaugeFunc
 	apply      prometheus.Histogram
 	batch      prometheus.Histogram
 	newer      prometheus.Gauge
@@ -44,9 +45,17 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			}
 			return 0
 		})
+	m.healthy = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "incidentlib_cluster_jetstream_healthy",
+		Help: "1 while this node's embedded NATS server reports its JetStream healthy (its copy of the stream current, nothing catching up), else 0: stop or restart another node only while every node shows 1."},
+		func() float64 {
+			if n := m.node.Load(); n != nil && n.Healthy() {
+				return 1
+			}
+			return 0
+		})
 	m.leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "incidentlib_cluster_stream_leader",
 		Help: "1 while this node's NATS server leads the stream of writes (its loss makes the others elect a new leader)."})
-	for _, c := range []prometheus.Collector{m.appliedSeq, m.quorum, m.apply, m.batch, m.newer, m.rejects, m.leader} {
+	for _, c := range []prometheus.Collector{m.appliedSeq, m.quorum, m.healthy, m.apply, m.batch, m.newer, m.rejects, m.leader} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

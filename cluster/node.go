@@ -180,6 +180,7 @@ type Node struct {
 	metrics *Metrics
 	leader  atomic.Bool
 	current atomic.Bool
+	health  health
 	// want is the highest log position this node knows to be in the log;
 	// bell wakes the follower (follow.go).
 	want atomic.Uint64

@@ -260,6 +260,36 @@ func (c *procCluster) cut(i int, b bool) {
 
 var appliedRe = regexp.MustCompile(`(?m)^incidentlib_cluster_applied_seq (\S+)$`)
 
+var (
+	healthyRe = regexp.MustCompile(`(?m)^incidentlib_cluster_jetstream_healthy (\S+)$`)
+	quorumRe  = regexp.MustCompile(`(?m)^incidentlib_cluster_quorum (\S+)$`)
+)
+
+// settled waits until every node reaches the stream's leader and its NATS
+// server's health check passes (its copy of the stream current, nothing
+// catching up): what an operator waits for before stopping a node (a
+// copy still catching up cannot stand in for a lost leader, so a fault
+// before that tests NATS's refusal to lose data, not a failover).
+func (c *procCluster) settled() {
+	t := c.t
+	t.Helper()
+	var views []string
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		views = views[:0]
+		all := true
+		for _, n := range c.nodes {
+			h, _ := metric(n.base, healthyRe)
+			q, _ := metric(n.base, quorumRe)
+			all = all && h == 1 && q == 1
+			views = append(views, fmt.Sprintf("%s: healthy %v, quorum %v", n.name, h, q))
+		}
+		if all {
+			return
+		}
+	}
+	t.Fatalf("the cluster did not settle: %s", strings.Join(views, "; "))
+}
+
 func metric(base string, re *regexp.Regexp) (float64, bool) {
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
@@ -566,9 +596,10 @@ func TestClusterProcesses(t *testing.T) {
 		}
 		c.level()
 	})
-	t.Run("SIGKILLDuringBurst", func(t *testing.T) { testClusterKill(t, c) })
-	t.Run("WipedFromSnapshot", func(t *testing.T) { testClusterWiped(t, c) })
+	t.Run("SIGKILLDuringBurst", func(t *testing.T) { c.settled(); testClusterKill(t, c) })
+	t.Run("WipedFromSnapshot", func(t *testing.T) { c.settled(); testClusterWiped(t, c) })
 	t.Run("SIGSTOP", func(t *testing.T) {
+		c.settled()
 		stopped := c.leader() // the hardest case: the others must elect a new leader
 		var others []*clusterNode
 		for _, n := range c.nodes {
@@ -582,7 +613,8 @@ func TestClusterProcesses(t *testing.T) {
 		defer func() {
 			_ = stopped.cmd.Process.Signal(syscall.SIGCONT)
 			if t.Failed() {
-				t.Logf("%s's log:\n%s\n%s's log:\n%s", others[0].name, others[0].stderr, others[1].name, others[1].stderr)
+				t.Logf("%s's log:\n%s\n%s's log:\n%s\n%s's metrics: %s", others[0].name, others[0].stderr, others[1].name, others[1].stderr,
+					others[1].name, clusterMetrics(others[1].base))
 			}
 		}()
 		writeUntil(t, others[0].base, "IL-7200", "while the leader is stopped (1)")
@@ -593,6 +625,7 @@ func TestClusterProcesses(t *testing.T) {
 		c.level()
 	})
 	t.Run("Partition", func(t *testing.T) {
+		c.settled()
 		cut := c.nodes[0]
 		c.cut(0, true)
 		// The cut-off node answers reads from its store, marked stale, and
@@ -607,6 +640,15 @@ func TestClusterProcesses(t *testing.T) {
 		}
 		if !stale {
 			t.Fatal("the cut-off node's reads are not marked stale")
+		}
+		// Its NATS server's health check fails too (no contact with the
+		// meta group's or the stream's leader): its gauge goes to 0.
+		healthy := 1.0
+		for deadline := time.Now().Add(60 * time.Second); healthy != 0 && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			healthy, _ = metric(cut.base, healthyRe)
+		}
+		if healthy != 0 {
+			t.Fatal("the cut-off node's incidentlib_cluster_jetstream_healthy stayed 1")
 		}
 		hc := &http.Client{Timeout: 30 * time.Second}
 		status, code, _ := gqlWrite(context.Background(), hc, cut.base, "IL-7300", "through the cut-off node", nil)
