@@ -19,12 +19,6 @@ import (
 	"github.com/incidentlib/incidentlib/storage"
 )
 
-func init() {
-	registerCorpusCommand("churn", "random upserts and deletes on a generated store: write latency, file size and freelist over time, then compaction",
-		corpusUsage{20_000, "generated incidents loaded before the churn (at least 100)", "generator and churn seed", "directory for the store (default: a temporary directory, removed afterwards)"},
-		func() corpusBench { return &churnBench{} })
-}
-
 type churnBench struct {
 	writes  int
 	deletes float64

@@ -28,8 +28,27 @@ type corpusBench interface {
 	runIn(ctx context.Context, c *corpus, dir string, stdout io.Writer) error
 }
 
+// The benchmarks over a generated store, in one place: each with its
+// default for -incidents and its words for -incidents, -seed and -db. Each
+// one's own flags, checks and measurements are in its file.
+func init() {
+	registerCorpusCommand("churn", "random upserts and deletes on a generated store: write latency, file size and freelist over time, then compaction",
+		corpusUsage{20_000, "generated incidents loaded before the churn", "generator and churn seed", "directory for the store (default: a temporary directory, removed afterwards)"},
+		func() corpusBench { return &churnBench{} })
+	registerCorpusCommand("export", "the CSV export (GET /api/v1/incidents.csv), the Atom feed and the snapshot (GET /api/v1/snapshot.jsonl.gz) of a generated store over loopback: time, size and the peak heap while streaming",
+		corpusUsage{100_000, "generated incidents in the store", "generator seed", "directory for the store (default: a temporary directory, removed afterwards)"},
+		func() corpusBench { return &exportBench{} })
+	registerCorpusCommand("search", "full-text search on a generated store: index build rate and size, query latency by class with and without filters",
+		corpusUsage{100_000, "generated incidents in the store", "generator and query seed", "directory for the store and the index (default: a temporary directory, removed afterwards)"},
+		func() corpusBench { return &searchBench{} })
+	registerCorpusCommand("stats", "dashboard aggregates (Query.stats) over a generated store through the GraphQL API at one client: latency per filter",
+		corpusUsage{100_000, "generated incidents in the store", "generator and filter seed", "directory for the store, kept and reused when it holds -incidents incidents (default: a temporary directory, removed afterwards)"},
+		func() corpusBench { return &statsBench{} })
+}
+
 // corpusUsage is a corpus benchmark's default for -incidents and its words
-// for -incidents, -seed and -db (corpus.flags).
+// for -incidents (to which the declaration adds the minimum), -seed and
+// -db (corpus.flags).
 type corpusUsage struct {
 	incidents                          int
 	incidentsUsage, seedUsage, dbUsage string
@@ -54,7 +73,8 @@ type corpusCommand struct {
 }
 
 func (c *corpusCommand) declare(fs *flag.FlagSet) {
-	c.corpus.flags(fs, c.usage.incidents, c.usage.incidentsUsage, c.usage.seedUsage, c.usage.dbUsage)
+	incidentsUsage := fmt.Sprintf("%s (at least %d)", c.usage.incidentsUsage, minCorpus)
+	c.corpus.flags(fs, c.usage.incidents, incidentsUsage, c.usage.seedUsage, c.usage.dbUsage)
 	c.bench.declare(fs)
 }
 

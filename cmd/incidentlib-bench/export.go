@@ -21,12 +21,6 @@ import (
 	"github.com/incidentlib/incidentlib/storage"
 )
 
-func init() {
-	registerCorpusCommand("export", "the CSV export (GET /api/v1/incidents.csv), the Atom feed and the snapshot (GET /api/v1/snapshot.jsonl.gz) of a generated store over loopback: time, size and the peak heap while streaming",
-		corpusUsage{100_000, "generated incidents in the store (at least 100)", "generator seed", "directory for the store (default: a temporary directory, removed afterwards)"},
-		func() corpusBench { return &exportBench{} })
-}
-
 type exportBench struct {
 	cache int
 }

@@ -29,12 +29,6 @@ import (
 	"github.com/incidentlib/incidentlib/storage"
 )
 
-func init() {
-	registerCorpusCommand("search", "full-text search on a generated store: index build rate and size, query latency by class with and without filters",
-		corpusUsage{100_000, "generated incidents in the store (at least 100)", "generator and query seed", "directory for the store and the index (default: a temporary directory, removed afterwards)"},
-		func() corpusBench { return &searchBench{} })
-}
-
 type searchBench struct {
 	clients   int
 	queries   int

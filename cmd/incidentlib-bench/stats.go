@@ -19,12 +19,6 @@ import (
 	"github.com/incidentlib/incidentlib/storage"
 )
 
-func init() {
-	registerCorpusCommand("stats", "dashboard aggregates (Query.stats) over a generated store through the GraphQL API at one client: latency per filter",
-		corpusUsage{100_000, "generated incidents in the store (at least 100)", "generator and filter seed", "directory for the store, kept and reused when it holds -incidents incidents (default: a temporary directory, removed afterwards)"},
-		func() corpusBench { return &statsBench{} })
-}
-
 type statsBench struct {
 	queries int
 	profile string
