@@ -1,0 +1,68 @@
+package model
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/incidentlib/incidentlib"
+)
+
+// Every hand-written GraphQL enum (here and in the root package) reads its
+// value through the one incidentlib.UnmarshalEnum, so that a value the
+// GraphQL validation lets through (it compares a variable's enum names
+// case-insensitively) is refused as the client's error (EINVALID), never
+// as INTERNAL; and that rule refuses a wrong case and a non-string.
+func TestEveryEnumUnmarshalsThroughUnmarshalEnum(t *testing.T) {
+	var e Lang
+	for _, v := range []any{"en", "EN ", 1, nil} {
+		if err := e.UnmarshalGQL(v); incidentlib.ErrorCode(err) != incidentlib.EINVALID || e != "" {
+			t.Errorf("UnmarshalGQL(%#v): %v (code %s), value %q; want EINVALID and no value", v, err, incidentlib.ErrorCode(err), e)
+		}
+	}
+	if err := e.UnmarshalGQL("EN"); err != nil || e != LangEn {
+		t.Fatalf("UnmarshalGQL(EN): %v, %q", err, e)
+	}
+	fset := token.NewFileSet()
+	n := 0
+	for _, dir := range []string{".", "../.."} {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+		for _, path := range files {
+			if strings.HasSuffix(path, "_test.go") || filepath.Base(path) == "models_gen.go" {
+				continue // gqlgen's own enums are generated
+			}
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range f.Decls {
+				fn, ok := d.(*ast.FuncDecl)
+				if !ok || fn.Recv == nil || fn.Name.Name != "UnmarshalGQL" {
+					continue
+				}
+				n++
+				calls := false
+				ast.Inspect(fn.Body, func(x ast.Node) bool {
+					if c, ok := x.(*ast.CallExpr); ok {
+						switch fun := c.Fun.(type) {
+						case *ast.Ident:
+							calls = calls || fun.Name == "UnmarshalEnum"
+						case *ast.SelectorExpr:
+							calls = calls || fun.Sel.Name == "UnmarshalEnum"
+						}
+					}
+					return true
+				})
+				if !calls {
+					t.Errorf("%s: UnmarshalGQL does not go through incidentlib.UnmarshalEnum", fset.Position(fn.Pos()))
+				}
+			}
+		}
+	}
+	if n < 10 {
+		t.Fatalf("found %d UnmarshalGQL methods, want the enums of graph/model and of the root", n)
+	}
+}
