@@ -3,6 +3,8 @@ package model
 import (
 	"io"
 
+	"github.com/99designs/gqlgen/graphql"
+
 	"github.com/incidentlib/incidentlib"
 )
 
@@ -41,48 +43,34 @@ func (e *TaxonomyKind) UnmarshalGQL(v any) error {
 // MarshalGQL writes the enum.
 func (e TaxonomyKind) MarshalGQL(w io.Writer) { incidentlib.WriteEnum(w, string(e)) }
 
-// IncidentOrderField is the GraphQL enum of order fields.
-type IncidentOrderField string
+// The order enums IncidentOrderField and OrderDirection are the domain's
+// incidentlib.OrderField and incidentlib.Direction (gqlgen.yml binds them
+// to these functions): one list of values, the domain's, read through the
+// one incidentlib.UnmarshalEnum as every enum is.
 
-// Order fields.
-const (
-	IncidentOrderFieldDate      IncidentOrderField = "DATE"
-	IncidentOrderFieldUpdatedAt IncidentOrderField = "UPDATED_AT"
-	IncidentOrderFieldID        IncidentOrderField = "ID"
-)
-
-func (e IncidentOrderField) IsValid() bool {
-	return e == IncidentOrderFieldDate || e == IncidentOrderFieldUpdatedAt || e == IncidentOrderFieldID
-}
-func (e IncidentOrderField) String() string { return string(e) }
-
-// UnmarshalGQL reads the enum.
-func (e *IncidentOrderField) UnmarshalGQL(v any) error {
-	return incidentlib.UnmarshalEnum(e, v, "IncidentOrderField", IncidentOrderField.IsValid)
+// UnmarshalIncidentOrderField reads the enum IncidentOrderField.
+func UnmarshalIncidentOrderField(v any) (incidentlib.OrderField, error) {
+	var f incidentlib.OrderField
+	err := incidentlib.UnmarshalEnum(&f, v, "IncidentOrderField", incidentlib.OrderField.IsValid)
+	return f, err
 }
 
-// MarshalGQL writes the enum.
-func (e IncidentOrderField) MarshalGQL(w io.Writer) { incidentlib.WriteEnum(w, string(e)) }
-
-// OrderDirection is the GraphQL enum of directions.
-type OrderDirection string
-
-// Directions.
-const (
-	OrderDirectionAsc  OrderDirection = "ASC"
-	OrderDirectionDesc OrderDirection = "DESC"
-)
-
-func (e OrderDirection) IsValid() bool  { return e == OrderDirectionAsc || e == OrderDirectionDesc }
-func (e OrderDirection) String() string { return string(e) }
-
-// UnmarshalGQL reads the enum.
-func (e *OrderDirection) UnmarshalGQL(v any) error {
-	return incidentlib.UnmarshalEnum(e, v, "OrderDirection", OrderDirection.IsValid)
+// MarshalIncidentOrderField writes the enum IncidentOrderField.
+func MarshalIncidentOrderField(f incidentlib.OrderField) graphql.Marshaler {
+	return graphql.WriterFunc(func(w io.Writer) { incidentlib.WriteEnum(w, string(f)) })
 }
 
-// MarshalGQL writes the enum.
-func (e OrderDirection) MarshalGQL(w io.Writer) { incidentlib.WriteEnum(w, string(e)) }
+// UnmarshalOrderDirection reads the enum OrderDirection.
+func UnmarshalOrderDirection(v any) (incidentlib.Direction, error) {
+	var d incidentlib.Direction
+	err := incidentlib.UnmarshalEnum(&d, v, "OrderDirection", incidentlib.Direction.IsValid)
+	return d, err
+}
+
+// MarshalOrderDirection writes the enum OrderDirection.
+func MarshalOrderDirection(d incidentlib.Direction) graphql.Marshaler {
+	return graphql.WriterFunc(func(w io.Writer) { incidentlib.WriteEnum(w, string(d)) })
+}
 
 // PageInfo is a Relay connection's page information.
 type PageInfo struct {
@@ -94,6 +82,6 @@ type PageInfo struct {
 
 // IncidentOrder is the input that orders incidents.
 type IncidentOrder struct {
-	Field     IncidentOrderField
-	Direction OrderDirection
+	Field     incidentlib.OrderField
+	Direction incidentlib.Direction
 }

@@ -11,8 +11,9 @@ import (
 	"github.com/incidentlib/incidentlib"
 )
 
-// Every hand-written GraphQL enum (here and in the root package) reads its
-// value through the one incidentlib.UnmarshalEnum, so that a value the
+// Every hand-written GraphQL enum (here and in the root package), and
+// every enum bound to a domain type through an UnmarshalX function, reads
+// its value through the one incidentlib.UnmarshalEnum, so that a value the
 // GraphQL validation lets through (it compares a variable's enum names
 // case-insensitively) is refused as the client's error (EINVALID), never
 // as INTERNAL; and that rule refuses a wrong case and a non-string.
@@ -40,7 +41,9 @@ func TestEveryEnumUnmarshalsThroughUnmarshalEnum(t *testing.T) {
 			}
 			for _, d := range f.Decls {
 				fn, ok := d.(*ast.FuncDecl)
-				if !ok || fn.Recv == nil || fn.Name.Name != "UnmarshalGQL" {
+				// An enum's UnmarshalGQL, or the UnmarshalX function
+				// gqlgen.yml binds an enum of the domain's type to.
+				if !ok || (fn.Recv == nil) == (fn.Name.Name == "UnmarshalGQL") || fn.Recv == nil && !strings.HasPrefix(fn.Name.Name, "Unmarshal") || notEnums[fn.Name.Name] {
 					continue
 				}
 				n++
@@ -57,12 +60,18 @@ func TestEveryEnumUnmarshalsThroughUnmarshalEnum(t *testing.T) {
 					return true
 				})
 				if !calls {
-					t.Errorf("%s: UnmarshalGQL does not go through incidentlib.UnmarshalEnum", fset.Position(fn.Pos()))
+					t.Errorf("%s: %s does not go through incidentlib.UnmarshalEnum", fset.Position(fn.Pos()), fn.Name.Name)
 				}
 			}
 		}
 	}
 	if n < 10 {
-		t.Fatalf("found %d UnmarshalGQL methods, want the enums of graph/model and of the root", n)
+		t.Fatalf("found %d enum readers, want the enums of graph/model and of the root", n)
 	}
+}
+
+// notEnums are the Unmarshal functions that read no enum.
+var notEnums = map[string]bool{
+	"UnmarshalEnum": true, // the rule itself
+	"UnmarshalJSON": true, // the JSON scalar (model.go)
 }
