@@ -50,26 +50,30 @@ func (e TaxonomyKind) MarshalGQL(w io.Writer) { incidentlib.WriteEnum(w, string(
 
 // UnmarshalIncidentOrderField reads the enum IncidentOrderField.
 func UnmarshalIncidentOrderField(v any) (incidentlib.OrderField, error) {
-	var f incidentlib.OrderField
-	err := incidentlib.UnmarshalEnum(&f, v, "IncidentOrderField", incidentlib.OrderField.IsValid)
-	return f, err
+	return readEnum(v, "IncidentOrderField", incidentlib.OrderField.IsValid)
 }
 
 // MarshalIncidentOrderField writes the enum IncidentOrderField.
-func MarshalIncidentOrderField(f incidentlib.OrderField) graphql.Marshaler {
-	return graphql.WriterFunc(func(w io.Writer) { incidentlib.WriteEnum(w, string(f)) })
-}
+func MarshalIncidentOrderField(f incidentlib.OrderField) graphql.Marshaler { return writeEnum(f) }
 
 // UnmarshalOrderDirection reads the enum OrderDirection.
 func UnmarshalOrderDirection(v any) (incidentlib.Direction, error) {
-	var d incidentlib.Direction
-	err := incidentlib.UnmarshalEnum(&d, v, "OrderDirection", incidentlib.Direction.IsValid)
-	return d, err
+	return readEnum(v, "OrderDirection", incidentlib.Direction.IsValid)
 }
 
 // MarshalOrderDirection writes the enum OrderDirection.
-func MarshalOrderDirection(d incidentlib.Direction) graphql.Marshaler {
-	return graphql.WriterFunc(func(w io.Writer) { incidentlib.WriteEnum(w, string(d)) })
+func MarshalOrderDirection(d incidentlib.Direction) graphql.Marshaler { return writeEnum(d) }
+
+// readEnum and writeEnum are the Unmarshal and Marshal functions of an
+// enum bound to a domain type.
+func readEnum[T ~string](v any, name string, valid func(T) bool) (T, error) {
+	var e T
+	err := incidentlib.UnmarshalEnum(&e, v, name, valid)
+	return e, err
+}
+
+func writeEnum[T ~string](e T) graphql.Marshaler {
+	return graphql.WriterFunc(func(w io.Writer) { incidentlib.WriteEnum(w, string(e)) })
 }
 
 // PageInfo is a Relay connection's page information.
