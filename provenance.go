@@ -126,10 +126,10 @@ func UnmarshalEnum[T ~string](dst *T, x any, name string, valid func(T) bool) er
 	*dst = ""
 	s, ok := x.(string)
 	if !ok {
-		return fmt.Errorf("%s must be a string", name)
+		return Errorf(EINVALID, "%s must be a string", name)
 	}
 	if !valid(T(s)) {
-		return fmt.Errorf("%s is not a valid %s", s, name)
+		return Errorf(EINVALID, "%s is not a valid %s", s, name)
 	}
 	*dst = T(s)
 	return nil

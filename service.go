@@ -75,6 +75,9 @@ const (
 	OrderID        OrderField = "ID"
 )
 
+// IsValid reports whether f is one of the order fields.
+func (f OrderField) IsValid() bool { return f == OrderDate || f == OrderUpdatedAt || f == OrderID }
+
 // Direction is an order's direction.
 type Direction string
 
@@ -83,6 +86,9 @@ const (
 	Asc  Direction = "ASC"
 	Desc Direction = "DESC"
 )
+
+// IsValid reports whether d is ASC or DESC.
+func (d Direction) IsValid() bool { return d == Asc || d == Desc }
 
 // IncidentOrder orders incidents. Ties are broken by id ascending, and
 // incidents without a value (undated) come last in either direction.

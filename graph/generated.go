@@ -16392,14 +16392,14 @@ func (ec *executionContext) unmarshalInputIncidentOrder(ctx context.Context, obj
 		switch k {
 		case "field":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
-			data, err := ec.unmarshalNIncidentOrderField2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentOrderField(ctx, v)
+			data, err := ec.unmarshalNIncidentOrderField2githubᚗcomᚋincidentlibᚋincidentlibᚐOrderField(ctx, v)
 			if err != nil {
 				return it, err
 			}
 			it.Field = data
 		case "direction":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("direction"))
-			data, err := ec.unmarshalNOrderDirection2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrderDirection(ctx, v)
+			data, err := ec.unmarshalNOrderDirection2githubᚗcomᚋincidentlibᚋincidentlibᚐDirection(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -16497,7 +16497,7 @@ func (ec *executionContext) unmarshalInputOrganizationOrder(ctx context.Context,
 			it.Field = data
 		case "direction":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("direction"))
-			data, err := ec.unmarshalOOrderDirection2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrderDirection(ctx, v)
+			data, err := ec.unmarshalOOrderDirection2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚐDirection(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -20760,14 +20760,18 @@ func (ec *executionContext) unmarshalNIncidentInput2ᚖgithubᚗcomᚋincidentli
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) unmarshalNIncidentOrderField2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentOrderField(ctx context.Context, v any) (model.IncidentOrderField, error) {
-	var res model.IncidentOrderField
-	err := res.UnmarshalGQL(v)
+func (ec *executionContext) unmarshalNIncidentOrderField2githubᚗcomᚋincidentlibᚋincidentlibᚐOrderField(ctx context.Context, v any) (incidentlib.OrderField, error) {
+	res, err := model.UnmarshalIncidentOrderField(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNIncidentOrderField2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentOrderField(ctx context.Context, sel ast.SelectionSet, v model.IncidentOrderField) graphql.Marshaler {
-	return v
+func (ec *executionContext) marshalNIncidentOrderField2githubᚗcomᚋincidentlibᚋincidentlibᚐOrderField(ctx context.Context, sel ast.SelectionSet, v incidentlib.OrderField) graphql.Marshaler {
+	_ = sel
+	res := model.MarshalIncidentOrderField(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "IncidentOrderField!")
+	}
+	return res
 }
 
 func (ec *executionContext) marshalNIncidentOrganization2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐIncidentOrganizationᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.IncidentOrganization) graphql.Marshaler {
@@ -21081,14 +21085,18 @@ func (ec *executionContext) marshalNNode2ᚕgithubᚗcomᚋincidentlibᚋinciden
 	return ret
 }
 
-func (ec *executionContext) unmarshalNOrderDirection2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrderDirection(ctx context.Context, v any) (model.OrderDirection, error) {
-	var res model.OrderDirection
-	err := res.UnmarshalGQL(v)
+func (ec *executionContext) unmarshalNOrderDirection2githubᚗcomᚋincidentlibᚋincidentlibᚐDirection(ctx context.Context, v any) (incidentlib.Direction, error) {
+	res, err := model.UnmarshalOrderDirection(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNOrderDirection2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrderDirection(ctx context.Context, sel ast.SelectionSet, v model.OrderDirection) graphql.Marshaler {
-	return v
+func (ec *executionContext) marshalNOrderDirection2githubᚗcomᚋincidentlibᚋincidentlibᚐDirection(ctx context.Context, sel ast.SelectionSet, v incidentlib.Direction) graphql.Marshaler {
+	_ = sel
+	res := model.MarshalOrderDirection(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "OrderDirection!")
+	}
+	return res
 }
 
 func (ec *executionContext) marshalNOrganization2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrganizationᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Organization) graphql.Marshaler {
@@ -22123,20 +22131,22 @@ func (ec *executionContext) marshalONode2githubᚗcomᚋincidentlibᚋincidentli
 	return ec._Node(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalOOrderDirection2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrderDirection(ctx context.Context, v any) (*model.OrderDirection, error) {
+func (ec *executionContext) unmarshalOOrderDirection2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚐDirection(ctx context.Context, v any) (*incidentlib.Direction, error) {
 	if v == nil {
 		return nil, nil
 	}
-	var res = new(model.OrderDirection)
-	err := res.UnmarshalGQL(v)
-	return res, graphql.ErrorOnPath(ctx, err)
+	res, err := model.UnmarshalOrderDirection(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalOOrderDirection2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrderDirection(ctx context.Context, sel ast.SelectionSet, v *model.OrderDirection) graphql.Marshaler {
+func (ec *executionContext) marshalOOrderDirection2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚐDirection(ctx context.Context, sel ast.SelectionSet, v *incidentlib.Direction) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
-	return v
+	_ = sel
+	_ = ctx
+	res := model.MarshalOrderDirection(*v)
+	return res
 }
 
 func (ec *executionContext) marshalOOrganization2ᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐOrganization(ctx context.Context, sel ast.SelectionSet, v *model.Organization) graphql.Marshaler {

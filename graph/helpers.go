@@ -13,7 +13,7 @@ func orderOf(o *model.IncidentOrder) incidentlib.IncidentOrder {
 	if o == nil {
 		return incidentlib.DefaultOrder
 	}
-	return incidentlib.IncidentOrder{Field: incidentlib.OrderField(o.Field), Direction: incidentlib.Direction(o.Direction)}
+	return incidentlib.IncidentOrder{Field: o.Field, Direction: o.Direction}
 }
 
 // connection reads one page of incidents and everything the selection asks

@@ -55,7 +55,7 @@ func (r *Resolver) findOrganizations(ctx context.Context, page incidentlib.PageA
 	if orderBy != nil {
 		q.Field = orderBy.Field
 		if orderBy.Direction != nil {
-			q.Direction = incidentlib.Direction(*orderBy.Direction)
+			q.Direction = *orderBy.Direction
 		}
 	}
 	return r.Aggregates.FindOrganizationsBy(ctx, q, page)

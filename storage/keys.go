@@ -73,7 +73,7 @@ var allOrders = []byte{ordDateAsc, ordDateDesc, ordUpdAsc, ordUpdDesc, ordIDAsc,
 
 func orderByte(o incidentlib.IncidentOrder) (byte, error) {
 	desc := o.Direction == incidentlib.Desc
-	if o.Direction != incidentlib.Asc && o.Direction != incidentlib.Desc && o.Direction != "" {
+	if o.Direction != "" && !o.Direction.IsValid() {
 		return 0, incidentlib.Errorf(incidentlib.EINVALID, "unknown order direction %q", o.Direction)
 	}
 	switch o.Field {

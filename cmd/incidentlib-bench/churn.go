@@ -19,12 +19,7 @@ import (
 	"github.com/incidentlib/incidentlib/storage"
 )
 
-func init() {
-	registerCommand("churn", "random upserts and deletes on a generated store: write latency, file size and freelist over time, then compaction", func() command { return &churnBench{} })
-}
-
 type churnBench struct {
-	corpus  corpus
 	writes  int
 	deletes float64
 	window  int
@@ -33,7 +28,6 @@ type churnBench struct {
 }
 
 func (b *churnBench) declare(fs *flag.FlagSet) {
-	b.corpus.flags(fs, 20_000, "generated incidents loaded before the churn (at least 100)", "generator and churn seed", "directory for the store (default: a temporary directory, removed afterwards)")
 	fs.IntVar(&b.writes, "writes", 200_000, "writes of the churn: upserts and deletes (at least 100)")
 	fs.Float64Var(&b.deletes, "deletes", 0.2, "share of the writes that are deletes, 0 to 0.5; deleted incidents come back with later upserts")
 	fs.IntVar(&b.window, "window", 5_000, "upserts measured at the start and at the end (at most a third of the upserts are used)")
@@ -43,8 +37,8 @@ func (b *churnBench) declare(fs *flag.FlagSet) {
 
 func (b *churnBench) check() error {
 	switch {
-	case b.corpus.incidents < 100 || b.writes < 100:
-		return errors.New("-incidents and -writes must be at least 100")
+	case b.writes < 100:
+		return errors.New("-writes must be at least 100")
 	case b.deletes < 0 || b.deletes > 0.5:
 		return errors.New("-deletes must be between 0 and 0.5")
 	case b.window < 10 || b.rows < 1:
@@ -53,8 +47,8 @@ func (b *churnBench) check() error {
 	return nil
 }
 
-func (b *churnBench) run(ctx context.Context, stdout io.Writer) error {
-	return b.corpus.in("churn", func(dir string) error { return b.runIn(ctx, filepath.Join(dir, "churn.db"), stdout) })
+func (b *churnBench) runIn(ctx context.Context, c *corpus, dir string, stdout io.Writer) error {
+	return b.churn(ctx, c, filepath.Join(dir, "churn.db"), stdout)
 }
 
 // churnState is the churn's picture of the store: which incidents are
@@ -152,7 +146,7 @@ func percentile(d []time.Duration, p float64) time.Duration {
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
-func (b *churnBench) runIn(ctx context.Context, path string, out io.Writer) error {
+func (b *churnBench) churn(ctx context.Context, c *corpus, path string, out io.Writer) error {
 	tax, err := seeds.Taxonomy()
 	if err != nil {
 		return err
@@ -162,9 +156,9 @@ func (b *churnBench) runIn(ctx context.Context, path string, out io.Writer) erro
 		sync = "NoSync: fsync OFF (the figures leave out the disk's flush latency)"
 	}
 	fmt.Fprintf(out, "churn: %d incidents, %d writes (%.0f%% deletes), seed %d, one writer, %s\nstore: %s\n",
-		b.corpus.incidents, b.writes, b.deletes*100, b.corpus.seed, sync, path)
+		c.incidents, b.writes, b.deletes*100, c.seed, sync, path)
 
-	incs, err := gen.Generate(gen.Options{Count: b.corpus.incidents, Seed: b.corpus.seed, FirstID: 1, Taxonomy: tax})
+	incs, err := gen.Generate(gen.Options{Count: c.incidents, Seed: c.seed, FirstID: 1, Taxonomy: tax})
 	if err != nil {
 		return err
 	}
@@ -186,10 +180,10 @@ func (b *churnBench) runIn(ctx context.Context, path string, out io.Writer) erro
 		return err
 	}
 	fmt.Fprintf(out, "load: %d incidents in %s; file %s, live data %s (records %s)\n\n",
-		b.corpus.incidents, time.Since(start).Round(time.Millisecond), mib(db.Maintenance().StoreStats().FileBytes), mib(live.KeyValueBytes), mib(live.RecordBytes))
+		c.incidents, time.Since(start).Round(time.Millisecond), mib(db.Maintenance().StoreStats().FileBytes), mib(live.KeyValueBytes), mib(live.RecordBytes))
 
 	st := &churnState{base: map[string]*incidentlib.Incident{}, pos: map[string]int{},
-		rng: rand.New(rand.NewPCG(uint64(b.corpus.seed), 2)), tax: tax}
+		rng: rand.New(rand.NewPCG(uint64(c.seed), 2)), tax: tax}
 	for _, inc := range incs {
 		st.base[inc.ID] = inc
 		st.pos[inc.ID] = len(st.live)
@@ -207,7 +201,7 @@ func (b *churnBench) runIn(ctx context.Context, path string, out io.Writer) erro
 		if i%1024 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if st.rng.Float64() < b.deletes && len(st.live) > b.corpus.incidents/2 {
+		if st.rng.Float64() < b.deletes && len(st.live) > c.incidents/2 {
 			id := st.live[st.rng.IntN(len(st.live))]
 			t0 := time.Now()
 			if _, err := db.Incidents().DeleteIncident(ctx, id, incidentlib.WriteOptions{}); err != nil {

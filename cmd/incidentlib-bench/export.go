@@ -21,37 +21,27 @@ import (
 	"github.com/incidentlib/incidentlib/storage"
 )
 
-func init() {
-	registerCommand("export", "the CSV export (GET /api/v1/incidents.csv), the Atom feed and the snapshot (GET /api/v1/snapshot.jsonl.gz) of a generated store over loopback: time, size and the peak heap while streaming", func() command { return &exportBench{} })
-}
-
 type exportBench struct {
-	corpus corpus
-	cache  int
+	cache int
 }
 
 func (b *exportBench) declare(fs *flag.FlagSet) {
-	b.corpus.flags(fs, 100_000, "generated incidents in the store (at least 100)", "generator seed", "directory for the store (default: a temporary directory, removed afterwards)")
 	fs.IntVar(&b.cache, "record-cache", 10_000, "decoded records the store keeps, as serve --record-cache")
 }
 
 func (b *exportBench) check() error {
-	if b.corpus.incidents < 100 || b.cache < 0 {
-		return errors.New("-incidents at least 100, -record-cache not negative")
+	if b.cache < 0 {
+		return errors.New("-record-cache not negative")
 	}
 	return nil
 }
 
-func (b *exportBench) run(ctx context.Context, stdout io.Writer) error {
-	return b.corpus.in("export", func(dir string) error { return b.runIn(ctx, dir, stdout) })
-}
-
-func (b *exportBench) runIn(ctx context.Context, dir string, stdout io.Writer) error {
+func (b *exportBench) runIn(ctx context.Context, c *corpus, dir string, stdout io.Writer) error {
 	tax := seeds.MustTaxonomy()
-	fmt.Fprintf(stdout, "export: %d incidents, GOMAXPROCS %d, record cache %d, load average %s\n", b.corpus.incidents, runtime.GOMAXPROCS(0), b.cache, loadAvg())
+	fmt.Fprintf(stdout, "export: %d incidents, GOMAXPROCS %d, record cache %d, load average %s\n", c.incidents, runtime.GOMAXPROCS(0), b.cache, loadAvg())
 	// The corpus is not kept: the collector takes it back (it is not the
 	// server's memory).
-	db, _, err := b.corpus.store(ctx, filepath.Join(dir, "export.db"), true, storage.Options{Taxonomy: tax, NoSync: true, RecordCache: b.cache}, stdout)
+	db, _, err := c.store(ctx, filepath.Join(dir, "export.db"), true, storage.Options{Taxonomy: tax, NoSync: true, RecordCache: b.cache}, stdout)
 	if err != nil {
 		return err
 	}

@@ -29,12 +29,7 @@ import (
 	"github.com/incidentlib/incidentlib/storage"
 )
 
-func init() {
-	registerCommand("search", "full-text search on a generated store: index build rate and size, query latency by class with and without filters", func() command { return &searchBench{} })
-}
-
 type searchBench struct {
-	corpus    corpus
 	clients   int
 	queries   int
 	batch     int
@@ -48,7 +43,6 @@ type searchBench struct {
 }
 
 func (b *searchBench) declare(fs *flag.FlagSet) {
-	b.corpus.flags(fs, 100_000, "generated incidents in the store (at least 100)", "generator and query seed", "directory for the store and the index (default: a temporary directory, removed afterwards)")
 	fs.IntVar(&b.clients, "clients", 8, "concurrent clients")
 	fs.IntVar(&b.queries, "queries", 800, "queries per class, spread over the clients")
 	fs.IntVar(&b.batch, "batch", 2000, "changes per index batch while building")
@@ -62,27 +56,23 @@ func (b *searchBench) declare(fs *flag.FlagSet) {
 }
 
 func (b *searchBench) check() error {
-	if b.corpus.incidents < 100 || b.clients < 1 || b.queries < b.clients || b.batch < 1 || b.page < 1 || b.page > incidentlib.MaxPageSize || b.turns < 1 || b.compare < 0 || (b.compare > 0 && !b.glossary) {
-		return errors.New("-incidents at least 100, -clients at least 1, -queries at least -clients, -batch at least 1, -first 1 to 100, -search-concurrency at least 1, -compare at least 0 and only with -glossary")
+	if b.clients < 1 || b.queries < b.clients || b.batch < 1 || b.page < 1 || b.page > incidentlib.MaxPageSize || b.turns < 1 || b.compare < 0 || (b.compare > 0 && !b.glossary) {
+		return errors.New("-clients at least 1, -queries at least -clients, -batch at least 1, -first 1 to 100, -search-concurrency at least 1, -compare at least 0 and only with -glossary")
 	}
 	return nil
 }
 
-func (b *searchBench) run(ctx context.Context, stdout io.Writer) error {
+func (b *searchBench) runIn(ctx context.Context, c *corpus, dir string, stdout io.Writer) error {
 	if _, err := server.SetGCPercent(b.gcPercent); err != nil {
 		return fmt.Errorf("-gc-percent: %w", err)
 	}
-	return b.corpus.in("search", func(dir string) error { return b.runIn(ctx, dir, stdout) })
-}
-
-func (b *searchBench) runIn(ctx context.Context, dir string, stdout io.Writer) error {
 	tax := seeds.MustTaxonomy()
-	fmt.Fprintf(stdout, "search: %d incidents, %d clients, %d queries per class, GOMAXPROCS %d, gc-percent %d, search-concurrency %d, glossary %v\n", b.corpus.incidents, b.clients, b.queries, runtime.GOMAXPROCS(0), b.gcPercent, b.turns, b.glossary)
+	fmt.Fprintf(stdout, "search: %d incidents, %d clients, %d queries per class, GOMAXPROCS %d, gc-percent %d, search-concurrency %d, glossary %v\n", c.incidents, b.clients, b.queries, runtime.GOMAXPROCS(0), b.gcPercent, b.turns, b.glossary)
 	dbPath := filepath.Join(dir, "search.db")
 	// A record cache that holds the store, as a server of this size would
 	// be configured (--record-cache), warmed before the HTTP measurement.
 	// Links play no part in search.
-	db, incs, err := b.corpus.store(ctx, dbPath, true, storage.Options{Taxonomy: tax, NoSync: true, RecordCache: max(10_000, b.corpus.incidents)}, stdout)
+	db, incs, err := c.store(ctx, dbPath, true, storage.Options{Taxonomy: tax, NoSync: true, RecordCache: max(10_000, c.incidents)}, stdout)
 	if err != nil {
 		return err
 	}
@@ -122,7 +112,7 @@ func (b *searchBench) runIn(ctx context.Context, dir string, stdout io.Writer) e
 		searchMs(buildCPU)/float64(n), float64(runtime.NumCPU())*float64(n)/buildCPU.Seconds(), runtime.NumCPU())
 	fmt.Fprintf(stdout, "index in memory: %.0f MiB of live heap\n", float64(searchHeap()-heap0)/(1<<20))
 
-	classes := b.queryClasses(ctx, x, incs)
+	classes := b.queryClasses(ctx, c.seed, x, incs)
 	// The record cache is warmed here, outside the query profile: the
 	// GraphQL measurement reads the hits' records.
 	ids := make([]string, 0, 1000)
@@ -292,8 +282,8 @@ type queryClass struct {
 // queryClasses draws the queries from the corpus, as someone who read an
 // incident would search for it: one English word of it, three, two
 // adjacent words as a phrase, and the start of a Korean word.
-func (b *searchBench) queryClasses(ctx context.Context, x *search.Index, incs []*incidentlib.Incident) []queryClass {
-	r := rand.New(rand.NewPCG(uint64(b.corpus.seed), 7))
+func (b *searchBench) queryClasses(ctx context.Context, seed int64, x *search.Index, incs []*incidentlib.Incident) []queryClass {
+	r := rand.New(rand.NewPCG(uint64(seed), 7))
 	words := func(s string, keep func(string) bool) []string {
 		var out []string
 		for _, w := range strings.FieldsFunc(s, func(c rune) bool { return !unicode.IsLetter(c) && !unicode.IsDigit(c) }) {

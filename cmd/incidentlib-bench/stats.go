@@ -19,31 +19,21 @@ import (
 	"github.com/incidentlib/incidentlib/storage"
 )
 
-func init() {
-	registerCommand("stats", "dashboard aggregates (Query.stats) over a generated store through the GraphQL API at one client: latency per filter", func() command { return &statsBench{} })
-}
-
 type statsBench struct {
-	corpus  corpus
 	queries int
 	profile string
 }
 
 func (b *statsBench) declare(fs *flag.FlagSet) {
-	b.corpus.flags(fs, 100_000, "generated incidents in the store (at least 100)", "generator and filter seed", "directory for the store, kept and reused when it holds -incidents incidents (default: a temporary directory, removed afterwards)")
 	fs.IntVar(&b.queries, "queries", 300, "queries per filter, one at a time")
 	fs.StringVar(&b.profile, "cpuprofile", "", "write a CPU profile of the queries to this file")
 }
 
 func (b *statsBench) check() error {
-	if b.corpus.incidents < 100 || b.queries < 10 {
-		return errors.New("-incidents at least 100, -queries at least 10")
+	if b.queries < 10 {
+		return errors.New("-queries at least 10")
 	}
 	return nil
-}
-
-func (b *statsBench) run(ctx context.Context, stdout io.Writer) error {
-	return b.corpus.in("stats", func(dir string) error { return b.runIn(ctx, dir, stdout) })
 }
 
 const statsBenchQuery = `query($f: IncidentFilter) { stats(filter: $f) {
@@ -95,14 +85,14 @@ func statsFilters(orgs []string, tax *incidentlib.Taxonomy) []struct {
 	}
 }
 
-func (b *statsBench) runIn(ctx context.Context, dir string, stdout io.Writer) error {
+func (b *statsBench) runIn(ctx context.Context, c *corpus, dir string, stdout io.Writer) error {
 	tax, err := seeds.Taxonomy()
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "stats: %d incidents, %d queries per filter at one client, GOMAXPROCS %d, load average %s\n", b.corpus.incidents, b.queries, runtime.GOMAXPROCS(0), loadAvg())
+	fmt.Fprintf(stdout, "stats: %d incidents, %d queries per filter at one client, GOMAXPROCS %d, load average %s\n", c.incidents, b.queries, runtime.GOMAXPROCS(0), loadAvg())
 	// Links play no part in the aggregates; a kept -db is reused.
-	db, incs, err := b.corpus.store(ctx, filepath.Join(dir, "stats.db"), false, storage.Options{Taxonomy: tax, NoSync: true, RecordCache: 10_000}, stdout)
+	db, incs, err := c.store(ctx, filepath.Join(dir, "stats.db"), false, storage.Options{Taxonomy: tax, NoSync: true, RecordCache: 10_000}, stdout)
 	if err != nil {
 		return err
 	}
@@ -139,7 +129,7 @@ func (b *statsBench) runIn(ctx context.Context, dir string, stdout io.Writer) er
 	endpoint := url + "/graphql"
 
 	measure := func(query string, filter func(r *rand.Rand) map[string]any) ([]time.Duration, int, time.Duration, error) {
-		r := rand.New(rand.NewPCG(uint64(b.corpus.seed), 23))
+		r := rand.New(rand.NewPCG(uint64(c.seed), 23))
 		lat := make([]time.Duration, 0, b.queries)
 		matched := 0
 		var cpu0 int64

@@ -10,7 +10,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/mcpserver"
 )
 
@@ -22,17 +21,11 @@ import (
 // edge applies its limits, cost, rate and roles as to any client.
 func runMCP(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	f := newFlags("mcp", getenv, stderr)
-	serverURL := f.str("server", "", "the running library to read, such as http://127.0.0.1:8080 (required)")
+	serverURL := addServerFlag(f, "the running library to read, such as http://127.0.0.1:8080 (required)", true)
 	token := f.str("token", "", "an API token of the library to read as (optional: without it, an anonymous reader; prefer the environment variable: flags show in ps)")
 	timeout := f.duration("timeout", 30*time.Second, false, "how long one GraphQL request to --server may take")
 	maxResponse := f.bytes("max-response", mcpserver.DefaultMaxResponseBytes, false, "the largest GraphQL response read from --server, in bytes (B, KiB, MiB)")
 	f.checks = append(f.checks, func() error {
-		if *serverURL == "" {
-			return fmt.Errorf("--server is required: the URL of a running library, such as http://127.0.0.1:8080")
-		}
-		if why := incidentlib.ValidHTTPURL(*serverURL); why != "" {
-			return fmt.Errorf("--server %s", why)
-		}
 		if strings.ContainsAny(*token, " \t\r\n") {
 			return fmt.Errorf("--token must not hold white space")
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -27,7 +28,7 @@ type remoteFlags struct {
 
 func addRemoteFlags(f *flags, serverUsage string) remoteFlags {
 	rf := remoteFlags{
-		server:  f.str("server", "", serverUsage),
+		server:  addServerFlag(f, serverUsage, false),
 		token:   f.str("token", "", "the server's admin token (prefer the environment variable: flags show in ps)"),
 		timeout: f.duration("timeout", 10*time.Minute, false, "how long one request to the server may take"),
 	}
@@ -35,15 +36,33 @@ func addRemoteFlags(f *flags, serverUsage string) remoteFlags {
 		if *rf.server == "" {
 			return nil
 		}
-		if why := incidentlib.ValidHTTPURL(*rf.server); why != "" {
-			return fmt.Errorf("--server %s", why)
-		}
 		if *rf.token == "" {
 			return fmt.Errorf("--server needs --token (or %s), the server's admin token", envName("token"))
 		}
 		return nil
 	})
 	return rf
+}
+
+// addServerFlag declares --server, the URL of a running library, for the
+// commands that talk to one (remoteFlags, mcp), checked by the one rule
+// (incidentlib.ValidHTTPURL) before the command's own checks; required
+// refuses an empty one too.
+func addServerFlag(f *flags, usage string, required bool) *string {
+	server := f.str("server", "", usage)
+	f.checks = append(f.checks, func() error {
+		if *server == "" {
+			if required {
+				return errors.New("--server is required: the URL of a running library, such as http://127.0.0.1:8080")
+			}
+			return nil
+		}
+		if why := incidentlib.ValidHTTPURL(*server); why != "" {
+			return fmt.Errorf("--server %s", why)
+		}
+		return nil
+	})
+	return server
 }
 
 func (rf remoteFlags) remote() bool { return *rf.server != "" }

@@ -3,6 +3,8 @@ package model
 import (
 	"io"
 
+	"github.com/99designs/gqlgen/graphql"
+
 	"github.com/incidentlib/incidentlib"
 )
 
@@ -41,48 +43,38 @@ func (e *TaxonomyKind) UnmarshalGQL(v any) error {
 // MarshalGQL writes the enum.
 func (e TaxonomyKind) MarshalGQL(w io.Writer) { incidentlib.WriteEnum(w, string(e)) }
 
-// IncidentOrderField is the GraphQL enum of order fields.
-type IncidentOrderField string
+// The order enums IncidentOrderField and OrderDirection are the domain's
+// incidentlib.OrderField and incidentlib.Direction (gqlgen.yml binds them
+// to these functions): one list of values, the domain's, read through the
+// one incidentlib.UnmarshalEnum as every enum is.
 
-// Order fields.
-const (
-	IncidentOrderFieldDate      IncidentOrderField = "DATE"
-	IncidentOrderFieldUpdatedAt IncidentOrderField = "UPDATED_AT"
-	IncidentOrderFieldID        IncidentOrderField = "ID"
-)
-
-func (e IncidentOrderField) IsValid() bool {
-	return e == IncidentOrderFieldDate || e == IncidentOrderFieldUpdatedAt || e == IncidentOrderFieldID
-}
-func (e IncidentOrderField) String() string { return string(e) }
-
-// UnmarshalGQL reads the enum.
-func (e *IncidentOrderField) UnmarshalGQL(v any) error {
-	return incidentlib.UnmarshalEnum(e, v, "IncidentOrderField", IncidentOrderField.IsValid)
+// UnmarshalIncidentOrderField reads the enum IncidentOrderField.
+func UnmarshalIncidentOrderField(v any) (incidentlib.OrderField, error) {
+	return readEnum(v, "IncidentOrderField", incidentlib.OrderField.IsValid)
 }
 
-// MarshalGQL writes the enum.
-func (e IncidentOrderField) MarshalGQL(w io.Writer) { incidentlib.WriteEnum(w, string(e)) }
+// MarshalIncidentOrderField writes the enum IncidentOrderField.
+func MarshalIncidentOrderField(f incidentlib.OrderField) graphql.Marshaler { return writeEnum(f) }
 
-// OrderDirection is the GraphQL enum of directions.
-type OrderDirection string
-
-// Directions.
-const (
-	OrderDirectionAsc  OrderDirection = "ASC"
-	OrderDirectionDesc OrderDirection = "DESC"
-)
-
-func (e OrderDirection) IsValid() bool  { return e == OrderDirectionAsc || e == OrderDirectionDesc }
-func (e OrderDirection) String() string { return string(e) }
-
-// UnmarshalGQL reads the enum.
-func (e *OrderDirection) UnmarshalGQL(v any) error {
-	return incidentlib.UnmarshalEnum(e, v, "OrderDirection", OrderDirection.IsValid)
+// UnmarshalOrderDirection reads the enum OrderDirection.
+func UnmarshalOrderDirection(v any) (incidentlib.Direction, error) {
+	return readEnum(v, "OrderDirection", incidentlib.Direction.IsValid)
 }
 
-// MarshalGQL writes the enum.
-func (e OrderDirection) MarshalGQL(w io.Writer) { incidentlib.WriteEnum(w, string(e)) }
+// MarshalOrderDirection writes the enum OrderDirection.
+func MarshalOrderDirection(d incidentlib.Direction) graphql.Marshaler { return writeEnum(d) }
+
+// readEnum and writeEnum are the Unmarshal and Marshal functions of an
+// enum bound to a domain type.
+func readEnum[T ~string](v any, name string, valid func(T) bool) (T, error) {
+	var e T
+	err := incidentlib.UnmarshalEnum(&e, v, name, valid)
+	return e, err
+}
+
+func writeEnum[T ~string](e T) graphql.Marshaler {
+	return graphql.WriterFunc(func(w io.Writer) { incidentlib.WriteEnum(w, string(e)) })
+}
 
 // PageInfo is a Relay connection's page information.
 type PageInfo struct {
@@ -94,6 +86,6 @@ type PageInfo struct {
 
 // IncidentOrder is the input that orders incidents.
 type IncidentOrder struct {
-	Field     IncidentOrderField
-	Direction OrderDirection
+	Field     incidentlib.OrderField
+	Direction incidentlib.Direction
 }

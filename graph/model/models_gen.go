@@ -153,7 +153,7 @@ type OrganizationEdge struct {
 // NAME, DESC for INCIDENT_COUNT and LATEST_INCIDENT.
 type OrganizationOrder struct {
 	Field     incidentlib.OrganizationOrderField `json:"field"`
-	Direction *OrderDirection                    `json:"direction,omitempty"`
+	Direction *incidentlib.Direction             `json:"direction,omitempty"`
 }
 
 type OrganizationPayload struct {
