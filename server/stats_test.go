@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/graph"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/storage"
 )
@@ -259,6 +260,53 @@ func TestStatsEqualBruteForce(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got.Stats, want) {
 			t.Fatalf("filter %d %v (byYear %s, pairs %s x %s):\n got %+v\nwant %+v", i, f.vars, k, r, c, got.Stats, want)
+		}
+		// The count alone is counted without the set (graph/stats.go).
+		var alone struct{ Stats struct{ Count int } }
+		ts.data(t, `query($f: IncidentFilter) { stats(filter: $f) { count } }`, map[string]any{"f": f.vars}, &alone)
+		if alone.Stats.Count != want.Count {
+			t.Fatalf("filter %d %v: count alone %d, want %d", i, f.vars, alone.Stats.Count, want.Count)
+		}
+	}
+}
+
+// TestStatsCountAloneAndWithEachField: every field of IncidentStats (read
+// from the schema: a new one needs its selection here) asked beside count,
+// and count asked alone (counted without building the set, graph/stats.go),
+// give the same count, through FastReads and gqlgen's executor alike.
+func TestStatsCountAloneAndWithEachField(t *testing.T) {
+	p := newFastPair(t, corpus(t, 600, 28))
+	selections := map[string]string{
+		"count":            "count",
+		"byYear":           "byYear(kind: COMPONENT) { year count }",
+		"pairs":            "pairs(rows: SEVERITY, columns: SYMPTOM) { count }",
+		"topOrganizations": "topOrganizations(first: 2) { count }",
+		"durations":        "durations { resolvedAfter { count } }",
+	}
+	def := graph.NewExecutableSchema(graph.Config{}).Schema().Types["IncidentStats"]
+	filters := []string{`{}`, `{symptoms: ["high-latency"]}`, `{dateFrom: "2012-01-01", dateTo: "2020-06-30", severities: ["sev1", "sev2"]}`,
+		`{reviewStates: [WITHDRAWN, REVIEWED]}`, `{or: [{symptoms: ["high-latency"]}, {not: {dateFrom: "2015-01-01"}}]}`}
+	for _, fd := range def.Fields {
+		sel, ok := selections[fd.Name]
+		if !ok {
+			t.Fatalf("IncidentStats.%s has no selection in this test: add one", fd.Name)
+		}
+		for _, f := range filters {
+			q := fmt.Sprintf(`{ alone: stats(filter: %s) { count } with: stats(filter: %s) { count %s } typed: stats(filter: %s) { __typename n: count } }`, f, f, sel, f)
+			var out struct {
+				Data struct {
+					Alone, With struct{ Count int }
+					Typed       struct{ N int }
+				}
+				Errors []any
+			}
+			b := p.compare(t, q, nil, "") // "200 {...}"
+			if err := json.Unmarshal(b[strings.IndexByte(string(b), ' ')+1:], &out); err != nil || len(out.Errors) > 0 {
+				t.Fatalf("%s: %v %v", q, err, out.Errors)
+			}
+			if d := out.Data; d.Alone.Count != d.With.Count || d.Typed.N != d.With.Count {
+				t.Fatalf("%s: count alone %d, typed %d, beside %s %d", q, d.Alone.Count, d.Typed.N, fd.Name, d.With.Count)
+			}
 		}
 	}
 }
