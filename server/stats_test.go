@@ -574,3 +574,89 @@ func scramble(t *testing.T, db *storage.DB, ops int, rng *rand.Rand) {
 		}
 	}
 }
+
+// TestConnectionCountsEqualBruteForce: a page's totalCount, facets and
+// years, answered by FastReads from one evaluation of the filter in the
+// page's snapshot (storage/matchmemo.go, graph/fast_counts.go), equal a
+// brute-force count over the records and gqlgen's executor's separate
+// evaluations, for random filters with writes in between.
+func TestConnectionCountsEqualBruteForce(t *testing.T) {
+	p := newFastPair(t, corpus(t, 700, 29))
+	rng := rand.New(rand.NewPCG(29, 3))
+	const q = `query($f: IncidentFilter) { incidents(first: 3, filter: $f) { totalCount
+	  facets(kinds: [SYMPTOM, SEVERITY]) { kind counts { term { slug } count } } years { year count } nodes { id } } }`
+	type answer struct {
+		Data struct {
+			Incidents struct {
+				TotalCount int
+				Facets     []struct {
+					Kind   string
+					Counts []struct {
+						Term  struct{ Slug string }
+						Count int
+					}
+				}
+				Years []struct{ Year, Count int }
+			}
+		}
+		Errors []any
+	}
+	for round := range 30 {
+		if round%5 == 4 {
+			scramble(t, p.db.DB, 25, rng) // writes between the reads
+		}
+		incs, err := p.db.DB.Incidents().AllIncidents(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := randomStatsFilter(rng, incs)
+		before := executorCount(t, p.fast, "fast")
+		b := p.compare(t, q, map[string]any{"f": f.vars}, "")
+		if executorCount(t, p.fast, "fast") != before+1 {
+			t.Fatalf("round %d: FastReads did not answer the page with facets and years", round)
+		}
+		var a answer
+		if err := json.Unmarshal(b[strings.IndexByte(string(b), ' ')+1:], &a); err != nil || len(a.Errors) > 0 {
+			t.Fatalf("round %d: %v %v", round, err, a.Errors)
+		}
+		total, years, terms := 0, map[int]int{}, map[string]int{}
+		for _, inc := range incs {
+			if !f.match(inc) {
+				continue
+			}
+			total++
+			if len(inc.Date) >= 4 {
+				y := 0
+				fmt.Sscan(inc.Date[:4], &y)
+				years[y]++
+			}
+			for _, s := range termsOfKind(inc, incidentlib.KindSymptom) {
+				terms["SYMPTOM "+s]++
+			}
+			for _, s := range termsOfKind(inc, incidentlib.KindSeverity) {
+				terms["SEVERITY "+s]++
+			}
+		}
+		got := a.Data.Incidents
+		if got.TotalCount != total {
+			t.Fatalf("round %d %v: totalCount %d, brute force %d", round, f.vars, got.TotalCount, total)
+		}
+		for _, y := range got.Years {
+			if years[y.Year] != y.Count {
+				t.Fatalf("round %d %v: year %d counts %d, brute force %d", round, f.vars, y.Year, y.Count, years[y.Year])
+			}
+			delete(years, y.Year)
+		}
+		for _, fc := range got.Facets {
+			for _, c := range fc.Counts {
+				if k := fc.Kind + " " + c.Term.Slug; terms[k] != c.Count {
+					t.Fatalf("round %d %v: %s counts %d, brute force %d", round, f.vars, k, c.Count, terms[k])
+				}
+				delete(terms, fc.Kind+" "+c.Term.Slug)
+			}
+		}
+		if len(years) > 0 || len(terms) > 0 {
+			t.Fatalf("round %d %v: missing years %v, terms %v", round, f.vars, years, terms)
+		}
+	}
+}
