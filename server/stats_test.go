@@ -575,6 +575,15 @@ func scramble(t *testing.T, db *storage.DB, ops int, rng *rand.Rand) {
 	}
 }
 
+// facetList is the answer of facets { kind counts { term { slug } count } }.
+type facetList []struct {
+	Kind   string
+	Counts []struct {
+		Term  struct{ Slug string }
+		Count int
+	}
+}
+
 // TestConnectionCountsEqualBruteForce: a page's totalCount, facets and
 // years, answered by FastReads from one evaluation of the filter in the
 // page's snapshot (storage/matchmemo.go, graph/fast_counts.go), equal a
@@ -589,14 +598,8 @@ func TestConnectionCountsEqualBruteForce(t *testing.T) {
 		Data struct {
 			Incidents struct {
 				TotalCount int
-				Facets     []struct {
-					Kind   string
-					Counts []struct {
-						Term  struct{ Slug string }
-						Count int
-					}
-				}
-				Years []struct{ Year, Count int }
+				Facets     facetList
+				Years      []struct{ Year, Count int }
 			}
 		}
 		Errors []any
