@@ -8,12 +8,14 @@ import "context"
 // cannot resolve.
 
 // Reader is what a request over the incident graph reads, level by level:
-// incidents by id and by page, recurrence links, reverse related links, counts and organizations
+// incidents by id and by page with the page's facets and years, recurrence links, reverse related links, counts and organizations
 // by slug. The methods are those of IncidentService and
 // OrganizationService, with their contracts.
 type Reader interface {
 	FindIncidentsByIDs(ctx context.Context, ids []string) ([]*Incident, error)
 	FindIncidents(ctx context.Context, filter IncidentFilter, order IncidentOrder, page PageArgs) (*IncidentPage, error)
+	Facets(ctx context.Context, filter IncidentFilter, kinds []TermKind) ([]Facet, error)
+	Years(ctx context.Context, filter IncidentFilter) ([]YearCount, error)
 	RecurrenceIDs(ctx context.Context, ids []string) ([][]string, error)
 	RelatedByIDs(ctx context.Context, ids []string) ([][]string, error)
 	CountIncidentsBy(ctx context.Context, keys []CountKey) ([]int, error)

@@ -25,7 +25,6 @@ import (
 var FastReadsHandsOn = map[string][]string{
 	"Query":                    {"organizations", "tokens", "taxonomyHistory", "incidentVersion", "deletedIncident", "glossary", "__schema", "__type"},
 	"Incident":                 {"similar", "history", "withdrawnReason", "citation"},
-	"IncidentConnection":       {"facets", "years"},
 	"IncidentSearchConnection": {"facets", "years", "suggestions"},
 	"Organization":             {"incidents"},
 	"TaxonomyTerm":             {"incidents", "deprecated", "aliases"},

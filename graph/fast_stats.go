@@ -19,8 +19,12 @@ func (x *fastExec) stats(filter *incidentlib.IncidentFilter, sel ast.SelectionSe
 	vals := make([]any, len(p.fields))
 	var st *model.IncidentStats
 	var err error
+	names := make([]string, len(p.fields))
+	for i := range p.fields {
+		names[i] = p.fields[i].Name
+	}
 	x.outsideSnapshot(func(ctx context.Context) {
-		if st, err = x.r.Query().Stats(ctx, filter); err != nil {
+		if st, err = x.r.stats(ctx, filter, statsReadSet(names)); err != nil {
 			return
 		}
 		for i := range p.fields {

@@ -8,6 +8,8 @@ package graph
 import (
 	"context"
 
+	"github.com/99designs/gqlgen/graphql"
+
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/graph/model"
 )
@@ -110,18 +112,14 @@ func (r *incidentStatsResolver) Durations(ctx context.Context, obj *model.Incide
 }
 
 func (r *queryResolver) Stats(ctx context.Context, filter *incidentlib.IncidentFilter) (*model.IncidentStats, error) {
-	if r.Aggregates == nil {
-		return nil, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "this server counts no aggregates")
+	if graphql.GetFieldContext(ctx) == nil { // not under gqlgen's executor: read the set
+		return r.stats(ctx, filter, true)
 	}
-	var f incidentlib.IncidentFilter
-	if filter != nil {
-		f = *filter
+	var names []string
+	for _, f := range graphql.CollectFieldsCtx(ctx, nil) {
+		names = append(names, f.Name)
 	}
-	set, err := r.Aggregates.MatchSet(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	return &model.IncidentStats{Set: set, Count: int(set.GetCardinality())}, nil
+	return r.stats(ctx, filter, statsReadSet(names))
 }
 
 func (r *Resolver) IncidentStats() IncidentStatsResolver { return &incidentStatsResolver{r} }

@@ -90,30 +90,63 @@ func (r *Resolver) glossaryPage(ctx context.Context, first *int, after, contains
 		return conn, nil
 	}
 	conn.Version = strconv.FormatUint(g.Version, 10)
-	entries := make([]*incidentlib.GlossaryEntry, 0, len(g.Entries))
-	for i := range g.Entries {
-		if e := &g.Entries[i]; needle == "" || holdsForm(e, needle) {
-			entries = append(entries, e)
+	sorted := r.glossarySorted(g)
+	entries, keys := sorted.entries, sorted.keys
+	if needle != "" {
+		entries, keys = nil, nil
+		for i, e := range sorted.entries {
+			if holdsForm(e, needle) {
+				entries, keys = append(entries, e), append(keys, sorted.keys[i])
+			}
 		}
 	}
-	slices.SortFunc(entries, func(a, b *incidentlib.GlossaryEntry) int { return strings.Compare(glossary.Key(a), glossary.Key(b)) })
 	conn.TotalCount = len(entries)
 	if from != "" {
-		at, found := slices.BinarySearchFunc(entries, from, func(e *incidentlib.GlossaryEntry, k string) int { return strings.Compare(glossary.Key(e), k) })
+		at, found := slices.BinarySearch(keys, from)
 		if found {
 			at++
 		}
-		entries = entries[at:]
+		entries, keys = entries[at:], keys[at:]
 	}
 	if len(entries) > n {
 		entries, conn.PageInfo.HasNextPage = entries[:n], true
 	}
-	for _, e := range entries {
+	for i, e := range entries {
 		conn.Nodes = append(conn.Nodes, e)
-		conn.Edges = append(conn.Edges, &model.GlossaryEdge{Cursor: glossaryCursor(glossary.Key(e)), Node: e})
+		conn.Edges = append(conn.Edges, &model.GlossaryEdge{Cursor: glossaryCursor(keys[i]), Node: e})
 	}
 	endCursors(conn.PageInfo, len(conn.Edges), func(i int) *string { return &conn.Edges[i].Cursor })
 	return conn, nil
+}
+
+// sortedGlossary is one version of the glossary in key order, with the
+// keys: sorted once per version (Resolver.glossaryOrder), not per request.
+type sortedGlossary struct {
+	of      *incidentlib.Glossary // the glossary sorted (kept while it is the last)
+	version uint64
+	entries []*incidentlib.GlossaryEntry // into the Glossary's Entries, read only
+	keys    []string                     // glossary.Key of each entry
+}
+
+// glossarySorted returns the entries of g in key order, sorted again only
+// when g is not the glossary last sorted (the store hands out one
+// *Glossary per version, a new one whenever the entries change; both the
+// pointer and the version must match). It holds one version: at most
+// glossary.MaxEntries pointers and keys.
+func (r *Resolver) glossarySorted(g *incidentlib.Glossary) *sortedGlossary {
+	if s := r.glossaryOrder.Load(); s != nil && s.of == g && s.version == g.Version {
+		return s
+	}
+	s := &sortedGlossary{of: g, version: g.Version, entries: make([]*incidentlib.GlossaryEntry, len(g.Entries)), keys: make([]string, len(g.Entries))}
+	for i := range g.Entries {
+		s.entries[i] = &g.Entries[i]
+	}
+	slices.SortFunc(s.entries, func(a, b *incidentlib.GlossaryEntry) int { return strings.Compare(glossary.Key(a), glossary.Key(b)) })
+	for i, e := range s.entries {
+		s.keys[i] = glossary.Key(e)
+	}
+	r.glossaryOrder.Store(s)
+	return s
 }
 
 // holdsForm says whether a form of e holds needle (lower case).

@@ -71,6 +71,8 @@ type Resolver struct {
 	readsOnce   sync.Once
 	loaderReads *loaderReads       // the loaders' read functions (reads)
 	services    incidentlib.Reader // Incidents and Organizations as one Reader
+
+	glossaryOrder atomic.Pointer[sortedGlossary] // the glossary's last version in key order (glossary.go)
 }
 
 // langViews are the views of the two languages over one taxonomy.

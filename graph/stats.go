@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"slices"
 
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/graph/model"
@@ -37,6 +38,48 @@ func statsComplexity(c *ComplexityRoot) {
 		return costList(n, child)
 	}
 	c.IncidentStats.Durations = func(child int) int { return costAdd(DurationsBase, child) }
+}
+
+// statsCountFields are the fields of IncidentStats that read no more than
+// the size of the set: every other field reads the set itself.
+var statsCountFields = []string{"count", "__typename"}
+
+// statsReadSet says whether a selection of IncidentStats, by its fields'
+// names, reads the set itself, not only its size: the one rule both
+// executors ask (Query.stats, FastReads' stats).
+func statsReadSet(names []string) bool {
+	for _, n := range names {
+		if !slices.Contains(statsCountFields, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// stats is Query.stats: the set of filter, read once, or, when the
+// selection reads only its size (readSet false), that size alone,
+// counted from the postings without building the set (storage's lazy
+// sets).
+func (r *Resolver) stats(ctx context.Context, filter *incidentlib.IncidentFilter, readSet bool) (*model.IncidentStats, error) {
+	if r.Aggregates == nil {
+		return nil, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "this server counts no aggregates")
+	}
+	var f incidentlib.IncidentFilter
+	if filter != nil {
+		f = *filter
+	}
+	if !readSet {
+		n, err := r.Incidents.CountIncidents(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		return &model.IncidentStats{Count: n}, nil
+	}
+	set, err := r.Aggregates.MatchSet(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	return &model.IncidentStats{Set: set, Count: int(set.GetCardinality())}, nil
 }
 
 // findOrganizations is Query.organizations: by slug from the store's

@@ -48,6 +48,18 @@ func (t *tracedReader) FindIncidents(ctx context.Context, filter incidentlib.Inc
 	return t.r.FindIncidents(ctx, filter, order, page)
 }
 
+func (t *tracedReader) Facets(ctx context.Context, filter incidentlib.IncidentFilter, kinds []incidentlib.TermKind) ([]incidentlib.Facet, error) {
+	ctx, span := tracing.Start(ctx, "store.Facets")
+	defer span.End()
+	return t.r.Facets(ctx, filter, kinds)
+}
+
+func (t *tracedReader) Years(ctx context.Context, filter incidentlib.IncidentFilter) ([]incidentlib.YearCount, error) {
+	ctx, span := tracing.Start(ctx, "store.Years")
+	defer span.End()
+	return t.r.Years(ctx, filter)
+}
+
 func (t *tracedReader) RecurrenceIDs(ctx context.Context, ids []string) ([][]string, error) {
 	ctx, span := tracing.Start(ctx, "store.RecurrenceIDs")
 	defer span.End()

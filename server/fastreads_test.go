@@ -165,6 +165,10 @@ func TestFastReadsDifferential(t *testing.T) {
 		{`{ incidents(first: 5) { facets { kind counts { count term { slug } } } years { year count } nodes { similar { score incident { id } } } } }`, nil, ""},
 		{`{ node(id: "IL-9990") { id __typename ... on Incident { title related { id } } } nodes(ids: ["org:roblox", "IL-0213", "term:symptom:partial-outage", "IL-0000", "bogus", "IL-9990"]) { id __typename ... on Organization { name incidentCount } ... on TaxonomyTerm { label incidentCount } ... on Incident { title organization { name } recurrenceOf { id } } } }`, nil, ""},
 		{`{ n: node(id: "org:roblox") { id } t: node(id: "term:component:storage-engine") { ... on TaxonomyTerm { slug kind } } x: node(id: "nope") { id } }`, nil, ""},
+		// Facets and years through FastReads, in the page's snapshot (fast_counts.go).
+		{`query($f: IncidentFilter) { incidents(first: 5, filter: $f) { totalCount f: facets(kinds: [SYMPTOM, ROOT_CAUSE]) { __typename kind counts { count term { slug label incidentCount __typename } __typename } } facets { kind counts { count } } years { year count __typename } nodes { id } } }`,
+			map[string]any{"f": map[string]any{"dateFrom": "2012-01-01", "symptoms": []string{"partial-outage", "high-latency"}}}, "ko"},
+		{`{ a: incidents(first: 2) { years { count } } b: incidents(first: 2, filter: {reviewStates: [WITHDRAWN]}) { totalCount facets(kinds: [DOMAIN]) { counts { term { label } } } years { year } } c: incidents(filter: {organizations: ["no-such"]}) { facets { kind counts { count } } years { year } } }`, nil, ""},
 		{`{ incidents(first: 500) { nodes { id } } }`, nil, ""},
 		{`{ incidents(filter: {dateFrom: "2020-13-45"}) { nodes { id } } }`, nil, ""},
 		{`{ __schema { queryType { name } } }`, nil, ""},

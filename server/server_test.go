@@ -325,14 +325,8 @@ func TestRootFields(t *testing.T) {
 					Cursor string
 					Node   struct{ ID string }
 				}
-				Facets []struct {
-					Kind   string
-					Counts []struct {
-						Term  struct{ Slug string }
-						Count int
-					}
-				}
-				Years []struct{ Year, Count int }
+				Facets facetList // stats_test.go
+				Years  []struct{ Year, Count int }
 			}
 		}
 		ts.data(t, `{ incidents(filter: {organizations: ["unnamed-veltrix-customer", "roblox"]}, orderBy: {field: ID, direction: ASC}) {

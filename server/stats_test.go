@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/incidentlib/incidentlib"
+	"github.com/incidentlib/incidentlib/graph"
 	"github.com/incidentlib/incidentlib/seeds"
 	"github.com/incidentlib/incidentlib/storage"
 )
@@ -259,6 +260,53 @@ func TestStatsEqualBruteForce(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got.Stats, want) {
 			t.Fatalf("filter %d %v (byYear %s, pairs %s x %s):\n got %+v\nwant %+v", i, f.vars, k, r, c, got.Stats, want)
+		}
+		// The count alone is counted without the set (graph/stats.go).
+		var alone struct{ Stats struct{ Count int } }
+		ts.data(t, `query($f: IncidentFilter) { stats(filter: $f) { count } }`, map[string]any{"f": f.vars}, &alone)
+		if alone.Stats.Count != want.Count {
+			t.Fatalf("filter %d %v: count alone %d, want %d", i, f.vars, alone.Stats.Count, want.Count)
+		}
+	}
+}
+
+// TestStatsCountAloneAndWithEachField: every field of IncidentStats (read
+// from the schema: a new one needs its selection here) asked beside count,
+// and count asked alone (counted without building the set, graph/stats.go),
+// give the same count, through FastReads and gqlgen's executor alike.
+func TestStatsCountAloneAndWithEachField(t *testing.T) {
+	p := newFastPair(t, corpus(t, 600, 28))
+	selections := map[string]string{
+		"count":            "count",
+		"byYear":           "byYear(kind: COMPONENT) { year count }",
+		"pairs":            "pairs(rows: SEVERITY, columns: SYMPTOM) { count }",
+		"topOrganizations": "topOrganizations(first: 2) { count }",
+		"durations":        "durations { resolvedAfter { count } }",
+	}
+	def := graph.NewExecutableSchema(graph.Config{}).Schema().Types["IncidentStats"]
+	filters := []string{`{}`, `{symptoms: ["high-latency"]}`, `{dateFrom: "2012-01-01", dateTo: "2020-06-30", severities: ["sev1", "sev2"]}`,
+		`{reviewStates: [WITHDRAWN, REVIEWED]}`, `{or: [{symptoms: ["high-latency"]}, {not: {dateFrom: "2015-01-01"}}]}`}
+	for _, fd := range def.Fields {
+		sel, ok := selections[fd.Name]
+		if !ok {
+			t.Fatalf("IncidentStats.%s has no selection in this test: add one", fd.Name)
+		}
+		for _, f := range filters {
+			q := fmt.Sprintf(`{ alone: stats(filter: %s) { count } with: stats(filter: %s) { count %s } typed: stats(filter: %s) { __typename n: count } }`, f, f, sel, f)
+			var out struct {
+				Data struct {
+					Alone, With struct{ Count int }
+					Typed       struct{ N int }
+				}
+				Errors []any
+			}
+			b := p.compare(t, q, nil, "") // "200 {...}"
+			if err := json.Unmarshal(b[strings.IndexByte(string(b), ' ')+1:], &out); err != nil || len(out.Errors) > 0 {
+				t.Fatalf("%s: %v %v", q, err, out.Errors)
+			}
+			if d := out.Data; d.Alone.Count != d.With.Count || d.Typed.N != d.With.Count {
+				t.Fatalf("%s: count alone %d, typed %d, beside %s %d", q, d.Alone.Count, d.Typed.N, fd.Name, d.With.Count)
+			}
 		}
 	}
 }
@@ -523,6 +571,95 @@ func scramble(t *testing.T, db *storage.DB, ops int, rng *rand.Rand) {
 				KeepUpdatedAt: true, Merges: map[string]string{drop.ID: keep.ID}}); err != nil {
 				t.Fatalf("merge %s into %s: %v", drop.ID, keep.ID, err)
 			}
+		}
+	}
+}
+
+// facetList is the answer of facets { kind counts { term { slug } count } }.
+type facetList []struct {
+	Kind   string
+	Counts []struct {
+		Term  struct{ Slug string }
+		Count int
+	}
+}
+
+// TestConnectionCountsEqualBruteForce: a page's totalCount, facets and
+// years, answered by FastReads from one evaluation of the filter in the
+// page's snapshot (storage/matchmemo.go, graph/fast_counts.go), equal a
+// brute-force count over the records and gqlgen's executor's separate
+// evaluations, for random filters with writes in between.
+func TestConnectionCountsEqualBruteForce(t *testing.T) {
+	p := newFastPair(t, corpus(t, 700, 29))
+	rng := rand.New(rand.NewPCG(29, 3))
+	const q = `query($f: IncidentFilter) { incidents(first: 3, filter: $f) { totalCount
+	  facets(kinds: [SYMPTOM, SEVERITY]) { kind counts { term { slug } count } } years { year count } nodes { id } } }`
+	type answer struct {
+		Data struct {
+			Incidents struct {
+				TotalCount int
+				Facets     facetList
+				Years      []struct{ Year, Count int }
+			}
+		}
+		Errors []any
+	}
+	for round := range 30 {
+		if round%5 == 4 {
+			scramble(t, p.db.DB, 25, rng) // writes between the reads
+		}
+		incs, err := p.db.DB.Incidents().AllIncidents(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := randomStatsFilter(rng, incs)
+		before := executorCount(t, p.fast, "fast")
+		b := p.compare(t, q, map[string]any{"f": f.vars}, "")
+		if executorCount(t, p.fast, "fast") != before+1 {
+			t.Fatalf("round %d: FastReads did not answer the page with facets and years", round)
+		}
+		var a answer
+		if err := json.Unmarshal(b[strings.IndexByte(string(b), ' ')+1:], &a); err != nil || len(a.Errors) > 0 {
+			t.Fatalf("round %d: %v %v", round, err, a.Errors)
+		}
+		total, years, terms := 0, map[int]int{}, map[string]int{}
+		for _, inc := range incs {
+			if !f.match(inc) {
+				continue
+			}
+			total++
+			if len(inc.Date) >= 4 {
+				y := 0
+				fmt.Sscan(inc.Date[:4], &y)
+				years[y]++
+			}
+			for _, s := range termsOfKind(inc, incidentlib.KindSymptom) {
+				terms["SYMPTOM "+s]++
+			}
+			for _, s := range termsOfKind(inc, incidentlib.KindSeverity) {
+				terms["SEVERITY "+s]++
+			}
+		}
+		got := a.Data.Incidents
+		if got.TotalCount != total {
+			t.Fatalf("round %d %v: totalCount %d, brute force %d", round, f.vars, got.TotalCount, total)
+		}
+		for _, y := range got.Years {
+			if years[y.Year] != y.Count {
+				t.Fatalf("round %d %v: year %d counts %d, brute force %d", round, f.vars, y.Year, y.Count, years[y.Year])
+			}
+			delete(years, y.Year)
+		}
+		for _, fc := range got.Facets {
+			for _, c := range fc.Counts {
+				if k := fc.Kind + " " + c.Term.Slug; terms[k] != c.Count {
+					t.Fatalf("round %d %v: %s counts %d, brute force %d", round, f.vars, k, c.Count, terms[k])
+				}
+				delete(terms, fc.Kind+" "+c.Term.Slug)
+			}
+		}
+		if len(years) > 0 || len(terms) > 0 {
+			t.Fatalf("round %d %v: missing years %v, terms %v", round, f.vars, years, terms)
 		}
 	}
 }

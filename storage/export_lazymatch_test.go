@@ -27,3 +27,15 @@ func MatchShape(db *DB, f incidentlib.IncidentFilter) (parts int, minus bool, er
 	})
 	return parts, minus, err
 }
+
+// SnapshotSets is how many filters the snapshot s keeps evaluated
+// (matchmemo.go).
+func SnapshotSets(s incidentlib.Snapshot) int { return len(s.(*snapshot).sets) }
+
+// SetSnapshotSets makes snapshots keep their evaluations (on) or evaluate
+// every read on its own, until the returned func restores it.
+func SetSnapshotSets(on bool) func() {
+	old := snapshotSets
+	snapshotSets = on
+	return func() { snapshotSets = old }
+}

@@ -139,3 +139,50 @@ func BenchmarkRoaringCosts(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCountOrSet: what Query.stats reads for count alone (CountIncidents,
+// counted from the postings) against what it read before (MatchSet, the
+// set built), for the harness's date range + symptom filter and a symptom
+// alone, at 100,000 and 1,000,000 incidents:
+//
+//	go test -run '^$' -bench CountOrSet -benchtime 200x ./storage/
+func BenchmarkCountOrSet(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range []int{100_000, 1_000_000} {
+		symptoms := map[string]int{}
+		db, _, _ := streamedStore(b, n, func(inc *incidentlib.Incident) {
+			for _, s := range inc.Symptoms {
+				symptoms[s]++
+			}
+		})
+		common := ""
+		for s, c := range symptoms {
+			if common == "" || c > symptoms[common] {
+				common = s
+			}
+		}
+		for _, fc := range []struct {
+			name string
+			f    incidentlib.IncidentFilter
+		}{
+			{"every-dated+common-symptom", incidentlib.IncidentFilter{DateFrom: ptr("1990-01-01"), DateTo: ptr("2026-06-30"), Symptoms: []string{common}}},
+			{"common-symptom", incidentlib.IncidentFilter{Symptoms: []string{common}}},
+		} {
+			b.Run(fmt.Sprintf("%d/%s/count", n, fc.name), func(b *testing.B) {
+				for b.Loop() {
+					if _, err := db.Incidents().CountIncidents(ctx, fc.f); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run(fmt.Sprintf("%d/%s/set", n, fc.name), func(b *testing.B) {
+				for b.Loop() {
+					if _, err := db.Incidents().MatchSet(ctx, fc.f); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+		db.Close()
+	}
+}

@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -70,7 +71,60 @@ func (r *lazyReach) check(t *testing.T) {
 // the ids f selects, whose records byID holds.
 func checkFacets(t *testing.T, db *storage.DB, f incidentlib.IncidentFilter, want []string, byID map[string]*incidentlib.Incident) {
 	t.Helper()
-	facets, err := db.Incidents().Facets(context.Background(), f, []incidentlib.TermKind{incidentlib.KindSymptom})
+	checkFacetsOf(t, db.Incidents(), f, want, byID)
+	checkInSnapshot(t, db, f, want, byID)
+}
+
+// countsReader is a store or one of its snapshots.
+type countsReader interface {
+	Facets(ctx context.Context, filter incidentlib.IncidentFilter, kinds []incidentlib.TermKind) ([]incidentlib.Facet, error)
+	Years(ctx context.Context, filter incidentlib.IncidentFilter) ([]incidentlib.YearCount, error)
+}
+
+// checkInSnapshot reads f's first page (in the order of ids), its
+// facets and its years through one snapshot, as FastReads reads a
+// connection: one evaluation of f serves them all (matchmemo.go), the
+// snapshot keeping it, and each is held to the brute force over want
+// (in id order). Then the same through a snapshot that evaluates each
+// read on its own.
+func checkInSnapshot(t *testing.T, db *storage.DB, f incidentlib.IncidentFilter, want []string, byID map[string]*incidentlib.Incident) {
+	t.Helper()
+	ctx := context.Background()
+	for _, keep := range []bool{true, false} {
+		restore := storage.SetSnapshotSets(keep)
+		s := db.Incidents().ReadSnapshot(ctx)
+		first := 20
+		// Another filter first, whose evaluation the snapshot keeps too:
+		// f must not be taken for it.
+		other := incidentlib.IncidentFilter{Organizations: []string{"no-such-org"}}
+		if len(f.Organizations) > 0 {
+			other = incidentlib.IncidentFilter{}
+		}
+		if _, err := s.FindIncidents(ctx, other, incidentlib.DefaultOrder, incidentlib.PageArgs{First: &first}); err != nil {
+			s.Release()
+			t.Fatal(err)
+		}
+		p, err := s.FindIncidents(ctx, f, incidentlib.IncidentOrder{Field: incidentlib.OrderID, Direction: incidentlib.Asc}, incidentlib.PageArgs{First: &first})
+		if err != nil || p.TotalCount != len(want) || !slices.Equal(p.IDs, want[:min(first, len(want))]) {
+			s.Release()
+			t.Fatalf("in a snapshot (kept %v): page %v total %d (%v), want %v of %d", keep, p.IDs, p.TotalCount, err, want[:min(first, len(want))], len(want))
+		}
+		checkFacetsOf(t, s, f, want, byID)
+		checkYearsOf(t, s, f, want, byID)
+		if n := storage.SnapshotSets(s); keep && n != 2 {
+			s.Release()
+			t.Fatalf("the snapshot keeps %d evaluations of two filters, want 2", n)
+		}
+		s.Release()
+		restore()
+	}
+}
+
+// checkFacetsOf holds the symptom facet of f read from r to the brute
+// force over want.
+func checkFacetsOf(t *testing.T, r countsReader, f incidentlib.IncidentFilter, want []string, byID map[string]*incidentlib.Incident) {
+	t.Helper()
+	facets, err := r.Facets(context.Background(), f, []incidentlib.TermKind{incidentlib.KindSymptom})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +142,14 @@ func checkFacets(t *testing.T, db *storage.DB, f incidentlib.IncidentFilter, wan
 // checkYears holds the years of f to the brute force over want.
 func checkYears(t *testing.T, db *storage.DB, f incidentlib.IncidentFilter, want []string, byID map[string]*incidentlib.Incident) {
 	t.Helper()
-	years, err := db.Incidents().Years(context.Background(), f)
+	checkYearsOf(t, db.Incidents(), f, want, byID)
+}
+
+// checkYearsOf holds the years of f read from r to the brute force over
+// want.
+func checkYearsOf(t *testing.T, r countsReader, f incidentlib.IncidentFilter, want []string, byID map[string]*incidentlib.Incident) {
+	t.Helper()
+	years, err := r.Years(context.Background(), f)
 	if err != nil {
 		t.Fatal(err)
 	}

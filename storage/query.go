@@ -36,7 +36,7 @@ func (st Incidents) FindIncidentsByIDs(ctx context.Context, ids []string) ([]*in
 func (st Incidents) CountIncidents(ctx context.Context, f incidentlib.IncidentFilter) (int, error) {
 	var count int
 	err := st.db.view(ctx, func(tx *bolt.Tx) error {
-		ms, err := st.db.match(tx, f)
+		ms, err := st.db.matchOf(ctx, tx, f)
 		if err != nil {
 			return err
 		}
@@ -102,7 +102,7 @@ func (st Incidents) FindIncidents(ctx context.Context, f incidentlib.IncidentFil
 	}
 	page := &incidentlib.IncidentPage{}
 	err = st.db.view(ctx, func(tx *bolt.Tx) error {
-		ms, err := st.db.match(tx, f)
+		ms, err := st.db.matchOf(ctx, tx, f)
 		if err != nil {
 			return err
 		}
@@ -142,7 +142,7 @@ func (st Incidents) FindIncidents(ctx context.Context, f incidentlib.IncidentFil
 func (st Incidents) Facets(ctx context.Context, f incidentlib.IncidentFilter, kinds []incidentlib.TermKind) ([]incidentlib.Facet, error) {
 	var out []incidentlib.Facet
 	err := st.db.view(ctx, func(tx *bolt.Tx) error {
-		ms, err := st.db.match(tx, f)
+		ms, err := st.db.matchOf(ctx, tx, f)
 		if err != nil {
 			return err
 		}
@@ -156,7 +156,7 @@ func (st Incidents) Facets(ctx context.Context, f incidentlib.IncidentFilter, ki
 func (st Incidents) Years(ctx context.Context, f incidentlib.IncidentFilter) ([]incidentlib.YearCount, error) {
 	var out []incidentlib.YearCount
 	err := st.db.view(ctx, func(tx *bolt.Tx) error {
-		ms, err := st.db.match(tx, f)
+		ms, err := st.db.matchOf(ctx, tx, f)
 		if err != nil {
 			return err
 		}

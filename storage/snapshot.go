@@ -31,6 +31,10 @@ type snapshot struct {
 	tx       *bolt.Tx // begun by the first read
 	released bool
 	records  *recordReader // of tx, made by the first read of records
+	// sets are the filters evaluated in tx, the last maxSnapshotSets of
+	// them, so that a page, its count, facets and years evaluate their
+	// filter once (matchOf); gone at Release, with tx.
+	sets []evaluated
 }
 
 // ReadSnapshot returns a snapshot whose reads share one read transaction,
@@ -56,7 +60,7 @@ func (s *snapshot) Value(key any) any {
 func (s *snapshot) Release() {
 	if s.tx != nil {
 		_ = s.tx.Rollback()
-		s.tx, s.records = nil, nil
+		s.tx, s.records, s.sets = nil, nil, nil
 	}
 	s.released = true
 }
@@ -67,6 +71,14 @@ func (s *snapshot) FindIncidentsByIDs(_ context.Context, ids []string) ([]*incid
 
 func (s *snapshot) FindIncidents(_ context.Context, filter incidentlib.IncidentFilter, order incidentlib.IncidentOrder, page incidentlib.PageArgs) (*incidentlib.IncidentPage, error) {
 	return s.db.Incidents().FindIncidents(s, filter, order, page)
+}
+
+func (s *snapshot) Facets(_ context.Context, filter incidentlib.IncidentFilter, kinds []incidentlib.TermKind) ([]incidentlib.Facet, error) {
+	return s.db.Incidents().Facets(s, filter, kinds)
+}
+
+func (s *snapshot) Years(_ context.Context, filter incidentlib.IncidentFilter) ([]incidentlib.YearCount, error) {
+	return s.db.Incidents().Years(s, filter)
 }
 
 func (s *snapshot) RecurrenceIDs(_ context.Context, ids []string) ([][]string, error) {

@@ -428,10 +428,10 @@ func sources(tx *bolt.Tx, bucket []byte, target uint32) []uint32 {
 	return out
 }
 
-// putPosting stores bm, run-optimized, as the posting name in pb (the
-// postings bucket).
+// putPosting stores bm, run-optimized unless its runs are many
+// (countsFast), as the posting name in pb (the postings bucket).
 func putPosting(pb *bolt.Bucket, name string, bm *roaring.Bitmap) error {
-	bm.RunOptimize()
+	bm = countsFast(bm)
 	v, err := bm.ToBytes()
 	if err != nil {
 		return err
