@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -250,7 +249,7 @@ func (a *Applier) done(msgs []Message, results []Result) {
 func (a *Applier) applyOnce(ctx context.Context, m Message) Result {
 	var res Result
 	var w Write
-	if err := json.Unmarshal(m.Data, &w); err != nil {
+	if err := decodeWrite(m.Data, &w); err != nil {
 		res.Err = notAWrite(m.Seq, err)
 	} else {
 		res = a.applyWrite(ctx, m, &w)
@@ -345,7 +344,7 @@ func (a *Applier) eachChunk(ctx context.Context, seq uint64, seqs []uint64, op O
 			return err
 		}
 		var w Write
-		if err := json.Unmarshal(data, &w); err != nil || w.Op != op {
+		if err := decodeWrite(data, &w); err != nil || w.Op != op {
 			return incidentlib.Errorf(incidentlib.EINVALID, "%s commit %d names message %d, which is no %s chunk", what, seq, s, what)
 		}
 		add(&w)

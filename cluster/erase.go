@@ -193,7 +193,7 @@ func (n *Node) erase(ctx context.Context, e erasure) error {
 			return nil
 		}
 		var w Write
-		if json.Unmarshal(m.Data, &w) == nil && w.Record != nil && w.At.Equal(e.at) {
+		if decodeWrite(m.Data, &w) == nil && w.Record != nil && w.At.Equal(e.at) {
 			if err := stream.SecureDeleteMsg(ctx, m.Sequence); err != nil {
 				// Gone already (another node erased it first), or not.
 				if _, gerr := stream.GetMsg(ctx, m.Sequence); !errors.Is(gerr, jetstream.ErrMsgNotFound) {

@@ -61,6 +61,33 @@ func (n *Node) Nudge(seq uint64) {
 	}
 }
 
+// bellDelay is how long a node that hears another node's bell waits
+// before it asks its copy: the writes that come meanwhile are read and
+// applied together (one transaction, one fsync), and the node that
+// acknowledged the write, whose client waits for its apply, has the disk
+// first. This node's own writes (Nudge) and the writes it must judge
+// (catchUp) are asked for at once.
+const bellDelay = 10 * time.Millisecond
+
+// hear takes another node's bell: the follower asks its copy for seq
+// within bellDelay. The bell of this node's own write (ring) was Nudged
+// already.
+func (n *Node) hear(seq uint64) {
+	for {
+		cur := n.heard.Load()
+		if seq <= cur || n.heard.CompareAndSwap(cur, seq) {
+			break
+		}
+	}
+	if seq <= n.want.Load() || !n.hearing.CompareAndSwap(false, true) {
+		return // known, or a Nudge within bellDelay already set
+	}
+	time.AfterFunc(bellDelay, func() {
+		n.hearing.Store(false)
+		n.Nudge(n.heard.Load())
+	})
+}
+
 // ring tells every node, this one too, that the log holds a write at seq.
 func (n *Node) ring(seq uint64) {
 	n.Nudge(seq)
@@ -105,7 +132,7 @@ func (n *Node) follow(ctx context.Context, from *uint64, apply func(context.Cont
 	}
 	sub, err := n.nc.Subscribe(BellSubject, func(m *nats.Msg) {
 		if seq, err := strconv.ParseUint(string(m.Data), 10, 64); err == nil {
-			n.Nudge(seq)
+			n.hear(seq)
 		}
 	})
 	if err != nil {

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"time"
 
@@ -81,7 +80,7 @@ func (a *Applier) run(msgs []Message) []Write {
 			break // Apply stops there
 		}
 		var w Write
-		if err := json.Unmarshal(m.Data, &w); err != nil || !grouped(w.Op) {
+		if err := decodeWrite(m.Data, &w); err != nil || !grouped(w.Op) {
 			break
 		}
 		ws = append(ws, w)

@@ -185,6 +185,10 @@ type Node struct {
 	// bell wakes the follower (follow.go).
 	want atomic.Uint64
 	bell chan struct{}
+	// heard is the highest position another node's bell told; hearing
+	// is set while a Nudge of it is set for later (hear).
+	heard   atomic.Uint64
+	hearing atomic.Bool
 	// erasures are the purges whose messages are still to erase
 	// (erase.go).
 	erasures eraseQueue

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	kflate "github.com/klauspost/compress/flate"
 )
 
 // Superseded records (bucketVersions) are cold: read only by history
@@ -13,9 +15,16 @@ import (
 // fastest level, about a quarter of the IL-JSON), so that the history
 // grows the file by less per write: a stored value is 'z' and the
 // compressed record, or the record itself ('{' first).
+//
+// Every write compresses the record it supersedes, on every node of a
+// cluster, so the compressor is klauspost/compress's DEFLATE: the same
+// format (the standard library's reader reads it, and reads the values
+// older releases wrote with the standard library's writer), in about 55 %
+// of the standard library's time on a record, 4 % larger
+// (TestColdFormat).
 
 var flateWriters = sync.Pool{New: func() any {
-	w, _ := flate.NewWriter(io.Discard, flate.BestSpeed)
+	w, _ := kflate.NewWriter(io.Discard, kflate.BestSpeed)
 	return w
 }}
 
@@ -24,7 +33,7 @@ func coldEncode(rec []byte) []byte {
 	var buf bytes.Buffer
 	buf.Grow(len(rec)/3 + 16)
 	buf.WriteByte('z')
-	w := flateWriters.Get().(*flate.Writer)
+	w := flateWriters.Get().(*kflate.Writer)
 	w.Reset(&buf)
 	if _, err := w.Write(rec); err != nil || w.Close() != nil {
 		flateWriters.Put(w)

@@ -155,3 +155,13 @@ func CanonicalJSON(inc *incidentlib.Incident) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// canonicalSize is the length of CanonicalJSON(inc), the size a record's
+// validation measures, or 0 when it does not encode.
+func canonicalSize(inc *incidentlib.Incident) int {
+	b, err := CanonicalJSON(inc)
+	if err != nil {
+		return 0
+	}
+	return len(b)
+}

@@ -164,7 +164,7 @@ func sameRecord(a, b *incidentlib.Incident) bool {
 
 // storedAs reports whether record n is stored exactly as inc would be.
 func (w *writeTx) storedAs(n uint32, inc *incidentlib.Incident) bool {
-	data, err := json.Marshal(inc)
+	data, err := CanonicalJSON(inc)
 	return err == nil && w.storedBytes(n, data)
 }
 
@@ -280,8 +280,9 @@ func (st Incidents) UpsertIncident(ctx context.Context, in *incidentlib.Incident
 	st.db.canonical(&inc) // aliases of terms (orgadmin.go)
 	inc.Review.ReviewedAt, inc.Review.ReviewedBy = "", ""
 	// The one validation of records from outside, the record's size
-	// measured as its canonical IL-JSON.
-	es = append(es, incidentlib.ErrorList(inc.ValidateIncoming(st.db.Taxonomies().Taxonomy(), st.db.maxRecord, 0))...)
+	// measured as its canonical IL-JSON (0 when it does not encode:
+	// ValidateIncoming then words the encoder's error).
+	es = append(es, incidentlib.ErrorList(inc.ValidateIncoming(st.db.Taxonomies().Taxonomy(), st.db.maxRecord, canonicalSize(&inc)))...)
 	es = append(es, incidentlib.ErrorList(validateExpected(opts))...)
 	if len(es) > 0 {
 		return nil, es

@@ -247,7 +247,7 @@ func (w *writeTx) putEncoded(inc *incidentlib.Incident, data []byte) error {
 		inc, data = &c, nil
 	}
 	if data == nil {
-		if data, err = json.Marshal(inc); err != nil {
+		if data, err = CanonicalJSON(inc); err != nil {
 			return err
 		}
 	}

@@ -94,9 +94,9 @@ func (b *clusterBench) writeRates(ctx context.Context, c *benchCluster, dir stri
 		return n
 	}
 	fmt.Fprintf(out, "writes: %d upserts per run; commits/write counts every store's commits (each an fsync): one store, or the three members'\n", b.writes)
-	fmt.Fprintf(out, "%-8s %8s %12s %10s %10s %14s\n", "setup", "writers", "writes/s", "p50", "p99", "commits/write")
+	fmt.Fprintf(out, "%-8s %8s %12s %10s %10s %14s %10s\n", "setup", "writers", "writes/s", "p50", "p99", "commits/write", "CPU/write")
 	for _, writers := range []int{1, 8, 32} {
-		before := singleCommits.Load()
+		before, cpu := singleCommits.Load(), processCPU()
 		rate, lat, err := writeRun(ctx, incs, b.writes, writers, func(ctx context.Context, _ int, inc *incidentlib.Incident) error {
 			_, err := single.Incidents().UpsertIncident(editorCtx(ctx), inc, incidentlib.WriteOptions{})
 			return err
@@ -104,8 +104,8 @@ func (b *clusterBench) writeRates(ctx context.Context, c *benchCluster, dir stri
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%-8s %8d %12.0f %10s %10s %14.2f\n", "single", writers, rate, percentile(lat, 0.5).Round(time.Microsecond), percentile(lat, 0.99).Round(time.Microsecond),
-			float64(singleCommits.Load()-before)/float64(b.writes))
+		fmt.Fprintf(out, "%-8s %8d %12.0f %10s %10s %14.2f %10s\n", "single", writers, rate, percentile(lat, 0.5).Round(time.Microsecond), percentile(lat, 0.99).Round(time.Microsecond),
+			float64(singleCommits.Load()-before)/float64(b.writes), cpuPerWrite(cpu, b.writes))
 		var prof profiles
 		if writers == 32 {
 			prof.cpu = b.cpuProfile
@@ -113,7 +113,7 @@ func (b *clusterBench) writeRates(ctx context.Context, c *benchCluster, dir stri
 		if err := prof.start(); err != nil {
 			return err
 		}
-		before = clusterCommits()
+		before, cpu = clusterCommits(), processCPU()
 		rate, lat, err = writeRun(ctx, incs, b.writes, writers, func(ctx context.Context, i int, inc *incidentlib.Incident) error {
 			_, err := c.members[i%3].mb.Writer.UpsertIncident(editorCtx(ctx), inc, incidentlib.WriteOptions{})
 			return err
@@ -129,10 +129,21 @@ func (b *clusterBench) writeRates(ctx context.Context, c *benchCluster, dir stri
 		if err := c.level(ctx); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%-8s %8d %12.0f %10s %10s %14.2f\n", "cluster", writers, rate, percentile(lat, 0.5).Round(time.Microsecond), percentile(lat, 0.99).Round(time.Microsecond),
-			float64(clusterCommits()-before)/float64(b.writes))
+		fmt.Fprintf(out, "%-8s %8d %12.0f %10s %10s %14.2f %10s\n", "cluster", writers, rate, percentile(lat, 0.5).Round(time.Microsecond), percentile(lat, 0.99).Round(time.Microsecond),
+			float64(clusterCommits()-before)/float64(b.writes), cpuPerWrite(cpu, b.writes))
 	}
 	return nil
+}
+
+// cpuPerWrite is the process's CPU time (user and system) since since
+// (processCPU's), shared among n writes: for the cluster, every member's
+// apply and every NATS server's work; "?" where it cannot be read.
+func cpuPerWrite(since int64, n int) string {
+	now := processCPU()
+	if now == 0 || since == 0 {
+		return "?"
+	}
+	return (time.Duration(now-since) / time.Duration(n)).Round(time.Microsecond).String()
 }
 
 // level waits until every member applied the stream up to its last
