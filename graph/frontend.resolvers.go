@@ -9,7 +9,6 @@ import (
 	"context"
 
 	"github.com/99designs/gqlgen/graphql"
-
 	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/graph/model"
 )
