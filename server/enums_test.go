@@ -23,7 +23,8 @@ import (
 // from one of the schema's only in case (gqlparser compares enum names
 // case-insensitively there), and the enum's UnmarshalGQL, which every
 // enum's goes through (incidentlib.UnmarshalEnum), refuses it as INVALID
-// with its path, on FastReads' path (lang) as on gqlgen's.
+// with its path, on FastReads' path (lang) as on gqlgen's. EveryInputEnum
+// does so for every argument of the schema that takes an enum.
 func TestEnumValuesNotInTheSchemaAreInvalid(t *testing.T) {
 	ts := newTestServer(t, seedIncidents(t))
 	const langQ = `query($l: Lang) { incidents(first: 2) { nodes { title(lang: $l) } } }`
@@ -111,8 +112,8 @@ func TestEnumValuesNotInTheSchemaAreInvalid(t *testing.T) {
 // (inputEnumCases), the enum's first value in lower case: GraphQL
 // validation lets it through and the enum's reader must refuse it as
 // INVALID, naming the value and the enum, at the argument's path. Each
-// request goes to both handlers (FastReads and gqlgen's executor), which
-// must answer the same bytes. The schema's own values pass: every value
+// query goes to both handlers (FastReads and gqlgen's executor), which
+// must give the same answer. The schema's own values pass: every value
 // of each enum at its first argument, the first value at the others.
 func testEveryInputEnum(t *testing.T) {
 	s := graph.NewExecutableSchema(graph.Config{}).Schema()
@@ -208,6 +209,7 @@ func testEveryInputEnum(t *testing.T) {
 	t.Logf("%d arguments, %d enums", len(cases), len(inputEnums))
 }
 
+// endsWith tells whether a GraphQL error's path ends with suffix.
 func endsWith(path, suffix []any) bool {
 	if len(path) < len(suffix) {
 		return false
@@ -231,7 +233,7 @@ type enumCase struct {
 	// and required is the other required arguments' variables.
 	value    func(s string) any
 	required map[string]any
-	path     []any // the argument and its route: the end of the error's path
+	path     []any // the field, the argument and its route: the end of the error's path
 }
 
 // inputEnumCases walks the schema for every argument of a field that
@@ -339,7 +341,7 @@ func inputEnumCases(t *testing.T, s *ast.Schema) (cases []enumCase, inputEnums m
 // enumCaseOf is the request for the enum at the end of path in argument a
 // of field f of def, reached through the selection prefix.
 func enumCaseOf(s *ast.Schema, def *ast.Definition, f *ast.FieldDefinition, a *ast.ArgumentDefinition, prefix []string, path []any, enum string) enumCase {
-	c := enumCase{enum: enum, at: fmt.Sprintf("%s.%s(%s)%v", def.Name, f.Name, a.Name, path), required: map[string]any{}, path: append([]any{a.Name}, path...)}
+	c := enumCase{enum: enum, at: fmt.Sprintf("%s.%s(%s)%v", def.Name, f.Name, a.Name, path), required: map[string]any{}, path: append([]any{f.Name, a.Name}, path...)}
 	decls, args := []string{"$v: " + a.Type.String()}, []string{a.Name + ": $v"}
 	for _, o := range f.Arguments {
 		if o != a && o.Type.NonNull && o.DefaultValue == nil {
