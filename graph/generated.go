@@ -281,7 +281,7 @@ type ComplexityRoot struct {
 		AddOrganization     func(childComplexity int, slug string, name string) int
 		AddTerm             func(childComplexity int, input model.AddTermInput) int
 		AddTermAliases      func(childComplexity int, kind model.TaxonomyKind, slug string, aliases []string) int
-		CreateToken         func(childComplexity int, name string, role model.TokenRole, expiresAt *string) int
+		CreateToken         func(childComplexity int, name string, role incidentlib.Role, expiresAt *string) int
 		DeleteIncident      func(childComplexity int, id string, expectedUpdatedAt *string, expectedVersion *int) int
 		DeprecateTerm       func(childComplexity int, kind model.TaxonomyKind, slug string, deprecated *bool) int
 		ImportIncidents     func(childComplexity int, records []*model.IncidentInput, histories []*model.HistoryImportInput) int
@@ -530,7 +530,7 @@ type MutationResolver interface {
 	AddOrganization(ctx context.Context, slug string, name string) (*model.OrganizationPayload, error)
 	RenameOrganization(ctx context.Context, slug string, name string) (*model.OrganizationPayload, error)
 	MergeOrganizations(ctx context.Context, from string, into string) (*model.OrganizationPayload, error)
-	CreateToken(ctx context.Context, name string, role model.TokenRole, expiresAt *string) (*model.CreateTokenPayload, error)
+	CreateToken(ctx context.Context, name string, role incidentlib.Role, expiresAt *string) (*model.CreateTokenPayload, error)
 	RevokeToken(ctx context.Context, name string) (*model.RevokeTokenPayload, error)
 }
 type OrganizationResolver interface {
@@ -1620,7 +1620,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.CreateToken(childComplexity, args["name"].(string), args["role"].(model.TokenRole), args["expiresAt"].(*string)), true
+		return e.ComplexityRoot.Mutation.CreateToken(childComplexity, args["name"].(string), args["role"].(incidentlib.Role), args["expiresAt"].(*string)), true
 	case "Mutation.deleteIncident":
 		if e.ComplexityRoot.Mutation.DeleteIncident == nil {
 			break
@@ -5202,8 +5202,8 @@ func (ec *executionContext) field_Mutation_createToken_args(ctx context.Context,
 	}
 	args["name"] = arg0
 	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "role",
-		func(ctx context.Context, v any) (model.TokenRole, error) {
-			return ec.unmarshalNTokenRole2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTokenRole(ctx, v)
+		func(ctx context.Context, v any) (incidentlib.Role, error) {
+			return ec.unmarshalNTokenRole2githubᚗcomᚋincidentlibᚋincidentlibᚐRole(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -6257,8 +6257,8 @@ func (ec *executionContext) _ApiToken_role(ctx context.Context, field graphql.Co
 			return obj.Role, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v model.TokenRole) graphql.Marshaler {
-			return ec.marshalNTokenRole2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTokenRole(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v incidentlib.Role) graphql.Marshaler {
+			return ec.marshalNTokenRole2githubᚗcomᚋincidentlibᚋincidentlibᚐRole(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11342,7 +11342,7 @@ func (ec *executionContext) _Mutation_createToken(ctx context.Context, field gra
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().CreateToken(ctx, fc.Args["name"].(string), fc.Args["role"].(model.TokenRole), fc.Args["expiresAt"].(*string))
+			return ec.Resolvers.Mutation().CreateToken(ctx, fc.Args["name"].(string), fc.Args["role"].(incidentlib.Role), fc.Args["expiresAt"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.CreateTokenPayload) graphql.Marshaler {
@@ -14253,8 +14253,8 @@ func (ec *executionContext) _TimelineEvent_kind(ctx context.Context, field graph
 			return obj.Kind(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v model.TimelineEventKind) graphql.Marshaler {
-			return ec.marshalNTimelineEventKind2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventKind(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v incidentlib.EventKind) graphql.Marshaler {
+			return ec.marshalNTimelineEventKind2githubᚗcomᚋincidentlibᚋincidentlibᚐEventKind(ctx, selections, v)
 		},
 		true,
 		true,
@@ -16903,7 +16903,7 @@ func (ec *executionContext) unmarshalInputTimelineEventInput(ctx context.Context
 			it.Offset = data
 		case "kind":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kind"))
-			data, err := ec.unmarshalNTimelineEventKind2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventKind(ctx, v)
+			data, err := ec.unmarshalNTimelineEventKind2githubᚗcomᚋincidentlibᚋincidentlibᚐEventKind(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -21181,14 +21181,13 @@ func (ec *executionContext) marshalNOrganizationEdge2ᚖgithubᚗcomᚋincidentl
 }
 
 func (ec *executionContext) unmarshalNOrganizationOrderField2githubᚗcomᚋincidentlibᚋincidentlibᚐOrganizationOrderField(ctx context.Context, v any) (incidentlib.OrganizationOrderField, error) {
-	tmp, err := graphql.UnmarshalString(v)
-	res := incidentlib.OrganizationOrderField(tmp)
+	res, err := model.UnmarshalOrganizationOrderField(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNOrganizationOrderField2githubᚗcomᚋincidentlibᚋincidentlibᚐOrganizationOrderField(ctx context.Context, sel ast.SelectionSet, v incidentlib.OrganizationOrderField) graphql.Marshaler {
 	_ = sel
-	res := graphql.MarshalString(string(v))
+	res := model.MarshalOrganizationOrderField(v)
 	if res == graphql.Null {
 		graphql.AddInvalidNullFromMarshaler(ctx, "OrganizationOrderField!")
 	}
@@ -21590,24 +21589,32 @@ func (ec *executionContext) unmarshalNTimelineEventInput2ᚖgithubᚗcomᚋincid
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) unmarshalNTimelineEventKind2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventKind(ctx context.Context, v any) (model.TimelineEventKind, error) {
-	var res model.TimelineEventKind
-	err := res.UnmarshalGQL(v)
+func (ec *executionContext) unmarshalNTimelineEventKind2githubᚗcomᚋincidentlibᚋincidentlibᚐEventKind(ctx context.Context, v any) (incidentlib.EventKind, error) {
+	res, err := model.UnmarshalTimelineEventKind(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNTimelineEventKind2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTimelineEventKind(ctx context.Context, sel ast.SelectionSet, v model.TimelineEventKind) graphql.Marshaler {
-	return v
+func (ec *executionContext) marshalNTimelineEventKind2githubᚗcomᚋincidentlibᚋincidentlibᚐEventKind(ctx context.Context, sel ast.SelectionSet, v incidentlib.EventKind) graphql.Marshaler {
+	_ = sel
+	res := model.MarshalTimelineEventKind(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "TimelineEventKind!")
+	}
+	return res
 }
 
-func (ec *executionContext) unmarshalNTokenRole2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTokenRole(ctx context.Context, v any) (model.TokenRole, error) {
-	var res model.TokenRole
-	err := res.UnmarshalGQL(v)
+func (ec *executionContext) unmarshalNTokenRole2githubᚗcomᚋincidentlibᚋincidentlibᚐRole(ctx context.Context, v any) (incidentlib.Role, error) {
+	res, err := model.UnmarshalTokenRole(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNTokenRole2githubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐTokenRole(ctx context.Context, sel ast.SelectionSet, v model.TokenRole) graphql.Marshaler {
-	return v
+func (ec *executionContext) marshalNTokenRole2githubᚗcomᚋincidentlibᚋincidentlibᚐRole(ctx context.Context, sel ast.SelectionSet, v incidentlib.Role) graphql.Marshaler {
+	_ = sel
+	res := model.MarshalTokenRole(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "TokenRole!")
+	}
+	return res
 }
 
 func (ec *executionContext) marshalNUserError2ᚕᚖgithubᚗcomᚋincidentlibᚋincidentlibᚋgraphᚋmodelᚐUserErrorᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.UserError) graphql.Marshaler {

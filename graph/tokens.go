@@ -52,39 +52,6 @@ func guarded[S any](ctx context.Context, need incidentlib.Role, svc S, what stri
 	return svc, nil
 }
 
-// tokenRoles pairs each GraphQL token role with the role its tokens
-// grant: one table, read both ways.
-var tokenRoles = [...]struct {
-	gql  model.TokenRole
-	role incidentlib.Role
-}{
-	{model.TokenRoleEditor, incidentlib.RoleEditor},
-	{model.TokenRoleReviewer, incidentlib.RoleReviewer},
-	{model.TokenRoleAdmin, incidentlib.RoleAdmin},
-}
-
-// roleOf is the role a token of GraphQL role r grants (RoleReader for a
-// role not in tokenRoles).
-func roleOf(r model.TokenRole) incidentlib.Role {
-	for _, t := range tokenRoles {
-		if t.gql == r {
-			return t.role
-		}
-	}
-	return incidentlib.RoleReader
-}
-
-// tokenRole is the GraphQL role of a token that grants r (EDITOR for a
-// role not in tokenRoles).
-func tokenRole(r incidentlib.Role) model.TokenRole {
-	for _, t := range tokenRoles {
-		if t.role == r {
-			return t.gql
-		}
-	}
-	return model.TokenRoleEditor
-}
-
 func optTime(t time.Time) *string {
 	if t.IsZero() {
 		return nil
@@ -96,7 +63,7 @@ func optTime(t time.Time) *string {
 // apiToken is the GraphQL view of a token.
 func apiToken(t *incidentlib.TokenInfo, now time.Time) *model.APIToken {
 	return &model.APIToken{
-		Name: t.Name, Role: tokenRole(t.Role), CreatedAt: t.Created.UTC().Format(time.RFC3339),
+		Name: t.Name, Role: t.Role, CreatedAt: t.Created.UTC().Format(time.RFC3339),
 		ExpiresAt: optTime(t.Expires), LastUsedAt: optTime(t.LastUsed), RevokedAt: optTime(t.Revoked), Active: t.Active(now),
 	}
 }

@@ -9,10 +9,11 @@ import (
 	"context"
 	"time"
 
+	"github.com/incidentlib/incidentlib"
 	"github.com/incidentlib/incidentlib/graph/model"
 )
 
-func (r *mutationResolver) CreateToken(ctx context.Context, name string, role model.TokenRole, expiresAt *string) (*model.CreateTokenPayload, error) {
+func (r *mutationResolver) CreateToken(ctx context.Context, name string, role incidentlib.Role, expiresAt *string) (*model.CreateTokenPayload, error) {
 	ts, err := tokenIssuer(ctx)
 	if err != nil {
 		return nil, err
@@ -24,7 +25,7 @@ func (r *mutationResolver) CreateToken(ctx context.Context, name string, role mo
 			return &model.CreateTokenPayload{UserErrors: ues}, nil
 		}
 	}
-	secret, info, err := ts.CreateToken(ctx, name, roleOf(role), expires)
+	secret, info, err := ts.CreateToken(ctx, name, role, expires)
 	if err != nil {
 		ues, ok := model.UserErrors(nil, err)
 		if !ok {

@@ -50,7 +50,7 @@ func (t *TimelineEvent) OffsetSeconds() *int {
 	return &n
 }
 
-func (t *TimelineEvent) Kind() TimelineEventKind { return TimelineEventKind(t.e.Kind) }
+func (t *TimelineEvent) Kind() incidentlib.EventKind { return t.e.Kind }
 
 func (t *TimelineEvent) Text(lang *Lang) *string { return text(&t.e.Text, t.view.lang(lang)) }
 
@@ -77,18 +77,18 @@ func FormatDuration(d time.Duration) string {
 
 // TimelineEventInput is an event of IncidentInput.events.
 type TimelineEventInput struct {
-	At     string            `json:"at,omitempty"`
-	Offset string            `json:"offset,omitempty"`
-	Kind   TimelineEventKind `json:"kind"`
-	Text   *TextInput        `json:"text,omitempty"`
-	Extra  json.RawMessage   `json:"extra,omitempty"`
+	At     string                `json:"at,omitempty"`
+	Offset string                `json:"offset,omitempty"`
+	Kind   incidentlib.EventKind `json:"kind"`
+	Text   *TextInput            `json:"text,omitempty"`
+	Extra  json.RawMessage       `json:"extra,omitempty"`
 }
 
 // eventsOf converts the events of an input (IncidentInput.Incident).
 func eventsOf(list []*TimelineEventInput, text func(*TextInput, string) incidentlib.Text, extra func(json.RawMessage, ...string) incidentlib.Extra) []incidentlib.Event {
 	var out []incidentlib.Event
 	for n, e := range list {
-		out = append(out, incidentlib.Event{At: e.At, Offset: e.Offset, Kind: incidentlib.EventKind(e.Kind),
+		out = append(out, incidentlib.Event{At: e.At, Offset: e.Offset, Kind: e.Kind,
 			Text: text(e.Text, fmt.Sprintf("events.%d.text", n)), Extra: extra(e.Extra, "events", fmt.Sprint(n))})
 	}
 	return out
@@ -98,7 +98,7 @@ func eventsOf(list []*TimelineEventInput, text func(*TextInput, string) incident
 func eventInputs(evs []incidentlib.Event, text func(incidentlib.Text) *TextInput) []*TimelineEventInput {
 	var out []*TimelineEventInput
 	for _, e := range evs {
-		out = append(out, &TimelineEventInput{At: e.At, Offset: e.Offset, Kind: TimelineEventKind(e.Kind), Text: text(e.Text), Extra: rawOf(e.Extra)})
+		out = append(out, &TimelineEventInput{At: e.At, Offset: e.Offset, Kind: e.Kind, Text: text(e.Text), Extra: rawOf(e.Extra)})
 	}
 	return out
 }

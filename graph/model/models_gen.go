@@ -30,8 +30,8 @@ type AddTermInput struct {
 // An API token, without its secret.
 type APIToken struct {
 	// The author every write made with the token records.
-	Name string    `json:"name"`
-	Role TokenRole `json:"role"`
+	Name string           `json:"name"`
+	Role incidentlib.Role `json:"role"`
 	// RFC 3339.
 	CreatedAt string  `json:"createdAt"`
 	ExpiresAt *string `json:"expiresAt,omitempty"`
@@ -358,132 +358,6 @@ func (e *TaxonomyChangeAction) UnmarshalJSON(b []byte) error {
 }
 
 func (e TaxonomyChangeAction) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	e.MarshalGQL(&buf)
-	return buf.Bytes(), nil
-}
-
-type TimelineEventKind string
-
-const (
-	TimelineEventKindStart        TimelineEventKind = "START"
-	TimelineEventKindDetected     TimelineEventKind = "DETECTED"
-	TimelineEventKindEscalated    TimelineEventKind = "ESCALATED"
-	TimelineEventKindMitigated    TimelineEventKind = "MITIGATED"
-	TimelineEventKindResolved     TimelineEventKind = "RESOLVED"
-	TimelineEventKindCommunicated TimelineEventKind = "COMMUNICATED"
-	TimelineEventKindOther        TimelineEventKind = "OTHER"
-)
-
-var AllTimelineEventKind = []TimelineEventKind{
-	TimelineEventKindStart,
-	TimelineEventKindDetected,
-	TimelineEventKindEscalated,
-	TimelineEventKindMitigated,
-	TimelineEventKindResolved,
-	TimelineEventKindCommunicated,
-	TimelineEventKindOther,
-}
-
-func (e TimelineEventKind) IsValid() bool {
-	switch e {
-	case TimelineEventKindStart, TimelineEventKindDetected, TimelineEventKindEscalated, TimelineEventKindMitigated, TimelineEventKindResolved, TimelineEventKindCommunicated, TimelineEventKindOther:
-		return true
-	}
-	return false
-}
-
-func (e TimelineEventKind) String() string {
-	return string(e)
-}
-
-func (e *TimelineEventKind) UnmarshalGQL(v any) error {
-	str, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("enums must be strings")
-	}
-
-	*e = TimelineEventKind(str)
-	if !e.IsValid() {
-		return fmt.Errorf("%s is not a valid TimelineEventKind", str)
-	}
-	return nil
-}
-
-func (e TimelineEventKind) MarshalGQL(w io.Writer) {
-	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
-}
-
-func (e *TimelineEventKind) UnmarshalJSON(b []byte) error {
-	s, err := strconv.Unquote(string(b))
-	if err != nil {
-		return err
-	}
-	return e.UnmarshalGQL(s)
-}
-
-func (e TimelineEventKind) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	e.MarshalGQL(&buf)
-	return buf.Bytes(), nil
-}
-
-// The role a token carries; roles are cumulative (a reader needs no token).
-type TokenRole string
-
-const (
-	// Creates, changes, deletes and imports incidents.
-	TokenRoleEditor TokenRole = "EDITOR"
-	// Also reviews incidents.
-	TokenRoleReviewer TokenRole = "REVIEWER"
-	// Also manages tokens and takes backups.
-	TokenRoleAdmin TokenRole = "ADMIN"
-)
-
-var AllTokenRole = []TokenRole{
-	TokenRoleEditor,
-	TokenRoleReviewer,
-	TokenRoleAdmin,
-}
-
-func (e TokenRole) IsValid() bool {
-	switch e {
-	case TokenRoleEditor, TokenRoleReviewer, TokenRoleAdmin:
-		return true
-	}
-	return false
-}
-
-func (e TokenRole) String() string {
-	return string(e)
-}
-
-func (e *TokenRole) UnmarshalGQL(v any) error {
-	str, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("enums must be strings")
-	}
-
-	*e = TokenRole(str)
-	if !e.IsValid() {
-		return fmt.Errorf("%s is not a valid TokenRole", str)
-	}
-	return nil
-}
-
-func (e TokenRole) MarshalGQL(w io.Writer) {
-	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
-}
-
-func (e *TokenRole) UnmarshalJSON(b []byte) error {
-	s, err := strconv.Unquote(string(b))
-	if err != nil {
-		return err
-	}
-	return e.UnmarshalGQL(s)
-}
-
-func (e TokenRole) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
