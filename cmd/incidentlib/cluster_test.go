@@ -152,6 +152,12 @@ func newProcCluster(t *testing.T, bin string) *procCluster {
 				_ = n.cmd.Process.Kill()
 				_ = n.cmd.Wait()
 			}
+			// A node that panicked, died of a fatal error or (built with
+			// INCIDENTLIB_TEST_RACE=1) raced fails the test, even where
+			// the others carried on without it.
+			if log := n.stderr.String(); deathRe.MatchString(log) {
+				t.Errorf("%s died:\n%s", n.name, tail(log, 16<<10))
+			}
 		}
 	})
 	return c
@@ -323,7 +329,11 @@ func (c *procCluster) level() {
 		}
 	}
 	if !(seqs[0] == seqs[1] && seqs[1] == seqs[2]) {
-		t.Fatalf("the nodes did not come level: applied %v", seqs)
+		var logs strings.Builder
+		for _, n := range c.nodes {
+			fmt.Fprintf(&logs, "\n%s's log:\n%s", n.name, tail(n.stderr.String(), 8<<10))
+		}
+		t.Fatalf("the nodes did not come level: applied %v%s", seqs, logs.String())
 	}
 	var first []byte
 	for _, n := range c.nodes {
@@ -336,6 +346,22 @@ func (c *procCluster) level() {
 			t.Fatalf("the export of %s differs from n1's (%d and %d bytes)", n.name, len(exp), len(first))
 		}
 	}
+}
+
+// deathRe finds where a Go process's stderr says it died: a panic, a
+// fatal error, or (built with INCIDENTLIB_TEST_RACE=1) a data race.
+var deathRe = regexp.MustCompile(`(?m)^(panic: |fatal error: |WARNING: DATA RACE)`)
+
+// tail returns the last n bytes of s, or, where the process died (deathRe),
+// n bytes from there.
+func tail(s string, n int) string {
+	if loc := deathRe.FindStringIndex(s); loc != nil {
+		return s[loc[0]:min(len(s), loc[0]+n)] + "…"
+	}
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
 }
 
 // backupOf takes a backup of node n through its API into a file of the

@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -33,7 +34,13 @@ func BuildBinary(tb testing.TB, dir string) string {
 		tb.Skip("no go command to build the binary with")
 	}
 	bin := filepath.Join(tb.TempDir(), "incidentlib")
-	if out, err := exec.Command(goBin, "build", "-o", bin, dir).CombinedOutput(); err != nil {
+	args := []string{"build", "-o", bin}
+	if os.Getenv("INCIDENTLIB_TEST_RACE") == "1" {
+		// The processes a test starts, built with the race detector: a
+		// data race in one ends it with the race's report on its stderr.
+		args = append(args, "-race")
+	}
+	if out, err := exec.Command(goBin, append(args, dir)...).CombinedOutput(); err != nil {
 		tb.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
