@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -299,8 +298,6 @@ func headerInt(h nats.Header, key string) int {
 	v, _ := strconv.Atoi(h.Get(key))
 	return v
 }
-
-var _ = fmt.Sprint
 
 // Leader reports whether this node's server led the stream when last
 // asked.
