@@ -303,10 +303,10 @@ func (w *writeTx) reindexInterrupted() ([]uint32, error) {
 		}
 		// Its postings may lack it: unindex removes what is there, index
 		// adds all. The record and its change stay as they are.
-		if err := w.unindex(n, old); err != nil {
+		if err := w.unindex(n, old, nil); err != nil {
 			return nil, err
 		}
-		if err := w.index(n, old); err != nil {
+		if err := w.index(n, old, nil); err != nil {
 			return nil, err
 		}
 		again = append(again, n)

@@ -253,9 +253,17 @@ func (w *writeTx) putEncoded(inc *incidentlib.Incident, data []byte) error {
 	}
 	var oldData []byte
 	ib := w.tx.Bucket(bucketIncidents)
+	// The index entries the earlier record and this one share stay as
+	// they are, neither read nor written (an edit of the text touches no
+	// posting), unless an interrupted import left some records out of
+	// their postings (importbatch.go): then all of them are written.
+	var kept *indexShare
 	if old != nil {
 		oldData = bytes.Clone(ib.Get(u32key(n))[8:])
-		if err := w.unindex(n, old); err != nil {
+		if w.tx.Bucket(bucketMeta).Get(metaImport) == nil {
+			kept = shareOf(old, inc)
+		}
+		if err := w.unindex(n, old, kept); err != nil {
 			return err
 		}
 	}
@@ -263,7 +271,7 @@ func (w *writeTx) putEncoded(inc *incidentlib.Incident, data []byte) error {
 	if err := ib.Put(u32key(n), append(u64key(w.seq), data...)); err != nil {
 		return err
 	}
-	if err := w.index(n, inc); err != nil {
+	if err := w.index(n, inc, kept); err != nil {
 		return err
 	}
 	w.remember(n, inc)
@@ -281,7 +289,7 @@ func (w *writeTx) putEncoded(inc *incidentlib.Incident, data []byte) error {
 // remove deletes incident n and its index entries, and records a tombstone:
 // a version of its own, with the last record kept in the history.
 func (w *writeTx) remove(n uint32, old *incidentlib.Incident) error {
-	if err := w.unindex(n, old); err != nil {
+	if err := w.unindex(n, old, nil); err != nil {
 		return err
 	}
 	ib := w.tx.Bucket(bucketIncidents)
@@ -334,8 +342,9 @@ func linkKey(target, source uint32) []byte {
 	return binary.BigEndian.AppendUint32(u32key(target), source)
 }
 
-// index adds incident n to every index.
-func (w *writeTx) index(n uint32, inc *incidentlib.Incident) error {
+// index adds incident n to every index; with kept, only the entries it
+// does not list (unindex left them).
+func (w *writeTx) index(n uint32, inc *incidentlib.Incident, kept *indexShare) error {
 	orgs := w.tx.Bucket(bucketOrgs)
 	if !w.trusted {
 		if err := w.checkOrgs(n, inc); err != nil {
@@ -355,18 +364,26 @@ func (w *writeTx) index(n uint32, inc *incidentlib.Incident) error {
 		}
 	}
 	for _, p := range postingsOf(inc) {
-		w.posting(p).Add(n)
+		if !kept.hasPosting(p) {
+			w.posting(p).Add(n)
+		}
 	}
 	sk := sortKeyOf(inc)
-	if err := w.tx.Bucket(bucketSortKeys).Put(u32key(n), sk.encode()); err != nil {
-		return err
-	}
-	for _, ord := range allOrders {
-		if err := w.putIndexKey(bucketOrders, append([]byte{ord}, orderKey(ord, n, sk)...)); err != nil {
+	if !kept.sameSortKey() {
+		if err := w.tx.Bucket(bucketSortKeys).Put(u32key(n), sk.encode()); err != nil {
 			return err
 		}
 	}
-	if inc.RecurrenceOf != "" {
+	for _, ord := range allOrders {
+		k := orderKey(ord, n, sk)
+		if kept != nil && bytes.Equal(k, orderKey(ord, n, kept.oldKey)) {
+			continue
+		}
+		if err := w.putIndexKey(bucketOrders, append([]byte{ord}, k...)); err != nil {
+			return err
+		}
+	}
+	if inc.RecurrenceOf != "" && (kept == nil || !kept.recurrence) {
 		t, _ := incidentlib.ParseID(inc.RecurrenceOf)
 		if err := w.tx.Bucket(bucketRecurrences).Put(linkKey(t, n), nil); err != nil {
 			return err
@@ -374,6 +391,9 @@ func (w *writeTx) index(n uint32, inc *incidentlib.Incident) error {
 		w.posting(postHasRec).Add(t)
 	}
 	for _, r := range inc.Related {
+		if kept != nil && slices.Contains(kept.related, r) {
+			continue
+		}
 		t, _ := incidentlib.ParseID(r)
 		if err := w.putIndexKey(bucketRelatedRev, linkKey(t, n)); err != nil {
 			return err
@@ -382,22 +402,66 @@ func (w *writeTx) index(n uint32, inc *incidentlib.Incident) error {
 	return nil
 }
 
-// unindex removes incident n, as it was stored, from every index.
-func (w *writeTx) unindex(n uint32, old *incidentlib.Incident) error {
+// indexShare is what an incident's stored record and the record that
+// replaces it have alike in the indexes, which a write leaves as they
+// are: the postings both are in, their sort keys (the order keys where
+// they agree), the recurrence link when it stays, and the related links
+// both have.
+type indexShare struct {
+	postings       []string
+	oldKey, newKey sortKey
+	recurrence     bool
+	related        []string
+}
+
+func shareOf(old, inc *incidentlib.Incident) *indexShare {
+	s := &indexShare{oldKey: sortKeyOf(old), newKey: sortKeyOf(inc), recurrence: old.RecurrenceOf == inc.RecurrenceOf}
+	next := postingsOf(inc)
 	for _, p := range postingsOf(old) {
-		w.posting(p).Remove(n)
+		if slices.Contains(next, p) {
+			s.postings = append(s.postings, p)
+		}
+	}
+	for _, r := range old.Related {
+		if slices.Contains(inc.Related, r) {
+			s.related = append(s.related, r)
+		}
+	}
+	return s
+}
+
+// hasPosting reports whether posting p stays as it is (never, with no
+// share).
+func (s *indexShare) hasPosting(p string) bool { return s != nil && slices.Contains(s.postings, p) }
+
+// sameSortKey reports whether the sort key stays as it is.
+func (s *indexShare) sameSortKey() bool { return s != nil && s.oldKey == s.newKey }
+
+// unindex removes incident n, as it was stored, from every index; with
+// kept, not the entries it lists (index leaves them too).
+func (w *writeTx) unindex(n uint32, old *incidentlib.Incident, kept *indexShare) error {
+	for _, p := range postingsOf(old) {
+		if !kept.hasPosting(p) {
+			w.posting(p).Remove(n)
+		}
 	}
 	sk := sortKeyOf(old)
-	if err := w.tx.Bucket(bucketSortKeys).Delete(u32key(n)); err != nil {
-		return err
-	}
-	ob := w.tx.Bucket(bucketOrders)
-	for _, ord := range allOrders {
-		if err := ob.Delete(append([]byte{ord}, orderKey(ord, n, sk)...)); err != nil {
+	if !kept.sameSortKey() {
+		if err := w.tx.Bucket(bucketSortKeys).Delete(u32key(n)); err != nil {
 			return err
 		}
 	}
-	if old.RecurrenceOf != "" {
+	ob := w.tx.Bucket(bucketOrders)
+	for _, ord := range allOrders {
+		k := orderKey(ord, n, sk)
+		if kept != nil && bytes.Equal(k, orderKey(ord, n, kept.newKey)) {
+			continue
+		}
+		if err := ob.Delete(append([]byte{ord}, k...)); err != nil {
+			return err
+		}
+	}
+	if old.RecurrenceOf != "" && (kept == nil || !kept.recurrence) {
 		t, _ := incidentlib.ParseID(old.RecurrenceOf)
 		rb := w.tx.Bucket(bucketRecurrences)
 		if err := rb.Delete(linkKey(t, n)); err != nil {
@@ -409,6 +473,9 @@ func (w *writeTx) unindex(n uint32, old *incidentlib.Incident) error {
 	}
 	rr := w.tx.Bucket(bucketRelatedRev)
 	for _, r := range old.Related {
+		if kept != nil && slices.Contains(kept.related, r) {
+			continue
+		}
 		t, _ := incidentlib.ParseID(r)
 		if err := rr.Delete(linkKey(t, n)); err != nil {
 			return err
