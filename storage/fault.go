@@ -7,12 +7,12 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -82,8 +82,8 @@ type faultState struct {
 	// the last write failed so (a warning is logged when it becomes set).
 	full   atomic.Uint64
 	inFull atomic.Bool
-	// batches is the shared write transaction being filled (batch), which
-	// runs under the same recovery as every other transaction.
+	// batches is the writes' group commit (groupCommit), whose shared
+	// transactions run under the same recovery as every other.
 	batches batcher
 }
 
@@ -313,14 +313,19 @@ func updateTx(b *bolt.DB, fn func(*bolt.Tx) error) error {
 	return err
 }
 
-// Batched writes. bbolt's Batch runs the shared transaction, commit
-// included, in a goroutine of its own, with no recovery: a damaged page
-// first met there (a sibling read while the commit rebalances, a page of
-// the free list) would end the process. batch is bbolt's Batch with the
-// transaction run by updateGuarded, so that such a panic becomes a
-// *CorruptError for every mutation of the batch, as in any other
-// transaction. It reads its limits from bbolt's MaxBatchSize and
-// MaxBatchDelay, as Batch does.
+// Group commit. A write that finds no transaction of the store's writes
+// running starts one at once, alone (a lone writer waits for nothing);
+// the writes that come while it runs queue, and when it ends they run
+// together in the next transaction (at most bbolt's MaxBatchSize each),
+// one commit and one fsync for all, and so on while writes come. No
+// write waits for a timer: bbolt's Batch waits MaxBatchDelay (10 ms) for
+// a batch to fill, which made eight concurrent writers slower than one.
+// A batch runs as bbolt's Batch runs one (a call that fails is taken out
+// and runs again alone, on its caller's goroutine), in a goroutine of its
+// own, with its transaction run by updateGuarded, so that a panic of a
+// damaged page (a sibling read while the commit rebalances, a page of the
+// free list) becomes a *CorruptError for every write of the batch, as in
+// any other transaction.
 
 // errTrySolo tells a call of a failed batch to run alone.
 var errTrySolo = errors.New("batch function returned an error and should be re-run solo")
@@ -332,35 +337,35 @@ type batchCall struct {
 
 type writeBatch struct {
 	db    *DB
-	timer *time.Timer
-	start sync.Once
 	calls []batchCall
 }
 
-// batcher is the batch being filled, if any.
+// batcher is the writes' group commit: whether a transaction of theirs
+// runs, and the writes queued for the next.
 type batcher struct {
-	mu  sync.Mutex
-	cur *writeBatch
+	mu      sync.Mutex
+	running bool
+	queue   []batchCall
 }
 
-// batch runs fn in a write transaction that concurrent calls may share,
-// as bolt.DB.Batch does: fn may run more than once, and its error is
-// returned to its caller alone.
-func (db *DB) batch(fn func(*bolt.Tx) error) error {
+// groupCommit runs fn in a write transaction that concurrent calls may
+// share: fn may run more than once, and its error is returned to its
+// caller alone.
+func (db *DB) groupCommit(fn func(*bolt.Tx) error) error {
+	bs := &db.fault.batches
+	bs.mu.Lock()
+	if !bs.running {
+		// Nothing runs, so nothing is queued: fn runs alone, at once, on
+		// its caller's goroutine (a refusal names its method, cluster.go).
+		bs.running = true
+		bs.mu.Unlock()
+		err := db.updateGuarded(fn)
+		db.nextBatch()
+		return err
+	}
 	errCh := make(chan error, 1)
-	size, delay := db.bolt.MaxBatchSize, db.bolt.MaxBatchDelay
-	db.fault.batches.mu.Lock()
-	if db.fault.batches.cur == nil || len(db.fault.batches.cur.calls) >= size {
-		b := &writeBatch{db: db}
-		b.timer = time.AfterFunc(delay, b.trigger)
-		db.fault.batches.cur = b
-	}
-	b := db.fault.batches.cur
-	b.calls = append(b.calls, batchCall{fn: fn, err: errCh})
-	if len(b.calls) >= size {
-		go b.trigger()
-	}
-	db.fault.batches.mu.Unlock()
+	bs.queue = append(bs.queue, batchCall{fn: fn, err: errCh})
+	bs.mu.Unlock()
 	err := <-errCh
 	if err == errTrySolo {
 		err = db.updateGuarded(fn)
@@ -368,18 +373,31 @@ func (db *DB) batch(fn func(*bolt.Tx) error) error {
 	return err
 }
 
-func (b *writeBatch) trigger() { b.start.Do(b.run) }
+// nextBatch starts the writes queued meanwhile as one batch, in a
+// goroutine of its own that starts the next when it ends, or notes that
+// none runs.
+func (db *DB) nextBatch() {
+	bs := &db.fault.batches
+	bs.mu.Lock()
+	if len(bs.queue) == 0 {
+		bs.running = false
+		bs.mu.Unlock()
+		return
+	}
+	n := min(len(bs.queue), max(db.bolt.MaxBatchSize, 1))
+	b := &writeBatch{db: db, calls: slices.Clone(bs.queue[:n])}
+	bs.queue = append(bs.queue[:0], bs.queue[n:]...)
+	bs.mu.Unlock()
+	go func() {
+		b.run()
+		db.nextBatch()
+	}()
+}
 
 // run runs the batch's calls in one transaction; a call that fails is
 // taken out and told to run alone, and the others run again.
 func (b *writeBatch) run() {
 	db := b.db
-	db.fault.batches.mu.Lock()
-	b.timer.Stop()
-	if db.fault.batches.cur == b {
-		db.fault.batches.cur = nil
-	}
-	db.fault.batches.mu.Unlock()
 	for len(b.calls) > 0 {
 		failed := -1
 		err := db.updateGuarded(func(tx *bolt.Tx) error {

@@ -16,9 +16,9 @@ import (
 // mutState is how mutations share commits.
 type mutState struct {
 	// inflight counts the mutations waiting for or running their
-	// transaction. A mutation alone commits at once (bbolt's Update); one
-	// that meets others joins bbolt's Batch, which runs them in one
-	// transaction with one fsync.
+	// transaction. A mutation alone commits at once; the ones that come
+	// while a transaction runs share the next, one fsync for all
+	// (groupCommit, fault.go).
 	inflight atomic.Int32
 	// cur is the commit the running write transaction belongs to. It is
 	// touched only inside write transactions, which bbolt runs one at a
@@ -142,12 +142,8 @@ func (db *DB) mutateAs(ctx context.Context, action incidentlib.ChangeAction, com
 		}
 		return refused
 	}
-	var err error
-	if db.mut.inflight.Add(1) == 1 {
-		err = db.updateGuarded(fn)
-	} else {
-		err = db.batch(fn)
-	}
+	db.mut.inflight.Add(1)
+	err := db.groupCommit(fn)
 	db.mut.inflight.Add(-1)
 	if err := db.writeError(err); err != nil {
 		return err

@@ -512,7 +512,7 @@ func TestRolledBackWriteDoesNotPoisonCache(t *testing.T) {
 }
 
 // TestConcurrentWritesShareCommits: writes that meet share one commit
-// through bbolt's Batch, every one is acknowledged only once committed,
+// (the group commit), every one is acknowledged only once committed,
 // and the commits are observed.
 func TestConcurrentWritesShareCommits(t *testing.T) {
 	ctx := context.Background()
@@ -522,7 +522,6 @@ func TestConcurrentWritesShareCommits(t *testing.T) {
 	published := db.Incidents().SeqAbove(0)
 	// Hold the write lock so that every writer queues: one waits alone
 	// for the lock, the other writers-1 fill exactly one batch.
-	db.Bolt().MaxBatchDelay = time.Hour
 	db.Bolt().MaxBatchSize = writers - 1
 	hold, err := db.Bolt().Begin(true)
 	if err != nil {
@@ -571,6 +570,47 @@ func TestConcurrentWritesShareCommits(t *testing.T) {
 	wrClean(t, db)
 }
 
+// TestConcurrentWritesWaitForNoTimer: writes that meet run as soon as
+// the transaction before theirs ends, never waiting for a batch to fill
+// (bbolt's Batch waits MaxBatchDelay): with the delay set to an hour,
+// concurrent writers finish, sharing commits.
+func TestConcurrentWritesWaitForNoTimer(t *testing.T) {
+	ctx := context.Background()
+	var commits atomic.Int64
+	db := wrOpenWith(t, storage.Options{ObserveCommit: func(time.Duration) { commits.Add(1) }})
+	db.Bolt().MaxBatchDelay = time.Hour
+	const writers, each = 8, 25
+	done := make(chan error, writers)
+	for g := range writers {
+		go func() {
+			for i := range each {
+				id := incidentlib.FormatID(uint32(g*each + i + 1))
+				if _, err := db.Incidents().UpsertIncident(ctx, wrIncident(id, "Acme", "acme", "t"), incidentlib.WriteOptions{}); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	hang := time.After(2 * time.Minute) // not a figure: a hang (a write waiting for the hour)
+	for range writers {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-hang:
+			t.Fatalf("concurrent writes still waiting after 2 minutes with MaxBatchDelay an hour: %d commits", commits.Load())
+		}
+	}
+	if n := wrCount(t, db, incidentlib.IncidentFilter{}); n != writers*each {
+		t.Fatalf("%d incidents stored, want %d", n, writers*each)
+	}
+	t.Logf("%d writes, %d commits", writers*each, commits.Load())
+	wrClean(t, db)
+}
+
 // wrWaitInFlight waits until n writes wait for their transaction.
 func wrWaitInFlight(tb testing.TB, db *storage.DB, n int) {
 	tb.Helper()
@@ -585,7 +625,6 @@ func TestBatchedFailureLeavesOthersWritten(t *testing.T) {
 	ctx := context.Background()
 	db := wrOpen(t, false)
 	wrUpsert(t, db, wrIncident("IL-0001", "Acme", "acme", "base"))
-	db.Bolt().MaxBatchDelay = time.Hour
 	db.Bolt().MaxBatchSize = 3
 	hold, err := db.Bolt().Begin(true)
 	if err != nil {
