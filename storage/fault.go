@@ -359,9 +359,8 @@ func (db *DB) groupCommit(fn func(*bolt.Tx) error) error {
 		// its caller's goroutine (a refusal names its method, cluster.go).
 		bs.running = true
 		bs.mu.Unlock()
-		err := db.updateGuarded(fn)
-		db.nextBatch()
-		return err
+		defer db.nextBatch() // even if fn panics: the writes queued meanwhile run
+		return db.updateGuarded(fn)
 	}
 	errCh := make(chan error, 1)
 	bs.queue = append(bs.queue, batchCall{fn: fn, err: errCh})

@@ -3,7 +3,9 @@ package storage_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -54,5 +56,37 @@ func TestDamageFirstMetInABatchCommit(t *testing.T) {
 	_, err = db.Incidents().UpsertIncident(context.Background(), &inc, incidentlib.WriteOptions{})
 	if incidentlib.ErrorCode(err) != incidentlib.ESTORECORRUPT {
 		t.Errorf("a write after the damage: %v, want STORE_CORRUPT", err)
+	}
+}
+
+// TestPanicInALoneWriteLeavesWritesRunning: a write that panics in its
+// transaction, alone, ends its group commit's turn like any other: the
+// writes after it run (before the fix they queued for good behind it).
+func TestPanicInALoneWriteLeavesWritesRunning(t *testing.T) {
+	db, err := storage.Open(filepath.Join(t.TempDir(), "p.db"), storage.Options{Taxonomy: seeds.MustTaxonomy()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the write's panic did not reach its caller")
+			}
+		}()
+		_ = db.GroupCommit(func(*bolt.Tx) error { panic("a bug in a write") })
+	}()
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.Incidents().UpsertIncident(context.Background(), &incidentlib.Incident{ID: "IL-0001", Org: "Acme", OrgSlug: "acme", Title: incidentlib.Text{En: "after"}}, incidentlib.WriteOptions{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Minute): // not a figure: a hang
+		t.Fatal("a write after a panicked one still waits after 2 minutes")
 	}
 }

@@ -13,3 +13,6 @@ func (db *DB) Batch(fn func(*bolt.Tx) error) error {
 	}
 	return db.updateGuarded(fn)
 }
+
+// GroupCommit runs fn as a mutation's transaction (groupCommit).
+func (db *DB) GroupCommit(fn func(*bolt.Tx) error) error { return db.groupCommit(fn) }
