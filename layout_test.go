@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -246,5 +248,39 @@ func TestImportRules(t *testing.T) {
 				t.Errorf("%s -> %s: broken arrows %q, want broken %v", m(c.from), m(c.to), got, c.bad)
 			}
 		})
+	}
+}
+
+// TestNoBuiltFilesTracked: no file the repository tracks is a built
+// program (an ELF, Mach-O or PE executable) or larger than 4 MiB: a
+// benchmark binary once entered the tree with a commit of code, 57 MB in
+// every clone since. The largest tracked files on purpose (GraphiQL's
+// bundle, the generated resolvers) are about 1 MiB.
+func TestNoBuiltFilesTracked(t *testing.T) {
+	out, err := exec.Command("git", "ls-files", "-z").Output()
+	if err != nil {
+		t.Skipf("not a git checkout (git ls-files: %v)", err)
+	}
+	magics := [][]byte{{0x7f, 'E', 'L', 'F'}, {0xcf, 0xfa, 0xed, 0xfe}, {0xfe, 0xed, 0xfa, 0xcf}, {'M', 'Z'}}
+	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		f, err := os.Open(name)
+		if err != nil {
+			continue // deleted in the working tree
+		}
+		head := make([]byte, 4)
+		n, _ := io.ReadFull(f, head)
+		st, err := f.Stat()
+		f.Close()
+		if err != nil || st.IsDir() {
+			continue
+		}
+		if st.Size() > 4<<20 {
+			t.Errorf("%s is tracked and %d bytes: data that large belongs outside the repository (or in testdata made by a test)", name, st.Size())
+		}
+		for _, m := range magics {
+			if n >= len(m) && bytes.Equal(head[:len(m)], m) {
+				t.Errorf("%s is tracked and is a built program (it starts %q): add it to .gitignore and git rm --cached it", name, head[:len(m)])
+			}
+		}
 	}
 }
