@@ -221,15 +221,24 @@ func killLeader(nodes []*killNode) (*killNode, error) {
 // killWrite upserts incident id with title through base and reports
 // whether the write was acknowledged.
 func killWrite(ctx context.Context, hc *http.Client, base, id, title string) bool {
+	if err := postUpsert(ctx, hc, base, killToken, id, title); err != nil {
+		time.Sleep(50 * time.Millisecond)
+		return false
+	}
+	return true
+}
+
+// postUpsert upserts incident id with title through the GraphQL endpoint
+// at base with token, and returns why the write was not acknowledged.
+func postUpsert(ctx context.Context, hc *http.Client, base, token, id, title string) error {
 	body, _ := json.Marshal(map[string]any{"query": `mutation($input: IncidentInput!) { upsertIncident(input: $input) { incident { id } } }`,
 		"variables": map[string]any{"input": map[string]any{"id": id, "org": "Kill Bench", "orgSlug": "kill-bench", "title": map[string]any{"en": title}, "domain": []string{"database"}}}})
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/graphql", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+killToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := hc.Do(req)
 	if err != nil {
-		time.Sleep(50 * time.Millisecond)
-		return false
+		return err
 	}
 	defer resp.Body.Close()
 	var out struct {
@@ -238,9 +247,11 @@ func killWrite(ctx context.Context, hc *http.Client, base, id, title string) boo
 		}
 		Errors []json.RawMessage
 	}
-	if json.NewDecoder(resp.Body).Decode(&out) != nil || len(out.Errors) > 0 || out.Data.UpsertIncident == nil || out.Data.UpsertIncident.Incident == nil {
-		time.Sleep(50 * time.Millisecond)
-		return false
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return fmt.Errorf("upsert of %s: HTTP %d, %w", id, resp.StatusCode, err)
 	}
-	return true
+	if len(out.Errors) > 0 || out.Data.UpsertIncident == nil || out.Data.UpsertIncident.Incident == nil {
+		return fmt.Errorf("upsert of %s: HTTP %d, errors %s", id, resp.StatusCode, out.Errors)
+	}
+	return nil
 }
