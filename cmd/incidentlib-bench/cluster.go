@@ -63,8 +63,8 @@ func (b *clusterBench) check() error {
 	if b.writes < 100 || b.incidents < 100 {
 		return errors.New("-writes and -incidents must be at least 100")
 	}
-	if b.tail < 1 {
-		return fmt.Errorf("-tail must be at least 1, got %d", b.tail)
+	if err := atLeast("tail", b.tail, 1); err != nil {
+		return err
 	}
 	if err := b.load.check(); err != nil {
 		return err

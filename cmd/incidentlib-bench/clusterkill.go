@@ -45,8 +45,8 @@ func runClusterKill(ctx context.Context, args []string, stdout io.Writer) error 
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *rounds < 1 {
-		return fmt.Errorf("-rounds must be at least 1, got %d", *rounds)
+	if err := atLeast("rounds", *rounds, 1); err != nil {
+		return err
 	}
 	dir, done, err := workDir(*dirFlag, "cluster-kill")
 	if err != nil {

@@ -53,11 +53,17 @@ func (p *phaseFlags) declare(fs *flag.FlagSet, durationUsage, warmupUsage, round
 
 // check refuses values out of range.
 func (p *phaseFlags) check() error {
-	switch {
-	case p.duration <= 0 || p.warmup < 0:
+	if p.duration <= 0 || p.warmup < 0 {
 		return errors.New("-duration must be positive and -warmup not negative")
-	case p.rounds < 1:
-		return fmt.Errorf("-rounds must be at least 1, got %d", p.rounds)
+	}
+	return atLeast("rounds", p.rounds, 1)
+}
+
+// atLeast refuses a whole-number flag below its least value, naming the
+// flag and the value given.
+func atLeast(flag string, v, least int) error {
+	if v < least {
+		return fmt.Errorf("-%s must be at least %d, got %d", flag, least, v)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -37,12 +36,7 @@ func (b *mutationsBench) declare(fs *flag.FlagSet) {
 	fs.IntVar(&b.writes, "writes", 2000, "upserts per run (each concurrency)")
 }
 
-func (b *mutationsBench) check() error {
-	if b.writes < 100 {
-		return errors.New("-writes must be at least 100")
-	}
-	return nil
-}
+func (b *mutationsBench) check() error { return atLeast("writes", b.writes, 100) }
 
 func (b *mutationsBench) run(ctx context.Context, out io.Writer) error {
 	incs, err := writeIncidents()
