@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin/incidentlib
 PKGS := ./...
 
-.PHONY: dups e2e-deps run build test test-cluster test-cluster-processes image test-short test-long generate check-generate bench fuzz lint fmt clean
+.PHONY: dups e2e-deps system-deps run build test test-cluster test-cluster-processes image test-short test-long generate check-generate bench fuzz lint fmt clean
 
 run: build
 	@echo 'The first token, while this serves (from another shell; the store'"'"'s control socket, docs/editing.md):'
@@ -29,11 +29,27 @@ export INCIDENTLIB_CORPUS
 # graphql-http's audit, graphql-ws, graphql-sse, relay-compiler and relay-runtime,
 # Apollo Client, urql, graphql-codegen and TypeScript, the MCP Inspector), installed by npm ci when
 # the lock file is newer than what node_modules holds. Needs node and npm
-# (.ci/run installs Debian's).
-e2e/node_modules/.package-lock.json: e2e/package-lock.json e2e/package.json
+# (system-deps).
+e2e/node_modules/.package-lock.json: e2e/package-lock.json e2e/package.json | system-deps
 	cd e2e && npm ci --no-audit --no-fund
 
-e2e-deps: e2e/node_modules/.package-lock.json
+e2e-deps: system-deps e2e/node_modules/.package-lock.json
+
+# What the end-to-end tests need from Debian, installed where it is missing
+# so that make test is enough on a fresh machine: chromium (GraphiQL's and
+# the browser subscription's tests; INCIDENTLIB_CHROMIUM names another
+# browser instead), node and npm (the JavaScript clients). apt-get runs as
+# root, or through sudo.
+system-deps:
+	@missing=""; \
+	[ -n "$$INCIDENTLIB_CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
+	if [ -n "$$missing" ]; then \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo"; \
+		echo "make: installing Debian's$$missing (the end-to-end tests need them)"; \
+		$$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q $$missing; \
+	fi
 
 # lint (go vet, gofmt and golangci-lint, below) runs after check-generate,
 # never beside it (go generate rewrites graph/ while it runs), then the tests.

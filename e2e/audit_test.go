@@ -34,7 +34,7 @@ func nodeAudit(t *testing.T) string {
 	if node == "" {
 		p, err := exec.LookPath("node")
 		if err != nil {
-			t.Fatal("no node: install Node.js (as .ci/run does) or set INCIDENTLIB_NODE")
+			t.Fatal("no node: install Node.js (make system-deps, as make test does) or set INCIDENTLIB_NODE")
 		}
 		node = p
 	}

@@ -2,8 +2,8 @@
 // real browser: Debian's chromium, headless, through chromedp.
 //
 // The browser is required: without it the test fails, it does not skip
-// (.ci/run installs chromium when it is missing). INCIDENTLIB_CHROMIUM
-// names another binary. Screenshots are written to INCIDENTLIB_ARTIFACTS,
+// (make test installs chromium when it is missing: make system-deps).
+// INCIDENTLIB_CHROMIUM names another binary. Screenshots are written to INCIDENTLIB_ARTIFACTS,
 // else to e2e/artifacts/.
 package e2e
 
@@ -47,7 +47,7 @@ func chromium(t *testing.T) string {
 			return p
 		}
 	}
-	t.Fatal("no chromium: install Debian's (apt-get install -y chromium, as .ci/run does) or set INCIDENTLIB_CHROMIUM")
+	t.Fatal("no chromium: install Debian's (make system-deps, as make test does) or set INCIDENTLIB_CHROMIUM")
 	return ""
 }
 
