@@ -26,7 +26,7 @@ type auditResult struct {
 }
 
 // nodeAudit finds node and the pinned graphql-http of e2e/node_modules,
-// or fails the test: like the browser, the audit client is required (.ci/run
+// or fails the test: like the browser, the audit client is required (make test
 // runs `npm ci` in e2e/).
 func nodeAudit(t *testing.T) string {
 	t.Helper()
@@ -39,7 +39,7 @@ func nodeAudit(t *testing.T) string {
 		node = p
 	}
 	if _, err := os.Stat(filepath.Join("node_modules", "graphql-http", "package.json")); err != nil {
-		t.Fatal("no e2e/node_modules/graphql-http: run `npm ci` in e2e/ (as .ci/run does)")
+		t.Fatal("no e2e/node_modules/graphql-http: run `npm ci` in e2e/ (as make test does)")
 	}
 	return node
 }

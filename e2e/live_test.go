@@ -70,7 +70,7 @@ func runClient(t *testing.T, write func(i int), args ...string) []clientLine {
 	t.Helper()
 	node := nodeAudit(t)
 	if _, err := os.Stat(filepath.Join("node_modules", "graphql-ws", "package.json")); err != nil {
-		t.Fatal("no e2e/node_modules/graphql-ws: run `npm ci` in e2e/ (as .ci/run does)")
+		t.Fatal("no e2e/node_modules/graphql-ws: run `npm ci` in e2e/ (as make test does)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

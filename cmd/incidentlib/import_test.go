@@ -15,7 +15,7 @@ import (
 func lineCount(s string) int { return strings.Count(s, "\n") }
 
 // TestImportCollectionsCorpus imports the public collections named by
-// INCIDENTLIB_CORPUS (set by .ci/run), twice.
+// INCIDENTLIB_CORPUS (make test sets it to ../shared/datasets), twice.
 func TestImportCollectionsCorpus(t *testing.T) {
 	corpus := os.Getenv("INCIDENTLIB_CORPUS")
 	if corpus == "" {
