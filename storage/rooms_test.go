@@ -112,7 +112,7 @@ func TestEveryRootInterfaceHasOneRoom(t *testing.T) {
 // refused write (storage.StoreValues, writeMethod).
 func TestDBHoldsOnlyItsRooms(t *testing.T) {
 	own := map[string]bool{"Close": true, "Path": true, "StoreID": true, "Bolt": true,
-		"Batch": true} // Batch: fault_export_test.go's, for tests only
+		"Batch": true, "GroupCommit": true} // Batch, GroupCommit: fault_export_test.go's, for tests only
 	forwarders := []reflect.Type{reflect.TypeFor[storage.Writer](), reflect.TypeFor[storage.Reads](), reflect.TypeFor[storage.Follower]()}
 	returned := map[reflect.Type]bool{}
 	db := reflect.TypeFor[*storage.DB]()
