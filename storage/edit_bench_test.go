@@ -11,8 +11,8 @@ import (
 // BenchmarkEditWrite: an edit of an incident's text (its terms, dates and
 // links unchanged), one transaction each, on a store of 10,000 incidents
 // with fsync off: the write path's own CPU and allocations, which every
-// cluster member pays for every write. docs/performance.md, "What a write
-// costs (issue 32)":
+// cluster member pays for every write. docs/performance.md, "One store's
+// group commit, and an edit's index entries":
 //
 //	go test -run '^$' -bench EditWrite -benchmem -count 6 ./storage/
 func BenchmarkEditWrite(b *testing.B) {
