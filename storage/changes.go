@@ -24,14 +24,19 @@ import (
 // changes in order brings any copy that had applied everything up to seq
 // level with the store as of the last change returned. Fewer than limit
 // changes means none are left at the time of the read. limit must be
-// positive.
+// positive. Like every reader of the log, it returns only what the store
+// has published (Seq, read before the transaction): a commit's handler
+// publishes its sequence after bbolt let other transactions see it, and a
+// client handed a change above Seq would find its position refused as
+// ahead of the store (a subscription's since: SEQUENCE_AHEAD).
 func (st Incidents) ChangesSince(ctx context.Context, seq uint64, limit int) ([]incidentlib.Change, error) {
 	if err := checkLimit(limit); err != nil {
 		return nil, err
 	}
 	var out []incidentlib.Change
+	head := st.Seq()
 	err := st.db.view(ctx, func(tx *bolt.Tx) error {
-		return walkChanges(tx, seq, limit, func(c incidentlib.Change, n uint32, rec []byte) error {
+		return walkChanges(tx, seq, head, limit, func(c incidentlib.Change, n uint32, rec []byte) error {
 			if !c.Deleted {
 				inc, err := st.db.decodeIncident(tx, n, rec, 0)
 				if err != nil {
@@ -59,8 +64,10 @@ func (st Incidents) RawChangesSince(ctx context.Context, seq uint64, limit int) 
 		return nil, err
 	}
 	var out []incidentlib.Change
-	err := st.db.viewLatest(ctx, func(tx *bolt.Tx) error { // every committed change, snapshot or not
-		return walkChanges(tx, seq, limit, func(c incidentlib.Change, _ uint32, rec []byte) error {
+	// Every published change (ChangesSince), snapshot or not.
+	head := st.Seq()
+	err := st.db.viewLatest(ctx, func(tx *bolt.Tx) error {
+		return walkChanges(tx, seq, head, limit, func(c incidentlib.Change, _ uint32, rec []byte) error {
 			if !c.Deleted {
 				c.Record = append([]byte(nil), rec[8:]...)
 			}
@@ -75,14 +82,15 @@ func (st Incidents) RawChangesSince(ctx context.Context, seq uint64, limit int) 
 }
 
 // walkChanges calls fn, oldest first, for up to limit changes of the log
-// with a sequence above seq, with the incident's number and its stored
-// record (version and IL-JSON, valid in tx only), both zero for a
-// tombstone. A change that names no stored record is an error.
-func walkChanges(tx *bolt.Tx, seq uint64, limit int, fn func(c incidentlib.Change, n uint32, rec []byte) error) error {
+// with a sequence above seq and at most head (the published sequence),
+// with the incident's number and its stored record (version and IL-JSON,
+// valid in tx only), both zero for a tombstone. A change that names no
+// stored record is an error.
+func walkChanges(tx *bolt.Tx, seq, head uint64, limit int, fn func(c incidentlib.Change, n uint32, rec []byte) error) error {
 	c := tx.Bucket(bucketChanges).Cursor()
 	ib := tx.Bucket(bucketIncidents)
 	done := 0
-	for k, v := c.Seek(u64key(seq + 1)); k != nil && done < limit; k, v = c.Next() {
+	for k, v := c.Seek(u64key(seq + 1)); k != nil && done < limit && getU64(k) <= head; k, v = c.Next() {
 		var ch change
 		if err := json.Unmarshal(v, &ch); err != nil {
 			return fmt.Errorf("storage: change %d is corrupt: %w", getU64(k), err)

@@ -132,3 +132,67 @@ func TestSetsMatchFilters(t *testing.T) {
 }
 
 func changesStr(s string) *string { return &s }
+
+// Every reader of the change log hands out only what the store has
+// published (Seq): a change committed but not yet published (its commit
+// handler runs after bbolt let readers see it) waits for its publication,
+// so that no client holds a position above the store's head (a
+// subscription's since would be SEQUENCE_AHEAD).
+func TestLogReadersStopAtThePublishedSequence(t *testing.T) {
+	ctx := context.Background()
+	db, incs := changesStore(t, 5)
+	edited := *incs[2]
+	edited.Title.En = "Edited after the import"
+	edited.UpdatedAt, edited.Version, edited.ReviewState, edited.CreatedAt = "", 0, "", ""
+	edited.Review = incidentlib.Review{}
+	if _, err := db.Incidents().UpsertIncident(ctx, &edited, incidentlib.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	head := db.Incidents().Seq()
+	readers := map[string]func(seq uint64) ([]incidentlib.Change, error){
+		"ChangesSince":    func(seq uint64) ([]incidentlib.Change, error) { return db.Incidents().ChangesSince(ctx, seq, 100) },
+		"RawChangesSince": func(seq uint64) ([]incidentlib.Change, error) { return db.Incidents().RawChangesSince(ctx, seq, 100) },
+		"VersionsSince":   func(seq uint64) ([]incidentlib.Change, error) { return db.Versions().VersionsSince(ctx, seq, 100) },
+	}
+	// Every method of a room that reads changes of the log is one of them.
+	changeList := reflect.TypeFor[[]incidentlib.Change]()
+	for _, room := range rooms { // rooms_test.go
+		for i := range room.NumMethod() {
+			m := room.Method(i)
+			if m.Type.NumOut() > 0 && m.Type.Out(0) == changeList && readers[m.Name] == nil {
+				t.Errorf("%s.%s reads the change log but is not tested here", room.Name(), m.Name)
+			}
+		}
+	}
+	last := func(name string, read func(uint64) ([]incidentlib.Change, error)) uint64 {
+		t.Helper()
+		got, err := read(0)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(got) == 0 {
+			t.Fatalf("%s: no changes", name)
+		}
+		return got[len(got)-1].Seq
+	}
+	for name, read := range readers {
+		if got := last(name, read); got != head {
+			t.Fatalf("%s: last change %d, want the head %d", name, got, head)
+		}
+	}
+	publish := storage.HoldPublished(db, head-1)
+	for name, read := range readers {
+		if got := last(name, read); got > head-1 {
+			t.Errorf("%s handed out change %d while the published sequence is %d", name, got, head-1)
+		}
+		if got, err := read(head - 1); err != nil || len(got) != 0 {
+			t.Errorf("%s after the published sequence: %d changes (%v), want none", name, len(got), err)
+		}
+	}
+	publish()
+	for name, read := range readers {
+		if got := last(name, read); got != head {
+			t.Errorf("%s once published: last change %d, want %d", name, got, head)
+		}
+	}
+}

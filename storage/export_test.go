@@ -30,3 +30,12 @@ func SetMembershipMode(m int) func() {
 	membershipMode = m
 	return func() { membershipMode = old }
 }
+
+// HoldPublished sets db's published sequence back to seq, as it is
+// between a commit and its handler (which publishes after bbolt let
+// other transactions see the commit); the function returned publishes
+// the sequence it replaced again.
+func HoldPublished(db *DB, seq uint64) func() {
+	was := db.seq.Swap(seq)
+	return func() { db.publish(was) }
+}

@@ -29,6 +29,7 @@ func (st Versions) VersionsSince(ctx context.Context, seq uint64, limit int) ([]
 		return nil, incidentlib.Errorf(incidentlib.EUNAVAILABLE, "the store has no history until it is opened for writing once (upgraded)")
 	}
 	var out []incidentlib.Change
+	head := st.db.seq.Load() // what is published (Incidents.ChangesSince)
 	err := st.db.viewLatest(ctx, func(tx *bolt.Tx) error {
 		if c := getU64(tx.Bucket(bucketMeta).Get(metaHistoryCompacted)); seq < c {
 			return incidentlib.Errorf(incidentlib.ESEQUENCECOMPACTED,
@@ -36,7 +37,7 @@ func (st Versions) VersionsSince(ctx context.Context, seq uint64, limit int) ([]
 		}
 		hb := tx.Bucket(bucketHistory)
 		c := tx.Bucket(bucketVersionLog).Cursor()
-		for k, v := c.Seek(u64key(seq + 1)); k != nil && len(out) < limit; k, v = c.Next() {
+		for k, v := c.Seek(u64key(seq + 1)); k != nil && len(out) < limit && getU64(k) <= head; k, v = c.Next() {
 			if len(v) != 8 {
 				continue
 			}
