@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -43,22 +42,17 @@ func (b *mutationsBench) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "incidentlib-mutations-")
+	dir, done, err := workDir("", "mutations")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer done()
 	db, err := storage.Open(filepath.Join(dir, "mutations.db"), storage.Options{Taxonomy: seeds.MustTaxonomy()})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	srv, err := newServer(db, nil, server.Config{Prod: true, AdminToken: mutationsToken, ResponseCacheBytes: -1}, nil)
-	if err != nil {
-		return err
-	}
-	srv.SetReady(true)
-	url, stop, err := listen(srv)
+	url, stop, err := serveUncachedWith(db, nil, server.Config{AdminToken: mutationsToken})
 	if err != nil {
 		return err
 	}

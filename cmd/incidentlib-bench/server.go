@@ -28,7 +28,14 @@ func newServer(db *storage.DB, search incidentlib.SearchService, cfg server.Conf
 // answered from the store: the setting of the benchmarks that measure
 // the store's reads.
 func serveUncached(db *storage.DB, search incidentlib.SearchService) (url string, stop func(), err error) {
-	srv, err := newServer(db, search, server.Config{Prod: true, ResponseCacheBytes: -1}, prometheus.NewRegistry())
+	return serveUncachedWith(db, search, server.Config{})
+}
+
+// serveUncachedWith is serveUncached with cfg's other settings (an admin
+// token, for the benchmarks that write).
+func serveUncachedWith(db *storage.DB, search incidentlib.SearchService, cfg server.Config) (url string, stop func(), err error) {
+	cfg.Prod, cfg.ResponseCacheBytes = true, -1
+	srv, err := newServer(db, search, cfg, prometheus.NewRegistry())
 	if err != nil {
 		return "", nil, err
 	}
