@@ -17,7 +17,7 @@ import (
 // library: the whole years inside the range, then the whole months at its
 // ends, then the days at its ends. The year postings of the date are the
 // ones the years facet reads (postYear); the others are written here, by
-// postingsOf like every posting, so every writer keeps them (write.go's
+// postingsOf like every posting, so every writer keeps them (writeindex.go's
 // index and unindex) and check recomputes them.
 //
 // A range that covers every dated incident of the store is the dated

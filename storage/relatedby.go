@@ -10,7 +10,7 @@ import (
 
 // The reverse of related: the incidents whose related names a given one,
 // read from the relatedrev bucket (target + source keys), which every
-// write keeps in its transaction (index and unindex in write.go), merges
+// write keeps in its transaction (index and unindex in writeindex.go), merges
 // and deletes included.
 
 // RelatedByIDs returns, for each id, the ids of the incidents whose

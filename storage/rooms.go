@@ -10,7 +10,7 @@ package storage
 //	Incidents     incidents.go     query.go relatedby.go similar.go sets.go stats.go durations.go dense.go
 //	                               snapshot.go readpath.go listed.go match.go order.go keys.go records.go
 //	                               changes.go apply.go followpos.go links.go linkstatus.go
-//	                               mutate.go write.go writecheck.go workflow.go merge.go contentauthors.go
+//	                               mutate.go write.go writeindex.go writecheck.go workflow.go merge.go contentauthors.go
 //	                               import.go importbatch*.go importcheck.go importdraft.go
 //	Versions      versions.go      history.go historyread.go historydiff.go historycheck.go
 //	                               versionlog.go historyimport.go
